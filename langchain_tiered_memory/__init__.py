@@ -1,0 +1,70 @@
+"""Three-tier memory for LangChain and LangGraph agents.
+
+- short-term, exact: each user's recent messages (``HistoryStore``);
+- long-term, exact: typed facts about the user, "tags" (``TagStore``);
+- long-term, fuzzy: summary items recalled by similarity (``SummaryStore``).
+
+``TieredMemory`` is the facade over the three.
+"""
+
+from langchain_tiered_memory._redis import EmbeddedRedis, RedisConnection
+from langchain_tiered_memory.embeddings import HashingEmbeddings, LocalMiniLMEmbeddings
+from langchain_tiered_memory.errors import (
+    InvalidMessageError,
+    InvalidSummaryError,
+    InvalidTagError,
+    InvalidUserIdError,
+    MemoryBackendError,
+    MissingUserIdError,
+    SummarizationError,
+    TieredMemoryError,
+    WatermarkConflict,
+)
+from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
+from langchain_tiered_memory.stores import (
+    DefaultTags,
+    HistoryStore,
+    InMemoryHistoryStore,
+    InMemorySummaryStore,
+    InMemoryTagStore,
+    RedisHistoryStore,
+    RedisSummaryStore,
+    RedisTagStore,
+    SummaryRetriever,
+    SummaryStore,
+    TagStore,
+    UserChatMessageHistory,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DefaultTags",
+    "EmbeddedRedis",
+    "HashingEmbeddings",
+    "HistoryStore",
+    "InMemoryHistoryStore",
+    "InMemorySummaryStore",
+    "InMemoryTagStore",
+    "InvalidMessageError",
+    "InvalidSummaryError",
+    "InvalidTagError",
+    "InvalidUserIdError",
+    "LocalMiniLMEmbeddings",
+    "MemoryBackendError",
+    "MemorySnapshot",
+    "MissingUserIdError",
+    "RedisConnection",
+    "RedisHistoryStore",
+    "RedisSummaryStore",
+    "RedisTagStore",
+    "SummarizationError",
+    "SummaryRetriever",
+    "SummaryStore",
+    "TagStore",
+    "TieredMemory",
+    "TieredMemoryError",
+    "UserChatMessageHistory",
+    "WatermarkConflict",
+    "__version__",
+]

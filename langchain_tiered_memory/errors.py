@@ -1,0 +1,58 @@
+"""Exceptions raised by langchain-tiered-memory.
+
+Each subclasses the builtin that describes the failure, so callers that already catch
+``ValueError`` or ``ConnectionError`` keep working, and each message says how to fix it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TieredMemoryError",
+    "InvalidUserIdError",
+    "InvalidTagError",
+    "InvalidSummaryError",
+    "InvalidMessageError",
+    "MissingUserIdError",
+    "MemoryBackendError",
+    "SummarizationError",
+    "WatermarkConflict",
+]
+
+
+class TieredMemoryError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class InvalidUserIdError(TieredMemoryError, ValueError):
+    """A user id is empty, too long or not a string."""
+
+
+class InvalidTagError(TieredMemoryError, ValueError):
+    """A tag name is not in the tag schema, or its value fails validation."""
+
+
+class InvalidSummaryError(TieredMemoryError, ValueError):
+    """A summary item is empty, too long or not text."""
+
+
+class InvalidMessageError(TieredMemoryError, ValueError):
+    """A chat message cannot be stored (wrong type or too large)."""
+
+
+class MissingUserIdError(TieredMemoryError, ValueError):
+    """A graph run was started without a user id in its context or config."""
+
+
+class MemoryBackendError(TieredMemoryError, ConnectionError):
+    """The storage backend (Redis) is unreachable, timed out or refused a command."""
+
+
+class SummarizationError(TieredMemoryError, RuntimeError):
+    """The summarizer model failed or returned nothing usable; nothing was stored."""
+
+
+class WatermarkConflict(TieredMemoryError, RuntimeError):
+    """Another summarizer advanced the user's watermark first; nothing was written.
+
+    Safe to retry: the next attempt starts from the new watermark.
+    """

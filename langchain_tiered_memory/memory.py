@@ -1,0 +1,555 @@
+"""``TieredMemory``: one facade over the three memory tiers of every user.
+
+Every public method has an ``a``-prefixed async twin with the same signature. The facade
+knows the stores only through their interfaces, so any of them can be swapped; when all
+three are the Redis stores on one connection, :meth:`TieredMemory.load` reads what a turn
+needs in one pipelined round trip.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, messages_to_dict
+from pydantic import BaseModel
+
+from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, validate_user_id
+from langchain_tiered_memory._redis import EmbeddedRedis, RedisConnection
+from langchain_tiered_memory.errors import SummarizationError, WatermarkConflict
+from langchain_tiered_memory.stores.history import (
+    HistoryStore,
+    InMemoryHistoryStore,
+    RedisHistoryStore,
+)
+from langchain_tiered_memory.stores.summaries import (
+    InMemorySummaryStore,
+    RedisSummaryStore,
+    SummaryStore,
+)
+from langchain_tiered_memory.stores.tags import (
+    DefaultTags,
+    InMemoryTagStore,
+    RedisTagStore,
+    TagStore,
+)
+from langchain_tiered_memory.summarizer import asummarize_messages, summarize_messages
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["TieredMemory", "MemorySnapshot"]
+
+DEFAULT_SUMMARY_BATCH = 200
+
+
+@dataclass
+class MemorySnapshot:
+    """What one turn needs from memory: tags, recent history and recalled items."""
+
+    tags: dict[str, str] = field(default_factory=dict)
+    history: list[BaseMessage] = field(default_factory=list)
+    recalled: list[Document] = field(default_factory=list)
+
+
+class TieredMemory:
+    """Short-term history, long-term tags and recalled summaries for many users.
+
+    Example:
+        >>> from langchain_tiered_memory import TieredMemory
+        >>> from langchain_core.messages import HumanMessage, AIMessage
+        >>> with TieredMemory.embedded("/tmp/tm-example") as memory:  # doctest: +SKIP
+        ...     memory.add_session_log("alice", [HumanMessage("hi"), AIMessage("hello")])
+        ...     memory.set_user_tags("alice", {"name": "Alice", "age": 30})
+        ...     memory.add_summaries("alice", ["Alice's birthday is on May 8."])
+        ...     memory.recall_summaries("alice", "when is her birthday?", n=1)
+
+    """
+
+    def __init__(
+        self,
+        *,
+        history: HistoryStore,
+        tags: TagStore,
+        summaries: SummaryStore,
+        history_retention: int | None = None,
+        redis_url: str | None = None,
+        _connection: RedisConnection | None = None,
+        _server: EmbeddedRedis | None = None,
+    ) -> None:
+        """Wrap three stores.
+
+        Args:
+            history: the short-term history store.
+            tags: the long-term exact tag store (its schema is the ``user_tag`` tool's).
+            summaries: the long-term fuzzy store of summary items.
+            history_retention: after each summarization keep at most this many messages
+                of a user's history (never dropping unsummarized ones); ``None`` keeps all.
+            redis_url: the URL of the Redis in use, for a checkpointer or another process.
+
+        """
+        self.history = history
+        self.tags = tags
+        self.summaries = summaries
+        self.history_retention = history_retention
+        self.redis_url = redis_url
+        self._connection = _connection
+        self._server = _server
+
+    # ----- construction -----
+
+    @classmethod
+    def from_url(
+        cls,
+        redis_url: str | None = None,
+        *,
+        embeddings: Embeddings | None = None,
+        tag_schema: type[BaseModel] | None = None,
+        key_prefix: str = DEFAULT_PREFIX,
+        history_retention: int | None = None,
+        cluster: bool | None = None,
+    ) -> TieredMemory:
+        """Memory on a Redis/Valkey server or Redis Cluster (``redis_url`` or ``$REDIS_URL``).
+
+        No connection is made until the first call.
+
+        Example:
+            >>> memory = TieredMemory.from_url("redis://localhost:6379/0", key_prefix="app")
+
+        """
+        url = redis_url or os.environ.get("REDIS_URL")
+        if not url:
+            raise ValueError("pass redis_url= or set REDIS_URL, or use TieredMemory.embedded().")
+        return cls._on_connection(
+            RedisConnection(url, cluster=cluster),
+            embeddings=embeddings,
+            tag_schema=tag_schema,
+            key_prefix=key_prefix,
+            history_retention=history_retention,
+        )
+
+    @classmethod
+    def embedded(
+        cls,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        embeddings: Embeddings | None = None,
+        tag_schema: type[BaseModel] | None = None,
+        key_prefix: str = DEFAULT_PREFIX,
+        history_retention: int | None = None,
+        appendfsync: str = "everysec",
+    ) -> TieredMemory:
+        """Memory on an embedded real redis-server persisting under ``data_dir``.
+
+        ``data_dir`` defaults to ``$TIERED_MEMORY_HOME`` or ``~/.local/share/
+        langchain-tiered-memory``. Another process calling ``embedded()`` on the same
+        directory shares the same server and data.
+
+        Example:
+            >>> with TieredMemory.embedded("/tmp/tm-doc") as memory:  # doctest: +SKIP
+            ...     print(memory.redis_url)
+            unix:///tmp/tm-doc/redis.sock
+
+        """
+        server = EmbeddedRedis(data_dir, appendfsync=appendfsync).start()
+        connection = RedisConnection(server.url, cluster=False, client_name=server.client_name)
+        memory = cls._on_connection(
+            connection,
+            embeddings=embeddings,
+            tag_schema=tag_schema,
+            key_prefix=key_prefix,
+            history_retention=history_retention,
+        )
+        memory._server = server
+        return memory
+
+    @classmethod
+    def in_memory(
+        cls,
+        *,
+        embeddings: Embeddings | None = None,
+        tag_schema: type[BaseModel] | None = None,
+    ) -> TieredMemory:
+        """Process-local memory, for tests and prototypes: nothing persists.
+
+        Example:
+            >>> from langchain_tiered_memory.embeddings import HashingEmbeddings
+            >>> memory = TieredMemory.in_memory(embeddings=HashingEmbeddings())
+            >>> memory.set_user_tags("alice", {"age": 30})
+            {'age': '30'}
+
+        """
+        return cls(
+            history=InMemoryHistoryStore(),
+            tags=InMemoryTagStore(schema=tag_schema or DefaultTags),
+            summaries=InMemorySummaryStore(embeddings=embeddings),
+        )
+
+    @classmethod
+    def _on_connection(
+        cls,
+        connection: RedisConnection,
+        *,
+        embeddings: Embeddings | None,
+        tag_schema: type[BaseModel] | None,
+        key_prefix: str,
+        history_retention: int | None,
+    ) -> TieredMemory:
+        keys = KeyBuilder(key_prefix)
+        return cls(
+            history=RedisHistoryStore(connection, keys=keys),
+            tags=RedisTagStore(connection, keys=keys, schema=tag_schema or DefaultTags),
+            summaries=RedisSummaryStore(connection, keys=keys, embeddings=embeddings),
+            history_retention=history_retention,
+            redis_url=connection.url,
+            _connection=connection,
+        )
+
+    @property
+    def data_dir(self) -> Path | None:
+        """The embedded server's data directory, if this memory started or attached to one."""
+        return self._server.data_dir if self._server else None
+
+    # ----- lifecycle -----
+
+    def close(self) -> None:
+        """Close the connection and stop the embedded server this object started."""
+        if self._connection is not None:
+            self._connection.close()
+        if self._server is not None:
+            self._server.stop()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close` (also closes the asyncio client)."""
+        if self._connection is not None:
+            await self._connection.aclose()
+        if self._server is not None:
+            self._server.stop()
+
+    def __enter__(self) -> TieredMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> TieredMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ----- short-term -----
+
+    def load_context(self, user_id: str, max: int = 20) -> list[BaseMessage]:  # noqa: A002
+        """The user's last ``max`` messages, newest last."""
+        return self.history.tail(user_id, max)
+
+    async def aload_context(self, user_id: str, max: int = 20) -> list[BaseMessage]:  # noqa: A002
+        """Async :meth:`load_context`."""
+        return await self.history.atail(user_id, max)
+
+    def add_session_log(self, user_id: str, messages: Sequence[BaseMessage]) -> None:
+        """Append a turn's messages to the user's history in one atomic write."""
+        self.history.append(user_id, messages)
+
+    async def aadd_session_log(self, user_id: str, messages: Sequence[BaseMessage]) -> None:
+        """Async :meth:`add_session_log`."""
+        await self.history.aappend(user_id, messages)
+
+    # ----- long-term exact -----
+
+    def get_user_tag(self, user_id: str, tag: str) -> str | None:
+        """One tag's value, or ``None``."""
+        return self.tags.get(user_id, tag)
+
+    async def aget_user_tag(self, user_id: str, tag: str) -> str | None:
+        """Async :meth:`get_user_tag`."""
+        return await self.tags.aget(user_id, tag)
+
+    def get_user_tags(self, user_id: str) -> dict[str, str]:
+        """Every tag of the user."""
+        return self.tags.get_all(user_id)
+
+    async def aget_user_tags(self, user_id: str) -> dict[str, str]:
+        """Async :meth:`get_user_tags`."""
+        return await self.tags.aget_all(user_id)
+
+    def set_user_tags(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+        """Validate and write tags (all or nothing); return the stored string values.
+
+        Raises:
+            InvalidTagError: unknown tag or invalid value; nothing was written.
+
+        """
+        return self.tags.set(user_id, mapping)
+
+    async def aset_user_tags(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+        """Async :meth:`set_user_tags`."""
+        return await self.tags.aset(user_id, mapping)
+
+    # ----- long-term fuzzy -----
+
+    def add_summaries(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """Store summary items (near-duplicates of stored items are skipped); return ids."""
+        return self.summaries.add(user_id, items, created_at=created_at, metadata=metadata)
+
+    async def aadd_summaries(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """Async :meth:`add_summaries`."""
+        return await self.summaries.aadd(user_id, items, created_at=created_at, metadata=metadata)
+
+    def recall_summaries(self, user_id: str, query: str, n: int = 3) -> list[Document]:
+        """The ``n`` items most relevant to ``query``, best first (``metadata["score"]``)."""
+        return self.summaries.search(user_id, query, n)
+
+    async def arecall_summaries(self, user_id: str, query: str, n: int = 3) -> list[Document]:
+        """Async :meth:`recall_summaries`."""
+        return await self.summaries.asearch(user_id, query, n)
+
+    # ----- one turn's read -----
+
+    def _one_round_trip(self) -> bool:
+        h, t, s = self.history, self.tags, self.summaries
+        return (
+            isinstance(h, RedisHistoryStore)
+            and isinstance(t, RedisTagStore)
+            and isinstance(s, RedisSummaryStore)
+            and h.connection is t.connection is s.connection
+        )
+
+    def _pipeline_commands(self, user_id: str, max_messages: int) -> list[tuple[Any, ...]]:
+        assert isinstance(self.history, RedisHistoryStore)
+        assert isinstance(self.tags, RedisTagStore)
+        assert isinstance(self.summaries, RedisSummaryStore)
+        cmds: list[tuple[Any, ...]] = [
+            ("HGETALL", self.tags.key(user_id)),
+            self.summaries.version_command(user_id),
+        ]
+        if max_messages > 0:
+            cmds.append(self.history.tail_command(user_id, max_messages))
+        return cmds
+
+    def _parse_pipeline(self, replies: list[Any]) -> tuple[dict[str, str], list[BaseMessage]]:
+        tags = RedisTagStore.parse_all(replies[0])
+        history = RedisHistoryStore.parse_tail(replies[2]) if len(replies) > 2 else []
+        return tags, history
+
+    def load(
+        self, user_id: str, query: str | None, *, max_messages: int = 20, k: int = 3
+    ) -> MemorySnapshot:
+        """Read a turn's memory: tags, the last ``max_messages`` messages, ``k`` items.
+
+        On the Redis stores this is one pipelined round trip (plus a fetch of new summary
+        items if another process added some) and one query embedding.
+        """
+        validate_user_id(user_id)
+        if not self._one_round_trip():
+            return MemorySnapshot(
+                tags=self.tags.get_all(user_id),
+                history=self.history.tail(user_id, max_messages),
+                recalled=self.summaries.search(user_id, query, k) if query and k > 0 else [],
+            )
+        assert isinstance(self.summaries, RedisSummaryStore)
+        conn = self.summaries.connection
+        with conn.errors():
+            pipe = conn.sync.pipeline(transaction=False)
+            for cmd in self._pipeline_commands(user_id, max_messages):
+                pipe.execute_command(*cmd)
+            replies = pipe.execute()
+        tags, history = self._parse_pipeline(replies)
+        recalled: list[Document] = []
+        if query and k > 0:
+            index = self.summaries.index_for(user_id, replies[1])
+            if index is not None:
+                recalled = index.search(self.summaries.embed_query(query), k)
+        return MemorySnapshot(tags=tags, history=history, recalled=recalled)
+
+    async def aload(
+        self, user_id: str, query: str | None, *, max_messages: int = 20, k: int = 3
+    ) -> MemorySnapshot:
+        """Async :meth:`load`."""
+        validate_user_id(user_id)
+        if not self._one_round_trip():
+            return MemorySnapshot(
+                tags=await self.tags.aget_all(user_id),
+                history=await self.history.atail(user_id, max_messages),
+                recalled=(
+                    await self.summaries.asearch(user_id, query, k) if query and k > 0 else []
+                ),
+            )
+        assert isinstance(self.summaries, RedisSummaryStore)
+        conn = self.summaries.connection
+        with conn.errors():
+            pipe = conn.aio.pipeline(transaction=False)
+            for cmd in self._pipeline_commands(user_id, max_messages):
+                pipe.execute_command(*cmd)
+            replies = await pipe.execute()
+        tags, history = self._parse_pipeline(replies)
+        recalled: list[Document] = []
+        if query and k > 0:
+            index = await self.summaries.aindex_for(user_id, replies[1])
+            if index is not None:
+                recalled = index.search(await self.summaries.aembed_query(query), k)
+        return MemorySnapshot(tags=tags, history=history, recalled=recalled)
+
+    # ----- summarization -----
+
+    def summarize_history(
+        self, user_id: str, model: BaseChatModel, *, max_messages: int = DEFAULT_SUMMARY_BATCH
+    ) -> list[str]:
+        """Summarize the user's history after the watermark into stored items.
+
+        Items and the new watermark are written together, only if no other summarizer
+        moved the watermark meanwhile. Returns the ids stored (``[]`` if there was nothing
+        new, or another summarizer got there first).
+
+        Raises:
+            SummarizationError: the model failed or returned nothing usable; nothing was
+                stored and the watermark did not move.
+
+        """
+        watermark = self.summaries.get_watermark(user_id)
+        first, messages = self.history.since(user_id, watermark, max_messages)
+        if not messages:
+            return []
+        items = summarize_messages(model, messages)
+        end = first + len(messages)
+        try:
+            ids = self.summaries.add(
+                user_id,
+                items,
+                metadata={"source_start": first, "source_end": end},
+                watermark=(watermark, end),
+            )
+        except WatermarkConflict:
+            logger.info("summarization of %r raced with another summarizer; skipped", user_id)
+            return []
+        if self.history_retention is not None:
+            self.history.trim(user_id, keep_last=self.history_retention, not_after=end)
+        return ids
+
+    async def asummarize_history(
+        self, user_id: str, model: BaseChatModel, *, max_messages: int = DEFAULT_SUMMARY_BATCH
+    ) -> list[str]:
+        """Async :meth:`summarize_history`."""
+        watermark = await self.summaries.aget_watermark(user_id)
+        first, messages = await self.history.asince(user_id, watermark, max_messages)
+        if not messages:
+            return []
+        items = await asummarize_messages(model, messages)
+        end = first + len(messages)
+        try:
+            ids = await self.summaries.aadd(
+                user_id,
+                items,
+                metadata={"source_start": first, "source_end": end},
+                watermark=(watermark, end),
+            )
+        except WatermarkConflict:
+            logger.info("summarization of %r raced with another summarizer; skipped", user_id)
+            return []
+        if self.history_retention is not None:
+            await self.history.atrim(user_id, keep_last=self.history_retention, not_after=end)
+        return ids
+
+    def pending_users(self, min_messages: int = 20) -> list[str]:
+        """Users with at least ``min_messages`` unsummarized messages."""
+        out = []
+        for user_id in self.history.users():
+            if self.history.length(user_id) - self.summaries.get_watermark(user_id) >= min_messages:
+                out.append(user_id)
+        return out
+
+    def summarize_pending(
+        self, model: BaseChatModel, *, min_messages: int = 20
+    ) -> dict[str, list[str]]:
+        """The offline job: summarize every user with ``min_messages`` unsummarized messages.
+
+        A failure for one user is logged and the others go on; that user's history stays
+        unsummarized for the next run. Returns ``{user_id: stored ids}``.
+        """
+        done: dict[str, list[str]] = {}
+        for user_id in self.pending_users(min_messages):
+            try:
+                done[user_id] = self.summarize_history(user_id, model)
+            except SummarizationError as exc:
+                logger.warning("summarizing %r failed: %s", user_id, exc)
+        return done
+
+    # ----- privacy -----
+
+    def forget_user(self, user_id: str) -> dict[str, int]:
+        """Erase every tier of the user; return how much of each was removed."""
+        validate_user_id(user_id)
+        removed = {
+            "history": self.history.clear(user_id),
+            "tags": self.tags.clear(user_id),
+            "summaries": self.summaries.clear(user_id),
+        }
+        if self._connection is not None and isinstance(self.history, RedisHistoryStore):
+            with self._connection.errors():
+                self._connection.sync.delete(*self.history.keys.all_keys(user_id))
+        return removed
+
+    async def aforget_user(self, user_id: str) -> dict[str, int]:
+        """Async :meth:`forget_user`."""
+        validate_user_id(user_id)
+        removed = {
+            "history": await self.history.aclear(user_id),
+            "tags": await self.tags.aclear(user_id),
+            "summaries": await self.summaries.aclear(user_id),
+        }
+        if self._connection is not None and isinstance(self.history, RedisHistoryStore):
+            with self._connection.errors():
+                await self._connection.aio.delete(*self.history.keys.all_keys(user_id))
+        return removed
+
+    def export_user(self, user_id: str) -> dict[str, Any]:
+        """A JSON-serializable copy of every tier of the user."""
+        validate_user_id(user_id)
+        first, messages = self.history.since(user_id, 0)
+        return {
+            "user_id": user_id,
+            "tags": self.tags.get_all(user_id),
+            "history": {"first_position": first, "messages": messages_to_dict(messages)},
+            "summaries": [
+                {"id": d.id, "text": d.page_content, **d.metadata}
+                for d in self.summaries.get_all(user_id)
+            ],
+            "watermark": self.summaries.get_watermark(user_id),
+        }
+
+    async def aexport_user(self, user_id: str) -> dict[str, Any]:
+        """Async :meth:`export_user`."""
+        validate_user_id(user_id)
+        first, messages = await self.history.asince(user_id, 0)
+        return {
+            "user_id": user_id,
+            "tags": await self.tags.aget_all(user_id),
+            "history": {"first_position": first, "messages": messages_to_dict(messages)},
+            "summaries": [
+                {"id": d.id, "text": d.page_content, **d.metadata}
+                for d in await self.summaries.aget_all(user_id)
+            ],
+            "watermark": await self.summaries.aget_watermark(user_id),
+        }

@@ -1,0 +1,827 @@
+"""Long-term fuzzy memory: short summary items of old conversation, recalled by similarity.
+
+Items live durably in Redis (text, ``created_at``, metadata, embedding as float32 bytes); the
+search structure is a per-user FAISS index built from Redis and cached per process. A
+version pair in the user's meta hash (``gen`` bumped by deletions, ``next_id`` by additions)
+tells a process whether its cache is current, so several processes on one Redis agree: new
+items are fetched incrementally, a deletion triggers a rebuild. No pickle anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from typing import Any
+
+import faiss
+import numpy as np
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict
+
+from langchain_tiered_memory._keys import KeyBuilder, validate_user_id
+from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory.errors import InvalidSummaryError, WatermarkConflict
+
+__all__ = [
+    "SummaryStore",
+    "RedisSummaryStore",
+    "InMemorySummaryStore",
+    "SummaryRetriever",
+    "MAX_SUMMARY_CHARS",
+    "DEDUP_THRESHOLD",
+]
+
+MAX_SUMMARY_CHARS = 2000
+# Cosine similarity above which a new item counts as a restatement of a stored one.
+DEDUP_THRESHOLD = 0.95
+
+
+def normalize_created_at(value: datetime | date | str | None) -> str:
+    """ISO-8601 text for a timestamp; naive datetimes are taken as UTC."""
+    if value is None:
+        return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.isoformat(timespec="seconds")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return normalize_created_at(datetime.fromisoformat(value))
+        except ValueError as exc:
+            raise InvalidSummaryError(
+                f"created_at {value!r} is not ISO-8601; pass a datetime or '2023-05-08T13:56'."
+            ) from exc
+    raise InvalidSummaryError(f"created_at must be a datetime, date or ISO string, not {value!r}.")
+
+
+def validate_items(items: Sequence[str]) -> list[str]:
+    """Strip and check summary texts; raise ``InvalidSummaryError`` on the first bad one."""
+    if isinstance(items, str):
+        raise InvalidSummaryError("items must be a list of strings, not one string.")
+    out = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InvalidSummaryError(f"summary items must be strings, got {item!r}.")
+        text = item.strip()
+        if not text:
+            raise InvalidSummaryError("a summary item is empty; drop it before storing.")
+        if len(text) > MAX_SUMMARY_CHARS:
+            raise InvalidSummaryError(
+                f"a summary item is {len(text)} characters; the limit is {MAX_SUMMARY_CHARS}: "
+                "split it into short self-contained items."
+            )
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidSummaryError("a summary item is not valid UTF-8 text.") from exc
+        out.append(text)
+    return out
+
+
+def _json_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    meta = dict(metadata or {})
+    try:
+        json.dumps(meta)
+    except (TypeError, ValueError) as exc:
+        raise InvalidSummaryError(f"metadata must be JSON-serializable: {exc}") from exc
+    return meta
+
+
+def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    arr = np.asarray(vectors, dtype=np.float32)
+    if arr.ndim != 2 or arr.shape[0] == 0:
+        return arr.reshape(0, arr.shape[-1] if arr.ndim == 2 else 0)
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(arr / norms)
+
+
+@dataclass
+class _Record:
+    id: str
+    text: str
+    created_at: str
+    metadata: dict[str, Any]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"text": self.text, "created_at": self.created_at, "metadata": self.metadata},
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def from_json(cls, id_: str, raw: bytes | str) -> _Record:
+        data = json.loads(raw)
+        return cls(id_, data["text"], data["created_at"], data.get("metadata") or {})
+
+
+@dataclass
+class _UserIndex:
+    """One user's items in search-ready form: FAISS over unit vectors (inner product)."""
+
+    dim: int
+    gen: int = 0
+    next_id: int = 0
+    records: list[_Record] = field(default_factory=list)
+    index: faiss.IndexFlatIP | None = None
+
+    def add(self, records: list[_Record], vectors: np.ndarray) -> None:
+        if not records:
+            return
+        if self.index is None:
+            self.index = faiss.IndexFlatIP(self.dim)
+        self.index.add(vectors)
+        self.records.extend(records)
+
+    def nearest(self, vectors: np.ndarray) -> np.ndarray:
+        """Best cosine similarity of each row against the stored items (-1 if none)."""
+        if self.index is None or not self.records or len(vectors) == 0:
+            return np.full(len(vectors), -1.0, dtype=np.float32)
+        scores, _ = self.index.search(vectors, 1)
+        return scores[:, 0]
+
+    def search(self, vector: np.ndarray, k: int) -> list[Document]:
+        if self.index is None or not self.records or k <= 0:
+            return []
+        scores, idx = self.index.search(vector.reshape(1, -1), min(k, len(self.records)))
+        out = []
+        for score, i in zip(scores[0], idx[0]):
+            if i < 0:
+                continue
+            doc = _as_document(self.records[int(i)])
+            doc.metadata["score"] = float(score)
+            out.append(doc)
+        return out
+
+
+def _dedup(new: np.ndarray, existing: _UserIndex | None, threshold: float) -> list[int]:
+    """Positions of rows in ``new`` that restate neither a stored item nor an earlier row."""
+    if existing is not None and len(new) and existing.dim != new.shape[1]:
+        raise InvalidSummaryError(
+            f"stored items have {existing.dim}-dimensional embeddings, these {new.shape[1]}: "
+            "use the same embeddings model, or forget the user's summaries first."
+        )
+    best = existing.nearest(new) if existing is not None else np.full(len(new), -1.0)
+    keep: list[int] = []
+    for i in range(len(new)):
+        if best[i] >= threshold:
+            continue
+        if keep and float(np.max(new[keep] @ new[i])) >= threshold:
+            continue
+        keep.append(i)
+    return keep
+
+
+class SummaryStore(ABC):
+    """Per-user summary items with embedding search; sync and async pairs.
+
+    ``embeddings`` may be ``None`` until first use; :class:`TieredMemory` fills in the
+    default local model lazily.
+    """
+
+    embeddings: Embeddings | None
+    dedup_threshold: float = DEDUP_THRESHOLD
+
+    def _embedder(self) -> Embeddings:
+        if self.embeddings is None:
+            from langchain_tiered_memory.embeddings import default_embeddings
+
+            self.embeddings = default_embeddings()
+        return self.embeddings
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed a query once (unit length), for callers that search several times."""
+        return _unit_rows([self._embedder().embed_query(text)])[0]
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        """Async :meth:`embed_query`."""
+        return _unit_rows([await self._embedder().aembed_query(text)])[0]
+
+    def _prepare(
+        self,
+        items: Sequence[str],
+        vectors: Sequence[Sequence[float]],
+        created_at: datetime | date | str | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> tuple[list[_Record], np.ndarray]:
+        texts = validate_items(items)
+        stamp = normalize_created_at(created_at)
+        meta = _json_metadata(metadata)
+        vecs = _unit_rows(vectors)
+        if len(vecs) != len(texts):
+            raise InvalidSummaryError("the embeddings model returned a wrong number of vectors.")
+        return [_Record("", t, stamp, meta) for t in texts], vecs
+
+    @abstractmethod
+    def add(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+    ) -> list[str]:
+        """Store items (near-duplicates of stored ones are skipped); return the new ids.
+
+        ``watermark=(expected, new)`` makes the write conditional: it happens, together
+        with moving the user's summarization watermark to ``new``, only if the watermark
+        is still ``expected``.
+
+        Raises:
+            WatermarkConflict: the watermark moved meanwhile; nothing was written.
+            InvalidSummaryError: an item is empty or too long; nothing was written.
+
+        """
+
+    @abstractmethod
+    async def aadd(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+    ) -> list[str]:
+        """Async :meth:`add`."""
+
+    @abstractmethod
+    def search(
+        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+    ) -> list[Document]:
+        """The ``k`` best items for ``query``, best first, ``metadata["score"]`` set."""
+
+    @abstractmethod
+    async def asearch(
+        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+    ) -> list[Document]:
+        """Async :meth:`search`."""
+
+    @abstractmethod
+    def get_watermark(self, user_id: str) -> int:
+        """Absolute history position up to which the user's history is summarized."""
+
+    @abstractmethod
+    async def aget_watermark(self, user_id: str) -> int:
+        """Async :meth:`get_watermark`."""
+
+    @abstractmethod
+    def get_all(self, user_id: str) -> list[Document]:
+        """Every stored item of the user, oldest first."""
+
+    @abstractmethod
+    async def aget_all(self, user_id: str) -> list[Document]:
+        """Async :meth:`get_all`."""
+
+    @abstractmethod
+    def delete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete items by id; return how many existed."""
+
+    @abstractmethod
+    def clear(self, user_id: str) -> int:
+        """Delete every item, the cached index and the watermark; return the item count."""
+
+    @abstractmethod
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+
+    def as_retriever(self, user_id: str, *, k: int = 3, **kwargs: Any) -> SummaryRetriever:
+        """A LangChain retriever over one user's items.
+
+        Example:
+            >>> retriever = memory.summaries.as_retriever("alice", k=3)  # doctest: +SKIP
+            >>> retriever.invoke("when is her birthday?")  # doctest: +SKIP
+
+        """
+        return SummaryRetriever(store=self, user_id=validate_user_id(user_id), k=k, **kwargs)
+
+
+class SummaryRetriever(BaseRetriever):
+    """``BaseRetriever`` over one user's summary items."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: SummaryStore
+    user_id: str
+    k: int = 3
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return self.store.search(self.user_id, query, self.k)
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return await self.store.asearch(self.user_id, query, self.k)
+
+
+# Conditional, atomic add: check the watermark and the embedding size, allocate ids, write
+# texts and vectors, move the watermark. Readers see all of it or none of it.
+_ADD_LUA = """
+if ARGV[1] ~= '' then
+  local wm = redis.call('HGET', KEYS[3], 'watermark') or '0'
+  if wm ~= ARGV[1] then return {-1, wm} end
+end
+local d = redis.call('HGET', KEYS[3], 'dim')
+if d and d ~= ARGV[3] and redis.call('HLEN', KEYS[2]) > 0 then return {-2, d} end
+local n = (#ARGV - 3) / 2
+local first = redis.call('HINCRBY', KEYS[3], 'next_id', n) - n
+for i = 0, n - 1 do
+  redis.call('HSET', KEYS[1], first + i, ARGV[4 + 2 * i])
+  redis.call('HSET', KEYS[2], first + i, ARGV[5 + 2 * i])
+end
+redis.call('HSET', KEYS[3], 'dim', ARGV[3])
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[3], 'watermark', ARGV[2]) end
+return {first, ''}
+"""
+
+_DELETE_LUA = """
+local n = 0
+for i = 1, #ARGV do
+  n = n + redis.call('HDEL', KEYS[1], ARGV[i])
+  redis.call('HDEL', KEYS[2], ARGV[i])
+end
+if n > 0 then redis.call('HINCRBY', KEYS[3], 'gen', 1) end
+return n
+"""
+
+_CLEAR_LUA = """
+local n = redis.call('HLEN', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('HDEL', KEYS[3], 'watermark', 'dim')
+redis.call('HINCRBY', KEYS[3], 'gen', 1)
+return n
+"""
+
+
+def _int(raw: bytes | str | None) -> int:
+    return int(raw) if raw is not None else 0
+
+
+class RedisSummaryStore(SummaryStore):
+    """Summary items in Redis hashes, searched through a per-process FAISS cache.
+
+    Example:
+        >>> conn = RedisConnection("redis://localhost")
+        >>> store = RedisSummaryStore(conn, embeddings=emb)  # doctest: +SKIP
+        >>> store.add("alice", ["Alice's birthday is on May 8."])  # doctest: +SKIP
+        ['0']
+
+    """
+
+    def __init__(
+        self,
+        connection: RedisConnection,
+        *,
+        embeddings: Embeddings | None = None,
+        keys: KeyBuilder | None = None,
+        max_cached_users: int = 256,
+        dedup_threshold: float = DEDUP_THRESHOLD,
+    ) -> None:
+        self.connection = connection
+        self.embeddings = embeddings
+        self.keys = keys or KeyBuilder()
+        self.max_cached_users = max_cached_users
+        self.dedup_threshold = dedup_threshold
+        self._cache: OrderedDict[str, _UserIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _k(self, user_id: str) -> tuple[str, str, str]:
+        return (
+            self.keys.key(user_id, "sum:items"),
+            self.keys.key(user_id, "sum:vecs"),
+            self.keys.key(user_id, "meta"),
+        )
+
+    # ----- cache: shared by the sync and async paths; only the Redis I/O differs -----
+
+    def version_command(self, user_id: str) -> tuple[str, str, str, str, str]:
+        """The ``HMGET`` that reads the cache version, for callers batching a pipeline."""
+        return ("HMGET", self._k(user_id)[2], "gen", "next_id", "dim")
+
+    def _cached(self, user_id: str, version: Sequence[Any]) -> tuple[_UserIndex | None, str]:
+        """Return (index, what to fetch): '' if current, 'delta' or 'full'."""
+        gen, next_id, dim = _int(version[0]), _int(version[1]), _int(version[2])
+        with self._lock:
+            cached = self._cache.get(user_id)
+            if cached is not None:
+                self._cache.move_to_end(user_id)
+                if cached.gen == gen and cached.next_id == next_id:
+                    return cached, ""
+                if cached.gen == gen and cached.next_id < next_id and cached.dim == dim:
+                    return cached, "delta"
+        return None, "full" if next_id or gen else ""
+
+    def _store_cache(self, user_id: str, index: _UserIndex) -> None:
+        with self._lock:
+            self._cache[user_id] = index
+            self._cache.move_to_end(user_id)
+            while len(self._cache) > self.max_cached_users:
+                self._cache.popitem(last=False)
+
+    @staticmethod
+    def _build(
+        gen: int, next_id: int, dim: int, items: Mapping[bytes, bytes], vecs: Mapping[bytes, bytes]
+    ) -> _UserIndex:
+        index = _UserIndex(dim=dim, gen=gen, next_id=next_id)
+        _extend(index, items, vecs)
+        return index
+
+    def _after_fetch(
+        self, user_id: str, version: Sequence[Any], cached: _UserIndex | None, fetched: Any
+    ) -> _UserIndex | None:
+        gen, next_id, dim = _int(version[0]), _int(version[1]), _int(version[2])
+        if cached is not None:  # delta: fetched = (items list, vecs list) for the new ids
+            ids = range(cached.next_id, next_id)
+            items = {str(i).encode(): v for i, v in zip(ids, fetched[0]) if v is not None}
+            vecs = {str(i).encode(): v for i, v in zip(ids, fetched[1]) if v is not None}
+            with self._lock:
+                if cached.next_id < next_id:
+                    _extend(cached, items, vecs)
+                    cached.next_id = next_id
+            return cached
+        if not dim:
+            return None
+        index = self._build(gen, next_id, dim, fetched[0], fetched[1])
+        self._store_cache(user_id, index)
+        return index
+
+    def _fetch_commands(
+        self, user_id: str, version: Sequence[Any], cached: _UserIndex | None
+    ) -> list[tuple[Any, ...]]:
+        items, vecs, _ = self._k(user_id)
+        if cached is not None:
+            ids = [str(i) for i in range(cached.next_id, _int(version[1]))]
+            return [("HMGET", items, *ids), ("HMGET", vecs, *ids)]
+        return [("HGETALL", items), ("HGETALL", vecs)]
+
+    def index_for(self, user_id: str, version: Sequence[Any] | None = None) -> _UserIndex | None:
+        """The user's current search index (fetching what changed), or ``None`` if empty."""
+        conn = self.connection
+        with conn.errors():
+            if version is None:
+                version = conn.sync.execute_command(*self.version_command(user_id))
+            cached, todo = self._cached(user_id, version)
+            if not todo:
+                return cached
+            pipe = conn.sync.pipeline(transaction=False)
+            for cmd in self._fetch_commands(user_id, version, cached):
+                pipe.execute_command(*cmd)
+            fetched = pipe.execute()
+        return self._after_fetch(user_id, version, cached, fetched)
+
+    async def aindex_for(
+        self, user_id: str, version: Sequence[Any] | None = None
+    ) -> _UserIndex | None:
+        """Async :meth:`index_for`."""
+        conn = self.connection
+        with conn.errors():
+            if version is None:
+                version = await conn.aio.execute_command(*self.version_command(user_id))
+            cached, todo = self._cached(user_id, version)
+            if not todo:
+                return cached
+            pipe = conn.aio.pipeline(transaction=False)
+            for cmd in self._fetch_commands(user_id, version, cached):
+                pipe.execute_command(*cmd)
+            fetched = await pipe.execute()
+        return self._after_fetch(user_id, version, cached, fetched)
+
+    # ----- writes -----
+
+    def _add_args(
+        self,
+        records: list[_Record],
+        vecs: np.ndarray,
+        keep: list[int],
+        watermark: tuple[int, int] | None,
+    ) -> list[Any]:
+        args: list[Any] = [
+            "" if watermark is None else str(watermark[0]),
+            "" if watermark is None else str(watermark[1]),
+            str(vecs.shape[1]) if vecs.ndim == 2 and vecs.shape[1] else "0",
+        ]
+        for i in keep:
+            args += [records[i].to_json(), vecs[i].astype(np.float32).tobytes()]
+        return args
+
+    def _add_result(self, result: Sequence[Any], n: int) -> list[str]:
+        first, info = int(result[0]), result[1]
+        if first == -1:
+            raise WatermarkConflict(
+                f"summarization watermark moved to {_int(info)} meanwhile; nothing was stored."
+            )
+        if first == -2:
+            raise InvalidSummaryError(
+                f"stored items have {_int(info)}-dimensional embeddings; these have a different "
+                "size. Use the same embeddings model, or forget the user's summaries first."
+            )
+        return [str(first + i) for i in range(n)]
+
+    def add(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+    ) -> list[str]:
+        """Embed, de-duplicate and store items in one atomic script."""
+        keys = self._k(user_id)
+        texts = validate_items(items)
+        vectors = self._embedder().embed_documents(texts) if texts else []
+        records, vecs = self._prepare(texts, vectors, created_at, metadata)
+        keep = _dedup(vecs, self.index_for(user_id), self.dedup_threshold) if texts else []
+        if not keep and watermark is None:
+            return []
+        with self.connection.errors():
+            result = self.connection.sync.eval(
+                _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark)
+            )
+        return self._add_result(result, len(keep))
+
+    async def aadd(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+    ) -> list[str]:
+        """Async :meth:`add`."""
+        keys = self._k(user_id)
+        texts = validate_items(items)
+        vectors = await self._embedder().aembed_documents(texts) if texts else []
+        records, vecs = self._prepare(texts, vectors, created_at, metadata)
+        existing = await self.aindex_for(user_id) if texts else None
+        keep = _dedup(vecs, existing, self.dedup_threshold) if texts else []
+        if not keep and watermark is None:
+            return []
+        with self.connection.errors():
+            result = await self.connection.aio.eval(
+                _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark)
+            )
+        return self._add_result(result, len(keep))
+
+    # ----- reads -----
+
+    def search(
+        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+    ) -> list[Document]:
+        """Top-``k`` items by cosine similarity."""
+        index = self.index_for(user_id)
+        if index is None or k <= 0:
+            return []
+        if vector is None:
+            vector = self.embed_query(query)
+        return index.search(vector, k)
+
+    async def asearch(
+        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+    ) -> list[Document]:
+        """Async :meth:`search`."""
+        index = await self.aindex_for(user_id)
+        if index is None or k <= 0:
+            return []
+        if vector is None:
+            vector = await self.aembed_query(query)
+        return index.search(vector, k)
+
+    def get_watermark(self, user_id: str) -> int:
+        """Summarization watermark."""
+        with self.connection.errors():
+            return _int(self.connection.sync.hget(self._k(user_id)[2], "watermark"))
+
+    async def aget_watermark(self, user_id: str) -> int:
+        """Async :meth:`get_watermark`."""
+        with self.connection.errors():
+            return _int(await self.connection.aio.hget(self._k(user_id)[2], "watermark"))
+
+    def get_all(self, user_id: str) -> list[Document]:
+        """Every item, oldest first."""
+        with self.connection.errors():
+            raw = self.connection.sync.hgetall(self._k(user_id)[0])
+        return _listing(raw)
+
+    async def aget_all(self, user_id: str) -> list[Document]:
+        """Async :meth:`get_all`."""
+        with self.connection.errors():
+            raw = await self.connection.aio.hgetall(self._k(user_id)[0])
+        return _listing(raw)
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete items by id."""
+        if not ids:
+            return 0
+        with self.connection.errors():
+            return int(self.connection.sync.eval(_DELETE_LUA, 3, *self._k(user_id), *ids))
+
+    def clear(self, user_id: str) -> int:
+        """Delete every item and the watermark; drop the cached index."""
+        keys = self._k(user_id)
+        with self.connection.errors():
+            n = int(self.connection.sync.eval(_CLEAR_LUA, 3, *keys))
+        with self._lock:
+            self._cache.pop(user_id, None)
+        return n
+
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+        keys = self._k(user_id)
+        with self.connection.errors():
+            n = int(await self.connection.aio.eval(_CLEAR_LUA, 3, *keys))
+        with self._lock:
+            self._cache.pop(user_id, None)
+        return n
+
+    def cached_users(self) -> int:
+        """How many users' indexes this process holds (bounded by ``max_cached_users``)."""
+        with self._lock:
+            return len(self._cache)
+
+
+def _as_document(record: _Record) -> Document:
+    meta = {**record.metadata, "id": record.id, "created_at": record.created_at}
+    return Document(page_content=record.text, id=record.id, metadata=meta)
+
+
+def _listing(raw: Mapping[Any, Any]) -> list[Document]:
+    records = [_Record.from_json(k.decode(), v) for k, v in raw.items()]
+    return [_as_document(r) for r in sorted(records, key=lambda r: int(r.id))]
+
+
+def _extend(index: _UserIndex, items: Mapping[bytes, bytes], vecs: Mapping[bytes, bytes]) -> None:
+    pairs = sorted(
+        ((int(k), v, vecs[k]) for k, v in items.items() if k in vecs), key=lambda t: t[0]
+    )
+    if not pairs:
+        return
+    records = [_Record.from_json(str(i), raw) for i, raw, _ in pairs]
+    matrix = np.frombuffer(b"".join(v for _, _, v in pairs), dtype=np.float32)
+    index.add(records, matrix.reshape(len(pairs), index.dim).copy())
+
+
+class InMemorySummaryStore(SummaryStore):
+    """Process-local summary items with the same semantics as :class:`RedisSummaryStore`."""
+
+    def __init__(
+        self,
+        *,
+        embeddings: Embeddings | None = None,
+        dedup_threshold: float = DEDUP_THRESHOLD,
+    ) -> None:
+        self.embeddings = embeddings
+        self.dedup_threshold = dedup_threshold
+        self._indexes: dict[str, _UserIndex] = {}
+        self._watermarks: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _write(
+        self,
+        user_id: str,
+        records: list[_Record],
+        vecs: np.ndarray,
+        watermark: tuple[int, int] | None,
+    ) -> list[str]:
+        with self._lock:
+            if watermark is not None:
+                current = self._watermarks.get(user_id, 0)
+                if current != watermark[0]:
+                    raise WatermarkConflict(
+                        f"summarization watermark moved to {current}; nothing was stored."
+                    )
+            index = self._indexes.get(user_id)
+            if index is not None and records and index.dim != vecs.shape[1]:
+                raise InvalidSummaryError("embedding size differs from the stored items'.")
+            keep = _dedup(vecs, index, self.dedup_threshold) if records else []
+            if keep:
+                if index is None:
+                    index = self._indexes[user_id] = _UserIndex(dim=vecs.shape[1])
+                kept = []
+                for i in keep:
+                    records[i].id = str(index.next_id)
+                    index.next_id += 1
+                    kept.append(records[i])
+                index.add(kept, vecs[keep])
+            if watermark is not None:
+                self._watermarks[user_id] = watermark[1]
+            return [records[i].id for i in keep]
+
+    def add(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+    ) -> list[str]:
+        """Embed, de-duplicate and store items."""
+        validate_user_id(user_id)
+        texts = validate_items(items)
+        vectors = self._embedder().embed_documents(texts) if texts else []
+        records, vecs = self._prepare(texts, vectors, created_at, metadata)
+        return self._write(user_id, records, vecs, watermark)
+
+    async def aadd(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+    ) -> list[str]:
+        """Async :meth:`add`."""
+        validate_user_id(user_id)
+        texts = validate_items(items)
+        vectors = await self._embedder().aembed_documents(texts) if texts else []
+        records, vecs = self._prepare(texts, vectors, created_at, metadata)
+        return self._write(user_id, records, vecs, watermark)
+
+    def search(
+        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+    ) -> list[Document]:
+        """Top-``k`` items by cosine similarity."""
+        index = self._indexes.get(user_id)
+        if index is None or k <= 0:
+            return []
+        if vector is None:
+            vector = self.embed_query(query)
+        with self._lock:
+            return index.search(vector, k)
+
+    async def asearch(
+        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+    ) -> list[Document]:
+        """Async :meth:`search`."""
+        if user_id in self._indexes and vector is None:
+            vector = await self.aembed_query(query)
+        return self.search(user_id, query, k, vector=vector)
+
+    def get_watermark(self, user_id: str) -> int:
+        """Summarization watermark."""
+        return self._watermarks.get(user_id, 0)
+
+    async def aget_watermark(self, user_id: str) -> int:
+        """Async :meth:`get_watermark`."""
+        return self.get_watermark(user_id)
+
+    def get_all(self, user_id: str) -> list[Document]:
+        """Every item, oldest first."""
+        with self._lock:
+            index = self._indexes.get(user_id)
+            return [_as_document(r) for r in index.records] if index else []
+
+    async def aget_all(self, user_id: str) -> list[Document]:
+        """Async :meth:`get_all`."""
+        return self.get_all(user_id)
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete items by id (rebuilds the user's index)."""
+        with self._lock:
+            index = self._indexes.get(user_id)
+            if index is None or index.index is None:
+                return 0
+            wanted = set(ids)
+            keep = [i for i, r in enumerate(index.records) if r.id not in wanted]
+            removed = len(index.records) - len(keep)
+            if removed:
+                vectors = index.index.reconstruct_n(0, len(index.records))
+                rebuilt = _UserIndex(dim=index.dim, next_id=index.next_id)
+                rebuilt.add([index.records[i] for i in keep], vectors[keep])
+                self._indexes[user_id] = rebuilt
+            return removed
+
+    def clear(self, user_id: str) -> int:
+        """Delete every item and the watermark."""
+        with self._lock:
+            self._watermarks.pop(user_id, None)
+            index = self._indexes.pop(user_id, None)
+            return len(index.records) if index else 0
+
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+        return self.clear(user_id)
+
+    def users(self) -> list[str]:
+        """Users with summary state."""
+        with self._lock:
+            return sorted(set(self._indexes) | set(self._watermarks))

