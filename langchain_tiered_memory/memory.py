@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -102,6 +104,9 @@ class TieredMemory:
         self.redis_url = redis_url
         self._connection = _connection
         self._server = _server
+        self._bg_lock = threading.Lock()
+        self._bg_executor: ThreadPoolExecutor | None = None
+        self._bg_jobs: dict[str, Future[list[str]]] = {}
 
     # ----- construction -----
 
@@ -220,7 +225,10 @@ class TieredMemory:
     # ----- lifecycle -----
 
     def close(self) -> None:
-        """Close the connection and stop the embedded server this object started."""
+        """Wait for background summaries, close the connection, stop an embedded server
+        this object started.
+        """
+        self._shutdown_background()
         if self._connection is not None:
             self._connection.close()
         if self._server is not None:
@@ -228,6 +236,7 @@ class TieredMemory:
 
     async def aclose(self) -> None:
         """Async :meth:`close` (also closes the asyncio client)."""
+        self._shutdown_background()
         if self._connection is not None:
             await self._connection.aclose()
         if self._server is not None:
@@ -320,10 +329,12 @@ class TieredMemory:
 
     def recall_summaries(self, user_id: str, query: str, n: int = 3) -> list[Document]:
         """The ``n`` items most relevant to ``query``, best first (``metadata["score"]``)."""
+        validate_user_id(user_id)  # whatever the store: an invalid id is an error, not []
         return self.summaries.search(user_id, query, n)
 
     async def arecall_summaries(self, user_id: str, query: str, n: int = 3) -> list[Document]:
         """Async :meth:`recall_summaries`."""
+        validate_user_id(user_id)
         return await self.summaries.asearch(user_id, query, n)
 
     # ----- one turn's read -----
@@ -471,6 +482,52 @@ class TieredMemory:
         if self.history_retention is not None:
             await self.history.atrim(user_id, keep_last=self.history_retention, not_after=end)
         return ids
+
+    def summarize_in_background(
+        self, user_id: str, model: BaseChatModel, *, min_messages: int = 1
+    ) -> Future[list[str]] | None:
+        """Summarize the user's history in a worker thread if ``min_messages`` are pending.
+
+        Returns at once (``None`` if a job for this user is already running). The check of
+        how much is pending happens in the worker too, so the caller's turn pays nothing.
+        Failures are logged; the history stays unsummarized for the next attempt.
+        """
+        validate_user_id(user_id)
+        with self._bg_lock:
+            if user_id in self._bg_jobs:
+                return None
+            if self._bg_executor is None:
+                self._bg_executor = ThreadPoolExecutor(
+                    max_workers=2, thread_name_prefix="tiered-memory-summarize"
+                )
+            job = self._bg_executor.submit(self._background_job, user_id, model, min_messages)
+            self._bg_jobs[user_id] = job
+        return job
+
+    def _background_job(self, user_id: str, model: BaseChatModel, min_messages: int) -> list[str]:
+        try:
+            pending = self.history.length(user_id) - self.summaries.get_watermark(user_id)
+            if pending < min_messages:
+                return []
+            return self.summarize_history(user_id, model)
+        except Exception:  # a background job has nobody to raise to: log it
+            logger.exception("background summarization of %r failed", user_id)
+            return []
+        finally:
+            with self._bg_lock:
+                self._bg_jobs.pop(user_id, None)
+
+    def wait_for_background(self, timeout: float | None = None) -> None:
+        """Block until the background summaries running now have finished."""
+        with self._bg_lock:
+            jobs = list(self._bg_jobs.values())
+        wait(jobs, timeout=timeout)
+
+    def _shutdown_background(self) -> None:
+        with self._bg_lock:
+            executor, self._bg_executor = self._bg_executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
 
     def pending_users(self, min_messages: int = 20) -> list[str]:
         """Users with at least ``min_messages`` unsummarized messages."""

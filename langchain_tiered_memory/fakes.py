@@ -1,0 +1,74 @@
+"""A scripted chat model for tests, notebooks and offline demos: no model, no network.
+
+It supports ``bind_tools`` (so it can drive the memory graph) and records every prompt it
+receives, so a test can assert what the model was shown.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict, Field, PrivateAttr
+
+__all__ = ["ScriptedChatModel"]
+
+Reply = AIMessage | str | Callable[[list[BaseMessage]], AIMessage | str]
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Replies with a fixed script, one entry per call; records the prompts it received.
+
+    An entry is an ``AIMessage`` (e.g. with ``tool_calls``), a string, or a function of the
+    prompt returning either. When the script runs out, the last entry repeats.
+
+    Example:
+        >>> model = ScriptedChatModel(replies=["Hello!"])
+        >>> model.invoke("hi").content
+        'Hello!'
+        >>> model.prompts[0][0].content
+        'hi'
+
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    replies: list[Any] = Field(default_factory=list)
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
+    bound_tools: list[Any] = Field(default_factory=list)
+    _cursor: int = PrivateAttr(default=0)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        with self._lock:
+            self.prompts.append(list(messages))
+            if not self.replies:
+                entry: Any = "OK."
+            else:
+                entry = self.replies[min(self._cursor, len(self.replies) - 1)]
+                self._cursor += 1
+        if callable(entry) and not isinstance(entry, AIMessage):
+            entry = entry(list(messages))
+        message = entry if isinstance(entry, AIMessage) else AIMessage(content=str(entry))
+        # A fresh copy per call: the graph state must not share message objects.
+        return ChatResult(generations=[ChatGeneration(message=message.model_copy(deep=True))])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+        """Record the tools; the script decides the calls."""
+        self.bound_tools = list(tools)
+        return self

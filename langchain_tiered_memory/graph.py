@@ -1,0 +1,362 @@
+"""The prebuilt LangGraph agent with tiered memory.
+
+``load_memory -> model <-> tools -> save_memory``:
+
+- ``load_memory`` reads the user's tags, recalls summary items for the latest user message
+  and, on a thread's first turn, the user's recent history (from any earlier thread or
+  process). It writes them into the state, never into ``messages``.
+- ``model`` sends the system prompt (base + memory section) + recent history + the thread's
+  messages, trimmed to a token budget without splitting tool calls from their results.
+- ``tools`` runs the memory tools (``user_tag``, ``summarize``) and the app's tools.
+- ``save_memory`` appends the turn's new messages to the user's history in one write.
+
+The user id comes from the run (``context={"user_id": ...}`` or
+``config["configurable"]["user_id"]``), never from the model.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately, trim_messages
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.store.base import BaseStore
+from typing_extensions import NotRequired, TypedDict
+
+from langchain_tiered_memory.context import resolve_user_id
+from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
+from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT, render_memory_section
+from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool, run_context
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "LOAD_MEMORY",
+    "MODEL",
+    "TOOLS",
+    "SAVE_MEMORY",
+    "MemoryState",
+    "MemoryNodes",
+    "create_memory_graph",
+]
+
+LOAD_MEMORY = "load_memory"
+MODEL = "model"
+TOOLS = "tools"
+SAVE_MEMORY = "save_memory"
+
+DEFAULT_MEMORY_TOKEN_BUDGET = 1000
+DEFAULT_CONTEXT_TOKEN_BUDGET = 8000
+
+
+class MemoryState(TypedDict):
+    """Graph state: the thread's messages plus what memory loaded for this turn."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    memory_prompt: NotRequired[str]
+    recent_history: NotRequired[list[AnyMessage]]
+    saved_count: NotRequired[int]
+
+
+# "I am", "my name is", "I'm 30", "call me": first-person statements, not questions.
+_FIRST_PERSON = re.compile(r"\b(i|i'm|im|i am|my|me|mine)\b", re.IGNORECASE)
+
+
+def states_a_fact(text: str) -> bool:
+    """Heuristic gate for forced tag capture: a first-person statement, not a question."""
+    stripped = text.strip()
+    return bool(stripped) and not stripped.endswith("?") and bool(_FIRST_PERSON.search(stripped))
+
+
+def _grounded(args: dict[str, Any], text: str) -> dict[str, Any]:
+    """Keep only tool arguments whose value literally occurs in the user's message.
+
+    Small models forced to call a tool fill fields with guesses; a value the user did not
+    say is dropped rather than stored.
+    """
+    haystack = text.lower()
+    kept = {}
+    for name, value in args.items():
+        if value is None or value == "":
+            continue
+        needle = str(value).strip().lower()
+        if needle and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack):
+            kept[name] = value
+    return kept
+
+
+def _last_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return message
+    return None
+
+
+@dataclass
+class MemoryNodes:
+    """The memory logic of one turn, shared by the graph and the agent middleware.
+
+    Each step has a sync and an async body that differ only in I/O.
+    """
+
+    memory: TieredMemory
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    max_context_messages: int = 20
+    recall_k: int = 3
+    memory_token_budget: int | None = DEFAULT_MEMORY_TOKEN_BUDGET
+    context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET
+    auto_summarize_after: int | None = None
+    summary_model: BaseChatModel | None = None
+
+    # ----- load -----
+
+    def _load_args(self, state: dict[str, Any]) -> tuple[str | None, int]:
+        last = _last_human(state.get("messages", []))
+        query = last.text if last is not None else None
+        first_turn = "recent_history" not in state
+        return query, self.max_context_messages if first_turn else 0
+
+    def _load_update(self, state: dict[str, Any], snap: MemorySnapshot) -> dict[str, Any]:
+        update: dict[str, Any] = {
+            "memory_prompt": render_memory_section(
+                snap.tags, snap.recalled, token_budget=self.memory_token_budget
+            )
+        }
+        if "recent_history" not in state:
+            update["recent_history"] = snap.history
+        return update
+
+    def load(self, state: dict[str, Any], user_id: str) -> dict[str, Any]:
+        """Read tags, recalled items and (first turn) recent history into the state."""
+        query, n = self._load_args(state)
+        snap = self.memory.load(user_id, query, max_messages=n, k=self.recall_k)
+        return self._load_update(state, snap)
+
+    async def aload(self, state: dict[str, Any], user_id: str) -> dict[str, Any]:
+        """Async :meth:`load`."""
+        query, n = self._load_args(state)
+        snap = await self.memory.aload(user_id, query, max_messages=n, k=self.recall_k)
+        return self._load_update(state, snap)
+
+    # ----- compose -----
+
+    def system_message(self, state: dict[str, Any]) -> SystemMessage:
+        """Base prompt plus the memory section."""
+        memory_prompt = state.get("memory_prompt") or ""
+        return SystemMessage(f"{self.system_prompt}\n\n{memory_prompt}".strip())
+
+    def compose(self, state: dict[str, Any]) -> list[BaseMessage]:
+        """System prompt + recent history + thread messages, trimmed; no message twice."""
+        thread: list[BaseMessage] = list(state.get("messages", []))
+        seen = {m.id for m in thread if m.id}
+        history = [m for m in state.get("recent_history") or [] if not m.id or m.id not in seen]
+        messages: list[BaseMessage] = [self.system_message(state), *history, *thread]
+        if self.context_token_budget is None:
+            return messages
+        trimmed = trim_messages(
+            messages,
+            max_tokens=self.context_token_budget,
+            token_counter=count_tokens_approximately,
+            strategy="last",
+            start_on="human",
+            include_system=True,
+            allow_partial=False,
+        )
+        if len(trimmed) <= 1 and thread:
+            # The latest exchange alone is over budget: keep it whole rather than send nothing.
+            last = _last_human(thread)
+            start = thread.index(last) if last is not None else len(thread) - 1
+            return [messages[0], *thread[start:]]
+        return trimmed
+
+    # ----- save -----
+
+    def _unsaved(self, state: dict[str, Any]) -> tuple[list[BaseMessage], int]:
+        messages = list(state.get("messages", []))
+        saved = int(state.get("saved_count") or 0)
+        return messages[saved:], len(messages)
+
+    def save(self, state: dict[str, Any], user_id: str) -> dict[str, Any]:
+        """Append the turn's unsaved messages to the history (one atomic write)."""
+        new, count = self._unsaved(state)
+        if new:
+            self.memory.add_session_log(user_id, new)
+            self._maybe_summarize(user_id)
+        return {"saved_count": count}
+
+    async def asave(self, state: dict[str, Any], user_id: str) -> dict[str, Any]:
+        """Async :meth:`save`."""
+        new, count = self._unsaved(state)
+        if new:
+            await self.memory.aadd_session_log(user_id, new)
+            self._maybe_summarize(user_id)
+        return {"saved_count": count}
+
+    def _maybe_summarize(self, user_id: str) -> None:
+        if self.auto_summarize_after is None or self.summary_model is None:
+            return
+        self.memory.summarize_in_background(
+            user_id, self.summary_model, min_messages=self.auto_summarize_after
+        )
+
+
+def _route_after_model(state: dict[str, Any]) -> str:
+    last = state["messages"][-1]
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return TOOLS
+    return SAVE_MEMORY
+
+
+def create_memory_graph(
+    model: BaseChatModel,
+    *,
+    memory: TieredMemory,
+    tools: Sequence[BaseTool] = (),
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    system_prompt: str | None = None,
+    max_context_messages: int = 20,
+    recall_k: int = 3,
+    memory_token_budget: int | None = DEFAULT_MEMORY_TOKEN_BUDGET,
+    context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET,
+    auto_summarize_after: int | None = None,
+    summary_model: BaseChatModel | None = None,
+    force_tag_capture: bool = False,
+    name: str | None = None,
+) -> CompiledStateGraph:
+    """Build the memory agent graph.
+
+    Args:
+        model: a chat model supporting ``bind_tools`` (``ChatOpenAI`` in production).
+        memory: the :class:`TieredMemory` to read and write.
+        tools: the app's own tools, bound beside ``user_tag`` and ``summarize``.
+        checkpointer: any ``BaseCheckpointSaver`` for thread state.
+        store: an optional LangGraph ``BaseStore`` handed to the app's tools.
+        system_prompt: the base system prompt (default: :data:`DEFAULT_SYSTEM_PROMPT`).
+        max_context_messages: history messages loaded on a thread's first turn.
+        recall_k: summary items recalled per turn.
+        memory_token_budget: approximate token cap of the memory section.
+        context_token_budget: approximate token cap of everything sent to the model.
+        auto_summarize_after: summarize in the background once a user has this many
+            unsummarized messages (the turn does not wait for it).
+        summary_model: the model that writes summaries (default: ``model``).
+        force_tag_capture: when the user's message is a first-person statement, first
+            force a ``user_tag`` call (``tool_choice``) and keep only values the user
+            literally said. For small local models that never choose tools on their own.
+        name: the compiled graph's name.
+
+    Example:
+        >>> memory = TieredMemory.embedded()  # doctest: +SKIP
+        >>> graph = create_memory_graph(ChatOpenAI(), memory=memory)  # doctest: +SKIP
+        >>> graph.invoke({"messages": [("user", "Hi, I'm Alice")]},
+        ...              context={"user_id": "alice"},
+        ...              config={"configurable": {"thread_id": "t1"}})  # doctest: +SKIP
+
+    """
+    summary_model = summary_model or model
+    nodes = MemoryNodes(
+        memory=memory,
+        system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT,
+        max_context_messages=max_context_messages,
+        recall_k=recall_k,
+        memory_token_budget=memory_token_budget,
+        context_token_budget=context_token_budget,
+        auto_summarize_after=auto_summarize_after,
+        summary_model=summary_model,
+    )
+    tag_tool = UserTagTool(memory=memory)
+    all_tools: list[BaseTool] = [
+        tag_tool,
+        SummarizeTool(memory=memory, model=summary_model),
+        *tools,
+    ]
+    bound = model.bind_tools(all_tools)
+    forced = model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL) if force_tag_capture else None
+
+    def _user(config: RunnableConfig) -> str:
+        return resolve_user_id(run_context(), config)
+
+    def _wants_capture(state: dict[str, Any]) -> HumanMessage | None:
+        if forced is None:
+            return None
+        last = state["messages"][-1]
+        if isinstance(last, HumanMessage) and states_a_fact(last.text):
+            return last
+        return None
+
+    def _capture_result(response: Any, human: HumanMessage) -> AIMessage | None:
+        calls = []
+        for call in getattr(response, "tool_calls", []) or []:
+            if call["name"] != USER_TAG_TOOL:
+                continue
+            args = _grounded(dict(call.get("args") or {}), human.text)
+            if args:
+                calls.append({**call, "args": args})
+        if not calls:
+            return None
+        return AIMessage(content="", tool_calls=calls[:1])
+
+    def load_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return nodes.load(state, _user(config))
+
+    async def aload_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return await nodes.aload(state, _user(config))
+
+    def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        messages = nodes.compose(state)
+        human = _wants_capture(state)
+        if human is not None and forced is not None:
+            captured = _capture_result(forced.invoke(messages, config), human)
+            if captured is not None:
+                return {"messages": [captured]}
+        return {"messages": [bound.invoke(messages, config)]}
+
+    async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        messages = nodes.compose(state)
+        human = _wants_capture(state)
+        if human is not None and forced is not None:
+            captured = _capture_result(await forced.ainvoke(messages, config), human)
+            if captured is not None:
+                return {"messages": [captured]}
+        return {"messages": [await bound.ainvoke(messages, config)]}
+
+    def save_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return nodes.save(state, _user(config))
+
+    async def asave_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        return await nodes.asave(state, _user(config))
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MemoryState)
+    # RunnableLambda pairs a sync and an async body: invoke and ainvoke each run their own.
+    nodes_by_name: dict[str, Any] = {
+        LOAD_MEMORY: RunnableLambda(load_memory, afunc=aload_memory, name=LOAD_MEMORY),
+        MODEL: RunnableLambda(call_model, afunc=acall_model, name=MODEL),
+        TOOLS: ToolNode(all_tools, handle_tool_errors=True),
+        SAVE_MEMORY: RunnableLambda(save_memory, afunc=asave_memory, name=SAVE_MEMORY),
+    }
+    for node_name, node in nodes_by_name.items():
+        builder.add_node(node_name, node)
+    builder.add_edge(START, LOAD_MEMORY)
+    builder.add_edge(LOAD_MEMORY, MODEL)
+    builder.add_conditional_edges(MODEL, _route_after_model, [TOOLS, SAVE_MEMORY])
+    builder.add_edge(TOOLS, MODEL)
+    builder.add_edge(SAVE_MEMORY, END)
+    return builder.compile(checkpointer=checkpointer, store=store, name=name)

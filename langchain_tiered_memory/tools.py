@@ -1,0 +1,173 @@
+"""The memory tools the model calls: ``user_tag`` and ``summarize``.
+
+The user id never appears in a tool's arguments: it comes from the run (the graph's
+context or ``config["configurable"]["user_id"]``), so whatever the model emits, a run for
+one user cannot touch another user's memory. Bad arguments come back to the model as an
+error ``ToolMessage`` saying what is wrong; nothing is written.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, ToolException
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from langchain_tiered_memory.context import resolve_user_id
+from langchain_tiered_memory.errors import InvalidTagError, SummarizationError
+
+if TYPE_CHECKING:
+    from langchain_tiered_memory.memory import TieredMemory
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["UserTagTool", "SummarizeTool", "USER_TAG_TOOL", "SUMMARIZE_TOOL"]
+
+USER_TAG_TOOL = "user_tag"
+SUMMARIZE_TOOL = "summarize"
+
+
+def run_context() -> Any:
+    """The graph run's context, or ``None`` outside a LangGraph run."""
+    try:
+        from langgraph.runtime import get_runtime
+
+        return get_runtime().context
+    except (AttributeError, RuntimeError, KeyError):
+        return None
+
+
+def _user_id(config: RunnableConfig) -> str:
+    return resolve_user_id(run_context(), config)
+
+
+def _optional_schema(schema: type[BaseModel]) -> type[BaseModel]:
+    """The tag schema as the model sees it: every field optional, no extra fields."""
+    fields: dict[str, Any] = {}
+    for name, field in schema.model_fields.items():
+        info: Any = Field(
+            default=None,
+            description=field.description,
+            json_schema_extra=field.json_schema_extra,  # type: ignore[arg-type]
+        )
+        info.metadata = list(field.metadata)  # keeps ge/le/max_length in the JSON schema
+        annotation = field.annotation
+        fields[name] = (annotation | None if annotation is not None else Any, info)
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        USER_TAG_TOOL, __config__=ConfigDict(extra="forbid"), **fields
+    )
+
+
+def _loose_schema(schema: type[BaseModel]) -> type[BaseModel]:
+    """What the tool accepts: anything, so *our* validation reports every problem."""
+    fields: dict[str, Any] = {name: (Any, None) for name in schema.model_fields}
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        f"{USER_TAG_TOOL}_input", __config__=ConfigDict(extra="allow"), **fields
+    )
+
+
+class UserTagTool(BaseTool):
+    """Records facts about the user ("tags") validated by the memory's tag schema.
+
+    Example:
+        >>> tool = UserTagTool(memory=memory)  # doctest: +SKIP
+        >>> tool.invoke({"name": "Alice", "age": 30},
+        ...             config={"configurable": {"user_id": "alice"}})  # doctest: +SKIP
+        'Recorded: age=30, name=Alice.'
+
+    """
+
+    name: str = USER_TAG_TOOL
+    description: str = (
+        "Record facts the user states about themselves (only the fields you know). "
+        "Call it whenever the user tells you one of these facts."
+    )
+    memory: Any = Field(exclude=True)
+    handle_tool_error: bool = True
+
+    def __init__(self, *, memory: TieredMemory, **kwargs: Any) -> None:
+        schema = memory.tags.schema
+        super().__init__(memory=memory, args_schema=_loose_schema(schema), **kwargs)
+        self._call_schema = _optional_schema(schema)
+
+    @property
+    def tool_call_schema(self) -> type[BaseModel]:  # type: ignore[override]
+        """The typed, all-optional tag schema shown to the model."""
+        return self._call_schema
+
+    @staticmethod
+    def _given(kwargs: dict[str, Any]) -> dict[str, Any]:
+        # Weak models fill fields they do not know with "" or null: that means "not given".
+        values = {k: v for k, v in kwargs.items() if v is not None and v != ""}
+        if not values:
+            raise ToolException("No tag values given: pass at least one field you know.")
+        return values
+
+    @staticmethod
+    def _confirm(stored: dict[str, str]) -> str:
+        return "Recorded: " + ", ".join(f"{k}={v}" for k, v in sorted(stored.items())) + "."
+
+    def _run(self, config: RunnableConfig, **kwargs: Any) -> str:
+        user_id = _user_id(config)
+        try:
+            stored = self.memory.set_user_tags(user_id, self._given(kwargs))
+        except InvalidTagError as exc:
+            raise ToolException(f"Nothing recorded: {exc}") from exc
+        return self._confirm(stored)
+
+    async def _arun(self, config: RunnableConfig, **kwargs: Any) -> str:
+        user_id = _user_id(config)
+        try:
+            stored = await self.memory.aset_user_tags(user_id, self._given(kwargs))
+        except InvalidTagError as exc:
+            raise ToolException(f"Nothing recorded: {exc}") from exc
+        return self._confirm(stored)
+
+
+class _NoArgs(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class SummarizeTool(BaseTool):
+    """Summarizes the user's not yet summarized history into long-term memory items.
+
+    Example:
+        >>> tool = SummarizeTool(memory=memory, model=chat_model)  # doctest: +SKIP
+
+    """
+
+    name: str = SUMMARIZE_TOOL
+    description: str = (
+        "Summarize the conversation so far into long-term memory. Call it when the user "
+        "asks you to summarize or remember the conversation."
+    )
+    args_schema: type[BaseModel] = _NoArgs
+    memory: Any = Field(exclude=True)
+    model: Any = Field(exclude=True)
+    handle_tool_error: bool = True
+
+    def __init__(self, *, memory: TieredMemory, model: BaseChatModel, **kwargs: Any) -> None:
+        super().__init__(memory=memory, model=model, **kwargs)
+
+    @staticmethod
+    def _report(ids: list[str]) -> str:
+        if not ids:
+            return "Nothing new to summarize: the memory is up to date."
+        return f"Stored {len(ids)} memory item(s) from the conversation."
+
+    def _run(self, config: RunnableConfig, **kwargs: Any) -> str:
+        user_id = _user_id(config)
+        try:
+            return self._report(self.memory.summarize_history(user_id, self.model))
+        except SummarizationError as exc:
+            raise ToolException(f"Summarizing failed, nothing was stored: {exc}") from exc
+
+    async def _arun(self, config: RunnableConfig, **kwargs: Any) -> str:
+        user_id = _user_id(config)
+        try:
+            return self._report(await self.memory.asummarize_history(user_id, self.model))
+        except SummarizationError as exc:
+            raise ToolException(f"Summarizing failed, nothing was stored: {exc}") from exc
