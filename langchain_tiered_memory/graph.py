@@ -158,17 +158,21 @@ class MemoryNodes:
 
     # ----- compose -----
 
-    def system_message(self, state: dict[str, Any]) -> SystemMessage:
+    def system_message(
+        self, state: dict[str, Any], base_prompt: str | None = None
+    ) -> SystemMessage:
         """Base prompt plus the memory section."""
         memory_prompt = state.get("memory_prompt") or ""
-        return SystemMessage(f"{self.system_prompt}\n\n{memory_prompt}".strip())
+        base = self.system_prompt if base_prompt is None else base_prompt
+        return SystemMessage(f"{base}\n\n{memory_prompt}".strip())
 
-    def compose(self, state: dict[str, Any]) -> list[BaseMessage]:
+    def compose(self, state: dict[str, Any], base_prompt: str | None = None) -> list[BaseMessage]:
         """System prompt + recent history + thread messages, trimmed; no message twice."""
         thread: list[BaseMessage] = list(state.get("messages", []))
         seen = {m.id for m in thread if m.id}
         history = [m for m in state.get("recent_history") or [] if not m.id or m.id not in seen]
-        messages: list[BaseMessage] = [self.system_message(state), *history, *thread]
+        system = self.system_message(state, base_prompt)
+        messages: list[BaseMessage] = [system, *history, *thread]
         if self.context_token_budget is None:
             return messages
         trimmed = trim_messages(
