@@ -108,7 +108,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         composed = self.nodes.compose(state, prompt)
         system = composed[0]
         assert isinstance(system, SystemMessage)
-        return request.override(system_message=system, messages=list(composed[1:]))
+        return request.override(system_message=system, messages=composed[1:])  # type: ignore[arg-type]
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

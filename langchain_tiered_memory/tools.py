@@ -149,7 +149,7 @@ class SummarizeTool(BaseTool):
     model: Any = Field(exclude=True)
     handle_tool_error: bool = True
 
-    def __init__(self, *, memory: TieredMemory, model: BaseChatModel, **kwargs: Any) -> None:
+    def __init__(self, *, memory: TieredMemory, model: BaseChatModel | None, **kwargs: Any) -> None:
         super().__init__(memory=memory, model=model, **kwargs)
 
     @staticmethod
@@ -158,16 +158,21 @@ class SummarizeTool(BaseTool):
             return "Nothing new to summarize: the memory is up to date."
         return f"Stored {len(ids)} memory item(s) from the conversation."
 
+    def _model(self) -> BaseChatModel:
+        if self.model is None:
+            raise ToolException("No summarizer model is configured; nothing was stored.")
+        return self.model  # type: ignore[no-any-return]
+
     def _run(self, config: RunnableConfig, **kwargs: Any) -> str:
         user_id = _user_id(config)
         try:
-            return self._report(self.memory.summarize_history(user_id, self.model))
+            return self._report(self.memory.summarize_history(user_id, self._model()))
         except SummarizationError as exc:
             raise ToolException(f"Summarizing failed, nothing was stored: {exc}") from exc
 
     async def _arun(self, config: RunnableConfig, **kwargs: Any) -> str:
         user_id = _user_id(config)
         try:
-            return self._report(await self.memory.asummarize_history(user_id, self.model))
+            return self._report(await self.memory.asummarize_history(user_id, self._model()))
         except SummarizationError as exc:
             raise ToolException(f"Summarizing failed, nothing was stored: {exc}") from exc
