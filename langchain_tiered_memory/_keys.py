@@ -53,7 +53,12 @@ def escape_user_id(user_id: str) -> str:
 
 def validate_prefix(prefix: str) -> str:
     """Check a key prefix: non-empty, printable, without hash-tag braces or glob characters."""
-    if not prefix or any(c in prefix for c in "{}*?[]\\ \n\r\t"):
+    if (
+        not isinstance(prefix, str)
+        or not prefix
+        or not prefix.isprintable()
+        or any(c in prefix for c in "{}*?[]\\ ")
+    ):
         raise ValueError(
             f"key_prefix {prefix!r} is not usable: use letters, digits, ':', '-', '_' or '.'."
         )
@@ -86,12 +91,18 @@ class KeyBuilder:
 
     def user_from_key(self, key: str | bytes) -> str | None:
         """The user id a key belongs to, or ``None`` if it is not one of ours."""
-        if isinstance(key, bytes):
-            key = key.decode("utf-8")
-        head = f"{self.prefix}:{{"
-        if not key.startswith(head):
+        try:
+            if isinstance(key, bytes):
+                key = key.decode("utf-8")
+            head = f"{self.prefix}:{{"
+            if not key.startswith(head):
+                return None
+            end = key.find("}", len(head))
+            if end < 0 or key[end + 1 : end + 2] != ":":
+                return None
+            escaped = key[len(head) : end]
+            user_id = unquote(escaped, errors="strict")
+            # Only keys this builder writes: foreign or non-canonical spellings are not ours.
+            return user_id if escape_user_id(user_id) == escaped else None
+        except (UnicodeDecodeError, InvalidUserIdError):
             return None
-        end = key.find("}", len(head))
-        if end < 0 or key[end + 1 : end + 2] != ":":
-            return None
-        return unquote(key[len(head) : end], errors="strict")

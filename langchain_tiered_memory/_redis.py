@@ -24,7 +24,9 @@ from typing import Any
 import redis
 import redis.asyncio as aredis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
+from redis.retry import Retry
 
 from langchain_tiered_memory.errors import MemoryBackendError
 
@@ -44,10 +46,18 @@ def translate_errors(url: str) -> Iterator[None]:
     """Re-raise redis-py errors as ``MemoryBackendError`` with the URL and a hint."""
     try:
         yield
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+    except MemoryBackendError:
+        raise  # already translated (e.g. by the cluster probe on first use)
+    except (redis.exceptions.TimeoutError, TimeoutError) as exc:
+        # The command may still run once the server catches up: do not claim it did not.
         raise MemoryBackendError(
-            f"Redis at {url} is unreachable or timed out ({exc}). Check that the server runs "
-            "and that the URL (redis_url / REDIS_URL) is right; nothing was written."
+            f"Redis at {url} timed out ({exc}). The server is overloaded or paused; a write "
+            "in flight may or may not have been applied (a turn is all or nothing)."
+        ) from exc
+    except (redis.exceptions.ConnectionError, OSError) as exc:
+        raise MemoryBackendError(
+            f"Redis at {url} is unreachable ({exc}). Check that the server runs "
+            "and that the URL (redis_url / REDIS_URL) is right."
         ) from exc
     except redis.exceptions.RedisError as exc:
         raise MemoryBackendError(f"Redis at {url} refused a command: {exc}") from exc
@@ -247,8 +257,12 @@ class EmbeddedRedis:
     def _ping(self) -> bool:
         if not self.socket_path.exists():
             return False
+        # No retries: redis-py's default backoff turns a stale socket into seconds of waiting.
         client = redis.Redis(
-            unix_socket_path=str(self.socket_path), socket_timeout=1.0, socket_connect_timeout=1.0
+            unix_socket_path=str(self.socket_path),
+            socket_timeout=1.0,
+            socket_connect_timeout=1.0,
+            retry=Retry(NoBackoff(), 0),
         )
         try:
             return bool(client.ping())
@@ -322,8 +336,17 @@ class EmbeddedRedis:
         if not self._started:
             return
         self._started = False
-        client = redis.Redis(unix_socket_path=str(self.socket_path), socket_timeout=5.0)
+        # No retries: SHUTDOWN drops the connection by design, and a retry would wait out
+        # redis-py's backoff (seconds) or, worse, reach a server started since on this socket.
+        client = redis.Redis(
+            unix_socket_path=str(self.socket_path), socket_timeout=5.0, retry=Retry(NoBackoff(), 0)
+        )
         try:
+            # If our server died and another process started a new one on this socket,
+            # that one is not ours to shut down.
+            if self._proc is not None and client.info("server")["process_id"] != self._proc.pid:
+                self._proc.poll()  # reap ours
+                return
             client.client_setname(self.client_name)
             others = [c for c in client.client_list() if c.get("name") != self.client_name]
             if others:

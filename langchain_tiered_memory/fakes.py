@@ -11,9 +11,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 __all__ = ["ScriptedChatModel"]
@@ -26,6 +28,11 @@ class ScriptedChatModel(BaseChatModel):
 
     An entry is an ``AIMessage`` (e.g. with ``tool_calls``), a string, or a function of the
     prompt returning either. When the script runs out, the last entry repeats.
+
+    ``bind_tools`` returns a binding (like a provider model) rather than changing the model,
+    so one model can serve several bindings (the agent's tools, a forced ``tool_choice``,
+    the summarizer's ``SummaryItems``). ``bindings[i]`` records the tool names and
+    ``tool_choice`` that call ``i`` was made with (``{}`` for an unbound call).
 
     Example:
         >>> model = ScriptedChatModel(replies=["Hello!"])
@@ -41,6 +48,7 @@ class ScriptedChatModel(BaseChatModel):
     replies: list[Any] = Field(default_factory=list)
     prompts: list[list[BaseMessage]] = Field(default_factory=list)
     bound_tools: list[Any] = Field(default_factory=list)
+    bindings: list[dict[str, Any]] = Field(default_factory=list)
     _cursor: int = PrivateAttr(default=0)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -57,6 +65,9 @@ class ScriptedChatModel(BaseChatModel):
     ) -> ChatResult:
         with self._lock:
             self.prompts.append(list(messages))
+            self.bindings.append(
+                {k: kwargs[k] for k in ("tool_names", "tool_choice") if kwargs.get(k) is not None}
+            )
             if not self.replies:
                 entry: Any = "OK."
             else:
@@ -68,7 +79,13 @@ class ScriptedChatModel(BaseChatModel):
         # A fresh copy per call: the graph state must not share message objects.
         return ChatResult(generations=[ChatGeneration(message=message.model_copy(deep=True))])
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
-        """Record the tools; the script decides the calls."""
+    def bind_tools(  # type: ignore[override]
+        self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind the tools (recorded per call in :attr:`bindings`); the script decides the calls.
+
+        :attr:`bound_tools` keeps the tools of the latest ``bind_tools`` call.
+        """
         self.bound_tools = list(tools)
-        return self
+        names = [convert_to_openai_tool(t)["function"]["name"] for t in tools]
+        return self.bind(tool_names=names, tool_choice=tool_choice, **kwargs)

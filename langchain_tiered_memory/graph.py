@@ -29,6 +29,7 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
+    ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -103,6 +104,40 @@ def _grounded(args: dict[str, Any], text: str) -> dict[str, Any]:
     return kept
 
 
+def _from_first_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Drop what precedes the first human message: a history tail cut mid-turn would
+    otherwise start with a ToolMessage or an AI tool call whose results were cut off.
+    """
+    for i, message in enumerate(messages):
+        if isinstance(message, HumanMessage):
+            return list(messages[i:])
+    return []
+
+
+def _invalid_call_errors(response: BaseMessage) -> list[ToolMessage]:
+    """An error ToolMessage for each tool call the model's output could not be parsed into.
+
+    A provider puts a call with malformed JSON arguments into ``invalid_tool_calls``, which
+    ``ToolNode`` ignores. Unanswered, the model would never learn its call failed, and the
+    call (sent back as a ``tool_calls`` entry) would make the next request invalid.
+    """
+    if not isinstance(response, AIMessage):
+        return []
+    return [
+        ToolMessage(
+            content=(
+                f"Error: the arguments of your {call.get('name')!r} call could not be parsed "
+                f"({call.get('error') or 'invalid JSON'}); nothing was done. Call it again "
+                "with valid JSON arguments."
+            ),
+            tool_call_id=call.get("id") or f"invalid-{i}",
+            name=call.get("name") or "",
+            status="error",
+        )
+        for i, call in enumerate(response.invalid_tool_calls)
+    ]
+
+
 def _last_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
@@ -171,6 +206,7 @@ class MemoryNodes:
         thread: list[BaseMessage] = list(state.get("messages", []))
         seen = {m.id for m in thread if m.id}
         history = [m for m in state.get("recent_history") or [] if not m.id or m.id not in seen]
+        history = _from_first_human(history)
         system = self.system_message(state, base_prompt)
         messages: list[BaseMessage] = [system, *history, *thread]
         if self.context_token_budget is None:
@@ -223,9 +259,12 @@ class MemoryNodes:
 
 
 def _route_after_model(state: dict[str, Any]) -> str:
-    last = state["messages"][-1]
-    if isinstance(last, AIMessage) and last.tool_calls:
+    messages = state["messages"]
+    response = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    if response is not None and response.tool_calls:
         return TOOLS
+    if isinstance(messages[-1], ToolMessage):
+        return MODEL  # only unparsable calls, answered with errors: let the model retry
     return SAVE_MEMORY
 
 
@@ -331,7 +370,8 @@ def create_memory_graph(
             captured = _capture_result(forced.invoke(messages, config), human)
             if captured is not None:
                 return {"messages": [captured]}
-        return {"messages": [bound.invoke(messages, config)]}
+        response = bound.invoke(messages, config)
+        return {"messages": [response, *_invalid_call_errors(response)]}
 
     async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         messages = nodes.compose(state)
@@ -340,7 +380,8 @@ def create_memory_graph(
             captured = _capture_result(await forced.ainvoke(messages, config), human)
             if captured is not None:
                 return {"messages": [captured]}
-        return {"messages": [await bound.ainvoke(messages, config)]}
+        response = await bound.ainvoke(messages, config)
+        return {"messages": [response, *_invalid_call_errors(response)]}
 
     def save_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         return nodes.save(state, _user(config))
@@ -360,7 +401,7 @@ def create_memory_graph(
         builder.add_node(node_name, node)
     builder.add_edge(START, LOAD_MEMORY)
     builder.add_edge(LOAD_MEMORY, MODEL)
-    builder.add_conditional_edges(MODEL, _route_after_model, [TOOLS, SAVE_MEMORY])
+    builder.add_conditional_edges(MODEL, _route_after_model, [TOOLS, MODEL, SAVE_MEMORY])
     builder.add_edge(TOOLS, MODEL)
     builder.add_edge(SAVE_MEMORY, END)
     return builder.compile(checkpointer=checkpointer, store=store, name=name)

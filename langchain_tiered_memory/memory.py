@@ -181,6 +181,7 @@ class TieredMemory:
         *,
         embeddings: Embeddings | None = None,
         tag_schema: type[BaseModel] | None = None,
+        history_retention: int | None = None,
     ) -> TieredMemory:
         """Process-local memory, for tests and prototypes: nothing persists.
 
@@ -195,6 +196,7 @@ class TieredMemory:
             history=InMemoryHistoryStore(),
             tags=InMemoryTagStore(schema=tag_schema or DefaultTags),
             summaries=InMemorySummaryStore(embeddings=embeddings),
+            history_retention=history_retention,
         )
 
     @classmethod
@@ -392,7 +394,7 @@ class TieredMemory:
         if query and k > 0:
             index = self.summaries.index_for(user_id, replies[1])
             if index is not None:
-                recalled = index.search(self.summaries.embed_query(query), k)
+                recalled = index.search(self.summaries.embed_query(query), k, query=query)
         return MemorySnapshot(tags=tags, history=history, recalled=recalled)
 
     async def aload(
@@ -420,7 +422,9 @@ class TieredMemory:
         if query and k > 0:
             index = await self.summaries.aindex_for(user_id, replies[1])
             if index is not None:
-                recalled = index.search(await self.summaries.aembed_query(query), k)
+                recalled = index.search(
+                    await self.summaries.aembed_query(query), k, query=query
+                )
         return MemorySnapshot(tags=tags, history=history, recalled=recalled)
 
     # ----- summarization -----

@@ -35,9 +35,16 @@ _MEMORIES_HEADER = (
 )
 
 
+# Characters JSON leaves raw that still end a line (str.splitlines, many renderers):
+# a value holding one could start a line of its own, outside its quotes' visual line.
+_ESCAPES: dict[int, str] = {ord(c): f"\\u{ord(c):04x}" for c in "<>\x85\u2028\u2029"}
+
+
 def quote(text: str) -> str:
-    """JSON-quote ``text`` with angle brackets escaped, so it cannot close a section."""
-    return json.dumps(text, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    """JSON-quote ``text`` with angle brackets and line separators escaped, so it cannot
+    close a section or start a line of its own.
+    """
+    return json.dumps(text, ensure_ascii=False).translate(_ESCAPES)
 
 
 def _date(doc: Document) -> str:

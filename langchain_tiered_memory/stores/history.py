@@ -76,9 +76,22 @@ def drop_orphan_tool_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
 
 
 def drop_unanswered_tool_calls(messages: list[BaseMessage]) -> list[BaseMessage]:
-    """Drop a trailing ``AIMessage`` whose tool calls have no ``ToolMessage`` (cut turn)."""
-    if messages and isinstance(messages[-1], AIMessage) and messages[-1].tool_calls:
-        return messages[:-1]
+    """Drop a trailing ``AIMessage`` whose tool calls are not all answered (cut turn).
+
+    The ``ToolMessage``\\s that follow it are dropped with it: providers reject an
+    assistant message with ``tool_calls`` unless every call id has a tool result.
+    """
+    end = len(messages)
+    answered: set[str | None] = set()
+    while end > 0 and isinstance(last := messages[end - 1], ToolMessage):
+        answered.add(last.tool_call_id)
+        end -= 1
+    if (
+        end > 0
+        and isinstance(ai := messages[end - 1], AIMessage)
+        and not {call.get("id") for call in ai.tool_calls} <= answered
+    ):
+        return messages[: end - 1]
     return messages
 
 
@@ -147,7 +160,11 @@ class HistoryStore(ABC):
 
     @abstractmethod
     def clear(self, user_id: str) -> int:
-        """Delete the user's history; return how many messages were removed."""
+        """Delete the user's kept messages; return how many were removed.
+
+        Positions keep counting (:meth:`length` is unchanged), so the summarizer's
+        watermark stays valid for messages appended afterwards.
+        """
 
     @abstractmethod
     async def aclear(self, user_id: str) -> int:
@@ -209,7 +226,10 @@ local base = tonumber(redis.call('HGET', KEYS[2], ARGV[3]) or '0')
 local start = tonumber(ARGV[1]) - base
 if start < 0 then start = 0 end
 local stop = -1
-if ARGV[2] ~= 'all' then stop = start + tonumber(ARGV[2]) - 1 end
+if ARGV[2] ~= 'all' then
+  if tonumber(ARGV[2]) <= 0 then return {base + start, {}} end
+  stop = start + tonumber(ARGV[2]) - 1
+end
 return {base + start, redis.call('LRANGE', KEYS[1], start, stop)}
 """
 
@@ -221,6 +241,17 @@ if drop <= 0 then return 0 end
 redis.call('LTRIM', KEYS[1], drop, -1)
 redis.call('HINCRBY', KEYS[2], ARGV[3], drop)
 return drop
+"""
+
+# Clearing keeps positions counting: the summarizer's watermark (an absolute position)
+# stays meaningful, so messages added after a clear are summarized, not skipped.
+_CLEAR_LUA = """
+local n = redis.call('LLEN', KEYS[1])
+if n > 0 then
+  redis.call('HINCRBY', KEYS[2], ARGV[1], n)
+  redis.call('DEL', KEYS[1])
+end
+return n
 """
 
 _APPEND_LUA = """
@@ -378,26 +409,16 @@ class RedisHistoryStore(HistoryStore):
         return sorted(found)
 
     def clear(self, user_id: str) -> int:
-        """Delete the list and its base offset."""
+        """Delete the list; positions keep counting (:meth:`length` is unchanged)."""
         hist, meta = self._k(user_id)
         with self.connection.errors():
-            pipe = self.connection.sync.pipeline(transaction=False)
-            pipe.llen(hist)
-            pipe.delete(hist)
-            pipe.hdel(meta, _BASE_FIELD)
-            n, _, _ = pipe.execute()
-        return int(n)
+            return int(self.connection.sync.eval(_CLEAR_LUA, 2, hist, meta, _BASE_FIELD))
 
     async def aclear(self, user_id: str) -> int:
         """Async :meth:`clear`."""
         hist, meta = self._k(user_id)
         with self.connection.errors():
-            pipe = self.connection.aio.pipeline(transaction=False)
-            pipe.llen(hist)
-            pipe.delete(hist)
-            pipe.hdel(meta, _BASE_FIELD)
-            n, _, _ = await pipe.execute()
-        return int(n)
+            return int(await self.connection.aio.eval(_CLEAR_LUA, 2, hist, meta, _BASE_FIELD))
 
 
 class InMemoryHistoryStore(HistoryStore):
@@ -423,6 +444,7 @@ class InMemoryHistoryStore(HistoryStore):
 
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Last ``n`` messages."""
+        validate_user_id(user_id)
         if n <= 0:
             return []
         with self._lock:
@@ -437,6 +459,7 @@ class InMemoryHistoryStore(HistoryStore):
         self, user_id: str, start: int, limit: int | None = None
     ) -> tuple[int, list[BaseMessage]]:
         """Messages from absolute position ``start``."""
+        validate_user_id(user_id)
         with self._lock:
             base = self._base.get(user_id, 0)
             offset = max(start - base, 0)
@@ -452,6 +475,7 @@ class InMemoryHistoryStore(HistoryStore):
 
     def length(self, user_id: str) -> int:
         """Absolute length."""
+        validate_user_id(user_id)
         with self._lock:
             return len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
 
@@ -461,10 +485,11 @@ class InMemoryHistoryStore(HistoryStore):
 
     def trim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
         """Retention: drop old, already-summarized messages."""
+        validate_user_id(user_id)
         with self._lock:
             data = self._data.get(user_id, [])
             base = self._base.get(user_id, 0)
-            drop = min(len(data) - keep_last, not_after - base)
+            drop = min(len(data) - max(keep_last, 0), max(not_after, 0) - base)
             if drop <= 0:
                 return 0
             del data[:drop]
@@ -476,10 +501,13 @@ class InMemoryHistoryStore(HistoryStore):
         return self.trim(user_id, keep_last=keep_last, not_after=not_after)
 
     def clear(self, user_id: str) -> int:
-        """Delete the user's history."""
+        """Delete the user's history; positions keep counting, as on Redis."""
+        validate_user_id(user_id)
         with self._lock:
-            self._base.pop(user_id, None)
-            return len(self._data.pop(user_id, []))
+            n = len(self._data.pop(user_id, []))
+            if n:
+                self._base[user_id] = self._base.get(user_id, 0) + n
+            return n
 
     async def aclear(self, user_id: str) -> int:
         """Async :meth:`clear`."""

@@ -76,6 +76,12 @@ class TagStore(ABC):
                 raise InvalidTagError(
                     f"invalid value {value!r} for tag {name!r}: {reason}."
                 ) from exc
+            if isinstance(value, bool) and not isinstance(checked, bool):
+                # pydantic's lax mode reads True as 1; a model sending a boolean for a
+                # number or text has misunderstood the tag, so refuse it.
+                raise InvalidTagError(
+                    f"invalid value {value!r} for tag {name!r}: not a boolean tag."
+                )
             text = checked if isinstance(checked, str) else str(checked)
             if len(text) > MAX_TAG_VALUE_CHARS:
                 raise InvalidTagError(
@@ -227,6 +233,7 @@ class InMemoryTagStore(TagStore):
 
     def get(self, user_id: str, tag: str) -> str | None:
         """One tag's value."""
+        validate_user_id(user_id)
         with self._lock:
             return self._data.get(user_id, {}).get(tag)
 
@@ -236,6 +243,7 @@ class InMemoryTagStore(TagStore):
 
     def get_all(self, user_id: str) -> dict[str, str]:
         """Every tag."""
+        validate_user_id(user_id)
         with self._lock:
             return dict(self._data.get(user_id, {}))
 
@@ -257,6 +265,7 @@ class InMemoryTagStore(TagStore):
 
     def clear(self, user_id: str) -> int:
         """Delete every tag of the user."""
+        validate_user_id(user_id)
         with self._lock:
             return len(self._data.pop(user_id, {}))
 

@@ -1,0 +1,92 @@
+"""One step of the three-process demo, in a process of its own.
+
+Usage: python demo_step.py STEP DATA_DIR
+
+Each step opens the embedded memory and a SQLite checkpointer in DATA_DIR, drives the
+memory graph with a ScriptedChatModel of its own, closes everything (the embedded
+redis-server it started shuts down and persists), and prints one JSON line of what it
+observed: the prompts the model received, the tags and summary items stored, and for a
+resumed thread the state the checkpointer restored.
+
+1. thread t1: "Hi, my name is Alice ..." -> the model calls user_tag(name, age).
+2. thread t2: "Please summarize our conversation." -> the model calls summarize.
+3. thread t1 again: "When is my birthday?" -> the model just answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+from langchain_tiered_memory.fakes import ScriptedChatModel
+from langchain_tiered_memory.graph import create_memory_graph
+
+USER = "alice"
+INTRO = "Hi, my name is Alice and I am 30 years old. My birthday is on May 8."
+BIRTHDAY_ITEM = "The user's birthday is on May 8."
+NAME_ITEM = "The user's name is Alice and she is 30 years old."
+
+
+def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+STEPS: dict[str, tuple[str, str, list[Any]]] = {
+    "1": ("t1", INTRO, [_call("user_tag", {"name": "Alice", "age": 30}, "c1"), "Hi Alice!"]),
+    "2": (
+        "t2",
+        "Please summarize our conversation.",
+        [
+            _call("summarize", {}, "c2"),
+            _call("SummaryItems", {"items": [BIRTHDAY_ITEM, NAME_ITEM]}, "s1"),
+            "I will remember that.",
+        ],
+    ),
+    "3": ("t1", "When is my birthday?", ["Your birthday is on May 8."]),
+}
+
+
+def _dump(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+    return [{"type": m.type, "id": m.id, "text": m.text} for m in messages]
+
+
+def main() -> None:
+    step, data_dir = sys.argv[1], Path(sys.argv[2])
+    thread, text, replies = STEPS[step]
+    model = ScriptedChatModel(replies=replies)
+    config = {"configurable": {"thread_id": thread}}
+    memory = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    try:
+        with SqliteSaver.from_conn_string(str(data_dir / "checkpoints.sqlite")) as saver:
+            # recall_k=1: in step 3 the birthday item must win on relevance, not by count.
+            graph = create_memory_graph(model, memory=memory, checkpointer=saver, recall_k=1)
+            restored = graph.get_state(config).values.get("messages", [])
+            result = graph.invoke(
+                {"messages": [HumanMessage(text)]}, context={"user_id": USER}, config=config
+            )
+            observed = {
+                "step": step,
+                "pid": os.getpid(),
+                "server_started_here": bool(memory._server and memory._server._started),
+                "restored_thread": _dump(restored),
+                "prompts": [_dump(p) for p in model.prompts],
+                "bindings": model.bindings,
+                "result": _dump(result["messages"]),
+                "tags": memory.get_user_tags(USER),
+                "summaries": [s["text"] for s in memory.export_user(USER)["summaries"]],
+                "history_length": memory.history.length(USER),
+            }
+    finally:
+        memory.close()
+    print(json.dumps(observed), flush=True)
+
+
+if __name__ == "__main__":
+    main()

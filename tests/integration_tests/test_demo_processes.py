@@ -1,0 +1,90 @@
+"""The demo across three separate processes sharing one embedded data dir.
+
+Each step is ``helpers/demo_step.py STEP DATA_DIR`` in a new Python process with its own
+scripted model; the steps share only the data dir: the embedded Redis (tags, history,
+summaries) and a SQLite checkpointer (thread state). Each process starts the embedded
+redis-server, and stops it when it closes, so every step also reads back what an earlier
+server wrote to disk.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HELPER = Path(__file__).resolve().parent / "helpers" / "demo_step.py"
+BIRTHDAY_ITEM = "The user's birthday is on May 8."
+NAME_ITEM = "The user's name is Alice and she is 30 years old."
+INTRO = "Hi, my name is Alice and I am 30 years old. My birthday is on May 8."
+
+
+def run_step(step: int, data_dir: Path) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(HELPER), str(step), str(data_dir)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,  # against a hang only
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def texts(messages: list[dict[str, Any]]) -> list[str]:
+    return [m["text"] for m in messages]
+
+
+def test_demo_in_three_processes(data_dir: Path) -> None:
+    # (1) Alice introduces herself; the model records her name and age.
+    one = run_step(1, data_dir)
+    assert one["server_started_here"]
+    assert one["tags"] == {"name": "Alice", "age": "30"}
+    assert one["restored_thread"] == []
+    first_system = one["prompts"][0][0]
+    assert first_system["type"] == "system" and "<user_tags>" not in first_system["text"]
+    assert [m["type"] for m in one["result"]] == ["human", "ai", "tool", "ai"]
+    assert one["result"][2]["text"] == "Recorded: age=30, name=Alice."
+    assert one["history_length"] == 4
+
+    # (2) A new process and a new thread: the model is told what memory knows.
+    two = run_step(2, data_dir)
+    assert two["pid"] != one["pid"] and two["server_started_here"]
+    system = two["prompts"][0][0]["text"]
+    assert '"name": "Alice"' in system and '"age": "30"' in system
+    # The first turn came back as recent history, before the new message, once.
+    assert texts(two["prompts"][0][1:]) == [
+        *texts(one["result"]),
+        "Please summarize our conversation.",
+    ]
+    assert [m["id"] for m in two["prompts"][0][1:5]] == [m["id"] for m in one["result"]]
+    # The summarize tool ran the summarizer on that history and stored the items.
+    assert two["bindings"][1] == {"tool_names": ["SummaryItems"], "tool_choice": "SummaryItems"}
+    assert INTRO in two["prompts"][1][-1]["text"]
+    tool_reply = next(m for m in two["result"] if m["type"] == "tool")
+    assert tool_reply["text"] == "Stored 2 memory item(s) from the conversation."
+    assert sorted(two["summaries"]) == sorted([BIRTHDAY_ITEM, NAME_ITEM])
+    assert two["tags"] == {"name": "Alice", "age": "30"}
+
+    # (3) Another process resumes thread t1 and asks about her birthday.
+    three = run_step(3, data_dir)
+    assert three["pid"] not in {one["pid"], two["pid"]} and three["server_started_here"]
+    # The SQLite checkpointer restored the thread as process 1 left it.
+    assert three["restored_thread"] == one["result"]
+    (prompt,) = three["prompts"]
+    system = prompt[0]["text"]
+    assert f"] {json.dumps(BIRTHDAY_ITEM)}\n</memories>" in system  # recalled, with a date
+    assert NAME_ITEM not in system  # recall_k=1: the birthday item won on relevance
+    assert '"name": "Alice"' in system
+    assert texts(prompt[1:]) == [*texts(one["result"]), "When is my birthday?"]
+    ids = [m["id"] for m in prompt[1:]]
+    assert len(ids) == len(set(ids))
+    assert three["result"][-1]["text"] == "Your birthday is on May 8."
+    assert texts(three["result"]) == [
+        *texts(one["result"]),
+        "When is my birthday?",
+        "Your birthday is on May 8.",
+    ]
+    assert three["history_length"] == 4 + 4 + 2

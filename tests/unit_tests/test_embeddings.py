@@ -1,0 +1,67 @@
+"""The deterministic test embeddings, and the default model's laziness (no model loaded)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import Embeddings
+from langchain_tests.integration_tests import EmbeddingsIntegrationTests
+
+from langchain_tiered_memory import HashingEmbeddings, LocalMiniLMEmbeddings
+from langchain_tiered_memory.embeddings import default_embeddings
+
+
+class TestHashingEmbeddingsStandard(EmbeddingsIntegrationTests):
+    """langchain-tests' standard embeddings suite (it needs no network for this model)."""
+
+    @property
+    def embeddings_class(self) -> type[Embeddings]:
+        return HashingEmbeddings
+
+
+def _cos(a: list[float], b: list[float]) -> float:
+    return float(np.dot(a, b))
+
+
+def test_hashing_is_deterministic_unit_length_and_sized() -> None:
+    emb = HashingEmbeddings(dim=64)
+    a = emb.embed_query("Alice's birthday is on May 8")
+    assert a == HashingEmbeddings(dim=64).embed_documents(["Alice's birthday is on May 8"])[0]
+    assert len(a) == 64
+    assert np.linalg.norm(a) == pytest.approx(1.0)
+    assert len(HashingEmbeddings().embed_query("x")) == 256
+
+
+def test_hashing_similarity_follows_shared_words() -> None:
+    emb = HashingEmbeddings()
+    q = emb.embed_query("when is her birthday")
+    near = emb.embed_query("her birthday is on May 8")
+    far = emb.embed_query("she works as a nurse in Lyon")
+    assert _cos(q, near) > _cos(q, far)
+    # case and punctuation do not matter; word order does not either
+    assert _cos(emb.embed_query("Birthday, May!"), emb.embed_query("may birthday")) == (
+        pytest.approx(1.0)
+    )
+
+
+def test_hashing_of_text_without_words_is_still_a_unit_vector() -> None:
+    vec = HashingEmbeddings(dim=8).embed_query("!!! ...")
+    assert np.linalg.norm(vec) == pytest.approx(1.0)
+
+
+async def test_hashing_async_matches_sync() -> None:
+    emb = HashingEmbeddings()
+    assert await emb.aembed_documents(["a b", "c"]) == emb.embed_documents(["a b", "c"])
+    assert await emb.aembed_query("a b") == emb.embed_query("a b")
+
+
+def test_minilm_constructor_loads_nothing() -> None:
+    emb = LocalMiniLMEmbeddings()
+    assert emb._model is None
+    assert emb.embed_documents([]) == []  # no texts: still nothing loaded
+    assert emb._model is None
+
+
+def test_default_embeddings_is_one_shared_object() -> None:
+    assert default_embeddings() is default_embeddings()
+    assert isinstance(default_embeddings(), LocalMiniLMEmbeddings)

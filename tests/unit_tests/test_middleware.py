@@ -1,0 +1,171 @@
+"""``TieredMemoryMiddleware`` in a LangChain 1.x ``create_agent`` agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_tiered_memory import MissingUserIdError, TieredMemory
+from langchain_tiered_memory.fakes import ScriptedChatModel
+from langchain_tiered_memory.middleware import TieredMemoryMiddleware
+
+
+def tag_call(args: dict[str, Any]) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": "user_tag", "args": args, "id": "c1"}])
+
+
+def history(memory: TieredMemory, user: str = "alice") -> list[BaseMessage]:
+    first, messages = memory.history.since(user, 0)
+    assert first == 0
+    return messages
+
+
+def agent_for(memory: TieredMemory, model: ScriptedChatModel, **kwargs: Any) -> Any:
+    return create_agent(
+        model,
+        tools=[],
+        middleware=[TieredMemoryMiddleware(memory)],
+        checkpointer=InMemorySaver(),
+        **kwargs,
+    )
+
+
+def turn(thread: str, text: str, user: str = "alice") -> tuple[dict[str, Any], dict[str, Any]]:
+    return (
+        {"messages": [HumanMessage(text)]},
+        {"context": {"user_id": user}, "config": {"configurable": {"thread_id": thread}}},
+    )
+
+
+def check_second_thread_prompt(memory: TieredMemory, model: ScriptedChatModel) -> None:
+    """The last prompt: tags in the system message, the first thread's turn once, then now."""
+    prompt = model.prompts[-1]
+    assert isinstance(prompt[0], SystemMessage)
+    assert '"name": "Alice"' in prompt[0].text and '"age": "30"' in prompt[0].text
+    earlier = history(memory)[:4]
+    assert [m.id for m in prompt[1:5]] == [m.id for m in earlier]
+    assert prompt[-1].text == "Who am I?"
+    ids = [m.id for m in prompt[1:]]
+    assert len(ids) == len(set(ids)) == 5
+
+
+def test_agent_records_tags_saves_the_turn_once_and_remembers_in_a_new_thread(
+    embedded_memory: TieredMemory,
+) -> None:
+    memory = embedded_memory
+    model = ScriptedChatModel(
+        replies=[tag_call({"name": "Alice", "age": 30}), "Nice to meet you.", "You are Alice."]
+    )
+    agent = agent_for(memory, model)
+
+    inputs, kwargs = turn("t1", "I'm Alice and I am 30.")
+    result = agent.invoke(inputs, **kwargs)
+    assert memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
+    assert result["messages"][2].text == "Recorded: age=30, name=Alice."
+    assert set(model.bindings[0]["tool_names"]) == {"user_tag", "summarize"}
+    saved = history(memory)
+    assert [m.id for m in saved] == [m.id for m in result["messages"]]
+    assert len(saved) == 4
+
+    inputs, kwargs = turn("t2", "Who am I?")
+    agent.invoke(inputs, **kwargs)
+    check_second_thread_prompt(memory, model)
+    assert len(history(memory)) == 6  # only the new turn was appended
+
+
+async def test_agent_async_path(embedded_memory: TieredMemory) -> None:
+    memory = embedded_memory
+    model = ScriptedChatModel(
+        replies=[tag_call({"name": "Alice", "age": 30}), "Nice to meet you.", "You are Alice."]
+    )
+    agent = agent_for(memory, model)
+    inputs, kwargs = turn("t1", "I'm Alice and I am 30.")
+    await agent.ainvoke(inputs, **kwargs)
+    assert await memory.aget_user_tags("alice") == {"name": "Alice", "age": "30"}
+    assert len(history(memory)) == 4
+    inputs, kwargs = turn("t2", "Who am I?")
+    await agent.ainvoke(inputs, **kwargs)
+    check_second_thread_prompt(memory, model)
+    assert len(history(memory)) == 6
+
+
+def test_later_turns_of_a_thread_save_only_their_messages(embedded_memory: TieredMemory) -> None:
+    memory = embedded_memory
+    model = ScriptedChatModel(replies=["one", "two", "three"])
+    agent = agent_for(memory, model)
+    for text in ("first", "second", "third"):
+        inputs, kwargs = turn("t1", text)
+        agent.invoke(inputs, **kwargs)
+    assert [m.text for m in history(memory)] == ["first", "one", "second", "two", "third", "three"]
+    prompt = model.prompts[-1]
+    assert [m.text for m in prompt[1:]] == ["first", "one", "second", "two", "third"]
+
+
+def test_agent_system_prompt_is_kept_beside_the_memory(embedded_memory: TieredMemory) -> None:
+    embedded_memory.set_user_tags("alice", {"name": "Alice"})
+    model = ScriptedChatModel(replies=["hi"])
+    agent = agent_for(embedded_memory, model, system_prompt="Answer in French.")
+    inputs, kwargs = turn("t1", "hello")
+    agent.invoke(inputs, **kwargs)
+    system = model.prompts[0][0]
+    assert system.text.startswith("Answer in French.")
+    assert '"name": "Alice"' in system.text
+    assert sum(isinstance(m, SystemMessage) for m in model.prompts[0]) == 1
+
+
+def test_user_id_from_configurable_and_isolation(embedded_memory: TieredMemory) -> None:
+    memory = embedded_memory
+    memory.set_user_tags("alice", {"name": "Alice"})
+    model = ScriptedChatModel(replies=[tag_call({"name": "Bob", "user_id": "alice"}), "ok"])
+    agent = agent_for(memory, model)
+    agent.invoke(
+        {"messages": [HumanMessage("I'm Bob")]},
+        config={"configurable": {"thread_id": "t1", "user_id": "bob"}},
+    )
+    assert memory.get_user_tags("alice") == {"name": "Alice"}
+    assert memory.get_user_tags("bob") == {}  # the extra user_id argument is an error
+    assert '"Alice"' not in model.prompts[0][0].text
+    assert len(history(memory, "bob")) == 4
+
+
+def test_missing_user_id_fails_before_the_model(embedded_memory: TieredMemory) -> None:
+    model = ScriptedChatModel(replies=["hi"])
+    agent = agent_for(embedded_memory, model)
+    with pytest.raises(MissingUserIdError):
+        agent.invoke(
+            {"messages": [HumanMessage("hello")]}, config={"configurable": {"thread_id": "t1"}}
+        )
+    assert model.prompts == []
+
+
+def test_summarize_tool_uses_the_agents_own_model(embedded_memory: TieredMemory) -> None:
+    memory = embedded_memory
+    memory.add_session_log("alice", [HumanMessage("My birthday is on May 8."), AIMessage("Noted.")])
+    model = ScriptedChatModel(
+        replies=[
+            AIMessage(content="", tool_calls=[{"name": "summarize", "args": {}, "id": "s0"}]),
+            AIMessage(
+                content="",
+                tool_calls=[
+                    {
+                        "name": "SummaryItems",
+                        "args": {"items": ["The user's birthday is on May 8."]},
+                        "id": "s1",
+                    }
+                ],
+            ),
+            "Saved.",
+        ]
+    )
+    agent = agent_for(memory, model)
+    inputs, kwargs = turn("t1", "Please summarize our conversation.")
+    result = agent.invoke(inputs, **kwargs)
+    assert result["messages"][2].text.startswith("Stored 1 memory item")
+    assert model.bindings[1] == {"tool_names": ["SummaryItems"], "tool_choice": "SummaryItems"}
+    assert [s["text"] for s in memory.export_user("alice")["summaries"]] == [
+        "The user's birthday is on May 8."
+    ]

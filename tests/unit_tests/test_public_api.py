@@ -1,0 +1,136 @@
+"""The public surface: exactly these names, each importable, each async twin matching."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import langchain_tiered_memory
+import langchain_tiered_memory.stores
+from langchain_tiered_memory import TieredMemory, errors
+
+PACKAGE_ALL = [
+    "DefaultTags",
+    "EmbeddedRedis",
+    "HashingEmbeddings",
+    "HistoryStore",
+    "InMemoryHistoryStore",
+    "InMemorySummaryStore",
+    "InMemoryTagStore",
+    "InvalidMessageError",
+    "InvalidSummaryError",
+    "InvalidTagError",
+    "InvalidUserIdError",
+    "LocalMiniLMEmbeddings",
+    "MemoryBackendError",
+    "MemorySnapshot",
+    "MissingUserIdError",
+    "RedisConnection",
+    "RedisHistoryStore",
+    "RedisSummaryStore",
+    "RedisTagStore",
+    "SummarizationError",
+    "SummaryRetriever",
+    "SummaryStore",
+    "TagStore",
+    "TieredMemory",
+    "TieredMemoryError",
+    "UserChatMessageHistory",
+    "WatermarkConflict",
+    "__version__",
+]
+
+STORES_ALL = [
+    "DefaultTags",
+    "HistoryStore",
+    "InMemoryHistoryStore",
+    "InMemorySummaryStore",
+    "InMemoryTagStore",
+    "RedisHistoryStore",
+    "RedisSummaryStore",
+    "RedisTagStore",
+    "SummaryRetriever",
+    "SummaryStore",
+    "TagStore",
+    "UserChatMessageHistory",
+]
+
+# The facade of issue 2: each of these has an ``a``-prefixed twin of the same signature.
+FACADE_METHODS = [
+    "load_context",
+    "add_session_log",
+    "get_user_tag",
+    "get_user_tags",
+    "set_user_tags",
+    "add_summaries",
+    "recall_summaries",
+    "load",
+    "summarize_history",
+    "forget_user",
+    "export_user",
+    "close",
+]
+
+
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [(langchain_tiered_memory, PACKAGE_ALL), (langchain_tiered_memory.stores, STORES_ALL)],
+    ids=["package", "stores"],
+)
+def test_all_is_pinned_and_resolves(module: object, expected: list[str]) -> None:
+    exported = module.__all__  # type: ignore[attr-defined]
+    assert sorted(exported) == expected
+    assert len(set(exported)) == len(exported)
+    for name in exported:
+        assert getattr(module, name) is not None, name
+
+
+def test_star_import_gives_exactly_all() -> None:
+    namespace: dict[str, object] = {}
+    exec("from langchain_tiered_memory import *", namespace)
+    namespace.pop("__builtins__")
+    assert sorted(namespace) == PACKAGE_ALL
+
+
+def test_stores_reexports_are_the_package_objects() -> None:
+    for name in STORES_ALL:
+        assert getattr(langchain_tiered_memory, name) is getattr(
+            langchain_tiered_memory.stores, name
+        )
+
+
+def test_version_is_the_distribution_version() -> None:
+    from importlib.metadata import version
+
+    assert langchain_tiered_memory.__version__ == version("langchain-tiered-memory")
+
+
+@pytest.mark.parametrize(
+    ("error", "builtin"),
+    [
+        (errors.InvalidUserIdError, ValueError),
+        (errors.InvalidTagError, ValueError),
+        (errors.InvalidSummaryError, ValueError),
+        (errors.InvalidMessageError, ValueError),
+        (errors.MissingUserIdError, ValueError),
+        (errors.MemoryBackendError, ConnectionError),
+        (errors.SummarizationError, RuntimeError),
+        (errors.WatermarkConflict, RuntimeError),
+    ],
+)
+def test_errors_subclass_the_base_and_their_builtin(error: type, builtin: type) -> None:
+    assert issubclass(error, errors.TieredMemoryError)
+    assert issubclass(error, builtin)
+    assert getattr(langchain_tiered_memory, error.__name__) is error
+
+
+@pytest.mark.parametrize("name", FACADE_METHODS)
+def test_facade_method_has_async_twin_with_same_signature(name: str) -> None:
+    sync = getattr(TieredMemory, name)
+    twin = getattr(TieredMemory, "a" + name)
+    assert not inspect.iscoroutinefunction(sync)
+    assert inspect.iscoroutinefunction(twin)
+    assert list(inspect.signature(sync).parameters.values()) == list(
+        inspect.signature(twin).parameters.values()
+    )
