@@ -10,15 +10,15 @@ items are fetched incrementally, a deletion triggers a rebuild. No pickle anywhe
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any
 
-import faiss
 import numpy as np
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -32,6 +32,7 @@ from pydantic import ConfigDict
 from langchain_tiered_memory._keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory._redis import RedisConnection
 from langchain_tiered_memory.errors import InvalidSummaryError, WatermarkConflict
+from langchain_tiered_memory.retrieval import HybridIndex, RetrievalConfig, to_epoch
 
 __all__ = [
     "SummaryStore",
@@ -128,41 +129,77 @@ class _Record:
         return cls(id_, data["text"], data["created_at"], data.get("metadata") or {})
 
 
-@dataclass
 class _UserIndex:
-    """One user's items in search-ready form: FAISS over unit vectors (inner product)."""
+    """One user's items in search-ready form: a :class:`~langchain_tiered_memory.retrieval.
+    HybridIndex` (FAISS + BM25 + timestamps) and the records, position for position.
 
-    dim: int
-    gen: int = 0
-    next_id: int = 0
-    records: list[_Record] = field(default_factory=list)
-    index: faiss.IndexFlatIP | None = None
+    Append-only between rebuilds. Adds and searches hold the index's lock, so a search never
+    sees half of an added batch; deltas append only ids past those already loaded, so two
+    threads applying overlapping deltas never add an item twice.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        gen: int = 0,
+        next_id: int = 0,
+        config: RetrievalConfig | None = None,
+    ) -> None:
+        self.dim = dim
+        self.gen = gen
+        self.next_id = next_id
+        self.records: list[_Record] = []
+        self.hybrid = HybridIndex(dim, config)
+        self.lock = threading.RLock()
+        self._loaded_upto = -1  # highest numeric id appended (Redis ids only grow)
 
     def add(self, records: list[_Record], vectors: np.ndarray) -> None:
+        """Append records with their unit vectors."""
         if not records:
             return
-        if self.index is None:
-            self.index = faiss.IndexFlatIP(self.dim)
-        self.index.add(vectors)
-        self.records.extend(records)
+        with self.lock:
+            self.hybrid.add(
+                [r.text for r in records], vectors, [to_epoch(r.created_at) for r in records]
+            )
+            self.records.extend(records)
+            for r in records:
+                if r.id.isdigit():
+                    self._loaded_upto = max(self._loaded_upto, int(r.id))
+
+    def vectors(self) -> np.ndarray:
+        """Every stored vector, in record order (a copy)."""
+        with self.lock:
+            return self.hybrid.vectors()
 
     def nearest(self, vectors: np.ndarray) -> np.ndarray:
         """Best cosine similarity of each row against the stored items (-1 if none)."""
-        if self.index is None or not self.records or len(vectors) == 0:
-            return np.full(len(vectors), -1.0, dtype=np.float32)
-        scores, _ = self.index.search(vectors, 1)
-        return scores[:, 0]
+        with self.lock:
+            return self.hybrid.nearest(vectors)
 
-    def search(self, vector: np.ndarray, k: int) -> list[Document]:
-        if self.index is None or not self.records or k <= 0:
+    def search(
+        self,
+        vector: np.ndarray,
+        k: int,
+        *,
+        query: str | None = None,
+        now: datetime | None = None,
+    ) -> list[Document]:
+        """The ``k`` best items for ``query`` and its embedding ``vector``, best first.
+
+        ``metadata["score"]`` is the hybrid relevance in [-1, 1] (see
+        :mod:`langchain_tiered_memory.retrieval`), ``metadata["similarity"]`` the plain
+        cosine of query and item. Without ``query`` only the embedding ranks.
+        """
+        if k <= 0:
             return []
-        scores, idx = self.index.search(vector.reshape(1, -1), min(k, len(self.records)))
+        with self.lock:
+            hits = self.hybrid.search(query or "", vector, k, now=now)
+            records = [self.records[h.position] for h in hits]
         out = []
-        for score, i in zip(scores[0], idx[0]):
-            if i < 0:
-                continue
-            doc = _as_document(self.records[int(i)])
-            doc.metadata["score"] = float(score)
+        for hit, record in zip(hits, records):
+            doc = _as_document(record)
+            doc.metadata["score"] = hit.score
+            doc.metadata["similarity"] = hit.similarity
             out.append(doc)
         return out
 
@@ -175,13 +212,19 @@ def _dedup(new: np.ndarray, existing: _UserIndex | None, threshold: float) -> li
             "use the same embeddings model, or forget the user's summaries first."
         )
     best = existing.nearest(new) if existing is not None else np.full(len(new), -1.0)
+    # Rows restating an earlier kept row: similarities a block of rows at a time, then a
+    # greedy pass in order (the same result as comparing each row with every kept one).
     keep: list[int] = []
-    for i in range(len(new)):
-        if best[i] >= threshold:
-            continue
-        if keep and float(np.max(new[keep] @ new[i])) >= threshold:
-            continue
-        keep.append(i)
+    kept = np.zeros(len(new), dtype=bool)
+    block = 256
+    for start in range(0, len(new), block):
+        stop = min(start + block, len(new))
+        close = (new[start:stop] @ new[:stop].T) >= threshold
+        for i in range(start, stop):
+            if best[i] >= threshold or bool(np.any(close[i - start, :i] & kept[:i])):
+                continue
+            keep.append(i)
+            kept[i] = True
     return keep
 
 
@@ -194,6 +237,8 @@ class SummaryStore(ABC):
 
     embeddings: Embeddings | None
     dedup_threshold: float = DEDUP_THRESHOLD
+    # How recall ranks items (None: the defaults of RetrievalConfig).
+    retrieval: RetrievalConfig | None = None
 
     def _embedder(self) -> Embeddings:
         if self.embeddings is None:
@@ -337,15 +382,18 @@ if ARGV[1] ~= '' then
   local wm = redis.call('HGET', KEYS[3], 'watermark') or '0'
   if wm ~= ARGV[1] then return {-1, wm} end
 end
-local d = redis.call('HGET', KEYS[3], 'dim')
-if d and d ~= ARGV[3] and redis.call('HLEN', KEYS[2]) > 0 then return {-2, d} end
-local n = (#ARGV - 3) / 2
+local n = (#ARGV - 4) / 2
+if n > 0 then
+  local d = redis.call('HGET', KEYS[3], 'dim')
+  if d and d ~= ARGV[3] and redis.call('HLEN', KEYS[2]) > 0 then return {-2, d} end
+  redis.call('HSET', KEYS[3], 'dim', ARGV[3])
+  redis.call('HSETNX', KEYS[3], 'gen', ARGV[4])
+end
 local first = redis.call('HINCRBY', KEYS[3], 'next_id', n) - n
 for i = 0, n - 1 do
-  redis.call('HSET', KEYS[1], first + i, ARGV[4 + 2 * i])
-  redis.call('HSET', KEYS[2], first + i, ARGV[5 + 2 * i])
+  redis.call('HSET', KEYS[1], first + i, ARGV[5 + 2 * i])
+  redis.call('HSET', KEYS[2], first + i, ARGV[6 + 2 * i])
 end
-redis.call('HSET', KEYS[3], 'dim', ARGV[3])
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[3], 'watermark', ARGV[2]) end
 return {first, ''}
 """
@@ -364,6 +412,7 @@ _CLEAR_LUA = """
 local n = redis.call('HLEN', KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('HDEL', KEYS[3], 'watermark', 'dim')
+redis.call('HSETNX', KEYS[3], 'gen', ARGV[1])
 redis.call('HINCRBY', KEYS[3], 'gen', 1)
 return n
 """
@@ -371,6 +420,15 @@ return n
 
 def _int(raw: bytes | str | None) -> int:
     return int(raw) if raw is not None else 0
+
+
+def _new_gen() -> str:
+    """A random first ``gen`` for a user's items.
+
+    ``forget_user`` deletes the meta hash, so counters restart; a random start keeps another
+    process's cached index of the forgotten items from matching the new items' version.
+    """
+    return str(secrets.randbelow(1 << 52) + (1 << 20))
 
 
 class RedisSummaryStore(SummaryStore):
@@ -392,8 +450,10 @@ class RedisSummaryStore(SummaryStore):
         keys: KeyBuilder | None = None,
         max_cached_users: int = 256,
         dedup_threshold: float = DEDUP_THRESHOLD,
+        retrieval: RetrievalConfig | None = None,
     ) -> None:
         self.connection = connection
+        self.retrieval = retrieval
         self.embeddings = embeddings
         self.keys = keys or KeyBuilder()
         self.max_cached_users = max_cached_users
@@ -418,6 +478,9 @@ class RedisSummaryStore(SummaryStore):
         """Return (index, what to fetch): '' if current, 'delta' or 'full'."""
         gen, next_id, dim = _int(version[0]), _int(version[1]), _int(version[2])
         with self._lock:
+            if not next_id and not gen:  # nothing stored (e.g. forgotten): drop stale index
+                self._cache.pop(user_id, None)
+                return None, ""
             cached = self._cache.get(user_id)
             if cached is not None:
                 self._cache.move_to_end(user_id)
@@ -434,12 +497,17 @@ class RedisSummaryStore(SummaryStore):
             while len(self._cache) > self.max_cached_users:
                 self._cache.popitem(last=False)
 
-    @staticmethod
     def _build(
-        gen: int, next_id: int, dim: int, items: Mapping[bytes, bytes], vecs: Mapping[bytes, bytes]
+        self,
+        gen: int,
+        next_id: int,
+        dim: int,
+        items: Mapping[bytes, bytes],
+        vecs: Mapping[bytes, bytes],
     ) -> _UserIndex:
-        index = _UserIndex(dim=dim, gen=gen, next_id=next_id)
-        _extend(index, items, vecs)
+        index = _UserIndex(dim=dim, gen=gen, next_id=next_id, config=self.retrieval)
+        # Items added after the version was read belong to the next delta, not this build.
+        _extend(index, {k: v for k, v in items.items() if int(k) < next_id}, vecs)
         return index
 
     def _after_fetch(
@@ -447,15 +515,18 @@ class RedisSummaryStore(SummaryStore):
     ) -> _UserIndex | None:
         gen, next_id, dim = _int(version[0]), _int(version[1]), _int(version[2])
         if cached is not None:  # delta: fetched = (items list, vecs list) for the new ids
-            ids = range(cached.next_id, next_id)
+            # the ids fetched end at next_id (another thread may have moved cached.next_id)
+            ids = range(next_id - len(fetched[0]), next_id)
             items = {str(i).encode(): v for i, v in zip(ids, fetched[0]) if v is not None}
             vecs = {str(i).encode(): v for i, v in zip(ids, fetched[1]) if v is not None}
-            with self._lock:
-                if cached.next_id < next_id:
-                    _extend(cached, items, vecs)
-                    cached.next_id = next_id
+            # Extended in place under the index's lock (a concurrent search sees the batch
+            # whole or not at all); only ids past those already loaded are appended, so
+            # overlapping deltas fetched by racing threads never add an item twice.
+            _extend(cached, items, vecs, next_id=next_id)
             return cached
         if not dim:
+            with self._lock:
+                self._cache.pop(user_id, None)
             return None
         index = self._build(gen, next_id, dim, fetched[0], fetched[1])
         self._store_cache(user_id, index)
@@ -515,6 +586,7 @@ class RedisSummaryStore(SummaryStore):
             "" if watermark is None else str(watermark[0]),
             "" if watermark is None else str(watermark[1]),
             str(vecs.shape[1]) if vecs.ndim == 2 and vecs.shape[1] else "0",
+            _new_gen(),
         ]
         for i in keep:
             args += [records[i].to_json(), vecs[i].astype(np.float32).tobytes()]
@@ -585,13 +657,13 @@ class RedisSummaryStore(SummaryStore):
     def search(
         self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
     ) -> list[Document]:
-        """Top-``k`` items by cosine similarity."""
+        """Top-``k`` items by hybrid relevance (see :mod:`langchain_tiered_memory.retrieval`)."""
         index = self.index_for(user_id)
         if index is None or k <= 0:
             return []
         if vector is None:
             vector = self.embed_query(query)
-        return index.search(vector, k)
+        return index.search(vector, k, query=query)
 
     async def asearch(
         self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
@@ -602,7 +674,7 @@ class RedisSummaryStore(SummaryStore):
             return []
         if vector is None:
             vector = await self.aembed_query(query)
-        return index.search(vector, k)
+        return index.search(vector, k, query=query)
 
     def get_watermark(self, user_id: str) -> int:
         """Summarization watermark."""
@@ -637,7 +709,7 @@ class RedisSummaryStore(SummaryStore):
         """Delete every item and the watermark; drop the cached index."""
         keys = self._k(user_id)
         with self.connection.errors():
-            n = int(self.connection.sync.eval(_CLEAR_LUA, 3, *keys))
+            n = int(self.connection.sync.eval(_CLEAR_LUA, 3, *keys, _new_gen()))
         with self._lock:
             self._cache.pop(user_id, None)
         return n
@@ -646,7 +718,7 @@ class RedisSummaryStore(SummaryStore):
         """Async :meth:`clear`."""
         keys = self._k(user_id)
         with self.connection.errors():
-            n = int(await self.connection.aio.eval(_CLEAR_LUA, 3, *keys))
+            n = int(await self.connection.aio.eval(_CLEAR_LUA, 3, *keys, _new_gen()))
         with self._lock:
             self._cache.pop(user_id, None)
         return n
@@ -667,15 +739,26 @@ def _listing(raw: Mapping[Any, Any]) -> list[Document]:
     return [_as_document(r) for r in sorted(records, key=lambda r: int(r.id))]
 
 
-def _extend(index: _UserIndex, items: Mapping[bytes, bytes], vecs: Mapping[bytes, bytes]) -> None:
-    pairs = sorted(
-        ((int(k), v, vecs[k]) for k, v in items.items() if k in vecs), key=lambda t: t[0]
-    )
-    if not pairs:
-        return
-    records = [_Record.from_json(str(i), raw) for i, raw, _ in pairs]
-    matrix = np.frombuffer(b"".join(v for _, _, v in pairs), dtype=np.float32)
-    index.add(records, matrix.reshape(len(pairs), index.dim).copy())
+def _extend(
+    index: _UserIndex,
+    items: Mapping[bytes, bytes],
+    vecs: Mapping[bytes, bytes],
+    *,
+    next_id: int | None = None,
+) -> None:
+    """Append fetched items (id -> JSON, id -> float32 bytes) not yet in ``index``."""
+    with index.lock:
+        start = index._loaded_upto
+        pairs = sorted(
+            ((int(k), v, vecs[k]) for k, v in items.items() if k in vecs and int(k) > start),
+            key=lambda t: t[0],
+        )
+        if pairs:
+            records = [_Record.from_json(str(i), raw) for i, raw, _ in pairs]
+            matrix = np.frombuffer(b"".join(v for _, _, v in pairs), dtype=np.float32)
+            index.add(records, matrix.reshape(len(pairs), index.dim))
+        if next_id is not None:
+            index.next_id = max(index.next_id, next_id)
 
 
 class InMemorySummaryStore(SummaryStore):
@@ -686,9 +769,11 @@ class InMemorySummaryStore(SummaryStore):
         *,
         embeddings: Embeddings | None = None,
         dedup_threshold: float = DEDUP_THRESHOLD,
+        retrieval: RetrievalConfig | None = None,
     ) -> None:
         self.embeddings = embeddings
         self.dedup_threshold = dedup_threshold
+        self.retrieval = retrieval
         self._indexes: dict[str, _UserIndex] = {}
         self._watermarks: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -713,7 +798,9 @@ class InMemorySummaryStore(SummaryStore):
             keep = _dedup(vecs, index, self.dedup_threshold) if records else []
             if keep:
                 if index is None:
-                    index = self._indexes[user_id] = _UserIndex(dim=vecs.shape[1])
+                    index = self._indexes[user_id] = _UserIndex(
+                        dim=vecs.shape[1], config=self.retrieval
+                    )
                 kept = []
                 for i in keep:
                     records[i].id = str(index.next_id)
@@ -759,14 +846,14 @@ class InMemorySummaryStore(SummaryStore):
     def search(
         self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
     ) -> list[Document]:
-        """Top-``k`` items by cosine similarity."""
+        """Top-``k`` items by hybrid relevance (see :mod:`langchain_tiered_memory.retrieval`)."""
         index = self._indexes.get(user_id)
         if index is None or k <= 0:
             return []
         if vector is None:
             vector = self.embed_query(query)
         with self._lock:
-            return index.search(vector, k)
+            return index.search(vector, k, query=query)
 
     async def asearch(
         self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
@@ -798,14 +885,14 @@ class InMemorySummaryStore(SummaryStore):
         """Delete items by id (rebuilds the user's index)."""
         with self._lock:
             index = self._indexes.get(user_id)
-            if index is None or index.index is None:
+            if index is None or not index.records:
                 return 0
             wanted = set(ids)
             keep = [i for i, r in enumerate(index.records) if r.id not in wanted]
             removed = len(index.records) - len(keep)
             if removed:
-                vectors = index.index.reconstruct_n(0, len(index.records))
-                rebuilt = _UserIndex(dim=index.dim, next_id=index.next_id)
+                vectors = index.vectors()
+                rebuilt = _UserIndex(dim=index.dim, next_id=index.next_id, config=self.retrieval)
                 rebuilt.add([index.records[i] for i in keep], vectors[keep])
                 self._indexes[user_id] = rebuilt
             return removed

@@ -121,7 +121,10 @@ def _start(args: list[str], log: Path) -> subprocess.Popen[bytes]:
     """Start a server in its own process group, output to ``log``."""
     with open(log, "ab") as out:
         return subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
@@ -172,16 +175,26 @@ def _redis_ping(port: int) -> bool:
         return bool(r.ping())
 
 
-def _start_redis(
-    workdir: Path, port: int, *extra: str
-) -> tuple[subprocess.Popen[bytes], Path]:
+def _start_redis(workdir: Path, port: int, *extra: str) -> tuple[subprocess.Popen[bytes], Path]:
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / "redis.log"
     args = [
         _redis_bin("redis-server"),
-        "--port", str(port), "--bind", HOST, "--dir", str(workdir),
-        "--save", "", "--appendonly", "no", "--daemonize", "no",
-        "--loglevel", "warning", *extra,
+        "--port",
+        str(port),
+        "--bind",
+        HOST,
+        "--dir",
+        str(workdir),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--daemonize",
+        "no",
+        "--loglevel",
+        "warning",
+        *extra,
     ]
     proc = _start(args, log)
     try:
@@ -219,20 +232,35 @@ def redis_cluster_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lis
         for port in node_ports:
             node_dir = base / str(port)
             proc, _ = _start_redis(
-                node_dir, port,
-                "--cluster-enabled", "yes",
-                "--cluster-config-file", str(node_dir / "nodes.conf"),
-                "--cluster-node-timeout", "2000",
+                node_dir,
+                port,
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                str(node_dir / "nodes.conf"),
+                "--cluster-node-timeout",
+                "2000",
             )
             procs.append(proc)
         create = subprocess.run(
-            [cli, "--cluster", "create", *(f"{HOST}:{p}" for p in node_ports),
-             "--cluster-replicas", "0", "--cluster-yes"],
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+            [
+                cli,
+                "--cluster",
+                "create",
+                *(f"{HOST}:{p}" for p in node_ports),
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
+            ],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         if create.returncode != 0:
-            raise RuntimeError("redis-cli --cluster create failed:\n"
-                               f"{create.stdout}{create.stderr}")
+            raise RuntimeError(
+                f"redis-cli --cluster create failed:\n{create.stdout}{create.stderr}"
+            )
 
         def cluster_ok(port: int) -> bool:
             with redis.Redis(host=HOST, port=port, socket_timeout=1, decode_responses=True) as r:
@@ -241,7 +269,9 @@ def redis_cluster_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lis
 
         for port in node_ports:
             _wait_until(
-                lambda port=port: cluster_ok(port), f"cluster node {port}", None,
+                lambda port=port: cluster_ok(port),
+                f"cluster node {port}",
+                None,
                 base / str(port) / "redis.log",
             )
         yield [f"redis://{HOST}:{p}" for p in node_ports]
@@ -288,24 +318,59 @@ def postgres_url() -> Iterator[str]:
     started = False
     try:
         subprocess.run(
-            run_as_pg(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
-                      "-E", "UTF8", "--locale=C", "--no-sync"),
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True, timeout=120,
+            run_as_pg(
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
         )
-        opts = (f"-p {port} -k {sock} -c listen_addresses={HOST} -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100")
+        opts = (
+            f"-p {port} -k {sock} -c listen_addresses={HOST} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100"
+        )
         start = subprocess.run(
-            run_as_pg(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", opts,
-                      "-w", "-t", str(int(START_TIMEOUT)), "start"),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, timeout=START_TIMEOUT + 10,
+            run_as_pg(
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(data),
+                "-l",
+                str(log),
+                "-o",
+                opts,
+                "-w",
+                "-t",
+                str(int(START_TIMEOUT)),
+                "start",
+            ),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=START_TIMEOUT + 10,
         )
         started = True
         if start.returncode != 0:
             raise RuntimeError(f"pg_ctl start failed:\n{start.stdout}\n{_tail(log)}")
         subprocess.run(
             [str(bindir / "createdb"), "-h", HOST, "-p", str(port), "-U", "postgres", "test"],
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, check=True, timeout=30,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
         )
         yield f"postgresql://postgres@{HOST}:{port}/test"
     except subprocess.CalledProcessError as exc:
@@ -321,7 +386,9 @@ def _stop_postgres(bindir: Path, data: Path, run_as_pg: Callable[..., list[str]]
     pid = int(pidfile.read_text().split()[0]) if pidfile.exists() else None
     stop = subprocess.run(
         run_as_pg(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"),
-        stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
     )
     if stop.returncode != 0 and pid is not None:
         # pg_ctl setsid()s the postmaster, so its pid is also its process group

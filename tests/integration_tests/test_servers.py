@@ -33,8 +33,11 @@ def test_redis_cluster_spreads_keys(
     try:
         assert len(rc.get_primaries()) == 3
         assert not rc.get_replicas()
-        keys = {f"{key_prefix}:a{{x}}": "1", f"{key_prefix}:b{{y}}": "2",
-                f"{key_prefix}:c{{z}}": "3"}
+        keys = {
+            f"{key_prefix}:a{{x}}": "1",
+            f"{key_prefix}:b{{y}}": "2",
+            f"{key_prefix}:c{{z}}": "3",
+        }
         for key, value in keys.items():
             assert rc.set(key, value)
         nodes = {rc.get_node_from_key(k).name for k in keys}

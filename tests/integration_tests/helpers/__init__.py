@@ -1,0 +1,1 @@
+"""Helpers shared by the reliability, cluster, property and multi-process tests."""
