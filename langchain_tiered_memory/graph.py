@@ -234,19 +234,23 @@ class MemoryNodes:
         saved = int(state.get("saved_count") or 0)
         return messages[saved:], len(messages)
 
-    def save(self, state: dict[str, Any], user_id: str) -> dict[str, Any]:
+    def save(
+        self, state: dict[str, Any], user_id: str, thread_id: str | None = None
+    ) -> dict[str, Any]:
         """Append the turn's unsaved messages to the history (one atomic write)."""
         new, count = self._unsaved(state)
         if new:
-            self.memory.add_session_log(user_id, new)
+            self.memory.add_session_log(user_id, new, thread_id=thread_id)
             self._maybe_summarize(user_id)
         return {"saved_count": count}
 
-    async def asave(self, state: dict[str, Any], user_id: str) -> dict[str, Any]:
+    async def asave(
+        self, state: dict[str, Any], user_id: str, thread_id: str | None = None
+    ) -> dict[str, Any]:
         """Async :meth:`save`."""
         new, count = self._unsaved(state)
         if new:
-            await self.memory.aadd_session_log(user_id, new)
+            await self.memory.aadd_session_log(user_id, new, thread_id=thread_id)
             self._maybe_summarize(user_id)
         return {"saved_count": count}
 
@@ -256,6 +260,12 @@ class MemoryNodes:
         self.memory.summarize_in_background(
             user_id, self.summary_model, min_messages=self.auto_summarize_after
         )
+
+
+def thread_of(config: RunnableConfig | None) -> str | None:
+    """The checkpointer thread id of a run, if any (recorded so forget_user can delete it)."""
+    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+    return str(thread_id) if thread_id is not None and thread_id != "" else None
 
 
 def _route_after_model(state: dict[str, Any]) -> str:
@@ -384,10 +394,10 @@ def create_memory_graph(
         return {"messages": [response, *_invalid_call_errors(response)]}
 
     def save_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return nodes.save(state, _user(config))
+        return nodes.save(state, _user(config), thread_of(config))
 
     async def asave_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return await nodes.asave(state, _user(config))
+        return await nodes.asave(state, _user(config), thread_of(config))
 
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(MemoryState)
     # RunnableLambda pairs a sync and an async body: invoke and ainvoke each run their own.

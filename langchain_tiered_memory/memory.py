@@ -22,6 +22,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, messages_to_dict
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from pydantic import BaseModel
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, validate_user_id
@@ -266,13 +267,21 @@ class TieredMemory:
         """Async :meth:`load_context`."""
         return await self.history.atail(user_id, max)
 
-    def add_session_log(self, user_id: str, messages: Sequence[BaseMessage]) -> None:
-        """Append a turn's messages to the user's history in one atomic write."""
-        self.history.append(user_id, messages)
+    def add_session_log(
+        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+    ) -> None:
+        """Append a turn's messages to the user's history in one atomic write.
 
-    async def aadd_session_log(self, user_id: str, messages: Sequence[BaseMessage]) -> None:
+        ``thread_id`` (the graph passes its checkpointer thread) is recorded so that
+        :meth:`forget_user` can delete the user's threads from a checkpointer too.
+        """
+        self.history.append(user_id, messages, thread_id=thread_id)
+
+    async def aadd_session_log(
+        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+    ) -> None:
         """Async :meth:`add_session_log`."""
-        await self.history.aappend(user_id, messages)
+        await self.history.aappend(user_id, messages, thread_id=thread_id)
 
     # ----- long-term exact -----
 
@@ -422,9 +431,7 @@ class TieredMemory:
         if query and k > 0:
             index = await self.summaries.aindex_for(user_id, replies[1])
             if index is not None:
-                recalled = index.search(
-                    await self.summaries.aembed_query(query), k, query=query
-                )
+                recalled = index.search(await self.summaries.aembed_query(query), k, query=query)
         return MemorySnapshot(tags=tags, history=history, recalled=recalled)
 
     # ----- summarization -----
@@ -559,10 +566,25 @@ class TieredMemory:
 
     # ----- privacy -----
 
-    def forget_user(self, user_id: str) -> dict[str, int]:
-        """Erase every tier of the user; return how much of each was removed."""
+    def forget_user(
+        self, user_id: str, *, checkpointer: BaseCheckpointSaver | None = None
+    ) -> dict[str, int]:
+        """Erase every tier of the user; return how much of each was removed.
+
+        With ``checkpointer``, the conversation threads the user's turns came from (as
+        recorded by the graph) are deleted from it first.
+
+        Example:
+            >>> memory.forget_user("alice", checkpointer=saver)  # doctest: +SKIP
+            {'threads': 2, 'history': 12, 'tags': 2, 'summaries': 3}
+        """
         validate_user_id(user_id)
+        threads = self.history.threads(user_id)
+        if checkpointer is not None:
+            for thread_id in threads:
+                checkpointer.delete_thread(thread_id)
         removed = {
+            "threads": len(threads),
             "history": self.history.clear(user_id),
             "tags": self.tags.clear(user_id),
             "summaries": self.summaries.clear(user_id),
@@ -572,10 +594,17 @@ class TieredMemory:
                 self._connection.sync.delete(*self.history.keys.all_keys(user_id))
         return removed
 
-    async def aforget_user(self, user_id: str) -> dict[str, int]:
+    async def aforget_user(
+        self, user_id: str, *, checkpointer: BaseCheckpointSaver | None = None
+    ) -> dict[str, int]:
         """Async :meth:`forget_user`."""
         validate_user_id(user_id)
+        threads = await self.history.athreads(user_id)
+        if checkpointer is not None:
+            for thread_id in threads:
+                await checkpointer.adelete_thread(thread_id)
         removed = {
+            "threads": len(threads),
             "history": await self.history.aclear(user_id),
             "tags": await self.tags.aclear(user_id),
             "summaries": await self.summaries.aclear(user_id),
@@ -592,6 +621,7 @@ class TieredMemory:
         return {
             "user_id": user_id,
             "tags": self.tags.get_all(user_id),
+            "threads": self.history.threads(user_id),
             "history": {"first_position": first, "messages": messages_to_dict(messages)},
             "summaries": [
                 {"id": d.id, "text": d.page_content, **d.metadata}
@@ -607,6 +637,7 @@ class TieredMemory:
         return {
             "user_id": user_id,
             "tags": await self.tags.aget_all(user_id),
+            "threads": await self.history.athreads(user_id),
             "history": {"first_position": first, "messages": messages_to_dict(messages)},
             "summaries": [
                 {"id": d.id, "text": d.page_content, **d.metadata}

@@ -14,6 +14,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain.agents.middleware.types import ModelResponse
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
@@ -23,6 +24,7 @@ from langchain_tiered_memory.graph import (
     DEFAULT_CONTEXT_TOKEN_BUDGET,
     DEFAULT_MEMORY_TOKEN_BUDGET,
     MemoryNodes,
+    thread_of,
 )
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
@@ -39,12 +41,15 @@ class TieredMemoryState(AgentState):  # type: ignore[type-arg]
     saved_count: NotRequired[int]
 
 
-def _user_id(runtime: Runtime[Any]) -> str:
+def _config() -> RunnableConfig | None:
     try:
-        config = get_config()
+        return get_config()
     except RuntimeError:
-        config = None
-    return resolve_user_id(runtime.context, config)
+        return None
+
+
+def _user_id(runtime: Runtime[Any]) -> str:
+    return resolve_user_id(runtime.context, _config())
 
 
 class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
@@ -126,8 +131,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
 
     def after_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Append the turn's new messages to the user's history."""
-        return self.nodes.save(dict(state), _user_id(runtime))
+        return self.nodes.save(dict(state), _user_id(runtime), thread_of(_config()))
 
     async def aafter_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Async :meth:`after_agent`."""
-        return await self.nodes.asave(dict(state), _user_id(runtime))
+        return await self.nodes.asave(dict(state), _user_id(runtime), thread_of(_config()))

@@ -15,6 +15,7 @@ import json
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, message_to_dict
@@ -104,12 +105,28 @@ class HistoryStore(ABC):
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
     @abstractmethod
-    def append(self, user_id: str, messages: Sequence[BaseMessage]) -> int:
-        """Append ``messages`` atomically (all or nothing); return the new absolute length."""
+    def append(
+        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+    ) -> int:
+        """Append ``messages`` atomically (all or nothing); return the new absolute length.
+
+        ``thread_id`` records which conversation thread the turn came from, so that
+        forgetting the user can also delete those threads from a checkpointer.
+        """
 
     @abstractmethod
-    async def aappend(self, user_id: str, messages: Sequence[BaseMessage]) -> int:
+    async def aappend(
+        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+    ) -> int:
         """Async :meth:`append`."""
+
+    @abstractmethod
+    def threads(self, user_id: str) -> list[str]:
+        """Thread ids the user's turns were appended from (sorted)."""
+
+    @abstractmethod
+    async def athreads(self, user_id: str) -> list[str]:
+        """Async :meth:`threads`."""
 
     @abstractmethod
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
@@ -160,7 +177,7 @@ class HistoryStore(ABC):
 
     @abstractmethod
     def clear(self, user_id: str) -> int:
-        """Delete the user's kept messages; return how many were removed.
+        """Delete the user's kept messages and thread records; return how many messages.
 
         Positions keep counting (:meth:`length` is unchanged), so the summarizer's
         watermark stays valid for messages appended afterwards.
@@ -251,13 +268,26 @@ if n > 0 then
   redis.call('HINCRBY', KEYS[2], ARGV[1], n)
   redis.call('DEL', KEYS[1])
 end
+redis.call('DEL', KEYS[3])
 return n
 """
 
+# One script: the whole turn lands or none of it. RPUSH per element because unpack() of a
+# large ARGV overflows Lua's C stack (about 8000 values).
 _APPEND_LUA = """
-local n = redis.call('RPUSH', KEYS[1], unpack(ARGV))
+local n = 0
+for i = 2, #ARGV do n = redis.call('RPUSH', KEYS[1], ARGV[i]) end
+if ARGV[1] ~= '' then redis.call('SADD', KEYS[3], ARGV[1]) end
 return n + tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
 """
+
+
+def _thread_arg(thread_id: str | None) -> str:
+    if thread_id is None:
+        return ""
+    if not isinstance(thread_id, str) or not thread_id:
+        raise InvalidMessageError(f"thread_id must be a non-empty str, got {thread_id!r}.")
+    return thread_id
 
 
 def _limit_arg(limit: int | None) -> str | int:
@@ -299,23 +329,52 @@ class RedisHistoryStore(HistoryStore):
         """Turn the reply of :meth:`tail_command` into messages."""
         return drop_unanswered_tool_calls(drop_orphan_tool_messages(load_messages(raw)))
 
-    def append(self, user_id: str, messages: Sequence[BaseMessage]) -> int:
-        """Append a turn in one ``RPUSH``: atomic, contiguous, in order."""
+    def _append_args(
+        self, user_id: str, messages: Sequence[BaseMessage], thread_id: str | None
+    ) -> list[Any]:
         hist, meta = self._k(user_id)
         payload = self._dump_all(messages)
-        if not payload:
+        return [
+            _APPEND_LUA,
+            3,
+            hist,
+            meta,
+            self.keys.key(user_id, "threads"),
+            _thread_arg(thread_id),
+            *payload,
+        ]
+
+    def append(
+        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+    ) -> int:
+        """Append a turn in one script: atomic, contiguous, in order."""
+        args = self._append_args(user_id, messages, thread_id)
+        if len(args) == 6:
             return self.length(user_id)
         with self.connection.errors():
-            return int(self.connection.sync.eval(_APPEND_LUA, 2, hist, meta, *payload))
+            return int(self.connection.sync.eval(*args))
 
-    async def aappend(self, user_id: str, messages: Sequence[BaseMessage]) -> int:
+    async def aappend(
+        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+    ) -> int:
         """Async :meth:`append`."""
-        hist, meta = self._k(user_id)
-        payload = self._dump_all(messages)
-        if not payload:
+        args = self._append_args(user_id, messages, thread_id)
+        if len(args) == 6:
             return await self.alength(user_id)
         with self.connection.errors():
-            return int(await self.connection.aio.eval(_APPEND_LUA, 2, hist, meta, *payload))
+            return int(await self.connection.aio.eval(*args))
+
+    def threads(self, user_id: str) -> list[str]:
+        """Thread ids recorded for the user."""
+        with self.connection.errors():
+            raw = self.connection.sync.smembers(self.keys.key(user_id, "threads"))
+        return sorted(r.decode() if isinstance(r, bytes) else r for r in raw)
+
+    async def athreads(self, user_id: str) -> list[str]:
+        """Async :meth:`threads`."""
+        with self.connection.errors():
+            raw = await self.connection.aio.smembers(self.keys.key(user_id, "threads"))
+        return sorted(r.decode() if isinstance(r, bytes) else r for r in raw)
 
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Last ``n`` messages (``LRANGE -n -1``)."""
@@ -412,13 +471,21 @@ class RedisHistoryStore(HistoryStore):
         """Delete the list; positions keep counting (:meth:`length` is unchanged)."""
         hist, meta = self._k(user_id)
         with self.connection.errors():
-            return int(self.connection.sync.eval(_CLEAR_LUA, 2, hist, meta, _BASE_FIELD))
+            return int(
+                self.connection.sync.eval(
+                    _CLEAR_LUA, 3, hist, meta, self.keys.key(user_id, "threads"), _BASE_FIELD
+                )
+            )
 
     async def aclear(self, user_id: str) -> int:
         """Async :meth:`clear`."""
         hist, meta = self._k(user_id)
         with self.connection.errors():
-            return int(await self.connection.aio.eval(_CLEAR_LUA, 2, hist, meta, _BASE_FIELD))
+            return int(
+                await self.connection.aio.eval(
+                    _CLEAR_LUA, 3, hist, meta, self.keys.key(user_id, "threads"), _BASE_FIELD
+                )
+            )
 
 
 class InMemoryHistoryStore(HistoryStore):
@@ -428,19 +495,38 @@ class InMemoryHistoryStore(HistoryStore):
         self.max_message_bytes = max_message_bytes
         self._data: dict[str, list[bytes]] = {}
         self._base: dict[str, int] = {}
+        self._threads: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
-    def append(self, user_id: str, messages: Sequence[BaseMessage]) -> int:
+    def append(
+        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+    ) -> int:
         """Append atomically."""
         validate_user_id(user_id)
+        thread = _thread_arg(thread_id)
         payload = self._dump_all(messages)
         with self._lock:
-            self._data.setdefault(user_id, []).extend(payload)
-            return len(self._data[user_id]) + self._base.get(user_id, 0)
+            if payload:
+                self._data.setdefault(user_id, []).extend(payload)
+                if thread:
+                    self._threads.setdefault(user_id, set()).add(thread)
+            return len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
 
-    async def aappend(self, user_id: str, messages: Sequence[BaseMessage]) -> int:
+    async def aappend(
+        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+    ) -> int:
         """Async :meth:`append`."""
-        return self.append(user_id, messages)
+        return self.append(user_id, messages, thread_id=thread_id)
+
+    def threads(self, user_id: str) -> list[str]:
+        """Thread ids recorded for the user."""
+        validate_user_id(user_id)
+        with self._lock:
+            return sorted(self._threads.get(user_id, ()))
+
+    async def athreads(self, user_id: str) -> list[str]:
+        """Async :meth:`threads`."""
+        return self.threads(user_id)
 
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Last ``n`` messages."""
@@ -504,6 +590,7 @@ class InMemoryHistoryStore(HistoryStore):
         """Delete the user's history; positions keep counting, as on Redis."""
         validate_user_id(user_id)
         with self._lock:
+            self._threads.pop(user_id, None)
             n = len(self._data.pop(user_id, []))
             if n:
                 self._base[user_id] = self._base.get(user_id, 0) + n

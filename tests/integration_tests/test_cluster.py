@@ -124,6 +124,7 @@ def test_history_tags_summaries_and_snapshot(memory: TieredMemory) -> None:
         assert await memory.aexport_user("alice") == {
             "user_id": "alice",
             "tags": {},
+            "threads": [],
             "history": {"first_position": 0, "messages": []},
             "summaries": [],
             "watermark": 0,
@@ -147,7 +148,7 @@ def test_export_forget_leave_no_key(
     ]
     assert exported["summaries"][0]["text"] == "bob enjoys hiking in the mountains."
     removed = memory.forget_user("bob")
-    assert removed == {"history": len(turn(1, 0)), "tags": 1, "summaries": 1}
+    assert removed == {"threads": 0, "history": len(turn(1, 0)), "tags": 1, "summaries": 1}
     left = {memory.history.keys.user_from_key(k) for k in keys_of(cluster, key_prefix)}  # type: ignore[attr-defined]
     assert left == {"carol"}
     assert memory.recall_summaries("bob", "hiking", n=3) == []

@@ -131,7 +131,7 @@ def test_user_ids_are_rejected_or_fully_isolated(
     assert user_id in memory.history.users()  # SCAN finds it and decodes the key back
     assert_bystander_unchanged(memory, bystander)
     removed = memory.forget_user(user_id)
-    assert removed == {"history": len(written), "tags": 2, "summaries": 1}
+    assert removed == {"threads": 0, "history": len(written), "tags": 2, "summaries": 1}
     assert memory.load(user_id, "old maps").tags == {}
     assert_bystander_unchanged(memory, bystander)
 

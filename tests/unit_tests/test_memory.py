@@ -106,6 +106,7 @@ async def test_async_twins_give_the_same_results(memory_factory: MemoryFactory) 
         a.forget_user("u")
         == await b.aforget_user("u")
         == {
+            "threads": 0,
             "history": 2,
             "tags": 1,
             "summaries": 1,
@@ -260,19 +261,20 @@ def test_forget_user_removes_every_key_and_only_those(
         _fill(memory, user)
     memory.summarize_history(victim, ScriptedChatModel(responses=[echo_facts]))
     memory.history.trim(victim, keep_last=1, not_after=2)  # hist_base in meta as well
+    memory.add_session_log(victim, [HumanMessage("from a thread")], thread_id="t-1")
     keys_before = all_keys(memory)
     exports_before = {u: memory.export_user(u) for u in others}
     victim_keys = set(KeyBuilder().all_keys(victim))
     assert victim_keys <= keys_before  # every kind of key was there to delete
 
     removed = memory.forget_user(victim)
-    assert removed == {"history": 3, "tags": 2, "summaries": 3}
+    assert removed == {"threads": 1, "history": 4, "tags": 2, "summaries": 3}
 
     assert all_keys(memory) == keys_before - victim_keys
     assert {u: memory.export_user(u) for u in others} == exports_before
     assert memory.load(victim, "Lyon") == MemorySnapshot()
     assert memory.export_user(victim)["watermark"] == 0
-    assert memory.forget_user(victim) == {"history": 0, "tags": 0, "summaries": 0}
+    assert memory.forget_user(victim) == {"threads": 0, "history": 0, "tags": 0, "summaries": 0}
     assert all_keys(memory) == keys_before - victim_keys
 
 
@@ -281,6 +283,7 @@ async def test_aforget_user_removes_every_key(embedded_memory: TieredMemory) -> 
     _fill(embedded_memory, "bob")
     bob_keys = {k for k in all_keys(embedded_memory) if "{bob}" in k}
     assert await embedded_memory.aforget_user("alice") == {
+        "threads": 0,
         "history": 5,
         "tags": 2,
         "summaries": 2,
@@ -292,7 +295,7 @@ def test_forget_user_in_memory(memory: TieredMemory) -> None:
     _fill(memory, "alice")
     _fill(memory, "bob")
     bob = memory.export_user("bob")
-    assert memory.forget_user("alice") == {"history": 5, "tags": 2, "summaries": 2}
+    assert memory.forget_user("alice") == {"threads": 0, "history": 5, "tags": 2, "summaries": 2}
     assert memory.load("alice", "Lyon") == MemorySnapshot()
     assert memory.export_user("bob") == bob
     # a forgotten user starts over

@@ -1,0 +1,100 @@
+"""forget_user also deletes the user's checkpointer threads; big turns append atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_tiered_memory import TieredMemory
+from langchain_tiered_memory.fakes import ScriptedChatModel
+from langchain_tiered_memory.graph import create_memory_graph
+
+
+def _run(graph, user: str, thread: str, text: str) -> None:
+    graph.invoke(
+        {"messages": [HumanMessage(text)]},
+        context={"user_id": user},
+        config={"configurable": {"thread_id": thread}},
+    )
+
+
+def test_forget_user_deletes_only_that_users_threads(
+    memory_factory: Callable[..., TieredMemory],
+) -> None:
+    memory = memory_factory()
+    saver = InMemorySaver()
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=saver
+    )
+    _run(graph, "alice", "a1", "hello")
+    _run(graph, "alice", "a2", "hello again")
+    _run(graph, "bob", "b1", "hi")
+
+    assert memory.history.threads("alice") == ["a1", "a2"]
+    assert memory.export_user("alice")["threads"] == ["a1", "a2"]
+
+    removed = memory.forget_user("alice", checkpointer=saver)
+
+    assert removed["threads"] == 2
+    assert removed["history"] == 4
+    for thread in ("a1", "a2"):
+        assert saver.get_tuple({"configurable": {"thread_id": thread}}) is None
+    assert saver.get_tuple({"configurable": {"thread_id": "b1"}}) is not None
+    assert memory.history.threads("alice") == []
+    assert memory.history.threads("bob") == ["b1"]
+    assert len(memory.load_context("bob", 10)) == 2
+
+
+async def test_aforget_user_deletes_threads(memory_factory: Callable[..., TieredMemory]) -> None:
+    memory = memory_factory()
+    saver = InMemorySaver()
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=saver
+    )
+    await graph.ainvoke(
+        {"messages": [HumanMessage("hello")]},
+        context={"user_id": "carol"},
+        config={"configurable": {"thread_id": "c1"}},
+    )
+    assert await memory.history.athreads("carol") == ["c1"]
+    removed = await memory.aforget_user("carol", checkpointer=saver)
+    assert removed["threads"] == 1
+    assert saver.get_tuple({"configurable": {"thread_id": "c1"}}) is None
+
+
+def test_forget_without_checkpointer_keeps_threads_in_saver(
+    memory_factory: Callable[..., TieredMemory],
+) -> None:
+    memory = memory_factory()
+    saver = InMemorySaver()
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=saver
+    )
+    _run(graph, "dave", "d1", "hello")
+    memory.forget_user("dave")
+    assert memory.load_context("dave", 10) == []
+    assert saver.get_tuple({"configurable": {"thread_id": "d1"}}) is not None
+
+
+def test_a_turn_larger_than_luas_stack_appends_whole(
+    memory_factory: Callable[..., TieredMemory],
+) -> None:
+    memory = memory_factory()
+    turn = [HumanMessage(f"m{i}") if i % 2 == 0 else AIMessage(f"m{i}") for i in range(12000)]
+    memory.add_session_log("erin", turn, thread_id="e1")
+    assert memory.history.length("erin") == 12000
+    tail = memory.load_context("erin", 3)
+    assert [m.content for m in tail] == ["m11997", "m11998", "m11999"]
+
+
+@pytest.mark.parametrize("bad", ["", 7])
+def test_bad_thread_id_is_refused_and_nothing_written(
+    memory_factory: Callable[..., TieredMemory], bad: object
+) -> None:
+    memory = memory_factory()
+    with pytest.raises(ValueError):
+        memory.add_session_log("fred", [HumanMessage("x")], thread_id=bad)  # type: ignore[arg-type]
+    assert memory.history.length("fred") == 0
