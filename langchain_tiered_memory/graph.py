@@ -66,6 +66,7 @@ SAVE_MEMORY = "save_memory"
 
 DEFAULT_MEMORY_TOKEN_BUDGET = 1000
 DEFAULT_CONTEXT_TOKEN_BUDGET = 8000
+DEFAULT_MAX_TOOL_ROUNDS = 5
 
 
 class MemoryState(TypedDict):
@@ -262,6 +263,25 @@ class MemoryNodes:
         )
 
 
+def _tool_rounds(messages: Sequence[BaseMessage]) -> int:
+    """Tool-calling AI replies since the latest human message."""
+    rounds = 0
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            break
+        if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+            rounds += 1
+    return rounds
+
+
+def _plain_if_exhausted(response: Any, state: dict[str, Any], max_rounds: int) -> Any:
+    # Past the budget, tool calls a model emits anyway (without tools bound) are dropped.
+    calls = isinstance(response, AIMessage) and (response.tool_calls or response.invalid_tool_calls)
+    if calls and _tool_rounds(state.get("messages", [])) >= max_rounds:
+        return AIMessage(content=response.text or "", id=response.id)
+    return response
+
+
 def thread_of(config: RunnableConfig | None) -> str | None:
     """The checkpointer thread id of a run, if any (recorded so forget_user can delete it)."""
     thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
@@ -293,6 +313,7 @@ def create_memory_graph(
     auto_summarize_after: int | None = None,
     summary_model: BaseChatModel | None = None,
     force_tag_capture: bool = False,
+    max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
     name: str | None = None,
 ) -> CompiledStateGraph:
     """Build the memory agent graph.
@@ -313,7 +334,12 @@ def create_memory_graph(
         summary_model: the model that writes summaries (default: ``model``).
         force_tag_capture: when the user's message is a first-person statement, first
             force a ``user_tag`` call (``tool_choice``) and keep only values the user
-            literally said. For small local models that never choose tools on their own.
+            literally said; ``user_tag`` is then not offered to the model otherwise, so a
+            weak model cannot record guesses. For small local models that never choose
+            tools on their own.
+        max_tool_rounds: after this many tool-calling replies in one turn the model is
+            called without tools and must answer, so a model stuck calling tools cannot
+            loop until the recursion limit (and lose the turn).
         name: the compiled graph's name.
 
     Example:
@@ -341,8 +367,14 @@ def create_memory_graph(
         SummarizeTool(memory=memory, model=summary_model),
         *tools,
     ]
-    bound = model.bind_tools(all_tools)
+    offered = [t for t in all_tools if t is not tag_tool] if force_tag_capture else all_tools
+    bound = model.bind_tools(offered)
     forced = model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL) if force_tag_capture else None
+
+    def _chooser(state: dict[str, Any]) -> Any:
+        if _tool_rounds(state.get("messages", [])) >= max_tool_rounds:
+            return model  # no tools bound: the model has to answer in text
+        return bound
 
     def _user(config: RunnableConfig) -> str:
         return resolve_user_id(run_context(), config)
@@ -354,6 +386,25 @@ def create_memory_graph(
         if isinstance(last, HumanMessage) and states_a_fact(last.text):
             return last
         return None
+
+    def _ground_free_calls(response: Any, state: dict[str, Any]) -> Any:
+        # In force mode the free model is not offered user_tag; if it calls it anyway, only
+        # values the user literally said survive, as in the forced path.
+        if forced is None or not isinstance(response, AIMessage) or not response.tool_calls:
+            return response
+        human = _last_human(state.get("messages", []))
+        text = human.text if human is not None else ""
+        calls = []
+        for call in response.tool_calls:
+            if call["name"] == USER_TAG_TOOL:
+                args = _grounded(dict(call.get("args") or {}), text)
+                if not args:
+                    continue
+                call = {**call, "args": args}
+            calls.append(call)
+        if len(calls) == len(response.tool_calls):
+            return response
+        return response.model_copy(update={"tool_calls": calls})
 
     def _capture_result(response: Any, human: HumanMessage) -> AIMessage | None:
         calls = []
@@ -380,7 +431,10 @@ def create_memory_graph(
             captured = _capture_result(forced.invoke(messages, config), human)
             if captured is not None:
                 return {"messages": [captured]}
-        response = bound.invoke(messages, config)
+        response = _plain_if_exhausted(
+            _chooser(state).invoke(messages, config), state, max_tool_rounds
+        )
+        response = _ground_free_calls(response, state)
         return {"messages": [response, *_invalid_call_errors(response)]}
 
     async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
@@ -390,7 +444,9 @@ def create_memory_graph(
             captured = _capture_result(await forced.ainvoke(messages, config), human)
             if captured is not None:
                 return {"messages": [captured]}
-        response = await bound.ainvoke(messages, config)
+        response = await _chooser(state).ainvoke(messages, config)
+        response = _plain_if_exhausted(response, state, max_tool_rounds)
+        response = _ground_free_calls(response, state)
         return {"messages": [response, *_invalid_call_errors(response)]}
 
     def save_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
