@@ -45,6 +45,7 @@ from typing_extensions import NotRequired, TypedDict
 from langchain_tiered_memory.context import resolve_user_id
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
 from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT, render_memory_section
+from langchain_tiered_memory.summarizer import states_a_fact
 from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool, run_context
 
 logger = logging.getLogger(__name__)
@@ -76,16 +77,6 @@ class MemoryState(TypedDict):
     memory_prompt: NotRequired[str]
     recent_history: NotRequired[list[AnyMessage]]
     saved_count: NotRequired[int]
-
-
-# "I am", "my name is", "I'm 30", "call me": first-person statements, not questions.
-_FIRST_PERSON = re.compile(r"\b(i|i'm|im|i am|my|me|mine)\b", re.IGNORECASE)
-
-
-def states_a_fact(text: str) -> bool:
-    """Heuristic gate for forced tag capture: a first-person statement, not a question."""
-    stripped = text.strip()
-    return bool(stripped) and not stripped.endswith("?") and bool(_FIRST_PERSON.search(stripped))
 
 
 def _grounded(args: dict[str, Any], text: str) -> dict[str, Any]:
@@ -314,6 +305,7 @@ def create_memory_graph(
     summary_model: BaseChatModel | None = None,
     force_tag_capture: bool = False,
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+    extractive_summary_fallback: bool = False,
     name: str | None = None,
 ) -> CompiledStateGraph:
     """Build the memory agent graph.
@@ -340,6 +332,9 @@ def create_memory_graph(
         max_tool_rounds: after this many tool-calling replies in one turn the model is
             called without tools and must answer, so a model stuck calling tools cannot
             loop until the recursion limit (and lose the turn).
+        extractive_summary_fallback: when the summarizer model returns nothing usable,
+            store the user's own first-person statements (quoted) instead of failing.
+            For small local models, whose structured output is often empty.
         name: the compiled graph's name.
 
     Example:
@@ -364,7 +359,9 @@ def create_memory_graph(
     tag_tool = UserTagTool(memory=memory)
     all_tools: list[BaseTool] = [
         tag_tool,
-        SummarizeTool(memory=memory, model=summary_model),
+        SummarizeTool(
+            memory=memory, model=summary_model, extractive_fallback=extractive_summary_fallback
+        ),
         *tools,
     ]
     offered = [t for t in all_tools if t is not tag_tool] if force_tag_capture else all_tools

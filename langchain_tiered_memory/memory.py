@@ -437,13 +437,21 @@ class TieredMemory:
     # ----- summarization -----
 
     def summarize_history(
-        self, user_id: str, model: BaseChatModel, *, max_messages: int = DEFAULT_SUMMARY_BATCH
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        *,
+        max_messages: int = DEFAULT_SUMMARY_BATCH,
+        extractive_fallback: bool = False,
     ) -> list[str]:
         """Summarize the user's history after the watermark into stored items.
 
         Items and the new watermark are written together, only if no other summarizer
         moved the watermark meanwhile. Returns the ids stored (``[]`` if there was nothing
         new, or another summarizer got there first).
+
+        ``extractive_fallback=True`` keeps the user's own first-person statements (quoted)
+        when the model returns nothing usable: for small local models.
 
         Raises:
             SummarizationError: the model failed or returned nothing usable; nothing was
@@ -454,7 +462,7 @@ class TieredMemory:
         first, messages = self.history.since(user_id, watermark, max_messages)
         if not messages:
             return []
-        items = summarize_messages(model, messages)
+        items = summarize_messages(model, messages, extractive_fallback=extractive_fallback)
         end = first + len(messages)
         try:
             ids = self.summaries.add(
@@ -471,14 +479,19 @@ class TieredMemory:
         return ids
 
     async def asummarize_history(
-        self, user_id: str, model: BaseChatModel, *, max_messages: int = DEFAULT_SUMMARY_BATCH
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        *,
+        max_messages: int = DEFAULT_SUMMARY_BATCH,
+        extractive_fallback: bool = False,
     ) -> list[str]:
         """Async :meth:`summarize_history`."""
         watermark = await self.summaries.aget_watermark(user_id)
         first, messages = await self.history.asince(user_id, watermark, max_messages)
         if not messages:
             return []
-        items = await asummarize_messages(model, messages)
+        items = await asummarize_messages(model, messages, extractive_fallback=extractive_fallback)
         end = first + len(messages)
         try:
             ids = await self.summaries.aadd(

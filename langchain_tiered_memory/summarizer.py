@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, Field
 
 from langchain_tiered_memory.errors import SummarizationError
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["SummaryItems", "SUMMARY_SYSTEM_PROMPT", "summarize_messages", "asummarize_messages"]
 
 MAX_ITEM_CHARS = 300
-MAX_ITEMS = 20
+MAX_ITEMS = 12
 MAX_TRANSCRIPT_CHARS = 12000
 
 
@@ -33,10 +34,11 @@ class SummaryItems(BaseModel):
     """Facts worth remembering from a conversation."""
 
     items: list[str] = Field(
+        max_length=MAX_ITEMS,
         description=(
             "Short, self-contained facts about the user, one per item, in the third person, "
             "e.g. 'The user's birthday is on May 8.'"
-        )
+        ),
     )
 
 
@@ -115,15 +117,49 @@ def clean_items(candidates: Sequence[Any], transcript: str) -> list[str]:
 def _candidates(response: Any) -> list[Any]:
     if isinstance(response, SummaryItems):
         return list(response.items)
-    if isinstance(response, AIMessage):
-        for call in response.tool_calls:
-            items = call.get("args", {}).get("items")
-            if isinstance(items, list):
-                return items
-        text = response.text if hasattr(response, "text") else str(response.content)
-        bullets = [m.group(1) for line in text.splitlines() if (m := _BULLET.match(line))]
-        return bullets
-    return []
+    if not isinstance(response, AIMessage):
+        return []
+    for call in response.tool_calls:
+        items = call.get("args", {}).get("items")
+        if isinstance(items, list):
+            return items
+    for bad in response.invalid_tool_calls:
+        # Small models run into max_tokens mid-list: keep the complete items before the cut.
+        salvaged = parse_partial_json(bad.get("args") or "") if bad.get("args") else None
+        items = salvaged.get("items") if isinstance(salvaged, dict) else None
+        if isinstance(items, list):
+            return items
+    text = response.text if hasattr(response, "text") else str(response.content)
+    return [m.group(1) for line in text.splitlines() if (m := _BULLET.match(line))]
+
+
+_FIRST_PERSON = re.compile(r"\b(i|i'm|im|i am|my|me|mine)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!])\s+")
+
+
+def states_a_fact(text: str) -> bool:
+    """Heuristic: a first-person statement (not a question) that may hold a fact."""
+    stripped = text.strip()
+    return bool(stripped) and not stripped.endswith("?") and bool(_FIRST_PERSON.search(stripped))
+
+
+def extract_user_statements(messages: Sequence[BaseMessage]) -> list[str]:
+    """The user's own first-person statements, quoted: the extractive fallback.
+
+    No model is involved, so nothing can be invented; used only when asked for
+    (``extractive_fallback=True``), typically with a small local model.
+    """
+    out: list[str] = []
+    for message in messages:
+        if not isinstance(message, HumanMessage):
+            continue
+        for sentence in _SENTENCE_END.split(message.text.strip()):
+            sentence = " ".join(sentence.split())
+            if 8 <= len(sentence) <= MAX_ITEM_CHARS - 20 and states_a_fact(sentence):
+                item = f'The user said: "{sentence}"'
+                if item not in out:
+                    out.append(item)
+    return out[:MAX_ITEMS]
 
 
 def _bind(model: BaseChatModel) -> Any:
@@ -133,21 +169,28 @@ def _bind(model: BaseChatModel) -> Any:
         return model
 
 
-def _finish(response: Any, transcript: str) -> list[str]:
-    items = clean_items(_candidates(response), transcript)
-    if not items:
-        raise SummarizationError(
-            "the summarizer model returned no usable items; nothing was stored and the "
-            "history stays unsummarized (try again, or use a stronger model)."
-        )
-    return items
+def _nothing_usable() -> SummarizationError:
+    return SummarizationError(
+        "the summarizer model returned no usable items; nothing was stored and the "
+        "history stays unsummarized (try again, or use a stronger model)."
+    )
 
 
-def summarize_messages(model: BaseChatModel, messages: Sequence[BaseMessage]) -> list[str]:
+def summarize_messages(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    *,
+    extractive_fallback: bool = False,
+) -> list[str]:
     """Ask ``model`` for memory items about ``messages``.
 
+    First as a ``SummaryItems`` tool call; if that yields nothing usable, once more as plain
+    text with one item per line. With ``extractive_fallback``, if the model still gives
+    nothing usable, the user's own first-person statements are kept, quoted.
+
     Raises:
-        SummarizationError: the model failed or returned nothing usable.
+        SummarizationError: the model failed (raised, timed out) or returned nothing usable
+            and there was nothing to fall back on.
 
     Example:
         >>> summarize_messages(model, [HumanMessage("My birthday is May 8")])  # doctest: +SKIP
@@ -157,20 +200,39 @@ def summarize_messages(model: BaseChatModel, messages: Sequence[BaseMessage]) ->
     transcript = render_transcript(messages)
     if not transcript:
         return []
+    request = build_request(messages)
     try:
-        response = _bind(model).invoke(build_request(messages))
+        items = clean_items(_candidates(_bind(model).invoke(request)), transcript)
+        if not items:
+            items = clean_items(_candidates(model.invoke(request)), transcript)
     except Exception as exc:  # any model/provider failure: nothing may be stored
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
-    return _finish(response, transcript)
+    if not items and extractive_fallback:
+        items = extract_user_statements(messages)
+    if not items:
+        raise _nothing_usable()
+    return items
 
 
-async def asummarize_messages(model: BaseChatModel, messages: Sequence[BaseMessage]) -> list[str]:
+async def asummarize_messages(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    *,
+    extractive_fallback: bool = False,
+) -> list[str]:
     """Async :func:`summarize_messages`."""
     transcript = render_transcript(messages)
     if not transcript:
         return []
+    request = build_request(messages)
     try:
-        response = await _bind(model).ainvoke(build_request(messages))
+        items = clean_items(_candidates(await _bind(model).ainvoke(request)), transcript)
+        if not items:
+            items = clean_items(_candidates(await model.ainvoke(request)), transcript)
     except Exception as exc:  # any model/provider failure: nothing may be stored
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
-    return _finish(response, transcript)
+    if not items and extractive_fallback:
+        items = extract_user_statements(messages)
+    if not items:
+        raise _nothing_usable()
+    return items

@@ -147,6 +147,7 @@ class SummarizeTool(BaseTool):
     args_schema: type[BaseModel] = _NoArgs
     memory: Any = Field(exclude=True)
     model: Any = Field(exclude=True)
+    extractive_fallback: bool = False
     handle_tool_error: bool = True
 
     def __init__(self, *, memory: TieredMemory, model: BaseChatModel | None, **kwargs: Any) -> None:
@@ -166,13 +167,21 @@ class SummarizeTool(BaseTool):
     def _run(self, config: RunnableConfig, **kwargs: Any) -> str:
         user_id = _user_id(config)
         try:
-            return self._report(self.memory.summarize_history(user_id, self._model()))
+            return self._report(
+                self.memory.summarize_history(
+                    user_id, self._model(), extractive_fallback=self.extractive_fallback
+                )
+            )
         except SummarizationError as exc:
             raise ToolException(f"Summarizing failed, nothing was stored: {exc}") from exc
 
     async def _arun(self, config: RunnableConfig, **kwargs: Any) -> str:
         user_id = _user_id(config)
         try:
-            return self._report(await self.memory.asummarize_history(user_id, self._model()))
+            return self._report(
+                await self.memory.asummarize_history(
+                    user_id, self._model(), extractive_fallback=self.extractive_fallback
+                )
+            )
         except SummarizationError as exc:
             raise ToolException(f"Summarizing failed, nothing was stored: {exc}") from exc

@@ -1,0 +1,94 @@
+"""The summarizer's salvage paths for weak models, and the extractive fallback."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_tiered_memory.errors import SummarizationError
+from langchain_tiered_memory.fakes import ScriptedChatModel
+from langchain_tiered_memory.summarizer import (
+    extract_user_statements,
+    states_a_fact,
+    summarize_messages,
+)
+
+CONVERSATION = [
+    HumanMessage("Hi, my name is Alice and I am 30 years old. My birthday is on May 8."),
+    AIMessage("Nice to meet you, Alice!"),
+    HumanMessage("Please summarize our conversation."),
+]
+
+
+def _cut_off_call() -> AIMessage:
+    # What a small model produces when max_tokens cuts its list short.
+    args = '{"items": ["The user\'s birthday is on May 8.", "The user is 30 years", "The us'
+    return AIMessage(
+        "", invalid_tool_calls=[{"name": "SummaryItems", "args": args, "id": "x", "error": None}]
+    )
+
+
+def test_cut_off_tool_call_keeps_complete_grounded_items() -> None:
+    model = ScriptedChatModel(replies=[_cut_off_call()])
+    items = summarize_messages(model, CONVERSATION)
+    assert "The user's birthday is on May 8." in items
+    assert len(model.prompts) == 1
+
+
+def test_plain_text_bullets_are_a_second_attempt() -> None:
+    model = ScriptedChatModel(
+        replies=[AIMessage(""), "- The user's birthday is on May 8.\n- Alice is 30 years old."]
+    )
+    items = summarize_messages(model, CONVERSATION)
+    assert items == ["The user's birthday is on May 8.", "Alice is 30 years old."]
+    assert len(model.prompts) == 2
+    assert model.bindings[0]["tool_choice"] == "SummaryItems"
+    assert "tool_names" not in model.bindings[1]
+
+
+def test_junk_without_fallback_raises() -> None:
+    model = ScriptedChatModel(replies=[AIMessage(""), "- The weather on Mars is cold today."])
+    with pytest.raises(SummarizationError):
+        summarize_messages(model, CONVERSATION)
+
+
+def test_junk_with_extractive_fallback_keeps_the_users_own_statements() -> None:
+    model = ScriptedChatModel(replies=[AIMessage(""), "The user: The user: The user:"])
+    items = summarize_messages(model, CONVERSATION, extractive_fallback=True)
+    assert items == [
+        'The user said: "Hi, my name is Alice and I am 30 years old."',
+        'The user said: "My birthday is on May 8."',
+    ]
+
+
+def test_a_raising_model_is_never_papered_over_by_the_fallback() -> None:
+    def boom(_: list) -> AIMessage:
+        raise TimeoutError("model timed out")
+
+    with pytest.raises(SummarizationError, match="timed out"):
+        summarize_messages(
+            ScriptedChatModel(replies=[boom]), CONVERSATION, extractive_fallback=True
+        )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I am 30 years old.", True),
+        ("My birthday is on May 8", True),
+        ("How old am I?", False),
+        ("Please summarize our conversation.", False),
+        ("", False),
+    ],
+)
+def test_states_a_fact(text: str, expected: bool) -> None:
+    assert states_a_fact(text) is expected
+
+
+def test_extract_ignores_assistant_text_and_dedupes() -> None:
+    messages = [
+        HumanMessage("I live in Lyon."),
+        AIMessage("I live in the cloud."),
+        HumanMessage("I live in Lyon."),
+    ]
+    assert extract_user_statements(messages) == ['The user said: "I live in Lyon."']
