@@ -274,3 +274,22 @@ def test_overlapping_deltas_never_add_an_item_twice() -> None:
     assert index.next_id == 8 and len(index.hybrid) == 8
     (doc,) = index.search(unit(emb.embed_query("fact number 7")), 1, query="fact number 7")
     assert doc.page_content == "fact number 7" and doc.id == "7"
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_ivf_mode_brings_in_items_of_a_named_date(in_order: bool) -> None:
+    rng = np.random.default_rng(6)
+    n = 400
+    base = unit(rng.standard_normal(16))
+    # near-identical embeddings: the dense candidates are arbitrary, only the date tells
+    vecs = (base + 0.02 * rng.standard_normal((n, 16))).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    days = np.arange(n) if in_order else rng.permutation(n)
+    epochs = [to_epoch("2022-01-01T12:00:00") + 86400.0 * float(d) for d in days]
+    target = int(np.argmax(days == 200))  # created on 2022-07-20
+    q = base
+    index = HybridIndex(16, RetrievalConfig(exact_limit=100, candidates=8))
+    index.add(["something happened"] * n, vecs, epochs)
+    assert index._ivf is not None and index._times_sorted is in_order
+    hits = index.search("what happened on 20 July 2022?", q, 3, now=NOW)
+    assert hits[0].position == target and hits[0].time == pytest.approx(1.0)
