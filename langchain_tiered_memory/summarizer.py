@@ -3,7 +3,7 @@
 The model is asked for a list of strings through a tool call (structured output). Small
 local models often fail at that, so a plain-text answer with one item per line is accepted
 as a fallback. Whatever comes back is validated: items must be short sentences grounded in
-the conversation (sharing words with it); anything else is dropped, and if nothing is left
+what the user said (sharing content words with it); anything else is dropped, and if nothing is left
 :class:`SummarizationError` is raised so the caller stores nothing.
 """
 
@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["SummaryItems", "SUMMARY_SYSTEM_PROMPT", "summarize_messages", "asummarize_messages"]
 
 MAX_ITEM_CHARS = 300
-MAX_ITEMS = 12
+MAX_ITEMS = 8
 MAX_TRANSCRIPT_CHARS = 12000
 
 
@@ -92,9 +92,17 @@ def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
-def clean_items(candidates: Sequence[Any], transcript: str) -> list[str]:
-    """Keep the candidates that are short sentences grounded in ``transcript``."""
-    source = _words(transcript)
+def user_text(messages: Sequence[BaseMessage]) -> str:
+    """Everything the user said in ``messages``: what memory items must be grounded in."""
+    return "\n".join(m.text for m in messages if isinstance(m, HumanMessage))
+
+
+def clean_items(candidates: Sequence[Any], source_text: str) -> list[str]:
+    """Keep the candidates that are short sentences sharing a content word with
+    ``source_text`` (the user's own words: an item echoing only the assistant's chatter,
+    or nobody's, is dropped).
+    """
+    source = _words(source_text)
     out: list[str] = []
     seen: set[str] = set()
     for raw in candidates:
@@ -201,10 +209,11 @@ def summarize_messages(
     if not transcript:
         return []
     request = build_request(messages)
+    grounding = user_text(messages)
     try:
-        items = clean_items(_candidates(_bind(model).invoke(request)), transcript)
+        items = clean_items(_candidates(_bind(model).invoke(request)), grounding)
         if not items:
-            items = clean_items(_candidates(model.invoke(request)), transcript)
+            items = clean_items(_candidates(model.invoke(request)), grounding)
     except Exception as exc:  # any model/provider failure: nothing may be stored
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
     if not items and extractive_fallback:
@@ -225,10 +234,11 @@ async def asummarize_messages(
     if not transcript:
         return []
     request = build_request(messages)
+    grounding = user_text(messages)
     try:
-        items = clean_items(_candidates(await _bind(model).ainvoke(request)), transcript)
+        items = clean_items(_candidates(await _bind(model).ainvoke(request)), grounding)
         if not items:
-            items = clean_items(_candidates(await model.ainvoke(request)), transcript)
+            items = clean_items(_candidates(await model.ainvoke(request)), grounding)
     except Exception as exc:  # any model/provider failure: nothing may be stored
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
     if not items and extractive_fallback:

@@ -45,7 +45,11 @@ def _user_id(config: RunnableConfig) -> str:
 
 
 def _optional_schema(schema: type[BaseModel]) -> type[BaseModel]:
-    """The tag schema as the model sees it: every field optional, no extra fields."""
+    """The tag schema as the model sees it: every field optional.
+
+    No ``additionalProperties: false``: llama.cpp's function calling mangles arguments when
+    it is present, and unknown tags are refused by our own validation anyway.
+    """
     fields: dict[str, Any] = {}
     for name, field in schema.model_fields.items():
         info: Any = Field(
@@ -56,9 +60,7 @@ def _optional_schema(schema: type[BaseModel]) -> type[BaseModel]:
         info.metadata = list(field.metadata)  # keeps ge/le/max_length in the JSON schema
         annotation = field.annotation
         fields[name] = (annotation | None if annotation is not None else Any, info)
-    return create_model(  # type: ignore[call-overload, no-any-return]
-        USER_TAG_TOOL, __config__=ConfigDict(extra="forbid"), **fields
-    )
+    return create_model(USER_TAG_TOOL, **fields)  # type: ignore[call-overload, no-any-return]
 
 
 def _loose_schema(schema: type[BaseModel]) -> type[BaseModel]:
