@@ -347,8 +347,10 @@ def test_kill_9_writer_process_loses_no_acknowledged_turn(tmp_path: Path) -> Non
         for w in range(threads * rounds):  # no writer skips a turn
             seqs = sorted(s for ww, s in stored if ww == w)
             assert seqs == list(range(len(seqs)))
-        print(f"kill -9 writers: {rounds} kills, {len(acked)} acked, {len(stored)} stored, "
-              f"{len(stored - acked)} stored unacked (in flight), 0 lost")
+        print(
+            f"kill -9 writers: {rounds} kills, {len(acked)} acked, {len(stored)} stored, "
+            f"{len(stored - acked)} stored unacked (in flight), 0 lost"
+        )
     finally:
         # the server outlived the writers (its own session); this memory only attached
         _kill_server(memory)
@@ -361,9 +363,18 @@ def test_kill_9_embedded_redis_mid_burst_keeps_every_acknowledged_turn(tmp_path:
     data_dir = tmp_path / "emb"
     threads = 4
     proc = subprocess.Popen(
-        [sys.executable, str(HELPERS / "crash_writer.py"), str(data_dir), "kim",
-         str(threads), "0", "always"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            str(HELPERS / "crash_writer.py"),
+            str(data_dir),
+            "kim",
+            str(threads),
+            "0",
+            "always",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         acked = _read_acks(proc, until=200)

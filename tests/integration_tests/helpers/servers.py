@@ -89,9 +89,10 @@ class RedisProcess:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, (self.workdir / "redis.log").read_text()
-            with contextlib.suppress(redis.exceptions.RedisError, OSError), raw_client(
-                self.url, 0.5
-            ) as r:
+            with (
+                contextlib.suppress(redis.exceptions.RedisError, OSError),
+                raw_client(self.url, 0.5) as r,
+            ):
                 if r.ping():
                     return self
             time.sleep(0.05)
