@@ -26,8 +26,8 @@ Reply = AIMessage | str | Callable[[list[BaseMessage]], AIMessage | str]
 class ScriptedChatModel(BaseChatModel):
     """Replies with a fixed script, one entry per call; records the prompts it received.
 
-    An entry is an ``AIMessage`` (e.g. with ``tool_calls``), a string, or a function of the
-    prompt returning either. When the script runs out, the last entry repeats.
+    An entry is an ``AIMessage`` (e.g. with ``tool_calls``), a string, an exception (raised,
+    to play a failing provider), or a function of the prompt returning an answer. When the script runs out, the last entry repeats.
 
     ``bind_tools`` returns a binding (like a provider model) rather than changing the model,
     so one model can serve several bindings (the agent's tools, a forced ``tool_choice``,
@@ -73,6 +73,8 @@ class ScriptedChatModel(BaseChatModel):
             else:
                 entry = self.replies[min(self._cursor, len(self.replies) - 1)]
                 self._cursor += 1
+        if isinstance(entry, BaseException):
+            raise entry
         if callable(entry) and not isinstance(entry, AIMessage):
             entry = entry(list(messages))
         message = entry if isinstance(entry, AIMessage) else AIMessage(content=str(entry))

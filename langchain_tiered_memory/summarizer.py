@@ -27,6 +27,7 @@ __all__ = ["SummaryItems", "SUMMARY_SYSTEM_PROMPT", "summarize_messages", "asumm
 
 MAX_ITEM_CHARS = 300
 MAX_ITEMS = 8
+MIN_GROUNDED_SHARE = 0.5
 MAX_TRANSCRIPT_CHARS = 12000
 
 
@@ -56,7 +57,7 @@ _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)\s*$")
 _STOP = frozenset(
     (
         "the and you your are was were has have had for with this that user assistant "
-        "about what they their them she her his him its not but can will would"
+        "about what they their them she her his him its not but can will would please"
     ).split()
 )
 
@@ -89,7 +90,8 @@ def build_request(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+    # A crude stem (no trailing "s") so that "likes" matches "like".
+    return {w.removesuffix("s") for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
 def user_text(messages: Sequence[BaseMessage]) -> str:
@@ -112,8 +114,10 @@ def clean_items(candidates: Sequence[Any], source_text: str) -> list[str]:
         if not (8 <= len(text) <= MAX_ITEM_CHARS):
             continue
         words = _words(text)
-        if not words or not (words & source):
-            continue  # not about this conversation: hallucinated or boilerplate
+        # Most content words must come from the user: an item echoing the assistant's
+        # chatter, or invented, shares one word with the user's text at most by chance.
+        if not words or len(words & source) < MIN_GROUNDED_SHARE * len(words):
+            continue
         key = text.lower()
         if key in seen:
             continue

@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import Field
+
+from langchain_tiered_memory.fakes import ScriptedChatModel as _PackageScriptedChatModel
 
 
 def summary_call(items: Sequence[Any]) -> AIMessage:
@@ -34,41 +32,13 @@ def echo_facts(messages: Sequence[BaseMessage]) -> AIMessage:
     return summary_call([f"The user said: {line}" for line in lines])
 
 
-class ScriptedChatModel(BaseChatModel):
-    """Answers with ``responses`` in turn (the last one repeats).
+class ScriptedChatModel(_PackageScriptedChatModel):
+    """The package's scripted model under this suite's names: ``responses`` in,
+    ``requests`` recorded."""
 
-    An answer is an ``AIMessage``, an exception (raised) or a callable taking the request
-    messages and returning an ``AIMessage`` (or raising).
-
-    Records every request (``requests``) and the tool binding it was called with
-    (``bindings``), and supports ``bind_tools`` like a real provider model.
-    """
-
-    responses: list[Any]
-    requests: list[list[BaseMessage]] = Field(default_factory=list)
-    bindings: list[dict[str, Any]] = Field(default_factory=list)
+    def __init__(self, *, responses: Sequence[Any], **kwargs: Any) -> None:
+        super().__init__(replies=list(responses), **kwargs)
 
     @property
-    def _llm_type(self) -> str:
-        return "scripted-fake"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self.requests.append(list(messages))
-        self.bindings.append(kwargs)
-        answer = self.responses[min(len(self.requests), len(self.responses)) - 1]
-        if isinstance(answer, BaseException):
-            raise answer
-        if callable(answer):
-            answer = answer(messages)
-        return ChatResult(generations=[ChatGeneration(message=answer)])
-
-    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Any:
-        return self.bind(
-            tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs
-        )
+    def requests(self) -> list[list[BaseMessage]]:
+        return self.prompts

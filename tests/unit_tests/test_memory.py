@@ -328,7 +328,7 @@ def test_summarize_history_stores_items_and_advances_the_watermark(memory: Tiere
     (request,) = model.requests
     assert "My birthday is on May 8 and I live in Lyon." in request[-1].text
     assert model.bindings[0]["tool_choice"] == "SummaryItems"
-    assert model.bindings[0]["tools"][0]["function"]["name"] == "SummaryItems"
+    assert model.bindings[0]["tool_names"] == ["SummaryItems"]
 
     # nothing new: no model call, nothing stored
     assert memory.summarize_history("alice", model) == []

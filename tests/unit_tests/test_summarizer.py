@@ -92,3 +92,17 @@ def test_extract_ignores_assistant_text_and_dedupes() -> None:
         HumanMessage("I live in Lyon."),
     ]
     assert extract_user_statements(messages) == ['The user said: "I live in Lyon."']
+
+
+def test_assistant_chatter_sharing_one_word_with_the_user_is_not_memory() -> None:
+    # Seen with SmolLM2: its own earlier reply came back as a "fact".
+    chatter = "- The user_tag tool is not currently available. Please try again later."
+    model = ScriptedChatModel(replies=[AIMessage(""), chatter])
+    with pytest.raises(SummarizationError):
+        summarize_messages(model, CONVERSATION)
+
+
+def test_paraphrase_of_the_user_is_kept() -> None:
+    model = ScriptedChatModel(replies=[AIMessage(""), "- The user likes hiking in the Alps."])
+    items = summarize_messages(model, [HumanMessage("I like hiking, mostly in the Alps.")])
+    assert items == ["The user likes hiking in the Alps."]
