@@ -27,7 +27,8 @@ class ScriptedChatModel(BaseChatModel):
     """Replies with a fixed script, one entry per call; records the prompts it received.
 
     An entry is an ``AIMessage`` (e.g. with ``tool_calls``), a string, an exception (raised,
-    to play a failing provider), or a function of the prompt returning an answer. When the script runs out, the last entry repeats.
+    to play a failing provider), or a function of the prompt returning an answer. When the
+    script runs out, the last entry repeats.
 
     ``bind_tools`` returns a binding (like a provider model) rather than changing the model,
     so one model can serve several bindings (the agent's tools, a forced ``tool_choice``,
