@@ -68,6 +68,7 @@ SAVE_MEMORY = "save_memory"
 DEFAULT_MEMORY_TOKEN_BUDGET = 1000
 DEFAULT_CONTEXT_TOKEN_BUDGET = 8000
 DEFAULT_MAX_TOOL_ROUNDS = 5
+CAPTURE_NOTE = "(recording what you told me)"
 
 
 class MemoryState(TypedDict):
@@ -413,7 +414,9 @@ def create_memory_graph(
                 calls.append({**call, "args": args})
         if not calls:
             return None
-        return AIMessage(content="", tool_calls=calls[:1])
+        # Non-empty content: OpenAI-compatible servers such as llama.cpp's reject an
+        # assistant message whose content is null, which is what "" becomes on the wire.
+        return AIMessage(content=CAPTURE_NOTE, tool_calls=calls[:1])
 
     def load_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         return nodes.load(state, _user(config))

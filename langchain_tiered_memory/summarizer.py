@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["SummaryItems", "SUMMARY_SYSTEM_PROMPT", "summarize_messages", "asummarize_messages"]
 
 MAX_ITEM_CHARS = 300
-MAX_ITEMS = 8
+MAX_ITEMS = 20
 MIN_GROUNDED_SHARE = 0.5
 MAX_TRANSCRIPT_CHARS = 12000
 
@@ -213,7 +213,9 @@ def summarize_messages(
     if not transcript:
         return []
     request = build_request(messages)
-    grounding = user_text(messages)
+    # Items must come from the user's words; a window of assistant text only (the user's
+    # part was in an earlier batch) is grounded in what the assistant said.
+    grounding = user_text(messages) or transcript
     try:
         items = clean_items(_candidates(_bind(model).invoke(request)), grounding)
         if not items:
@@ -238,7 +240,9 @@ async def asummarize_messages(
     if not transcript:
         return []
     request = build_request(messages)
-    grounding = user_text(messages)
+    # Items must come from the user's words; a window of assistant text only (the user's
+    # part was in an earlier batch) is grounded in what the assistant said.
+    grounding = user_text(messages) or transcript
     try:
         items = clean_items(_candidates(await _bind(model).ainvoke(request)), grounding)
         if not items:

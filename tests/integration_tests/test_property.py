@@ -518,12 +518,15 @@ def _check_retention(
         assert first == 0, "messages were dropped without a retention policy"
     else:
         assert len(kept) >= min(floor, length), "retention kept fewer messages than asked"
-    # every summarized text message has exactly one item, pointing at its position
+    # every summarized user message has exactly one item, pointing at its position; an
+    # assistant message's echo is kept only if grounded in the user's words
     items = {d.page_content: d.metadata for d in memory.summaries.get_all(user)}
     for pos in range(watermark):
         message = appended[pos]
         if isinstance(message, ToolMessage) or not message.content:
             continue
-        meta = items.pop(f"Remembered: {message.content}")
-        assert meta["source_start"] <= pos < meta["source_end"] <= watermark
+        key = f"Remembered: {message.content}"
+        meta = items.pop(key) if isinstance(message, HumanMessage) else items.pop(key, None)
+        if meta is not None:
+            assert meta["source_start"] <= pos < meta["source_end"] <= watermark
     assert not items, f"items for unsummarized or unknown messages: {list(items)[:3]}"
