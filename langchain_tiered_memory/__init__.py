@@ -20,7 +20,10 @@ from langchain_tiered_memory.errors import (
     TieredMemoryError,
     WatermarkConflict,
 )
+from langchain_tiered_memory.context import MemoryContext
+from langchain_tiered_memory.graph import MemoryState, create_memory_graph
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
+from langchain_tiered_memory.retrieval import RetrievalConfig
 from langchain_tiered_memory.stores import (
     DefaultTags,
     HistoryStore,
@@ -35,6 +38,7 @@ from langchain_tiered_memory.stores import (
     TagStore,
     UserChatMessageHistory,
 )
+from langchain_tiered_memory.tools import SummarizeTool, UserTagTool
 
 __version__ = "0.1.0"
 
@@ -52,19 +56,25 @@ __all__ = [
     "InvalidUserIdError",
     "LocalMiniLMEmbeddings",
     "MemoryBackendError",
+    "MemoryContext",
     "MemorySnapshot",
+    "MemoryState",
     "MissingUserIdError",
     "RedisConnection",
     "RedisHistoryStore",
     "RedisSummaryStore",
     "RedisTagStore",
+    "RetrievalConfig",
     "SummarizationError",
+    "SummarizeTool",
     "SummaryRetriever",
     "SummaryStore",
     "TagStore",
     "TieredMemory",
     "TieredMemoryError",
     "UserChatMessageHistory",
+    "UserTagTool",
     "WatermarkConflict",
     "__version__",
+    "create_memory_graph",
 ]

@@ -357,12 +357,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 _DAY_S = 86400.0
-# Cheap pre-check: most queries name no date, and then no pattern needs to run.
-_DATEISH = re.compile(
-    r"\d|\b(?:" + "|".join(_MONTHS) + r"|spring|summer|autumn|fall|winter|ago|yesterday|today"
-    r"|tonight|last|this|past)\b",
-    re.I,
-)
+# Cheap pre-checks on the query's words decide which patterns can match at all.
+_WORDS = re.compile(r"[a-z]+")
+_DIGIT = re.compile(r"\d")
+_SEASON_WORDS = frozenset(["spring", "summer", "autumn", "fall", "winter"])
+_RELATIVE_WORDS = frozenset(["yesterday", "today", "tonight", "last", "this", "past"])
+_TIME_WORDS = _SEASON_WORDS | _RELATIVE_WORDS | {"ago"}
 # Centering subtracts ``n / (n + this)`` of the configured share of the mean: the mean of a
 # handful of items is mostly those items themselves, not what a user's items have in common.
 CENTERING_PRIOR_ITEMS = 10
@@ -431,13 +431,27 @@ def parse_time_windows(text: str, now: datetime | None = None) -> list[TimeWindo
         []
 
     """
-    if not _DATEISH.search(text):
+    words = set(_WORDS.findall(text.lower()))
+    has_digit = _DIGIT.search(text) is not None
+    has_month = not words.isdisjoint(_MONTHS)
+    if not (has_digit or has_month or not words.isdisjoint(_TIME_WORDS)):
         return []
     now = now or datetime.now(timezone.utc)
     today = now.date()
     out: list[TimeWindow] = []
     taken: list[tuple[int, int]] = []
     for kind, pattern in _PATTERNS:
+        # skip patterns that cannot match (most queries name no date at all)
+        if kind in ("iso_day", "year") and not has_digit:
+            continue
+        if kind in ("day", "month") and not has_month:
+            continue
+        if kind == "season" and (not has_digit or words.isdisjoint(_SEASON_WORDS)):
+            continue
+        if kind == "ago" and "ago" not in words:
+            continue
+        if kind == "relative" and words.isdisjoint(_RELATIVE_WORDS):
+            continue
         for m in pattern.finditer(text):
             if any(m.start() < e and s < m.end() for s, e in taken):
                 continue
@@ -712,18 +726,17 @@ class HybridIndex:
         weight = self.config.diversity
         if weight <= 0.0 or k <= 1:
             return [int(i) for i in order[:k]]
-        pool = [int(i) for i in order]
-        vecs = matrix[pool]
-        rel = (1.0 - weight) * score[pool]
-        redundancy = np.full(len(pool), -np.inf, dtype=np.float32)
-        free = np.ones(len(pool), dtype=bool)
+        vecs = matrix[order]
+        penalty = weight * np.maximum(vecs @ vecs.T, 0.0)
+        base = (1.0 - weight) * score[order]
+        # value = (1 - weight) * score - weight * max(0, best similarity to a chosen item)
+        value = base.copy()
         chosen: list[int] = []
-        while len(chosen) < min(k, len(pool)):
-            value = np.where(free, rel - weight * np.maximum(redundancy, 0.0), -np.inf)
+        for _ in range(min(k, len(order))):
             j = int(np.argmax(value))
-            chosen.append(pool[j])
-            free[j] = False
-            redundancy = np.maximum(redundancy, vecs @ vecs[j])
+            chosen.append(int(order[j]))
+            value = np.minimum(value, base - penalty[j])
+            value[j] = -np.inf
         return chosen
 
 
