@@ -8,6 +8,7 @@
 """
 
 from langchain_tiered_memory._redis import EmbeddedRedis, RedisConnection
+from langchain_tiered_memory.context import MemoryContext
 from langchain_tiered_memory.embeddings import HashingEmbeddings, LocalMiniLMEmbeddings
 from langchain_tiered_memory.errors import (
     InvalidMessageError,
@@ -20,7 +21,6 @@ from langchain_tiered_memory.errors import (
     TieredMemoryError,
     WatermarkConflict,
 )
-from langchain_tiered_memory.context import MemoryContext
 from langchain_tiered_memory.graph import MemoryState, create_memory_graph
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
 from langchain_tiered_memory.retrieval import RetrievalConfig
