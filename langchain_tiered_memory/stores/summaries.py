@@ -192,6 +192,11 @@ class _UserIndex:
         """
         if k <= 0:
             return []
+        if vector.shape[-1] != self.dim:
+            raise InvalidSummaryError(
+                f"the query embedding has {vector.shape[-1]} dimensions, the stored items "
+                f"{self.dim}: recall with the embeddings model the items were stored with."
+            )
         with self.lock:
             hits = self.hybrid.search(query or "", vector, k, now=now)
             records = [self.records[h.position] for h in hits]
@@ -365,14 +370,18 @@ class SummaryRetriever(BaseRetriever):
     k: int = 3
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        return self.store.search(self.user_id, query, self.k)
+        return self.store.search(self.user_id, query, self.k if k is None else k)
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
     ) -> list[Document]:
-        return await self.store.asearch(self.user_id, query, self.k)
+        return await self.store.asearch(self.user_id, query, self.k if k is None else k)
 
 
 # Conditional, atomic add: check the watermark and the embedding size, allocate ids, write

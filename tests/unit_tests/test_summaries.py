@@ -226,11 +226,6 @@ def test_dimension_mismatch_from_another_process_is_caught(
     assert texts(embedded_memory.summaries.get_all("alice")) == FACTS[:2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (stores/summaries.py search): a query embedding of another size reaches FAISS "
-    "and fails with a bare AssertionError instead of InvalidSummaryError",
-)
 def test_searching_with_another_embedding_size_is_a_clear_error(memory: TieredMemory) -> None:
     memory.add_summaries("alice", FACTS)
     memory.summaries.embeddings = HashingEmbeddings(dim=64)
@@ -461,13 +456,6 @@ class _StandardRetrieverTests(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return "when is her birthday"
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason="SummaryRetriever takes k in the constructor only; invoke(query, k=...) is ignored",
-    )
-    def test_invoke_with_k_kwarg(self, retriever: BaseRetriever) -> None:
-        super().test_invoke_with_k_kwarg(retriever)
 
 
 class TestStandardRetrieverInMemory(_StandardRetrieverTests):
