@@ -555,24 +555,55 @@ class TieredMemory:
 
     def pending_users(self, min_messages: int = 20) -> list[str]:
         """Users with at least ``min_messages`` unsummarized messages."""
+        return [
+            user_id
+            for user_id in self.history.users()
+            if self.history.length(user_id) - self.summaries.get_watermark(user_id) >= min_messages
+        ]
+
+    async def apending_users(self, min_messages: int = 20) -> list[str]:
+        """Async :meth:`pending_users`."""
         out = []
-        for user_id in self.history.users():
-            if self.history.length(user_id) - self.summaries.get_watermark(user_id) >= min_messages:
+        for user_id in await self.history.ausers():
+            pending = await self.history.alength(user_id) - await self.summaries.aget_watermark(
+                user_id
+            )
+            if pending >= min_messages:
                 out.append(user_id)
         return out
 
     def summarize_pending(
-        self, model: BaseChatModel, *, min_messages: int = 20
+        self, model: BaseChatModel, *, min_messages: int = 20, extractive_fallback: bool = False
     ) -> dict[str, list[str]]:
         """The offline job: summarize every user with ``min_messages`` unsummarized messages.
 
         A failure for one user is logged and the others go on; that user's history stays
         unsummarized for the next run. Returns ``{user_id: stored ids}``.
+
+        Example:
+            >>> memory.summarize_pending(ChatOpenAI(), min_messages=50)  # doctest: +SKIP
+            {'alice': ['12', '13']}
         """
         done: dict[str, list[str]] = {}
         for user_id in self.pending_users(min_messages):
             try:
-                done[user_id] = self.summarize_history(user_id, model)
+                done[user_id] = self.summarize_history(
+                    user_id, model, extractive_fallback=extractive_fallback
+                )
+            except SummarizationError as exc:
+                logger.warning("summarizing %r failed: %s", user_id, exc)
+        return done
+
+    async def asummarize_pending(
+        self, model: BaseChatModel, *, min_messages: int = 20, extractive_fallback: bool = False
+    ) -> dict[str, list[str]]:
+        """Async :meth:`summarize_pending` (users one after another)."""
+        done: dict[str, list[str]] = {}
+        for user_id in await self.apending_users(min_messages):
+            try:
+                done[user_id] = await self.asummarize_history(
+                    user_id, model, extractive_fallback=extractive_fallback
+                )
             except SummarizationError as exc:
                 logger.warning("summarizing %r failed: %s", user_id, exc)
         return done

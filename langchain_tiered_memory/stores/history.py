@@ -176,6 +176,10 @@ class HistoryStore(ABC):
         """Every user with a history (for offline jobs; a SCAN on Redis)."""
 
     @abstractmethod
+    async def ausers(self) -> list[str]:
+        """Async :meth:`users`."""
+
+    @abstractmethod
     def clear(self, user_id: str) -> int:
         """Delete the user's kept messages and thread records; return how many messages.
 
@@ -467,6 +471,17 @@ class RedisHistoryStore(HistoryStore):
                     found.add(user)
         return sorted(found)
 
+    async def ausers(self) -> list[str]:
+        """Async :meth:`users`."""
+        pattern = self.keys.scan_pattern("history")
+        found: set[str] = set()
+        with self.connection.errors():
+            async for key in self.connection.aio.scan_iter(match=pattern, count=1000):
+                user = self.keys.user_from_key(key)
+                if user is not None:
+                    found.add(user)
+        return sorted(found)
+
     def clear(self, user_id: str) -> int:
         """Delete the list; positions keep counting (:meth:`length` is unchanged)."""
         hist, meta = self._k(user_id)
@@ -603,4 +618,8 @@ class InMemoryHistoryStore(HistoryStore):
     def users(self) -> list[str]:
         """Users with a history (the in-memory answer to a SCAN)."""
         with self._lock:
-            return list(self._data)
+            return sorted(self._data)
+
+    async def ausers(self) -> list[str]:
+        """Async :meth:`users`."""
+        return self.users()

@@ -165,6 +165,7 @@ def test_summarize_users_scan_and_pending_across_nodes(
     kb = memory.history.keys  # type: ignore[attr-defined]
     assert len({cluster.get_node_from_key(kb.key(u, "history")).name for u in users}) == 3
     assert memory.history.users() == sorted(users)  # SCAN visited every master
+    assert asyncio.run(memory.history.ausers()) == sorted(users)  # the async client's too
     pending = memory.pending_users(min_messages=12)
     expected = [u for u in users if memory.history.length(u) >= 12]
     assert sorted(pending) == sorted(expected) and expected

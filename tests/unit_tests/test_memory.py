@@ -449,6 +449,21 @@ def test_summarize_pending_over_several_users(memory: TieredMemory) -> None:
     assert sorted(memory.pending_users(min_messages=2)) == ["broken", "done", "quiet"]
 
 
+async def test_asummarize_pending_matches_the_sync_job(memory: TieredMemory) -> None:
+    model = ScriptedChatModel(responses=[echo_facts])
+    for i in range(3):
+        await memory.aadd_session_log("busy", turn(i))
+        await memory.aadd_session_log("broken", [HumanMessage(f"FAIL {i} badly"), AIMessage("x")])
+    await memory.aadd_session_log("quiet", turn(9))
+
+    assert sorted(await memory.apending_users(min_messages=4)) == ["broken", "busy"]
+    result = await memory.asummarize_pending(model, min_messages=4)
+    assert list(result) == ["busy"]
+    assert await memory.summaries.aget_watermark("busy") == 6
+    assert await memory.summaries.aget_watermark("broken") == 0
+    assert sorted(await memory.apending_users(min_messages=1)) == ["broken", "quiet"]
+
+
 def test_summarizing_tool_traffic_only_moves_the_watermark(
     embedded_memory: TieredMemory,
 ) -> None:

@@ -73,6 +73,8 @@ FACADE_METHODS = [
     "recall_summaries",
     "load",
     "summarize_history",
+    "pending_users",
+    "summarize_pending",
     "forget_user",
     "export_user",
     "close",
