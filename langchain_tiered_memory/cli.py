@@ -68,12 +68,16 @@ def _para(text: str) -> str:
     return textwrap.fill(text, width=78)
 
 
-def _common_options() -> argparse.ArgumentParser:
+def _common_options(*, top_level: bool) -> argparse.ArgumentParser:
+    # The same options before or after the command. A subcommand's own defaults would
+    # overwrite a value given before it, so there they default to "not given".
+    unset: Any = None if top_level else argparse.SUPPRESS
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("memory and model options (every command)")
     group.add_argument(
         "--redis-url",
         metavar="URL",
+        default=unset,
         help="Redis/Valkey/Redis Cluster URL (redis://, rediss://, unix://); "
         "default: $REDIS_URL, else the embedded Redis in --data-dir",
     )
@@ -81,12 +85,14 @@ def _common_options() -> argparse.ArgumentParser:
         "--data-dir",
         metavar="DIR",
         type=Path,
+        default=unset,
         help=f"data dir of the embedded Redis and of the chat threads (checkpoints.sqlite); "
         f"default: ${DATA_DIR_ENV} or ~/.local/share/langchain-tiered-memory",
     )
     group.add_argument(
         "--model",
         metavar="NAME",
+        default=unset,
         help="chat model (used by chat, summarize and demo): an OpenAI model name "
         "(needs OPENAI_API_KEY or OPENAI_BASE_URL) or a .gguf file; default: ChatOpenAI "
         "if configured, else SmolLM2-135M in-process; 'fake': a deterministic offline script",
@@ -94,7 +100,7 @@ def _common_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--embeddings",
         choices=("local", "hashing"),
-        default="local",
+        default="local" if top_level else argparse.SUPPRESS,
         help="'local': the offline MiniLM model (default); "
         "'hashing': deterministic bag of words, no model (fast tests)",
     )
@@ -109,10 +115,14 @@ def _user_option(parser: argparse.ArgumentParser, *, required: bool = True) -> N
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``tiered-memory`` argument parser."""
-    common = _common_options()
+    common = _common_options(top_level=False)
     fmt = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
-        prog=PROG, description=_DESCRIPTION, epilog=_EPILOG, formatter_class=fmt
+        prog=PROG,
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=fmt,
+        parents=[_common_options(top_level=True)],
     )
     from langchain_tiered_memory import __version__
 

@@ -280,6 +280,56 @@ def test_unreachable_redis_url_is_one_line(command: str, tmp_path: Path) -> None
     assert_one_line_error(proc, "redis://127.0.0.1:1", "unreachable")
 
 
+def test_options_before_the_command_work_and_are_not_overridden(tmp_path: Path) -> None:
+    from langchain_tiered_memory.cli import build_parser
+
+    parser = build_parser()
+    before = parser.parse_args(
+        [
+            "--redis-url",
+            "redis://h:1",
+            "--data-dir",
+            str(tmp_path),
+            "--embeddings",
+            "hashing",
+            "inspect",
+            "--user",
+            "a",
+        ]
+    )
+    after = parser.parse_args(
+        [
+            "inspect",
+            "--user",
+            "a",
+            "--redis-url",
+            "redis://h:1",
+            "--data-dir",
+            str(tmp_path),
+            "--embeddings",
+            "hashing",
+        ]
+    )
+    neither = parser.parse_args(["inspect", "--user", "a"])
+    for args in (before, after):
+        assert (args.redis_url, args.data_dir, args.embeddings) == (
+            "redis://h:1",
+            tmp_path,
+            "hashing",
+        )
+    assert (neither.redis_url, neither.data_dir, neither.embeddings) == (None, None, "local")
+    proc = run_entry_point(
+        "--redis-url",
+        "redis://127.0.0.1:1",
+        "--data-dir",
+        str(tmp_path),
+        "inspect",
+        "--user",
+        "alice",
+    )
+    assert_one_line_error(proc, "redis://127.0.0.1:1", "unreachable")
+
+
 def test_redis_url_from_environment_is_used(tmp_path: Path) -> None:
     proc = run_entry_point(
         "export",
