@@ -29,6 +29,7 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
+    ToolCall,
     ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
@@ -266,12 +267,19 @@ def _tool_rounds(messages: Sequence[BaseMessage]) -> int:
     return rounds
 
 
-def _plain_if_exhausted(response: Any, state: dict[str, Any], max_rounds: int) -> Any:
-    # Past the budget, tool calls a model emits anyway (without tools bound) are dropped.
-    calls = isinstance(response, AIMessage) and (response.tool_calls or response.invalid_tool_calls)
-    if calls and _tool_rounds(state.get("messages", [])) >= max_rounds:
-        return AIMessage(content=response.text or "", id=response.id)
-    return response
+def _ground_tag_calls(calls: Sequence[ToolCall], text: str) -> list[ToolCall]:
+    """``calls`` with each ``user_tag`` call's arguments grounded in ``text`` (see
+    :func:`_grounded`); a ``user_tag`` call left with nothing is dropped.
+    """
+    out = []
+    for call in calls:
+        if call["name"] == USER_TAG_TOOL:
+            args = _grounded(dict(call.get("args") or {}), text)
+            if not args:
+                continue
+            call = {**call, "args": args}
+        out.append(call)
+    return out
 
 
 def thread_of(config: RunnableConfig | None) -> str | None:
@@ -369,10 +377,23 @@ def create_memory_graph(
     bound = model.bind_tools(offered)
     forced = model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL) if force_tag_capture else None
 
-    def _chooser(state: dict[str, Any]) -> Any:
-        if _tool_rounds(state.get("messages", [])) >= max_tool_rounds:
-            return model  # no tools bound: the model has to answer in text
-        return bound
+    def _free_model(state: dict[str, Any]) -> tuple[Any, bool]:
+        exhausted = _tool_rounds(state.get("messages", [])) >= max_tool_rounds
+        return (model if exhausted else bound), exhausted  # no tools: it has to answer
+
+    def _finish(response: Any, state: dict[str, Any], exhausted: bool) -> dict[str, Any]:
+        if isinstance(response, AIMessage):
+            if exhausted and (response.tool_calls or response.invalid_tool_calls):
+                # Past the budget, calls a model emits anyway (no tools bound) are dropped.
+                response = AIMessage(content=response.text or "", id=response.id)
+            elif forced is not None and response.tool_calls:
+                # In force mode the free model is not offered user_tag; if it calls it
+                # anyway, only values the user literally said survive, as when forced.
+                human = _last_human(state.get("messages", []))
+                calls = _ground_tag_calls(response.tool_calls, human.text if human else "")
+                if len(calls) != len(response.tool_calls):
+                    response = response.model_copy(update={"tool_calls": calls})
+        return {"messages": [response, *_invalid_call_errors(response)]}
 
     def _user(config: RunnableConfig) -> str:
         return resolve_user_id(run_context(), config)
@@ -385,33 +406,9 @@ def create_memory_graph(
             return last
         return None
 
-    def _ground_free_calls(response: Any, state: dict[str, Any]) -> Any:
-        # In force mode the free model is not offered user_tag; if it calls it anyway, only
-        # values the user literally said survive, as in the forced path.
-        if forced is None or not isinstance(response, AIMessage) or not response.tool_calls:
-            return response
-        human = _last_human(state.get("messages", []))
-        text = human.text if human is not None else ""
-        calls = []
-        for call in response.tool_calls:
-            if call["name"] == USER_TAG_TOOL:
-                args = _grounded(dict(call.get("args") or {}), text)
-                if not args:
-                    continue
-                call = {**call, "args": args}
-            calls.append(call)
-        if len(calls) == len(response.tool_calls):
-            return response
-        return response.model_copy(update={"tool_calls": calls})
-
     def _capture_result(response: Any, human: HumanMessage) -> AIMessage | None:
-        calls = []
-        for call in getattr(response, "tool_calls", []) or []:
-            if call["name"] != USER_TAG_TOOL:
-                continue
-            args = _grounded(dict(call.get("args") or {}), human.text)
-            if args:
-                calls.append({**call, "args": args})
+        calls = _ground_tag_calls(getattr(response, "tool_calls", None) or [], human.text)
+        calls = [c for c in calls if c["name"] == USER_TAG_TOOL]
         if not calls:
             return None
         # Non-empty content: OpenAI-compatible servers such as llama.cpp's reject an
@@ -431,11 +428,8 @@ def create_memory_graph(
             captured = _capture_result(forced.invoke(messages, config), human)
             if captured is not None:
                 return {"messages": [captured]}
-        response = _plain_if_exhausted(
-            _chooser(state).invoke(messages, config), state, max_tool_rounds
-        )
-        response = _ground_free_calls(response, state)
-        return {"messages": [response, *_invalid_call_errors(response)]}
+        free, exhausted = _free_model(state)
+        return _finish(free.invoke(messages, config), state, exhausted)
 
     async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         messages = nodes.compose(state)
@@ -444,10 +438,8 @@ def create_memory_graph(
             captured = _capture_result(await forced.ainvoke(messages, config), human)
             if captured is not None:
                 return {"messages": [captured]}
-        response = await _chooser(state).ainvoke(messages, config)
-        response = _plain_if_exhausted(response, state, max_tool_rounds)
-        response = _ground_free_calls(response, state)
-        return {"messages": [response, *_invalid_call_errors(response)]}
+        free, exhausted = _free_model(state)
+        return _finish(await free.ainvoke(messages, config), state, exhausted)
 
     def save_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         return nodes.save(state, _user(config), thread_of(config))
