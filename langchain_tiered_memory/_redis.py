@@ -254,22 +254,39 @@ class EmbeddedRedis:
         """``unix://`` URL of the server, usable by redis-py, a checkpointer or redis-cli."""
         return f"unix://{self.socket_path}"
 
+    def _client(self, timeout: float) -> redis.Redis:
+        # No retries: redis-py's default backoff turns a stale socket into seconds of
+        # waiting, and after SHUTDOWN a retry could reach a server started since.
+        return redis.Redis(
+            unix_socket_path=str(self.socket_path),
+            socket_timeout=timeout,
+            socket_connect_timeout=min(timeout, DEFAULT_CONNECT_TIMEOUT),
+            retry=Retry(NoBackoff(), 0),
+        )
+
     def _ping(self) -> bool:
         if not self.socket_path.exists():
             return False
-        # No retries: redis-py's default backoff turns a stale socket into seconds of waiting.
-        client = redis.Redis(
-            unix_socket_path=str(self.socket_path),
-            socket_timeout=1.0,
-            socket_connect_timeout=1.0,
-            retry=Retry(NoBackoff(), 0),
-        )
+        client = self._client(1.0)
         try:
             return bool(client.ping())
         except (redis.exceptions.RedisError, OSError):
             return False
         finally:
             client.close()
+
+    def shutdown_leftover(self) -> None:
+        """Shut down, without saving, whatever redis-server serves this data dir.
+
+        For cleaning up after a crashed process that started it; unlike :meth:`stop`
+        it does not ask whose server it is or who is still connected.
+        """
+        if not self.socket_path.exists():
+            return
+        client = self._client(2.0)
+        with contextlib.suppress(redis.exceptions.RedisError, OSError):
+            client.shutdown(nosave=True)
+        client.close()
 
     def start(self) -> EmbeddedRedis:
         """Start the server, or attach to the one already serving this data dir."""
@@ -336,11 +353,7 @@ class EmbeddedRedis:
         if not self._started:
             return
         self._started = False
-        # No retries: SHUTDOWN drops the connection by design, and a retry would wait out
-        # redis-py's backoff (seconds) or, worse, reach a server started since on this socket.
-        client = redis.Redis(
-            unix_socket_path=str(self.socket_path), socket_timeout=5.0, retry=Retry(NoBackoff(), 0)
-        )
+        client = self._client(5.0)
         try:
             # If our server died and another process started a new one on this socket,
             # that one is not ours to shut down.

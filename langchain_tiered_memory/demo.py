@@ -48,6 +48,7 @@ from langgraph.graph.state import CompiledStateGraph
 from rich.console import Console
 from rich.text import Text
 
+from langchain_tiered_memory._redis import EmbeddedRedis
 from langchain_tiered_memory.embeddings import HashingEmbeddings, default_embeddings
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.fakes import ScriptedChatModel
@@ -627,28 +628,6 @@ def _check_step3(
 # --------------------------------------------------------------------------- orchestrator
 
 
-def _stop_leftover_server(data_dir: Path) -> None:
-    """Shut down a redis-server still serving ``data_dir`` (a crashed step's)."""
-    import redis
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    from langchain_tiered_memory._redis import EmbeddedRedis
-
-    sock = EmbeddedRedis(data_dir).socket_path
-    if not sock.exists():
-        return
-    client = redis.Redis(
-        unix_socket_path=str(sock),
-        socket_timeout=2.0,
-        socket_connect_timeout=1.0,
-        retry=Retry(NoBackoff(), 0),
-    )
-    with suppress(redis.exceptions.RedisError, OSError):
-        client.shutdown(nosave=True)
-    client.close()
-
-
 def step_command(
     step: int,
     *,
@@ -718,7 +697,7 @@ def run_demo(
             results[step] = (code, time.monotonic() - started)
     finally:
         if temporary and not keep:
-            _stop_leftover_server(path)
+            EmbeddedRedis(path).shutdown_leftover()  # a crashed step's server
             shutil.rmtree(path, ignore_errors=True)
     console.rule("demo summary")
     for step, (code, seconds) in results.items():

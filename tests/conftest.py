@@ -15,16 +15,12 @@ only by ``tests/unit_tests/test_minilm.py``.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
 
@@ -33,18 +29,7 @@ _prefixes = itertools.count()
 
 def kill_server_on(data_dir: Path) -> None:
     """Shut down (without saving) a redis-server still serving ``data_dir``, if any."""
-    sock = EmbeddedRedis(data_dir).socket_path
-    if not sock.exists():
-        return
-    client = redis.Redis(
-        unix_socket_path=str(sock),
-        socket_timeout=2.0,
-        socket_connect_timeout=1.0,
-        retry=Retry(NoBackoff(), 0),
-    )
-    with contextlib.suppress(redis.exceptions.RedisError, OSError):
-        client.shutdown(nosave=True)
-    client.close()
+    EmbeddedRedis(data_dir).shutdown_leftover()
 
 
 @pytest.fixture(scope="session")

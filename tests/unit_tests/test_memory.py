@@ -622,3 +622,14 @@ def test_using_memory_after_its_server_stopped_is_a_backend_error(data_dir: Path
     memory.close()
     with pytest.raises(MemoryBackendError):
         memory.get_user_tags("alice")
+
+
+def test_shutdown_leftover_stops_a_server_someone_else_started(data_dir: Path) -> None:
+    EmbeddedRedis(data_dir).shutdown_leftover()  # nothing running: a no-op
+    started = EmbeddedRedis(data_dir).start()
+    attached = EmbeddedRedis(data_dir).start()  # attaches, does not own
+    attached.stop()
+    assert _server_alive(data_dir)  # stop() leaves a server it did not start
+    attached.shutdown_leftover()
+    assert not _server_alive(data_dir)
+    started.stop()  # the owner finds it gone: no error
