@@ -7,7 +7,7 @@ receives, so a test can assert what the model was shown.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -19,8 +19,6 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 __all__ = ["ScriptedChatModel"]
-
-Reply = AIMessage | str | Callable[[list[BaseMessage]], AIMessage | str]
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -48,7 +46,6 @@ class ScriptedChatModel(BaseChatModel):
 
     replies: list[Any] = Field(default_factory=list)
     prompts: list[list[BaseMessage]] = Field(default_factory=list)
-    bound_tools: list[Any] = Field(default_factory=list)
     bindings: list[dict[str, Any]] = Field(default_factory=list)
     _cursor: int = PrivateAttr(default=0)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -85,10 +82,6 @@ class ScriptedChatModel(BaseChatModel):
     def bind_tools(  # type: ignore[override]
         self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind the tools (recorded per call in :attr:`bindings`); the script decides the calls.
-
-        :attr:`bound_tools` keeps the tools of the latest ``bind_tools`` call.
-        """
-        self.bound_tools = list(tools)
+        """Bind the tools (recorded per call in :attr:`bindings`); the script decides the calls."""
         names = [convert_to_openai_tool(t)["function"]["name"] for t in tools]
         return self.bind(tool_names=names, tool_choice=tool_choice, **kwargs)

@@ -34,6 +34,7 @@ from langchain_tiered_memory import (
     TieredMemory,
 )
 from langchain_tiered_memory._keys import KINDS, MAX_USER_ID_LENGTH, KeyBuilder
+from langchain_tiered_memory.fakes import ScriptedChatModel
 
 SETTINGS = settings(
     max_examples=60,
@@ -427,9 +428,8 @@ def test_summary_arguments_that_are_refused(
 # =========================================================================== retention
 
 
-class _Failing(EchoSummarizer):
-    def _generate(self, *args: Any, **kwargs: Any) -> Any:
-        raise TimeoutError("the model timed out")
+def _failing() -> ScriptedChatModel:
+    return ScriptedChatModel(replies=[TimeoutError("the model timed out")])
 
 
 ops = st.lists(
@@ -482,7 +482,7 @@ def test_retention_never_drops_unsummarized_messages(
             elif op == "fail":
                 before = memory.summaries.get_watermark(user)
                 with contextlib.suppress(SummarizationError):
-                    memory.summarize_history(user, _Failing(), max_messages=n)
+                    memory.summarize_history(user, _failing(), max_messages=n)
                 batch = appended[before : before + n]
                 if any(m.content for m in batch if not isinstance(m, ToolMessage)):
                     assert memory.summaries.get_watermark(user) == before

@@ -40,6 +40,7 @@ from langchain_tiered_memory import (
     SummarizationError,
     TieredMemory,
 )
+from langchain_tiered_memory.fakes import ScriptedChatModel
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 WRITERS = 50
@@ -611,20 +612,11 @@ def test_redis_errors_are_memory_backend_errors_not_raw_redis(own_redis: RedisPr
     memory.close()
 
 
-class _Raising(EchoSummarizer):
-    error: str = "timeout"
-
-    def _generate(self, *args: Any, **kwargs: Any) -> Any:
-        if self.error == "timeout":
-            raise TimeoutError("the model timed out")
-        raise RuntimeError("provider returned HTTP 500")
-
-
 @pytest.mark.parametrize(
     "model",
     [
-        _Raising(error="timeout"),
-        _Raising(error="500"),
+        ScriptedChatModel(replies=[TimeoutError("the model timed out")]),
+        ScriptedChatModel(replies=[RuntimeError("provider returned HTTP 500")]),
         FakeListChatModel(responses=["I cannot help with that."]),  # no items at all
         FakeListChatModel(responses=["- Zebras invent quantum toasters."]),  # ungrounded
     ],

@@ -9,40 +9,29 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.embeddings import Embeddings
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+
+from langchain_tiered_memory.fakes import ScriptedChatModel
 
 _LINE = re.compile(r"^(?:User|Assistant): (.+)$", re.MULTILINE)
 _TURN = re.compile(r"^msg w(\d+) s(\d+) p(\d+) of (\d+)$")
 
 
-class EchoSummarizer(BaseChatModel):
-    """Answers a summarization request with one bullet per conversation line.
+def _echo(messages: list[BaseMessage]) -> AIMessage:
+    request = str(messages[-1].content)
+    return AIMessage("\n".join(f"- Remembered: {line}" for line in _LINE.findall(request)))
+
+
+def EchoSummarizer() -> ScriptedChatModel:  # noqa: N802 - used like the class it was
+    """A summarizer answering with one bullet per conversation line.
 
     The item for a message with content ``C`` is ``"Remembered: C"``, so a test can tell
     exactly which message every stored item came from.
     """
-
-    @property
-    def _llm_type(self) -> str:
-        return "echo-summarizer"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        request = str(messages[-1].content)
-        bullets = [f"- Remembered: {line}" for line in _LINE.findall(request)]
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("\n".join(bullets)))])
+    return ScriptedChatModel(replies=[_echo])
 
 
 class RandomEmbeddings(Embeddings):
