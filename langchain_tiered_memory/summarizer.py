@@ -79,13 +79,11 @@ def render_transcript(messages: Sequence[BaseMessage]) -> str:
     return transcript[-MAX_TRANSCRIPT_CHARS:]
 
 
-def build_request(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The prompt sent to the summarizer model."""
+def build_request(transcript: str) -> list[BaseMessage]:
+    """The prompt sent to the summarizer model for a :func:`render_transcript` text."""
     return [
         SystemMessage(SUMMARY_SYSTEM_PROMPT),
-        HumanMessage(
-            f"Conversation:\n<<<\n{render_transcript(messages)}\n>>>\nList the facts to remember."
-        ),
+        HumanMessage(f"Conversation:\n<<<\n{transcript}\n>>>\nList the facts to remember."),
     ]
 
 
@@ -181,11 +179,23 @@ def _bind(model: BaseChatModel) -> Any:
         return model
 
 
-def _nothing_usable() -> SummarizationError:
-    return SummarizationError(
-        "the summarizer model returned no usable items; nothing was stored and the "
-        "history stays unsummarized (try again, or use a stronger model)."
-    )
+def _grounding(messages: Sequence[BaseMessage], transcript: str) -> str:
+    # Items must come from the user's words; a window of assistant text only (the user's
+    # part was in an earlier batch) is grounded in what the assistant said.
+    return user_text(messages) or transcript
+
+
+def _or_fallback(
+    items: list[str], messages: Sequence[BaseMessage], extractive_fallback: bool
+) -> list[str]:
+    if not items and extractive_fallback:
+        items = extract_user_statements(messages)
+    if not items:
+        raise SummarizationError(
+            "the summarizer model returned no usable items; nothing was stored and the "
+            "history stays unsummarized (try again, or use a stronger model)."
+        )
+    return items
 
 
 def summarize_messages(
@@ -212,21 +222,14 @@ def summarize_messages(
     transcript = render_transcript(messages)
     if not transcript:
         return []
-    request = build_request(messages)
-    # Items must come from the user's words; a window of assistant text only (the user's
-    # part was in an earlier batch) is grounded in what the assistant said.
-    grounding = user_text(messages) or transcript
+    request, grounding = build_request(transcript), _grounding(messages, transcript)
     try:
         items = clean_items(_candidates(_bind(model).invoke(request)), grounding)
         if not items:
             items = clean_items(_candidates(model.invoke(request)), grounding)
     except Exception as exc:  # any model/provider failure: nothing may be stored
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
-    if not items and extractive_fallback:
-        items = extract_user_statements(messages)
-    if not items:
-        raise _nothing_usable()
-    return items
+    return _or_fallback(items, messages, extractive_fallback)
 
 
 async def asummarize_messages(
@@ -239,18 +242,11 @@ async def asummarize_messages(
     transcript = render_transcript(messages)
     if not transcript:
         return []
-    request = build_request(messages)
-    # Items must come from the user's words; a window of assistant text only (the user's
-    # part was in an earlier batch) is grounded in what the assistant said.
-    grounding = user_text(messages) or transcript
+    request, grounding = build_request(transcript), _grounding(messages, transcript)
     try:
         items = clean_items(_candidates(await _bind(model).ainvoke(request)), grounding)
         if not items:
             items = clean_items(_candidates(await model.ainvoke(request)), grounding)
     except Exception as exc:  # any model/provider failure: nothing may be stored
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
-    if not items and extractive_fallback:
-        items = extract_user_statements(messages)
-    if not items:
-        raise _nothing_usable()
-    return items
+    return _or_fallback(items, messages, extractive_fallback)
