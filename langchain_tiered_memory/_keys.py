@@ -17,8 +17,16 @@ from langchain_tiered_memory.errors import InvalidUserIdError
 DEFAULT_PREFIX = "tm"
 MAX_USER_ID_LENGTH = 256
 
-KeyKind = Literal["history", "threads", "tags", "sum:items", "sum:vecs", "meta"]
-KINDS: tuple[KeyKind, ...] = ("history", "threads", "tags", "sum:items", "sum:vecs", "meta")
+KeyKind = Literal["history", "threads", "turns", "tags", "sum:items", "sum:vecs", "meta"]
+KINDS: tuple[KeyKind, ...] = (
+    "history",
+    "threads",
+    "turns",
+    "tags",
+    "sum:items",
+    "sum:vecs",
+    "meta",
+)
 
 # RFC 3986 unreserved characters stay readable; everything else, '%' included, is escaped.
 _SAFE = "-._~@"

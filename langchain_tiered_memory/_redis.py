@@ -7,23 +7,26 @@ caller sees *which* Redis failed and what to check.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import hashlib
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import redis
 import redis.asyncio as aredis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
@@ -39,6 +42,12 @@ DATA_DIR_ENV = "TIERED_MEMORY_HOME"
 DEFAULT_SOCKET_TIMEOUT = 5.0
 DEFAULT_CONNECT_TIMEOUT = 2.0
 _UNIX_SOCKET_MAX = 100  # sun_path is 108 bytes on Linux; leave room
+_FSYNC_MODES = frozenset({"always", "everysec", "no"})
+# Lock files in the data dir (see EmbeddedRedis): start/stop serialization, the server's
+# own liveness lock, and the attached objects' shared lock.
+_START_LOCK = ".redis.lock"
+_SERVER_LOCK = ".redis.server"
+_CLIENTS_LOCK = ".redis.clients"
 
 
 @contextlib.contextmanager
@@ -63,13 +72,145 @@ def translate_errors(url: str) -> Iterator[None]:
         raise MemoryBackendError(f"Redis at {url} refused a command: {exc}") from exc
 
 
-def _client_kwargs(client_name: str | None = None) -> dict[str, Any]:
+def _client_kwargs(client_name: str | None = None, *, aio: bool = False) -> dict[str, Any]:
+    retry_class = AsyncRetry if aio else Retry
     return {
         "client_name": client_name,
         "socket_timeout": DEFAULT_SOCKET_TIMEOUT,
         "socket_connect_timeout": DEFAULT_CONNECT_TIMEOUT,
         "health_check_interval": 30,
+        # One retry, on a broken connection only (a pooled connection to a server that was
+        # restarted). Never on a timeout: the command may have been applied, and retrying
+        # would multiply the time a caller waits.
+        "retry": retry_class(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
     }
+
+
+class _DeadlineSocket:
+    """A socket proxy whose reads share one deadline, so a reply is bounded as a whole.
+
+    A socket timeout bounds each ``recv``: a server dripping one byte every few seconds
+    would hold a call forever. redis-py's parsers read through ``recv``/``recv_into``.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._timeout = sock.gettimeout()
+        self.deadline: float | None = None
+
+    def settimeout(self, timeout: float | None) -> None:
+        self._timeout = timeout
+        self._sock.settimeout(timeout)
+
+    def gettimeout(self) -> float | None:
+        return self._timeout
+
+    def _arm(self) -> None:
+        if self.deadline is None:
+            return
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the reply did not arrive in time")
+        self._sock.settimeout(remaining if self._timeout is None else min(self._timeout, remaining))
+
+    def recv(self, *args: Any) -> bytes:
+        self._arm()
+        return self._sock.recv(*args)
+
+    def recv_into(self, *args: Any) -> int:
+        self._arm()
+        return self._sock.recv_into(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+class _BoundedReads:
+    """Connection mixin: each reply must arrive whole within ``socket_timeout``."""
+
+    socket_timeout: float | None
+    _sock: Any
+
+    def _connect(self) -> Any:
+        return _DeadlineSocket(super()._connect())  # type: ignore[misc]
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        sock = self._sock
+        budget = kwargs.get("timeout")
+        if not isinstance(budget, (int, float)):
+            budget = self.socket_timeout
+        if isinstance(sock, _DeadlineSocket) and budget:
+            sock.deadline = time.monotonic() + budget
+        try:
+            return super().read_response(*args, **kwargs)  # type: ignore[misc]
+        finally:
+            if isinstance(sock, _DeadlineSocket):
+                sock.deadline = None
+
+
+class _Reviving:
+    """Unix-socket connection mixin: a refused connection asks ``revive`` to restart the
+    embedded server once, then connects again. Nothing was sent yet, so nothing repeats.
+    """
+
+    revive: Callable[[], bool] | None = None
+
+    def _connect(self) -> Any:
+        try:
+            return super()._connect()  # type: ignore[misc]
+        except (FileNotFoundError, ConnectionRefusedError):
+            if self.revive is None or not self.revive():
+                raise
+            return super()._connect()  # type: ignore[misc]
+
+
+class _AsyncReviving:
+    """The asyncio twin of :class:`_Reviving` (the restart runs in a worker thread)."""
+
+    revive: Callable[[], bool] | None = None
+
+    async def _connect(self) -> None:
+        try:
+            await super()._connect()  # type: ignore[misc]
+        except (FileNotFoundError, ConnectionRefusedError):
+            if self.revive is None or not await asyncio.to_thread(self.revive):
+                raise
+            await super()._connect()  # type: ignore[misc]
+
+
+class _BoundedConnection(_BoundedReads, redis.Connection):
+    pass
+
+
+class _BoundedSSLConnection(_BoundedReads, redis.SSLConnection):
+    pass
+
+
+class _BoundedUnixConnection(_BoundedReads, redis.UnixDomainSocketConnection):
+    pass
+
+
+def _sync_connection_class(url: str, revive: Callable[[], bool] | None) -> type[Any]:
+    scheme = url.split("://", 1)[0].lower()
+    if scheme == "unix":
+        if revive is None:
+            return _BoundedUnixConnection
+        return type(
+            "EmbeddedConnection",
+            (_Reviving, _BoundedUnixConnection),
+            {"revive": staticmethod(revive)},
+        )
+    return _BoundedSSLConnection if scheme == "rediss" else _BoundedConnection
+
+
+def _async_connection_class(url: str, revive: Callable[[], bool] | None) -> type[Any] | None:
+    if revive is None or not url.lower().startswith("unix://"):
+        return None  # asyncio replies are already bounded as a whole by socket_timeout
+    return type(
+        "AsyncEmbeddedConnection",
+        (_AsyncReviving, aredis.UnixDomainSocketConnection),
+        {"revive": staticmethod(revive)},
+    )
 
 
 class RedisConnection:
@@ -93,12 +234,14 @@ class RedisConnection:
         async_client: aredis.Redis | AsyncRedisCluster | None = None,
         cluster: bool | None = None,
         client_name: str | None = None,
+        revive: Callable[[], bool] | None = None,
     ) -> None:
         if url is None and client is None:
             raise ValueError("RedisConnection needs a url or a client.")
         self.url = url or _describe(client)
         self._cluster = cluster
         self._client_name = client_name
+        self._revive = revive  # the embedded server's restart hook (see EmbeddedRedis)
         self._sync = client
         self._async = async_client
         self._owns_sync = client is None
@@ -127,14 +270,12 @@ class RedisConnection:
         if self._sync is None:
             with self._lock:
                 if self._sync is None:
+                    kwargs = _client_kwargs(self._client_name)
+                    kwargs["connection_class"] = _sync_connection_class(self.url, self._revive)
                     if self.is_cluster:
-                        self._sync = RedisCluster.from_url(
-                            self.url, **_client_kwargs(self._client_name)
-                        )
+                        self._sync = RedisCluster.from_url(self.url, **kwargs)
                     else:
-                        self._sync = redis.Redis.from_url(
-                            self.url, **_client_kwargs(self._client_name)
-                        )
+                        self._sync = redis.Redis.from_url(self.url, **kwargs)
         return self._sync
 
     @property
@@ -146,14 +287,14 @@ class RedisConnection:
         if self._async is None:
             with self._lock:
                 if self._async is None:
+                    kwargs = _client_kwargs(self._client_name, aio=True)
                     if self.is_cluster:
-                        self._async = AsyncRedisCluster.from_url(
-                            self.url, **_client_kwargs(self._client_name)
-                        )
+                        self._async = AsyncRedisCluster.from_url(self.url, **kwargs)
                     else:
-                        self._async = aredis.Redis.from_url(
-                            self.url, **_client_kwargs(self._client_name)
-                        )
+                        connection_class = _async_connection_class(self.url, self._revive)
+                        if connection_class is not None:
+                            kwargs["connection_class"] = connection_class
+                        self._async = aredis.Redis.from_url(self.url, **kwargs)
         return self._async
 
     def errors(self) -> contextlib.AbstractContextManager[None]:
@@ -214,13 +355,25 @@ def _redis_server_binary() -> str:
 class EmbeddedRedis:
     """A real redis-server on a unix socket, persisting append-only under ``data_dir``.
 
-    If a server is already running on that data dir (started by another process), it is
-    reused and left running at close. A server this object started is shut down at
-    close unless other processes are still connected to it.
+    Every process (every ``EmbeddedRedis``) using a data dir *attaches* to it: the first one
+    starts the server, later ones reuse it, and the last one to :meth:`stop` shuts it down.
+    Both facts live in the data dir as file locks, so they survive lazy connections and
+    crashes (the kernel drops a dead process's locks):
 
-    ``appendfsync`` is the durability window: ``"everysec"`` (default; at most about one
-    second of acknowledged writes can be lost if the *machine* crashes, none if only the app
-    dies) or ``"always"`` (fsync on every write; slower).
+    - ``.redis.server`` is locked by the redis-server process itself for as long as it
+      lives: a locked file means a live server, however slow it answers. A live server is
+      waited for, never replaced, so two servers never share one append-only file.
+    - ``.redis.clients`` is share-locked by each attached object: the one that can take it
+      exclusively at :meth:`stop` is the last one out.
+
+    A server that died while objects are attached (killed, OOM) is started again by the
+    next connection attempt of any of them (:meth:`revive`).
+
+    ``appendfsync`` is the durability window: ``"everysec"`` (the default for a new server;
+    at most about one second of acknowledged writes can be lost if the *machine* crashes,
+    none if only the app dies), ``"always"`` (fsync on every write; slower) or ``"no"``.
+    Given explicitly while attaching to a running server, it is applied to it (``CONFIG
+    SET``).
 
     Example:
         >>> with EmbeddedRedis("/tmp/tm-doc") as server:  # doctest: +SKIP
@@ -230,14 +383,22 @@ class EmbeddedRedis:
     """
 
     def __init__(
-        self, data_dir: str | os.PathLike[str] | None = None, *, appendfsync: str = "everysec"
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        appendfsync: str | None = None,
+        start_timeout: float = 10.0,
+        busy_timeout: float = 30.0,
     ) -> None:
-        if appendfsync not in {"always", "everysec", "no"}:
+        if appendfsync is not None and appendfsync not in _FSYNC_MODES:
             raise ValueError("appendfsync must be 'always', 'everysec' or 'no'.")
         self.data_dir = Path(data_dir) if data_dir is not None else default_data_dir()
         self.appendfsync = appendfsync
+        self.start_timeout = start_timeout
+        self.busy_timeout = busy_timeout
         self._proc: subprocess.Popen[bytes] | None = None
-        self._started = False
+        self._started = False  # this object launched the server process now running
+        self._attach_fd: int | None = None
         self.client_name = f"tiered-memory-{os.getpid()}-{id(self):x}"
 
     @property
@@ -254,6 +415,11 @@ class EmbeddedRedis:
         """``unix://`` URL of the server, usable by redis-py, a checkpointer or redis-cli."""
         return f"unix://{self.socket_path}"
 
+    @property
+    def attached(self) -> bool:
+        """Whether this object is attached (between :meth:`start` and :meth:`stop`)."""
+        return self._attach_fd is not None
+
     def _client(self, timeout: float) -> redis.Redis:
         # No retries: redis-py's default backoff turns a stale socket into seconds of
         # waiting, and after SHUTDOWN a retry could reach a server started since.
@@ -264,22 +430,63 @@ class EmbeddedRedis:
             retry=Retry(NoBackoff(), 0),
         )
 
-    def _ping(self) -> bool:
+    def _ping(self, timeout: float = 1.0) -> bool:
+        """Whether a server answers on the socket within ``timeout`` (False if busy)."""
+        return self._probe(timeout) == "up"
+
+    def _probe(self, timeout: float) -> str:
+        """``"up"``, ``"busy"`` (connected but no answer in time) or ``"down"``."""
         if not self.socket_path.exists():
-            return False
-        client = self._client(1.0)
+            return "down"
+        client = self._client(timeout)
         try:
-            return bool(client.ping())
+            return "up" if client.ping() else "down"
+        except redis.exceptions.TimeoutError:
+            return "busy"
+        except redis.exceptions.BusyLoadingError:
+            return "busy"
+        except redis.exceptions.ResponseError as exc:
+            return "busy" if str(exc).startswith("BUSY") else "up"
         except (redis.exceptions.RedisError, OSError):
-            return False
+            return "down"
         finally:
             client.close()
+
+    def _lock_file(self, name: str) -> int:
+        return os.open(self.data_dir / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def server_alive(self) -> bool:
+        """Whether a redis-server launched by this package holds this data dir's server lock.
+
+        This is the liveness test: it does not depend on how fast the server answers.
+        """
+        if not (self.data_dir / _SERVER_LOCK).exists():
+            return False
+        fd = self._lock_file(_SERVER_LOCK)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing drops the probe's lock, if it got it
+        return False
+
+    @contextlib.contextmanager
+    def _start_lock(self) -> Iterator[None]:
+        # Serializes start, attach, revive and stop across processes on this data dir.
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        fd = self._lock_file(_START_LOCK)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def shutdown_leftover(self) -> None:
         """Shut down, without saving, whatever redis-server serves this data dir.
 
         For cleaning up after a crashed process that started it; unlike :meth:`stop`
-        it does not ask whose server it is or who is still connected.
+        it does not ask who is still attached.
         """
         if not self.socket_path.exists():
             return
@@ -287,40 +494,128 @@ class EmbeddedRedis:
         with contextlib.suppress(redis.exceptions.RedisError, OSError):
             client.shutdown(nosave=True)
         client.close()
+        self._wait_server_gone(5.0)
 
     def start(self) -> EmbeddedRedis:
-        """Start the server, or attach to the one already serving this data dir."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        # One process starts the server; the others wait on the lock and then attach.
-        with open(self.data_dir / ".redis.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if self._ping():
-                return self
-            with contextlib.suppress(FileNotFoundError):
-                self.socket_path.unlink()
-            args = [
-                _redis_server_binary(),
-                "--port",
-                "0",
-                "--unixsocket",
-                str(self.socket_path),
-                "--unixsocketperm",
-                "700",
-                "--dir",
-                str(self.data_dir.resolve()),
-                "--dbfilename",
-                "dump.rdb",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                self.appendfsync,
-                "--daemonize",
-                "no",
-                "--save",
-                "900 1",
-                "--logfile",
-                str((self.data_dir / "redis.log").resolve()),
-            ]
+        """Attach to the server of this data dir, starting it if none is alive."""
+        with self._start_lock():
+            if self._attach_fd is None:
+                fd = self._lock_file(_CLIENTS_LOCK)
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                self._attach_fd = fd
+            try:
+                self._ensure_server()
+            except BaseException:
+                self._detach()
+                raise
+        return self
+
+    def revive(self) -> bool:
+        """Start the server again if it is gone while this object is attached.
+
+        Called by the connection before giving up on a refused connection; returns whether
+        a server is (again) answering. A detached object never starts one.
+        """
+        if self._attach_fd is None:
+            return False
+        with self._start_lock():
+            if self._attach_fd is None:
+                return False
+            if not self.server_alive() and self._probe(1.0) == "down":
+                logger.warning("embedded redis-server at %s had stopped; restarting", self.url)
+            self._ensure_server()
+        return True
+
+    def _ensure_server(self) -> None:
+        """With the start lock held: wait for the live server, or start one."""
+        if self.server_alive():
+            self._wait_answering()
+            self._apply_settings()
+            return
+        state = self._probe(1.0)
+        if state == "up":  # a server not started by this package (or an older version)
+            self._apply_settings()
+            return
+        if state == "busy":
+            # Nobody holds the lock, yet something is connected and not answering: wait
+            # for it rather than start a second server on the same files.
+            self._wait_answering()
+            return
+        self._launch()
+
+    def _wait_answering(self) -> None:
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            state = self._probe(1.0)
+            if state == "up":
+                return
+            if state == "down" and not self.server_alive():
+                self._launch()  # it died while we waited
+                return
+            if time.monotonic() > deadline:
+                raise MemoryBackendError(
+                    f"The embedded redis-server of {self.data_dir} is running but has not "
+                    f"answered for {self.busy_timeout:.0f}s (busy with a long command or "
+                    "loading a large data set). It was left running; retry later, or raise "
+                    "busy_timeout."
+                )
+            time.sleep(0.05)
+
+    def _apply_settings(self) -> None:
+        if self.appendfsync is None:
+            return
+        client = self._client(DEFAULT_SOCKET_TIMEOUT)
+        try:
+            current = client.config_get("appendfsync").get("appendfsync")
+            if current != self.appendfsync:
+                client.config_set("appendfsync", self.appendfsync)
+                logger.info(
+                    "embedded redis-server appendfsync changed from %s to %s",
+                    current,
+                    self.appendfsync,
+                )
+        except (redis.exceptions.RedisError, OSError) as exc:
+            raise MemoryBackendError(
+                f"could not set appendfsync={self.appendfsync} on the embedded redis-server "
+                f"of {self.data_dir}: {exc}"
+            ) from exc
+        finally:
+            client.close()
+
+    def _launch(self) -> None:
+        """With the start lock held and no server alive: start one that holds the lock."""
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+        log = (self.data_dir / "redis.log").resolve()
+        args = [
+            _redis_server_binary(),
+            "--port",
+            "0",
+            "--unixsocket",
+            str(self.socket_path),
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(self.data_dir.resolve()),
+            "--dbfilename",
+            "dump.rdb",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            self.appendfsync or "everysec",
+            "--daemonize",
+            "no",
+            "--save",
+            "900 1",
+            "--logfile",
+            str(log),
+        ]
+        offset = log.stat().st_size if log.exists() else 0
+        lock_fd = self._lock_file(_SERVER_LOCK)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # The server inherits the locked file: the lock lives exactly as long as the
+            # server process (and its fork children) do, whoever started it.
             # A session of its own: the server must outlive a crashed app (kill -9) so
             # that acknowledged writes reach disk, and must not get the app's Ctrl-C.
             self._proc = subprocess.Popen(
@@ -329,55 +624,96 @@ class EmbeddedRedis:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
+                pass_fds=(lock_fd,),
             )
-            deadline = time.monotonic() + 10.0
-            while time.monotonic() < deadline:
-                if self._proc.poll() is not None:
-                    break
-                if self._ping():
-                    self._started = True
-                    logger.info("started embedded redis-server at %s", self.url)
-                    return self
-                time.sleep(0.02)
-            self._proc.kill()
-            log = self.data_dir / "redis.log"
-            tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
-            raise MemoryBackendError(
-                f"The embedded redis-server did not start in {self.data_dir}. "
-                f"Its log says:\n{tail}\nCheck that the directory is writable, or pass "
-                "redis_url= to use a Redis server instead."
-            )
-
-    def stop(self) -> None:
-        """Shut the server down if this object started it and no other client is connected."""
-        if not self._started:
-            return
-        self._started = False
-        client = self._client(5.0)
-        try:
-            # If our server died and another process started a new one on this socket,
-            # that one is not ours to shut down.
-            if self._proc is not None and client.info("server")["process_id"] != self._proc.pid:
-                self._proc.poll()  # reap ours
-                return
-            client.client_setname(self.client_name)
-            others = [c for c in client.client_list() if c.get("name") != self.client_name]
-            if others:
-                logger.info("embedded redis left running: %d other clients", len(others))
-                return
-            client.shutdown(save=True)
-        except redis.exceptions.ConnectionError:
-            pass  # already gone: SHUTDOWN closes the connection before replying
         finally:
-            client.close()
+            os.close(lock_fd)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                break
+            if self._ping():
+                self._started = True
+                logger.info("started embedded redis-server at %s", self.url)
+                return
+            time.sleep(0.02)
+        self._proc.kill()
+        self._proc.wait()
+        raise MemoryBackendError(
+            f"The embedded redis-server did not start in {self.data_dir}: "
+            f"{_log_cause(log, offset)}. Check that the directory is writable and not full, "
+            "or pass redis_url= to use a Redis server instead."
+        )
+
+    def _detach(self) -> None:
+        fd, self._attach_fd = self._attach_fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def _wait_server_gone(self, timeout: float) -> None:
         if self._proc is not None:
             try:
-                self._proc.wait(timeout=10)
+                self._proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 self._proc.kill()
+                self._proc.wait()
+            return
+        deadline = time.monotonic() + timeout
+        while self.server_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        """Detach; the last attached object shuts the server down (saving its data)."""
+        if self._attach_fd is None:
+            return
+        with self._start_lock():
+            self._detach()
+            self._started = False
+            probe = self._lock_file(_CLIENTS_LOCK)
+            try:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                logger.info("embedded redis left running: other processes are attached")
+                return
+            finally:
+                os.close(probe)
+            if not self.server_alive() and self._probe(1.0) != "up":
+                self._wait_server_gone(0)  # reap ours if it died
+                return
+            client = self._client(DEFAULT_SOCKET_TIMEOUT)
+            try:
+                client.shutdown(save=True)
+            except redis.exceptions.ConnectionError:
+                pass  # SHUTDOWN closes the connection before replying
+            except redis.exceptions.RedisError as exc:
+                logger.warning("embedded redis-server did not shut down: %s", exc)
+                return
+            finally:
+                client.close()
+            self._wait_server_gone(10.0)
+            self._proc = None
 
     def __enter__(self) -> EmbeddedRedis:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _log_cause(log: Path, offset: int) -> str:
+    """The lines of this start attempt's log that say why the server failed."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(offset)
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return "it wrote no log"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # redis-server marks warnings with '#'; fatal config errors have no prefix at all.
+    causes = [
+        line
+        for line in lines
+        if " # " in line or "FATAL" in line.upper() or "error" in line.lower() or "Can't" in line
+    ]
+    picked = (causes or lines)[-3:]
+    return " | ".join(picked) if picked else "it wrote nothing to its log"

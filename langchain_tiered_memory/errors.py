@@ -12,9 +12,11 @@ __all__ = [
     "InvalidTagError",
     "InvalidSummaryError",
     "InvalidMessageError",
+    "CorruptMemoryError",
     "MissingUserIdError",
     "MemoryBackendError",
     "SummarizationError",
+    "SummaryLimitError",
     "WatermarkConflict",
 ]
 
@@ -37,6 +39,17 @@ class InvalidSummaryError(TieredMemoryError, ValueError):
 
 class InvalidMessageError(TieredMemoryError, ValueError):
     """A chat message cannot be stored (wrong type or too large)."""
+
+
+class CorruptMemoryError(TieredMemoryError, ValueError):
+    """Stored data is not what this package writes (another writer, a bug, a migration).
+
+    The message names the user and the Redis key; the user's other tiers still load.
+    """
+
+
+class SummaryLimitError(InvalidSummaryError):
+    """A user already holds the maximum number of summary items; nothing was stored."""
 
 
 class MissingUserIdError(TieredMemoryError, ValueError):

@@ -223,18 +223,25 @@ class MemoryNodes:
 
     # ----- save -----
 
-    def _unsaved(self, state: dict[str, Any]) -> tuple[list[BaseMessage], int]:
+    def _unsaved(self, state: dict[str, Any]) -> tuple[list[BaseMessage], int, int]:
         messages = list(state.get("messages", []))
         saved = int(state.get("saved_count") or 0)
-        return messages[saved:], len(messages)
+        return messages[saved:], saved, len(messages)
 
     def save(
         self, state: dict[str, Any], user_id: str, thread_id: str | None = None
     ) -> dict[str, Any]:
-        """Append the turn's unsaved messages to the history (one atomic write)."""
-        new, count = self._unsaved(state)
+        """Append the turn's unsaved messages to the history (one atomic write).
+
+        Idempotent per thread position, so a save that timed out after Redis applied it is
+        not stored twice by the next turn; a message the history refuses is stored as a
+        short note (and logged) so that it cannot fail every later turn of the thread.
+        """
+        new, saved, count = self._unsaved(state)
         if new:
-            self.memory.add_session_log(user_id, new, thread_id=thread_id)
+            self.memory.add_session_log(
+                user_id, new, thread_id=thread_id, thread_position=saved, on_invalid="placeholder"
+            )
             self._maybe_summarize(user_id)
         return {"saved_count": count}
 
@@ -242,9 +249,11 @@ class MemoryNodes:
         self, state: dict[str, Any], user_id: str, thread_id: str | None = None
     ) -> dict[str, Any]:
         """Async :meth:`save`."""
-        new, count = self._unsaved(state)
+        new, saved, count = self._unsaved(state)
         if new:
-            await self.memory.aadd_session_log(user_id, new, thread_id=thread_id)
+            await self.memory.aadd_session_log(
+                user_id, new, thread_id=thread_id, thread_position=saved, on_invalid="placeholder"
+            )
             self._maybe_summarize(user_id)
         return {"saved_count": count}
 

@@ -31,6 +31,7 @@ from langchain_tiered_memory.errors import SummarizationError, WatermarkConflict
 from langchain_tiered_memory.stores.history import (
     HistoryStore,
     InMemoryHistoryStore,
+    OnInvalid,
     RedisHistoryStore,
 )
 from langchain_tiered_memory.stores.summaries import (
@@ -150,7 +151,7 @@ class TieredMemory:
         tag_schema: type[BaseModel] | None = None,
         key_prefix: str = DEFAULT_PREFIX,
         history_retention: int | None = None,
-        appendfsync: str = "everysec",
+        appendfsync: str | None = None,
     ) -> TieredMemory:
         """Memory on an embedded real redis-server persisting under ``data_dir``.
 
@@ -165,7 +166,9 @@ class TieredMemory:
 
         """
         server = EmbeddedRedis(data_dir, appendfsync=appendfsync).start()
-        connection = RedisConnection(server.url, cluster=False, client_name=server.client_name)
+        connection = RedisConnection(
+            server.url, cluster=False, client_name=server.client_name, revive=server.revive
+        )
         memory = cls._on_connection(
             connection,
             embeddings=embeddings,
@@ -268,20 +271,53 @@ class TieredMemory:
         return await self.history.atail(user_id, max)
 
     def add_session_log(
-        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
     ) -> None:
         """Append a turn's messages to the user's history in one atomic write.
 
         ``thread_id`` (the graph passes its checkpointer thread) is recorded so that
-        :meth:`forget_user` can delete the user's threads from a checkpointer too.
+        :meth:`forget_user` can delete the user's threads from a checkpointer too. With
+        ``thread_position`` (where ``messages[0]`` stands in the thread) the write is
+        idempotent: a retried save stores nothing twice. ``on_invalid="placeholder"``
+        stores a short note in place of a message that cannot be stored (see
+        :meth:`HistoryStore.append`) instead of refusing the whole turn.
+
+        Raises:
+            InvalidMessageError: a message cannot be stored (``on_invalid="raise"``);
+                nothing was written.
+
         """
-        self.history.append(user_id, messages, thread_id=thread_id)
+        self.history.append(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        )
 
     async def aadd_session_log(
-        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
     ) -> None:
         """Async :meth:`add_session_log`."""
-        await self.history.aappend(user_id, messages, thread_id=thread_id)
+        await self.history.aappend(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        )
 
     # ----- long-term exact -----
 

@@ -12,18 +12,25 @@ retention trimming; the summarizer's watermark is such a position.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, message_to_dict
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    message_to_dict,
+)
 from langchain_core.messages import messages_from_dict as _messages_from_dict
 
 from langchain_tiered_memory._keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory._redis import RedisConnection
-from langchain_tiered_memory.errors import InvalidMessageError
+from langchain_tiered_memory.errors import CorruptMemoryError, InvalidMessageError
 
 __all__ = [
     "HistoryStore",
@@ -33,35 +40,135 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
 ]
 
+logger = logging.getLogger(__name__)
+
+OnInvalid = Literal["raise", "placeholder"]
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 _BASE_FIELD = "hist_base"  # in the user's meta hash: absolute position of list index 0
 
 
+# What JSON and the checkpointers' msgpack both carry: 64-bit integers, finite floats,
+# bounded nesting. A value outside that stored in the history would break every later
+# thread that loads it (msgpack refuses integers past 64 bits).
+MIN_INT, MAX_INT = -(2**63), 2**64 - 1
+MAX_NESTING = 64
+
+
+def check_portable(value: Any, what: str = "value") -> None:
+    """Raise ``InvalidMessageError`` unless ``value`` is plain JSON data every checkpointer
+    can serialize: str keys, 64-bit ints, finite floats, at most ``MAX_NESTING`` levels.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise InvalidMessageError(
+                f"{what} is nested more than {MAX_NESTING} levels deep; flatten it."
+            )
+        if isinstance(item, bool) or item is None or isinstance(item, str):
+            continue
+        if isinstance(item, int):
+            if not MIN_INT <= item <= MAX_INT:
+                raise InvalidMessageError(
+                    f"{what} holds the integer {str(item)[:20]}... ({item.bit_length()} bits); "
+                    "numbers must fit in 64 bits. Send it as a string."
+                )
+        elif isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                raise InvalidMessageError(f"{what} holds {item!r}; only finite numbers are stored.")
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    raise InvalidMessageError(f"{what} has a non-string key {key!r}.")
+                stack.append((sub, depth + 1))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((sub, depth + 1) for sub in item)
+        else:
+            raise InvalidMessageError(
+                f"{what} holds a {type(item).__name__}, which is not JSON data."
+            )
+
+
 def dump_message(message: BaseMessage, max_bytes: int) -> bytes:
-    """Serialize one message as JSON bytes (LangChain's dict format), enforcing the size cap."""
+    """Serialize one message as JSON bytes (LangChain's dict format), enforcing the size cap.
+
+    Raises:
+        InvalidMessageError: not a message, not portable JSON data (see
+            :func:`check_portable`), or over ``max_bytes`` serialized.
+
+    """
     if not isinstance(message, BaseMessage):
         raise InvalidMessageError(
             f"expected a langchain BaseMessage, got {type(message).__name__}; wrap text in "
             "HumanMessage/AIMessage."
         )
     try:
-        data = json.dumps(message_to_dict(message), ensure_ascii=False).encode("utf-8")
-    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        data = message_to_dict(message)
+        check_portable(data, f"a {message.type} message")
+        raw = json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except InvalidMessageError:
+        raise
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:
         raise InvalidMessageError(
-            f"message cannot be stored as JSON ({exc}); keep contents to text, JSON-able "
-            "content blocks and JSON-able additional_kwargs."
+            f"message cannot be stored as JSON ({type(exc).__name__}: {str(exc)[:200]}); keep "
+            "contents to text, JSON-able content blocks and JSON-able additional_kwargs."
         ) from exc
-    if len(data) > max_bytes:
+    if len(raw) > max_bytes:
         raise InvalidMessageError(
-            f"message is {len(data)} bytes serialized; the limit is {max_bytes}. Store large "
+            f"message is {len(raw)} bytes serialized; the limit is {max_bytes}. Store large "
             "payloads elsewhere and keep a reference in the message, or raise max_message_bytes."
         )
-    return data
+    return raw
 
 
-def load_messages(raw: Sequence[bytes | str]) -> list[BaseMessage]:
-    """Inverse of :func:`dump_message` for a batch."""
-    return _messages_from_dict([json.loads(r) for r in raw])
+def placeholder_for(message: Any, reason: str) -> BaseMessage:
+    """A small stand-in for a message the history refused, keeping the conversation's shape.
+
+    Tool results keep their ``tool_call_id`` and tool calls their ids, so the stored turn
+    stays one a chat model accepts.
+    """
+    note = f"[not stored: {reason[:300]}]"
+    msg_id = getattr(message, "id", None)
+    msg_id = msg_id if isinstance(msg_id, str) and len(msg_id) <= 200 else None
+    try:
+        if isinstance(message, ToolMessage):
+            return ToolMessage(
+                content=note,
+                tool_call_id=str(message.tool_call_id)[:200],
+                id=msg_id,
+                status="error",
+            )
+        if isinstance(message, AIMessage):
+            calls = [
+                {"id": str(c.get("id") or "")[:200], "name": str(c.get("name"))[:200], "args": {}}
+                for c in message.tool_calls
+            ]
+            return AIMessage(content=note, tool_calls=calls, id=msg_id)
+        if isinstance(message, HumanMessage):
+            return HumanMessage(content=note, id=msg_id)
+    except (TypeError, ValueError):
+        pass
+    return AIMessage(content=note)
+
+
+def load_messages(raw: Sequence[bytes | str], *, where: str = "history") -> list[BaseMessage]:
+    """Inverse of :func:`dump_message` for a batch.
+
+    Raises:
+        CorruptMemoryError: an entry is not what this package writes (another writer, a
+            bug, a migration); ``where`` names the user and key in the message.
+
+    """
+    try:
+        return _messages_from_dict([json.loads(r) for r in raw])
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        # JSONDecodeError and UnicodeDecodeError are ValueErrors; a dict of the wrong shape
+        # raises KeyError/TypeError/ValueError in messages_from_dict.
+        raise CorruptMemoryError(
+            f"{where} holds an entry that is not a stored chat message "
+            f"({type(exc).__name__}: {str(exc)[:200]}). Export the user's other tiers with "
+            "export_user, then forget_user or delete the key to recover."
+        ) from exc
 
 
 def drop_orphan_tool_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
@@ -106,17 +213,43 @@ class HistoryStore(ABC):
 
     @abstractmethod
     def append(
-        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
     ) -> int:
         """Append ``messages`` atomically (all or nothing); return the new absolute length.
 
-        ``thread_id`` records which conversation thread the turn came from, so that
-        forgetting the user can also delete those threads from a checkpointer.
+        Args:
+            user_id: whose history.
+            messages: the turn's messages, oldest first.
+            thread_id: the conversation thread the turn came from, recorded so that
+                forgetting the user can also delete those threads from a checkpointer.
+            thread_position: with ``thread_id``, the position of ``messages[0]`` in the
+                thread. The append is then idempotent: messages of the thread that are
+                already stored (the same position and message id, e.g. from a save that
+                timed out after it was applied) are skipped.
+            on_invalid: ``"raise"`` (nothing is written if one message is refused) or
+                ``"placeholder"`` (a refused message is stored as a short note that keeps
+                its type and tool-call ids, and a warning is logged).
+
+        Raises:
+            InvalidMessageError: with ``on_invalid="raise"``, a message cannot be stored.
+
         """
 
     @abstractmethod
     async def aappend(
-        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
     ) -> int:
         """Async :meth:`append`."""
 
@@ -203,8 +336,19 @@ class HistoryStore(ABC):
         """
         return UserChatMessageHistory(self, user_id)
 
-    def _dump_all(self, messages: Sequence[BaseMessage]) -> list[bytes]:
-        return [dump_message(m, self.max_message_bytes) for m in messages]
+    def _dump_all(
+        self, messages: Sequence[BaseMessage], on_invalid: OnInvalid = "raise"
+    ) -> list[bytes]:
+        out = []
+        for i, message in enumerate(messages):
+            try:
+                out.append(dump_message(message, self.max_message_bytes))
+            except InvalidMessageError as exc:
+                if on_invalid != "placeholder":
+                    raise
+                logger.warning("message %d of a turn was not stored: %s", i, exc)
+                out.append(dump_message(placeholder_for(message, str(exc)), 2**20))
+        return out
 
 
 class UserChatMessageHistory(BaseChatMessageHistory):
@@ -272,18 +416,70 @@ if n > 0 then
   redis.call('HINCRBY', KEYS[2], ARGV[1], n)
   redis.call('DEL', KEYS[1])
 end
-redis.call('DEL', KEYS[3])
+redis.call('DEL', KEYS[3], KEYS[4])
 return n
 """
 
 # One script: the whole turn lands or none of it. RPUSH per element because unpack() of a
 # large ARGV overflows Lua's C stack (about 8000 values).
+# ARGV: thread id ('' = none), thread position of the first message ('' = none), n, then
+# n message ids, then n payloads. KEYS[4] maps a thread to "<saved position>:<last id>":
+# a batch starting before the saved position whose message there has that id is a replay
+# (a save that timed out after it was applied), and its stored prefix is skipped. A batch
+# from a fork of the thread (time travel) has another message there and is stored whole.
 _APPEND_LUA = """
-local n = 0
-for i = 2, #ARGV do n = redis.call('RPUSH', KEYS[1], ARGV[i]) end
-if ARGV[1] ~= '' then redis.call('SADD', KEYS[3], ARGV[1]) end
-return n + tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
+local n = tonumber(ARGV[3])
+local skip = 0
+local tracked = ARGV[1] ~= '' and ARGV[2] ~= ''
+if tracked then
+  local mark = redis.call('HGET', KEYS[4], ARGV[1])
+  if mark then
+    local sep = string.find(mark, ':', 1, true)
+    local k = tonumber(string.sub(mark, 1, sep - 1)) - tonumber(ARGV[2])
+    local last = string.sub(mark, sep + 1)
+    if k > 0 and k <= n and last ~= '' and ARGV[3 + k] == last then skip = k end
+  end
+end
+local len = -1
+for i = 1 + skip, n do len = redis.call('RPUSH', KEYS[1], ARGV[3 + n + i]) end
+if len < 0 then len = redis.call('LLEN', KEYS[1]) end
+if n > skip and ARGV[1] ~= '' then redis.call('SADD', KEYS[3], ARGV[1]) end
+if tracked and n > skip then
+  redis.call('HSET', KEYS[4], ARGV[1], (tonumber(ARGV[2]) + n) .. ':' .. ARGV[3 + n])
+end
+return {len + tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0'), skip}
 """
+
+
+def _message_ids(messages: Sequence[BaseMessage]) -> list[str]:
+    ids = []
+    for message in messages:
+        msg_id = getattr(message, "id", None)
+        ids.append(msg_id if isinstance(msg_id, str) else "")
+    return ids
+
+
+def _position_arg(thread_id: str | None, thread_position: int | None) -> str:
+    if thread_position is None:
+        return ""
+    if isinstance(thread_position, bool) or not isinstance(thread_position, int):
+        raise InvalidMessageError(f"thread_position must be an int, got {thread_position!r}.")
+    if thread_position < 0:
+        raise InvalidMessageError(f"thread_position must be >= 0, got {thread_position}.")
+    return "" if thread_id is None else str(thread_position)
+
+
+def replayed_prefix(mark: tuple[int, str] | None, start: int, ids: Sequence[str]) -> int:
+    """How many leading messages of a batch at thread position ``start`` are already
+    stored, given the thread's ``(saved position, id of the last saved message)`` mark
+    (the in-memory twin of the check in the append script).
+    """
+    if mark is None:
+        return 0
+    k = mark[0] - start
+    if 0 < k <= len(ids) and mark[1] and ids[k - 1] == mark[1]:
+        return k
+    return 0
 
 
 def _thread_arg(thread_id: str | None) -> str:
@@ -334,39 +530,64 @@ class RedisHistoryStore(HistoryStore):
         return drop_unanswered_tool_calls(drop_orphan_tool_messages(load_messages(raw)))
 
     def _append_args(
-        self, user_id: str, messages: Sequence[BaseMessage], thread_id: str | None
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        thread_id: str | None,
+        thread_position: int | None,
+        on_invalid: OnInvalid,
     ) -> list[Any]:
         hist, meta = self._k(user_id)
-        payload = self._dump_all(messages)
+        thread = _thread_arg(thread_id)
+        position = _position_arg(thread_id, thread_position)
+        payload = self._dump_all(messages, on_invalid)
         return [
             _APPEND_LUA,
-            3,
+            4,
             hist,
             meta,
             self.keys.key(user_id, "threads"),
-            _thread_arg(thread_id),
+            self.keys.key(user_id, "turns"),
+            thread,
+            position,
+            len(payload),
+            *_message_ids(messages),
             *payload,
         ]
 
     def append(
-        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
     ) -> int:
-        """Append a turn in one script: atomic, contiguous, in order."""
-        args = self._append_args(user_id, messages, thread_id)
-        if len(args) == 6:
+        """Append a turn in one script: atomic, contiguous, in order, idempotent per
+        thread position.
+        """
+        args = self._append_args(user_id, messages, thread_id, thread_position, on_invalid)
+        if not messages:
             return self.length(user_id)
         with self.connection.errors():
-            return int(self.connection.sync.eval(*args))
+            return int(self.connection.sync.eval(*args)[0])
 
     async def aappend(
-        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
     ) -> int:
         """Async :meth:`append`."""
-        args = self._append_args(user_id, messages, thread_id)
-        if len(args) == 6:
+        args = self._append_args(user_id, messages, thread_id, thread_position, on_invalid)
+        if not messages:
             return await self.alength(user_id)
         with self.connection.errors():
-            return int(await self.connection.aio.eval(*args))
+            return int((await self.connection.aio.eval(*args))[0])
 
     def threads(self, user_id: str) -> list[str]:
         """Thread ids recorded for the user."""
@@ -488,7 +709,13 @@ class RedisHistoryStore(HistoryStore):
         with self.connection.errors():
             return int(
                 self.connection.sync.eval(
-                    _CLEAR_LUA, 3, hist, meta, self.keys.key(user_id, "threads"), _BASE_FIELD
+                    _CLEAR_LUA,
+                    4,
+                    hist,
+                    meta,
+                    self.keys.key(user_id, "threads"),
+                    self.keys.key(user_id, "turns"),
+                    _BASE_FIELD,
                 )
             )
 
@@ -498,7 +725,13 @@ class RedisHistoryStore(HistoryStore):
         with self.connection.errors():
             return int(
                 await self.connection.aio.eval(
-                    _CLEAR_LUA, 3, hist, meta, self.keys.key(user_id, "threads"), _BASE_FIELD
+                    _CLEAR_LUA,
+                    4,
+                    hist,
+                    meta,
+                    self.keys.key(user_id, "threads"),
+                    self.keys.key(user_id, "turns"),
+                    _BASE_FIELD,
                 )
             )
 
@@ -511,27 +744,53 @@ class InMemoryHistoryStore(HistoryStore):
         self._data: dict[str, list[bytes]] = {}
         self._base: dict[str, int] = {}
         self._threads: dict[str, set[str]] = {}
+        # user -> thread -> (saved thread position, id of the last saved message)
+        self._marks: dict[str, dict[str, tuple[int, str]]] = {}
         self._lock = threading.Lock()
 
     def append(
-        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
     ) -> int:
-        """Append atomically."""
+        """Append atomically, idempotent per thread position (as on Redis)."""
         validate_user_id(user_id)
         thread = _thread_arg(thread_id)
-        payload = self._dump_all(messages)
+        position = _position_arg(thread_id, thread_position)
+        payload = self._dump_all(messages, on_invalid)
+        ids = _message_ids(messages)
         with self._lock:
-            if payload:
-                self._data.setdefault(user_id, []).extend(payload)
+            marks = self._marks.setdefault(user_id, {})
+            skip = replayed_prefix(marks.get(thread), int(position), ids) if position else 0
+            if len(payload) > skip:
+                self._data.setdefault(user_id, []).extend(payload[skip:])
                 if thread:
                     self._threads.setdefault(user_id, set()).add(thread)
+                if position:
+                    marks[thread] = (int(position) + len(payload), ids[-1])
             return len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
 
     async def aappend(
-        self, user_id: str, messages: Sequence[BaseMessage], *, thread_id: str | None = None
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
     ) -> int:
         """Async :meth:`append`."""
-        return self.append(user_id, messages, thread_id=thread_id)
+        return self.append(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        )
 
     def threads(self, user_id: str) -> list[str]:
         """Thread ids recorded for the user."""
@@ -606,6 +865,7 @@ class InMemoryHistoryStore(HistoryStore):
         validate_user_id(user_id)
         with self._lock:
             self._threads.pop(user_id, None)
+            self._marks.pop(user_id, None)
             n = len(self._data.pop(user_id, []))
             if n:
                 self._base[user_id] = self._base.get(user_id, 0) + n

@@ -261,7 +261,9 @@ def test_forget_user_removes_every_key_and_only_those(
         _fill(memory, user)
     memory.summarize_history(victim, ScriptedChatModel(responses=[echo_facts]))
     memory.history.trim(victim, keep_last=1, not_after=2)  # hist_base in meta as well
-    memory.add_session_log(victim, [HumanMessage("from a thread")], thread_id="t-1")
+    memory.add_session_log(
+        victim, [HumanMessage("from a thread")], thread_id="t-1", thread_position=0
+    )
     keys_before = all_keys(memory)
     exports_before = {u: memory.export_user(u) for u in others}
     victim_keys = set(KeyBuilder().all_keys(victim))
