@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -618,14 +619,17 @@ class EmbeddedRedis:
             # server process (and its fork children) do, whoever started it.
             # A session of its own: the server must outlive a crashed app (kill -9) so
             # that acknowledged writes reach disk, and must not get the app's Ctrl-C.
-            self._proc = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                pass_fds=(lock_fd,),
-            )
+            # Errors before the server opens its log file (a bad config, a bad append-only
+            # file on some versions) go to stderr: into the same log.
+            with open(log, "ab") as early:
+                self._proc = subprocess.Popen(
+                    args,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=early,
+                    start_new_session=True,
+                    pass_fds=(lock_fd,),
+                )
         finally:
             os.close(lock_fd)
         deadline = time.monotonic() + self.start_timeout
@@ -700,20 +704,29 @@ class EmbeddedRedis:
         self.stop()
 
 
+_LOG_PREFIX = re.compile(r"^\d+:[A-Z] \d+ \w+ \d+ [\d:.]+ ([#*.-]) ")
+
+
 def _log_cause(log: Path, offset: int) -> str:
-    """The lines of this start attempt's log that say why the server failed."""
+    """The line of this start attempt's log that says why the server failed."""
     try:
         with open(log, "rb") as f:
             f.seek(offset)
             text = f.read().decode("utf-8", errors="replace")
     except OSError:
         return "it wrote no log"
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    # redis-server marks warnings with '#'; fatal config errors have no prefix at all.
+    lines = []
+    for raw in text.splitlines():
+        match = _LOG_PREFIX.match(raw.strip())
+        level, body = (match.group(1), raw.strip()[match.end() :]) if match else ("", raw.strip())
+        if body:
+            lines.append((level, body))
+    # '#' marks warnings and errors; config errors are unprefixed lines on stderr. Generic
+    # advice (memory overcommit, "Server initialized") is not the cause.
     causes = [
-        line
-        for line in lines
-        if " # " in line or "FATAL" in line.upper() or "error" in line.lower() or "Can't" in line
+        body
+        for level, body in lines
+        if level in {"#", ""} and not body.startswith(("WARNING", "Server initialized"))
     ]
-    picked = (causes or lines)[-3:]
+    picked = causes[-1:] or [body for _, body in lines[-1:]]
     return " | ".join(picked) if picked else "it wrote nothing to its log"

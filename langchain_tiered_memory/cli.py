@@ -286,6 +286,13 @@ def _user(args: argparse.Namespace) -> str:
     return validate_user_id(args.user)
 
 
+def _esc(text: str) -> str:
+    """``text`` with rich markup escaped: stored data and user input are never markup."""
+    from rich.markup import escape
+
+    return escape(text)
+
+
 def _short(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
@@ -298,7 +305,7 @@ def _tags_table(tags: dict[str, str], title: str = "tags") -> Any:
     table.add_column("tag", style="bold")
     table.add_column("value")
     for key, value in sorted(tags.items()):
-        table.add_row(key, value)
+        table.add_row(_esc(key), _esc(value))
     if not tags:
         table.add_row("[dim](none)[/dim]", "")
     return table
@@ -366,7 +373,10 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         last = memory.load_context(user, max(args.last, 0))
         items = memory.summaries.get_all(user)
         watermark = memory.summaries.get_watermark(user)
-        console.print(f"[bold]user[/bold] {user!r} on {memory.redis_url}", highlight=False)
+        console.print(
+            f"[bold]user[/bold] {_esc(repr(user))} on {_esc(str(memory.redis_url))}",
+            highlight=False,
+        )
         console.print(_tags_table(tags))
         console.print(
             _messages_table(
@@ -393,7 +403,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     user = _user(args)
     console = _console()
     if not args.yes and sys.stdin.isatty():
-        answer = console.input(f"Erase every memory of user {user!r}? [y/N] ")
+        answer = console.input(f"Erase every memory of user {_esc(repr(user))}? \\[y/N] ")
         if answer.strip().lower() not in {"y", "yes"}:
             console.print("nothing erased")
             return EXIT_ERROR
@@ -411,7 +421,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         else:
             removed = forget_user_everywhere(memory, user)
     parts = ", ".join(f"{n} {what}" for what, n in removed.items())
-    console.print(f"forgot user {user!r}: removed {parts}", highlight=False)
+    console.print(f"forgot user {_esc(repr(user))}: removed {parts}", highlight=False)
     return EXIT_OK
 
 
@@ -432,7 +442,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
             return EXIT_OK
         with console.status("loading the chat model..."):
             model, _ = load_chat_model(args.model)
-        console.print(f"model: {describe_model(model)}", highlight=False)
+        console.print(f"model: {_esc(describe_model(model))}", highlight=False)
         results = Table(title="summarization", title_justify="left")
         results.add_column("user")
         results.add_column("result")
@@ -441,14 +451,14 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         with Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task("summarizing", total=len(users))
             for uid in users:
-                progress.update(task, description=f"summarizing {uid}")
+                progress.update(task, description=f"summarizing {_esc(uid)}")
                 try:
                     ids = memory.summarize_history(uid, model)
                     outcome = f"{len(ids)} item(s) stored" if ids else "nothing new"
                 except SummarizationError as exc:
                     failed += 1
-                    outcome = f"[red]failed[/red]: {exc}"
-                results.add_row(uid, outcome)
+                    outcome = f"[red]failed[/red]: {_esc(str(exc))}"
+                results.add_row(_esc(uid), outcome)
                 progress.advance(task)
         console.print(results)
     return EXIT_ERROR if failed else EXIT_OK
@@ -515,9 +525,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
             show_prompt=args.show_prompt,
         )
         console.print(
-            f"user [bold]{user}[/bold], thread [bold]{thread}[/bold] "
-            f"(resume with --thread {thread}); model: {describe_model(model)}; "
-            f"memory: {memory.redis_url}",
+            f"user [bold]{_esc(user)}[/bold], thread [bold]{_esc(thread)}[/bold] "
+            f"(resume with --thread {_esc(thread)}); model: {_esc(describe_model(model))}; "
+            f"memory: {_esc(str(memory.redis_url))}",
             highlight=False,
         )
         console.print("type /help for the slash commands, /quit to leave", style="dim")
@@ -605,7 +615,9 @@ class _ChatSession:
                 line(self.console, "usage: /recall QUERY", style="red")
             else:
                 docs = self.memory.recall_summaries(self.user, rest, n=5)
-                self.console.print(_items_table(docs, f"recalled for {rest!r}", score=True))
+                self.console.print(
+                    _items_table(docs, f"recalled for {_esc(repr(rest))}", score=True)
+                )
         elif name == "/summarize":
             try:
                 with self.console.status("summarizing..."):
@@ -622,7 +634,7 @@ class _ChatSession:
                 line(self.console, f"  | {row}")
             print_memory_section(self.console, memory_prompt, self.user)
         elif name == "/forget":
-            answer = self.console.input(f"Erase every memory of {self.user!r}? [y/N] ")
+            answer = self.console.input(f"Erase every memory of {_esc(repr(self.user))}? \\[y/N] ")
             if answer.strip().lower() in {"y", "yes"}:
                 from langchain_tiered_memory.demo import forget_user_everywhere
 

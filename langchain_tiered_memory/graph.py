@@ -28,10 +28,12 @@ from langchain_core.messages import (
     AnyMessage,
     BaseMessage,
     HumanMessage,
+    InvalidToolCall,
     SystemMessage,
     ToolCall,
     ToolMessage,
 )
+from langchain_core.messages.tool import invalid_tool_call
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool
@@ -44,8 +46,10 @@ from langgraph.store.base import BaseStore
 from typing_extensions import NotRequired, TypedDict
 
 from langchain_tiered_memory.context import resolve_user_id
+from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
 from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT, render_memory_section
+from langchain_tiered_memory.stores.history import check_portable
 from langchain_tiered_memory.summarizer import states_a_fact
 from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool, run_context
 
@@ -130,6 +134,32 @@ def _invalid_call_errors(response: BaseMessage) -> list[ToolMessage]:
         )
         for i, call in enumerate(response.invalid_tool_calls)
     ]
+
+
+def _refuse_unportable_calls(response: AIMessage) -> AIMessage:
+    """Move tool calls whose arguments JSON or a checkpointer cannot carry (an integer past
+    64 bits, NaN, absurd nesting) to ``invalid_tool_calls``, where they are answered with an
+    error. Kept as calls, they would be stored in the thread and the history and break the
+    checkpointer's serializer on every later turn and thread that loads them.
+    """
+    good: list[ToolCall] = []
+    bad: list[InvalidToolCall] = []
+    for call in response.tool_calls:
+        try:
+            check_portable(call.get("args"), f"the arguments of {call.get('name')!r}")
+        except InvalidMessageError as exc:
+            bad.append(
+                invalid_tool_call(
+                    name=call.get("name"), args=None, id=call.get("id"), error=str(exc)
+                )
+            )
+        else:
+            good.append(call)
+    if not bad:
+        return response
+    return response.model_copy(
+        update={"tool_calls": good, "invalid_tool_calls": [*response.invalid_tool_calls, *bad]}
+    )
 
 
 def _last_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
@@ -392,6 +422,7 @@ def create_memory_graph(
 
     def _finish(response: Any, state: dict[str, Any], exhausted: bool) -> dict[str, Any]:
         if isinstance(response, AIMessage):
+            response = _refuse_unportable_calls(response)
             if exhausted and (response.tool_calls or response.invalid_tool_calls):
                 # Past the budget, calls a model emits anyway (no tools bound) are dropped.
                 response = AIMessage(content=response.text or "", id=response.id)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -27,7 +27,12 @@ from pydantic import BaseModel
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, validate_user_id
 from langchain_tiered_memory._redis import EmbeddedRedis, RedisConnection
-from langchain_tiered_memory.errors import SummarizationError, WatermarkConflict
+from langchain_tiered_memory.errors import (
+    CorruptMemoryError,
+    MemoryBackendError,
+    SummarizationError,
+    WatermarkConflict,
+)
 from langchain_tiered_memory.stores.history import (
     HistoryStore,
     InMemoryHistoryStore,
@@ -407,9 +412,25 @@ class TieredMemory:
             cmds.append(self.history.tail_command(user_id, max_messages))
         return cmds
 
-    def _parse_pipeline(self, replies: list[Any]) -> tuple[dict[str, str], list[BaseMessage]]:
-        tags = RedisTagStore.parse_all(replies[0])
-        history = RedisHistoryStore.parse_tail(replies[2]) if len(replies) > 2 else []
+    def _parse_pipeline(
+        self, user_id: str, replies: list[Any]
+    ) -> tuple[dict[str, str], list[BaseMessage]]:
+        assert isinstance(self.history, RedisHistoryStore)
+        assert isinstance(self.tags, RedisTagStore)
+        no_tags: dict[str, str] = {}
+        tags = _tier(
+            user_id, "tags", no_tags, RedisTagStore.parse_all, replies[0], self.tags.where(user_id)
+        )
+        history: list[BaseMessage] = []
+        if len(replies) > 2:
+            history = _tier(
+                user_id,
+                "history",
+                [],
+                RedisHistoryStore.parse_tail,
+                replies[2],
+                self.history.where(user_id),
+            )
         return tags, history
 
     def load(
@@ -418,14 +439,21 @@ class TieredMemory:
         """Read a turn's memory: tags, the last ``max_messages`` messages, ``k`` items.
 
         On the Redis stores this is one pipelined round trip (plus a fetch of new summary
-        items if another process added some) and one query embedding.
+        items if another process added some) and one query embedding. A tier whose stored
+        data is corrupt (:class:`CorruptMemoryError`) is logged as an error and comes back
+        empty, so the other tiers still reach the model; the store's own methods raise it.
         """
         validate_user_id(user_id)
+        want_recall = bool(query) and k > 0
         if not self._one_round_trip():
             return MemorySnapshot(
-                tags=self.tags.get_all(user_id),
-                history=self.history.tail(user_id, max_messages),
-                recalled=self.summaries.search(user_id, query, k) if query and k > 0 else [],
+                tags=_tier(user_id, "tags", {}, self.tags.get_all, user_id),
+                history=_tier(user_id, "history", [], self.history.tail, user_id, max_messages),
+                recalled=(
+                    _tier(user_id, "summaries", [], self.summaries.search, user_id, query, k)
+                    if want_recall
+                    else []
+                ),
             )
         assert isinstance(self.summaries, RedisSummaryStore)
         conn = self.summaries.connection
@@ -434,25 +462,47 @@ class TieredMemory:
             for cmd in self._pipeline_commands(user_id, max_messages):
                 pipe.execute_command(*cmd)
             replies = pipe.execute()
-        tags, history = self._parse_pipeline(replies)
+        tags, history = self._parse_pipeline(user_id, replies)
         recalled: list[Document] = []
-        if query and k > 0:
-            index = self.summaries.index_for(user_id, replies[1])
-            if index is not None:
-                recalled = index.search(self.summaries.embed_query(query), k, query=query)
+        if want_recall:
+            assert query is not None
+            recalled = _tier(
+                user_id, "summaries", [], self._recall_on, user_id, replies[1], query, k
+            )
         return MemorySnapshot(tags=tags, history=history, recalled=recalled)
+
+    def _recall_on(self, user_id: str, version: Any, query: str, k: int) -> list[Document]:
+        assert isinstance(self.summaries, RedisSummaryStore)
+        index = self.summaries.index_for(user_id, version)
+        if index is None:
+            return []
+        return index.search(self.summaries.embed_query(query), k, query=query)
+
+    async def _arecall_on(self, user_id: str, version: Any, query: str, k: int) -> list[Document]:
+        assert isinstance(self.summaries, RedisSummaryStore)
+        index = await self.summaries.aindex_for(user_id, version)
+        if index is None:
+            return []
+        return index.search(await self.summaries.aembed_query(query), k, query=query)
 
     async def aload(
         self, user_id: str, query: str | None, *, max_messages: int = 20, k: int = 3
     ) -> MemorySnapshot:
         """Async :meth:`load`."""
         validate_user_id(user_id)
+        want_recall = bool(query) and k > 0
         if not self._one_round_trip():
             return MemorySnapshot(
-                tags=await self.tags.aget_all(user_id),
-                history=await self.history.atail(user_id, max_messages),
+                tags=await _atier(user_id, "tags", {}, self.tags.aget_all(user_id)),
+                history=await _atier(
+                    user_id, "history", [], self.history.atail(user_id, max_messages)
+                ),
                 recalled=(
-                    await self.summaries.asearch(user_id, query, k) if query and k > 0 else []
+                    await _atier(
+                        user_id, "summaries", [], self.summaries.asearch(user_id, query or "", k)
+                    )
+                    if want_recall
+                    else []
                 ),
             )
         assert isinstance(self.summaries, RedisSummaryStore)
@@ -462,12 +512,12 @@ class TieredMemory:
             for cmd in self._pipeline_commands(user_id, max_messages):
                 pipe.execute_command(*cmd)
             replies = await pipe.execute()
-        tags, history = self._parse_pipeline(replies)
+        tags, history = self._parse_pipeline(user_id, replies)
         recalled: list[Document] = []
-        if query and k > 0:
-            index = await self.summaries.aindex_for(user_id, replies[1])
-            if index is not None:
-                recalled = index.search(await self.summaries.aembed_query(query), k, query=query)
+        if want_recall:
+            recalled = await _atier(
+                user_id, "summaries", [], self._arecall_on(user_id, replies[1], query or "", k)
+            )
         return MemorySnapshot(tags=tags, history=history, recalled=recalled)
 
     # ----- summarization -----
@@ -589,22 +639,38 @@ class TieredMemory:
         if executor is not None:
             executor.shutdown(wait=True)
 
+    def _pending(self, user_id: str, length: int, watermark: int, min_messages: int) -> bool:
+        return length - watermark >= min_messages
+
     def pending_users(self, min_messages: int = 20) -> list[str]:
-        """Users with at least ``min_messages`` unsummarized messages."""
-        return [
-            user_id
-            for user_id in self.history.users()
-            if self.history.length(user_id) - self.summaries.get_watermark(user_id) >= min_messages
-        ]
+        """Users with at least ``min_messages`` unsummarized messages.
+
+        A user whose counters are unreadable (:class:`CorruptMemoryError`) is logged and
+        left out, so one bad record cannot hide every other user's work.
+        """
+        out = []
+        for user_id in self.history.users():
+            try:
+                length = self.history.length(user_id)
+                watermark = self.summaries.get_watermark(user_id)
+            except CorruptMemoryError:
+                logger.exception("cannot tell whether %r has pending messages", user_id)
+                continue
+            if self._pending(user_id, length, watermark, min_messages):
+                out.append(user_id)
+        return out
 
     async def apending_users(self, min_messages: int = 20) -> list[str]:
         """Async :meth:`pending_users`."""
         out = []
         for user_id in await self.history.ausers():
-            pending = await self.history.alength(user_id) - await self.summaries.aget_watermark(
-                user_id
-            )
-            if pending >= min_messages:
+            try:
+                length = await self.history.alength(user_id)
+                watermark = await self.summaries.aget_watermark(user_id)
+            except CorruptMemoryError:
+                logger.exception("cannot tell whether %r has pending messages", user_id)
+                continue
+            if self._pending(user_id, length, watermark, min_messages):
                 out.append(user_id)
         return out
 
@@ -613,8 +679,10 @@ class TieredMemory:
     ) -> dict[str, list[str]]:
         """The offline job: summarize every user with ``min_messages`` unsummarized messages.
 
-        A failure for one user is logged and the others go on; that user's history stays
-        unsummarized for the next run. Returns ``{user_id: stored ids}``.
+        A failure for one user (the model's, or that user's stored data) is logged and the
+        others go on; that user's history stays unsummarized for the next run. Only an
+        unreachable store (:class:`MemoryBackendError`) stops the job. Returns
+        ``{user_id: stored ids}`` for the users that succeeded.
 
         Example:
             >>> memory.summarize_pending(ChatOpenAI(), min_messages=50)  # doctest: +SKIP
@@ -626,8 +694,12 @@ class TieredMemory:
                 done[user_id] = self.summarize_history(
                     user_id, model, extractive_fallback=extractive_fallback
                 )
+            except MemoryBackendError:
+                raise  # the store is down: every other user would fail the same way
             except SummarizationError as exc:
                 logger.warning("summarizing %r failed: %s", user_id, exc)
+            except Exception:  # one user's bad data must not stop the others
+                logger.exception("summarizing %r failed; going on with the other users", user_id)
         return done
 
     async def asummarize_pending(
@@ -640,8 +712,12 @@ class TieredMemory:
                 done[user_id] = await self.asummarize_history(
                     user_id, model, extractive_fallback=extractive_fallback
                 )
+            except MemoryBackendError:
+                raise
             except SummarizationError as exc:
                 logger.warning("summarizing %r failed: %s", user_id, exc)
+            except Exception:
+                logger.exception("summarizing %r failed; going on with the other users", user_id)
         return done
 
     # ----- privacy -----
@@ -725,3 +801,24 @@ class TieredMemory:
             ],
             "watermark": await self.summaries.aget_watermark(user_id),
         }
+
+
+_T = TypeVar("_T")
+
+
+def _tier(user_id: str, tier: str, empty: _T, read: Callable[..., _T], *args: Any) -> _T:
+    """``read(*args)``, or ``empty`` if the tier's stored data is corrupt (logged)."""
+    try:
+        return read(*args)
+    except CorruptMemoryError:
+        logger.exception("the %s of user %r are unreadable; loading the other tiers", tier, user_id)
+        return empty
+
+
+async def _atier(user_id: str, tier: str, empty: _T, read: Awaitable[_T]) -> _T:
+    """Async :func:`_tier`."""
+    try:
+        return await read
+    except CorruptMemoryError:
+        logger.exception("the %s of user %r are unreadable; loading the other tiers", tier, user_id)
+        return empty

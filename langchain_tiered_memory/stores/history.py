@@ -151,7 +151,7 @@ def placeholder_for(message: Any, reason: str) -> BaseMessage:
     return AIMessage(content=note)
 
 
-def load_messages(raw: Sequence[bytes | str], *, where: str = "history") -> list[BaseMessage]:
+def load_messages(raw: Sequence[bytes | str], *, where: str = "a history") -> list[BaseMessage]:
     """Inverse of :func:`dump_message` for a batch.
 
     Raises:
@@ -525,9 +525,20 @@ class RedisHistoryStore(HistoryStore):
         return ("LRANGE", self._k(user_id)[0], -n, -1)
 
     @staticmethod
-    def parse_tail(raw: Sequence[bytes | str]) -> list[BaseMessage]:
-        """Turn the reply of :meth:`tail_command` into messages."""
-        return drop_unanswered_tool_calls(drop_orphan_tool_messages(load_messages(raw)))
+    def parse_tail(raw: Sequence[bytes | str], where: str = "a history") -> list[BaseMessage]:
+        """Turn the reply of :meth:`tail_command` into messages.
+
+        Raises:
+            CorruptMemoryError: an entry is not a stored message (``where`` names it).
+
+        """
+        return drop_unanswered_tool_calls(
+            drop_orphan_tool_messages(load_messages(raw, where=where))
+        )
+
+    def where(self, user_id: str) -> str:
+        """How errors name the user's history: the user id and the Redis key."""
+        return f"the history of user {user_id!r} (key {self._k(user_id)[0]})"
 
     def _append_args(
         self,
@@ -608,7 +619,7 @@ class RedisHistoryStore(HistoryStore):
         _, key, start, stop = self.tail_command(user_id, n)
         with self.connection.errors():
             raw = self.connection.sync.lrange(key, start, stop)
-        return self.parse_tail(raw)
+        return self.parse_tail(raw, self.where(user_id))
 
     async def atail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Async :meth:`tail`."""
@@ -617,7 +628,7 @@ class RedisHistoryStore(HistoryStore):
         _, key, start, stop = self.tail_command(user_id, n)
         with self.connection.errors():
             raw = await self.connection.aio.lrange(key, start, stop)
-        return self.parse_tail(raw)
+        return self.parse_tail(raw, self.where(user_id))
 
     def since(
         self, user_id: str, start: int, limit: int | None = None
@@ -628,7 +639,7 @@ class RedisHistoryStore(HistoryStore):
             first, raw = self.connection.sync.eval(
                 _SINCE_LUA, 2, hist, meta, max(start, 0), _limit_arg(limit), _BASE_FIELD
             )
-        return int(first), load_messages(raw)
+        return int(first), load_messages(raw, where=self.where(user_id))
 
     async def asince(
         self, user_id: str, start: int, limit: int | None = None
@@ -639,7 +650,7 @@ class RedisHistoryStore(HistoryStore):
             first, raw = await self.connection.aio.eval(
                 _SINCE_LUA, 2, hist, meta, max(start, 0), _limit_arg(limit), _BASE_FIELD
             )
-        return int(first), load_messages(raw)
+        return int(first), load_messages(raw, where=self.where(user_id))
 
     def length(self, user_id: str) -> int:
         """Absolute length."""

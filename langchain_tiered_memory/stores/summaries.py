@@ -31,7 +31,12 @@ from pydantic import ConfigDict
 
 from langchain_tiered_memory._keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory._redis import RedisConnection
-from langchain_tiered_memory.errors import InvalidSummaryError, WatermarkConflict
+from langchain_tiered_memory.errors import (
+    CorruptMemoryError,
+    InvalidSummaryError,
+    SummaryLimitError,
+    WatermarkConflict,
+)
 from langchain_tiered_memory.retrieval import HybridIndex, RetrievalConfig, to_epoch
 
 __all__ = [
@@ -44,6 +49,13 @@ __all__ = [
 ]
 
 MAX_SUMMARY_CHARS = 2000
+# Per user: a first recall of 121k items took 11 s and 1 GB; a person's memory of one user
+# is far smaller. Raise it per store (max_items=) if a use case needs more.
+DEFAULT_MAX_ITEMS = 10_000
+# The per-process cache of users' search indexes, bounded by users and by bytes.
+DEFAULT_MAX_CACHED_USERS = 256
+DEFAULT_MAX_CACHE_BYTES = 256 * 1024 * 1024
+_RECORD_OVERHEAD = 400
 # Cosine similarity above which a new item counts as a restatement of a stored one.
 DEDUP_THRESHOLD = 0.95
 
@@ -102,7 +114,19 @@ def _json_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    """Rows scaled to unit length.
+
+    Raises:
+        InvalidSummaryError: a vector holds NaN or infinity (it would rank first for every
+            query and match nothing as a duplicate).
+
+    """
     arr = np.asarray(vectors, dtype=np.float32)
+    if arr.size and not np.isfinite(arr).all():
+        raise InvalidSummaryError(
+            "the embeddings model returned a vector with NaN or infinite values; nothing was "
+            "stored. Check the embeddings model."
+        )
     if arr.ndim != 2 or arr.shape[0] == 0:
         return arr.reshape(0, arr.shape[-1] if arr.ndim == 2 else 0)
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
@@ -124,9 +148,22 @@ class _Record:
         )
 
     @classmethod
-    def from_json(cls, id_: str, raw: bytes | str) -> _Record:
-        data = json.loads(raw)
-        return cls(id_, data["text"], data["created_at"], data.get("metadata") or {})
+    def from_json(cls, id_: str, raw: bytes | str, where: str = "summary items") -> _Record:
+        try:
+            data = json.loads(raw)
+            record = cls(id_, data["text"], data["created_at"], data.get("metadata") or {})
+            if not (
+                isinstance(record.text, str)
+                and isinstance(record.created_at, str)
+                and isinstance(record.metadata, dict)
+            ):
+                raise TypeError("text and created_at must be strings, metadata an object")
+            return record
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            raise CorruptMemoryError(
+                f"{where}: item {id_} is not a stored summary item ({type(exc).__name__}: "
+                f"{str(exc)[:200]}). Delete it (memory.summaries.delete) to recover."
+            ) from exc
 
 
 class _UserIndex:
@@ -152,6 +189,7 @@ class _UserIndex:
         self.hybrid = HybridIndex(dim, config)
         self.lock = threading.RLock()
         self._loaded_upto = -1  # highest numeric id appended (Redis ids only grow)
+        self.nbytes = 0  # estimated memory held (see add)
 
     def add(self, records: list[_Record], vectors: np.ndarray) -> None:
         """Append records with their unit vectors."""
@@ -162,6 +200,11 @@ class _UserIndex:
                 [r.text for r in records], vectors, [to_epoch(r.created_at) for r in records]
             )
             self.records.extend(records)
+            # Vectors twice (FAISS and the rescoring copy), the text with its lexical
+            # postings (about 3x), and a fixed per-record overhead.
+            self.nbytes += sum(
+                self.dim * 8 + 3 * len(r.text.encode("utf-8")) + _RECORD_OVERHEAD for r in records
+            )
             for r in records:
                 if r.id.isdigit():
                     self._loaded_upto = max(self._loaded_upto, int(r.id))
@@ -242,6 +285,7 @@ class SummaryStore(ABC):
 
     embeddings: Embeddings | None
     dedup_threshold: float = DEDUP_THRESHOLD
+    max_items: int | None = DEFAULT_MAX_ITEMS
     # How recall ranks items (None: the defaults of RetrievalConfig).
     retrieval: RetrievalConfig | None = None
 
@@ -391,8 +435,12 @@ if ARGV[1] ~= '' then
   local wm = redis.call('HGET', KEYS[3], 'watermark') or '0'
   if wm ~= ARGV[1] then return {-1, wm} end
 end
-local n = (#ARGV - 4) / 2
+local n = (#ARGV - 5) / 2
 if n > 0 then
+  if ARGV[5] ~= '' then
+    local have = redis.call('HLEN', KEYS[1])
+    if have + n > tonumber(ARGV[5]) then return {-3, tostring(have)} end
+  end
   local d = redis.call('HGET', KEYS[3], 'dim')
   if d and d ~= ARGV[3] and redis.call('HLEN', KEYS[2]) > 0 then return {-2, d} end
   redis.call('HSET', KEYS[3], 'dim', ARGV[3])
@@ -400,8 +448,8 @@ if n > 0 then
 end
 local first = redis.call('HINCRBY', KEYS[3], 'next_id', n) - n
 for i = 0, n - 1 do
-  redis.call('HSET', KEYS[1], first + i, ARGV[5 + 2 * i])
-  redis.call('HSET', KEYS[2], first + i, ARGV[6 + 2 * i])
+  redis.call('HSET', KEYS[1], first + i, ARGV[6 + 2 * i])
+  redis.call('HSET', KEYS[2], first + i, ARGV[7 + 2 * i])
 end
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[3], 'watermark', ARGV[2]) end
 return {first, ''}
@@ -427,8 +475,19 @@ return n
 """
 
 
-def _int(raw: bytes | str | None) -> int:
-    return int(raw) if raw is not None else 0
+def _limit_error(have: int, adding: int, limit: int | None) -> SummaryLimitError:
+    return SummaryLimitError(
+        f"the user has {have} summary items and {adding} more would pass the limit of "
+        f"{limit} (max_items); nothing was stored. Delete old items "
+        "(memory.summaries.delete) or raise max_items."
+    )
+
+
+def _int(raw: bytes | str | None, where: str = "a summary meta hash") -> int:
+    try:
+        return int(raw) if raw is not None else 0
+    except ValueError as exc:
+        raise CorruptMemoryError(f"{where} holds {raw!r} where a number belongs.") from exc
 
 
 def _new_gen() -> str:
@@ -457,11 +516,15 @@ class RedisSummaryStore(SummaryStore):
         *,
         embeddings: Embeddings | None = None,
         keys: KeyBuilder | None = None,
-        max_cached_users: int = 256,
+        max_cached_users: int = DEFAULT_MAX_CACHED_USERS,
+        max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES,
+        max_items: int | None = DEFAULT_MAX_ITEMS,
         dedup_threshold: float = DEDUP_THRESHOLD,
         retrieval: RetrievalConfig | None = None,
     ) -> None:
         self.connection = connection
+        self.max_cache_bytes = max_cache_bytes
+        self.max_items = max_items
         self.retrieval = retrieval
         self.embeddings = embeddings
         self.keys = keys or KeyBuilder()
@@ -483,9 +546,18 @@ class RedisSummaryStore(SummaryStore):
         """The ``HMGET`` that reads the cache version, for callers batching a pipeline."""
         return ("HMGET", self._k(user_id)[2], "gen", "next_id", "dim")
 
+    def where(self, user_id: str) -> str:
+        """How errors name the user's items: the user id and the Redis keys."""
+        items, vecs, meta = self._k(user_id)
+        return f"the summary items of user {user_id!r} (keys {items}, {vecs}, {meta})"
+
+    def _version(self, user_id: str, version: Sequence[Any]) -> tuple[int, int, int]:
+        where = self.where(user_id)
+        return _int(version[0], where), _int(version[1], where), _int(version[2], where)
+
     def _cached(self, user_id: str, version: Sequence[Any]) -> tuple[_UserIndex | None, str]:
         """Return (index, what to fetch): '' if current, 'delta' or 'full'."""
-        gen, next_id, dim = _int(version[0]), _int(version[1]), _int(version[2])
+        gen, next_id, dim = self._version(user_id, version)
         with self._lock:
             if not next_id and not gen:  # nothing stored (e.g. forgotten): drop stale index
                 self._cache.pop(user_id, None)
@@ -503,8 +575,24 @@ class RedisSummaryStore(SummaryStore):
         with self._lock:
             self._cache[user_id] = index
             self._cache.move_to_end(user_id)
-            while len(self._cache) > self.max_cached_users:
-                self._cache.popitem(last=False)
+        self._evict()
+
+    def _evict(self) -> None:
+        """Drop least recently used indexes past ``max_cached_users`` or ``max_cache_bytes``
+        (the most recent one stays, whatever its size: it is being searched).
+        """
+        with self._lock:
+            total = sum(index.nbytes for index in self._cache.values())
+            while len(self._cache) > 1 and (
+                len(self._cache) > self.max_cached_users or total > self.max_cache_bytes
+            ):
+                _, dropped = self._cache.popitem(last=False)
+                total -= dropped.nbytes
+
+    def cached_bytes(self) -> int:
+        """Estimated memory held by this process's cached indexes."""
+        with self._lock:
+            return sum(index.nbytes for index in self._cache.values())
 
     def _build(
         self,
@@ -513,16 +601,19 @@ class RedisSummaryStore(SummaryStore):
         dim: int,
         items: Mapping[bytes, bytes],
         vecs: Mapping[bytes, bytes],
+        where: str,
     ) -> _UserIndex:
         index = _UserIndex(dim=dim, gen=gen, next_id=next_id, config=self.retrieval)
         # Items added after the version was read belong to the next delta, not this build.
-        _extend(index, {k: v for k, v in items.items() if int(k) < next_id}, vecs)
+        current = {k: v for k, v in items.items() if _item_id(k, where) < next_id}
+        _extend(index, current, vecs, where=where)
         return index
 
     def _after_fetch(
         self, user_id: str, version: Sequence[Any], cached: _UserIndex | None, fetched: Any
     ) -> _UserIndex | None:
-        gen, next_id, dim = _int(version[0]), _int(version[1]), _int(version[2])
+        gen, next_id, dim = self._version(user_id, version)
+        where = self.where(user_id)
         if cached is not None:  # delta: fetched = (items list, vecs list) for the new ids
             # the ids fetched end at next_id (another thread may have moved cached.next_id)
             ids = range(next_id - len(fetched[0]), next_id)
@@ -531,13 +622,14 @@ class RedisSummaryStore(SummaryStore):
             # Extended in place under the index's lock (a concurrent search sees the batch
             # whole or not at all); only ids past those already loaded are appended, so
             # overlapping deltas fetched by racing threads never add an item twice.
-            _extend(cached, items, vecs, next_id=next_id)
+            _extend(cached, items, vecs, next_id=next_id, where=where)
+            self._evict()
             return cached
         if not dim:
             with self._lock:
                 self._cache.pop(user_id, None)
             return None
-        index = self._build(gen, next_id, dim, fetched[0], fetched[1])
+        index = self._build(gen, next_id, dim, fetched[0], fetched[1], where)
         self._store_cache(user_id, index)
         return index
 
@@ -596,6 +688,7 @@ class RedisSummaryStore(SummaryStore):
             "" if watermark is None else str(watermark[1]),
             str(vecs.shape[1]) if vecs.ndim == 2 and vecs.shape[1] else "0",
             _new_gen(),
+            "" if self.max_items is None else str(self.max_items),
         ]
         for i in keep:
             args += [records[i].to_json(), vecs[i].astype(np.float32).tobytes()]
@@ -612,6 +705,8 @@ class RedisSummaryStore(SummaryStore):
                 f"stored items have {_int(info)}-dimensional embeddings; these have a different "
                 "size. Use the same embeddings model, or forget the user's summaries first."
             )
+        if first == -3:
+            raise _limit_error(_int(info), n, self.max_items)
         return [str(first + i) for i in range(n)]
 
     def add(
@@ -688,24 +783,26 @@ class RedisSummaryStore(SummaryStore):
     def get_watermark(self, user_id: str) -> int:
         """Summarization watermark."""
         with self.connection.errors():
-            return _int(self.connection.sync.hget(self._k(user_id)[2], "watermark"))
+            raw = self.connection.sync.hget(self._k(user_id)[2], "watermark")
+        return _int(raw, self.where(user_id))
 
     async def aget_watermark(self, user_id: str) -> int:
         """Async :meth:`get_watermark`."""
         with self.connection.errors():
-            return _int(await self.connection.aio.hget(self._k(user_id)[2], "watermark"))
+            raw = await self.connection.aio.hget(self._k(user_id)[2], "watermark")
+        return _int(raw, self.where(user_id))
 
     def get_all(self, user_id: str) -> list[Document]:
         """Every item, oldest first."""
         with self.connection.errors():
             raw = self.connection.sync.hgetall(self._k(user_id)[0])
-        return _listing(raw)
+        return _listing(raw, self.where(user_id))
 
     async def aget_all(self, user_id: str) -> list[Document]:
         """Async :meth:`get_all`."""
         with self.connection.errors():
             raw = await self.connection.aio.hgetall(self._k(user_id)[0])
-        return _listing(raw)
+        return _listing(raw, self.where(user_id))
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         """Delete items by id."""
@@ -743,8 +840,15 @@ def _as_document(record: _Record) -> Document:
     return Document(page_content=record.text, id=record.id, metadata=meta)
 
 
-def _listing(raw: Mapping[Any, Any]) -> list[Document]:
-    records = [_Record.from_json(k.decode(), v) for k, v in raw.items()]
+def _item_id(key: bytes | str, where: str) -> int:
+    try:
+        return int(key)
+    except ValueError as exc:
+        raise CorruptMemoryError(f"{where} holds a field {key!r} that is not an item id.") from exc
+
+
+def _listing(raw: Mapping[Any, Any], where: str = "summary items") -> list[Document]:
+    records = [_Record.from_json(str(_item_id(k, where)), v, where) for k, v in raw.items()]
     return [_as_document(r) for r in sorted(records, key=lambda r: int(r.id))]
 
 
@@ -754,18 +858,44 @@ def _extend(
     vecs: Mapping[bytes, bytes],
     *,
     next_id: int | None = None,
+    where: str = "summary items",
 ) -> None:
-    """Append fetched items (id -> JSON, id -> float32 bytes) not yet in ``index``."""
+    """Append fetched items (id -> JSON, id -> float32 bytes) not yet in ``index``.
+
+    Raises:
+        CorruptMemoryError: an item or vector is not what this package writes (wrong
+            size, NaN, not JSON); nothing is added.
+
+    """
     with index.lock:
         start = index._loaded_upto
         pairs = sorted(
-            ((int(k), v, vecs[k]) for k, v in items.items() if k in vecs and int(k) > start),
+            (
+                (i, v, vecs[k])
+                for k, v in items.items()
+                if k in vecs and (i := _item_id(k, where)) > start
+            ),
             key=lambda t: t[0],
         )
         if pairs:
-            records = [_Record.from_json(str(i), raw) for i, raw, _ in pairs]
+            records = [_Record.from_json(str(i), raw, where) for i, raw, _ in pairs]
+            width = index.dim * 4
+            bad = next((i for i, _, v in pairs if len(v) != width), None)
+            if bad is not None:
+                raise CorruptMemoryError(
+                    f"{where}: the vector of item {bad} is not {index.dim} float32 values; "
+                    "delete the item (memory.summaries.delete) to recover."
+                )
             matrix = np.frombuffer(b"".join(v for _, _, v in pairs), dtype=np.float32)
-            index.add(records, matrix.reshape(len(pairs), index.dim))
+            matrix = matrix.reshape(len(pairs), index.dim)
+            finite = np.isfinite(matrix).all(axis=1)
+            if not finite.all():
+                bad = pairs[int(np.argmin(finite))][0]
+                raise CorruptMemoryError(
+                    f"{where}: the vector of item {bad} holds NaN or infinity; delete the "
+                    "item (memory.summaries.delete) to recover."
+                )
+            index.add(records, matrix)
         if next_id is not None:
             index.next_id = max(index.next_id, next_id)
 
@@ -777,10 +907,12 @@ class InMemorySummaryStore(SummaryStore):
         self,
         *,
         embeddings: Embeddings | None = None,
+        max_items: int | None = DEFAULT_MAX_ITEMS,
         dedup_threshold: float = DEDUP_THRESHOLD,
         retrieval: RetrievalConfig | None = None,
     ) -> None:
         self.embeddings = embeddings
+        self.max_items = max_items
         self.dedup_threshold = dedup_threshold
         self.retrieval = retrieval
         self._indexes: dict[str, _UserIndex] = {}
@@ -805,6 +937,9 @@ class InMemorySummaryStore(SummaryStore):
             if index is not None and records and index.dim != vecs.shape[1]:
                 raise InvalidSummaryError("embedding size differs from the stored items'.")
             keep = _dedup(vecs, index, self.dedup_threshold) if records else []
+            have = len(index.records) if index is not None else 0
+            if keep and self.max_items is not None and have + len(keep) > self.max_items:
+                raise _limit_error(have, len(keep), self.max_items)
             if keep:
                 if index is None:
                     index = self._indexes[user_id] = _UserIndex(

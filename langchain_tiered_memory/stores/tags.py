@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from langchain_tiered_memory._keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory._redis import RedisConnection
-from langchain_tiered_memory.errors import InvalidTagError
+from langchain_tiered_memory.errors import CorruptMemoryError, InvalidTagError
 
 __all__ = ["DefaultTags", "TagStore", "RedisTagStore", "InMemoryTagStore", "MAX_TAG_VALUE_CHARS"]
 
@@ -127,11 +127,25 @@ class TagStore(ABC):
         """Async :meth:`clear`."""
 
 
-def _decode_hash(raw: Mapping[bytes | str, bytes | str]) -> dict[str, str]:
-    return {
-        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-        for k, v in raw.items()
-    }
+def _decode_hash(
+    raw: Mapping[bytes | str, bytes | str], where: str = "a tag hash"
+) -> dict[str, str]:
+    """The tag hash as text.
+
+    Raises:
+        CorruptMemoryError: a field or value is not UTF-8 text (not written by this package).
+
+    """
+    try:
+        return {
+            (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+            for k, v in raw.items()
+        }
+    except UnicodeDecodeError as exc:
+        raise CorruptMemoryError(
+            f"{where} holds bytes that are not UTF-8 text ({exc}); set the tag again with "
+            "set_user_tags, or delete the key."
+        ) from exc
 
 
 class RedisTagStore(TagStore):
@@ -162,27 +176,38 @@ class RedisTagStore(TagStore):
 
     parse_all = staticmethod(_decode_hash)
 
+    def where(self, user_id: str) -> str:
+        """How errors name the user's tags: the user id and the Redis key."""
+        return f"the tags of user {user_id!r} (key {self.key(user_id)})"
+
+    def _one(self, user_id: str, tag: str, raw: bytes | str | None) -> str | None:
+        if raw is None:
+            return None
+        return _decode_hash({tag: raw}, self.where(user_id))[tag]
+
     def get(self, user_id: str, tag: str) -> str | None:
         """One tag's value."""
         with self.connection.errors():
             raw = self.connection.sync.hget(self.key(user_id), tag)
-        return raw.decode() if isinstance(raw, bytes) else raw
+        return self._one(user_id, tag, raw)
 
     async def aget(self, user_id: str, tag: str) -> str | None:
         """Async :meth:`get`."""
         with self.connection.errors():
             raw = await self.connection.aio.hget(self.key(user_id), tag)
-        return raw.decode() if isinstance(raw, bytes) else raw
+        return self._one(user_id, tag, raw)
 
     def get_all(self, user_id: str) -> dict[str, str]:
         """Every tag (``HGETALL``)."""
         with self.connection.errors():
-            return _decode_hash(self.connection.sync.hgetall(self.key(user_id)))
+            raw = self.connection.sync.hgetall(self.key(user_id))
+        return _decode_hash(raw, self.where(user_id))
 
     async def aget_all(self, user_id: str) -> dict[str, str]:
         """Async :meth:`get_all`."""
         with self.connection.errors():
-            return _decode_hash(await self.connection.aio.hgetall(self.key(user_id)))
+            raw = await self.connection.aio.hgetall(self.key(user_id))
+        return _decode_hash(raw, self.where(user_id))
 
     def set(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
         """Validate, then one ``HSET`` of every field."""
