@@ -11,6 +11,7 @@ from langchain_tiered_memory._redis import EmbeddedRedis, RedisConnection
 from langchain_tiered_memory.context import MemoryContext
 from langchain_tiered_memory.embeddings import HashingEmbeddings, LocalMiniLMEmbeddings
 from langchain_tiered_memory.errors import (
+    CorruptMemoryError,
     InvalidMessageError,
     InvalidSummaryError,
     InvalidTagError,
@@ -18,6 +19,7 @@ from langchain_tiered_memory.errors import (
     MemoryBackendError,
     MissingUserIdError,
     SummarizationError,
+    SummaryLimitError,
     TieredMemoryError,
     WatermarkConflict,
 )
@@ -43,6 +45,7 @@ from langchain_tiered_memory.tools import SummarizeTool, UserTagTool
 __version__ = "0.1.0"
 
 __all__ = [
+    "CorruptMemoryError",
     "DefaultTags",
     "EmbeddedRedis",
     "HashingEmbeddings",
@@ -68,6 +71,7 @@ __all__ = [
     "SummarizationError",
     "SummarizeTool",
     "SummaryRetriever",
+    "SummaryLimitError",
     "SummaryStore",
     "TagStore",
     "TieredMemory",

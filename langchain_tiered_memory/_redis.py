@@ -27,6 +27,7 @@ from typing import Any
 import redis
 import redis.asyncio as aredis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.asyncio.connection import parse_url as aredis_parse_url
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
@@ -80,10 +81,11 @@ def _client_kwargs(client_name: str | None = None, *, aio: bool = False) -> dict
         "socket_timeout": DEFAULT_SOCKET_TIMEOUT,
         "socket_connect_timeout": DEFAULT_CONNECT_TIMEOUT,
         "health_check_interval": 30,
-        # One retry, on a broken connection only (a pooled connection to a server that was
-        # restarted). Never on a timeout: the command may have been applied, and retrying
-        # would multiply the time a caller waits.
-        "retry": retry_class(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
+        # No retries: a command whose reply was lost may have been applied, and sending it
+        # again could apply it twice; a retried timeout would also multiply the wait. A
+        # stale pooled connection is replaced when redis-py checks it out, and a refused
+        # connection to the embedded server restarts it (_Reviving).
+        "retry": retry_class(NoBackoff(), 0),
     }
 
 
@@ -166,9 +168,23 @@ class _Reviving:
 
 
 class _AsyncReviving:
-    """The asyncio twin of :class:`_Reviving` (the restart runs in a worker thread)."""
+    """The asyncio twin of :class:`_Reviving` (the restart runs in a worker thread).
+
+    Unlike the sync pool, the asyncio pool hands out a connection to a dead server without
+    noticing; sending on it fails before the server could apply anything, so that one send
+    is repeated on a fresh connection.
+    """
 
     revive: Callable[[], bool] | None = None
+
+    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        try:
+            await super().send_packed_command(command, check_health)  # type: ignore[misc]
+        except redis.exceptions.ConnectionError:
+            if self.revive is None:
+                raise
+            await self.disconnect(nowait=True)  # type: ignore[attr-defined]
+            await super().send_packed_command(command, check_health)  # type: ignore[misc]
 
     async def _connect(self) -> None:
         try:
@@ -293,9 +309,13 @@ class RedisConnection:
                         self._async = AsyncRedisCluster.from_url(self.url, **kwargs)
                     else:
                         connection_class = _async_connection_class(self.url, self._revive)
-                        if connection_class is not None:
-                            kwargs["connection_class"] = connection_class
-                        self._async = aredis.Redis.from_url(self.url, **kwargs)
+                        if connection_class is None:
+                            self._async = aredis.Redis.from_url(self.url, **kwargs)
+                        else:
+                            # asyncio's from_url lets the URL's scheme pick the class
+                            options = {**kwargs, **aredis_parse_url(self.url)}
+                            options["connection_class"] = connection_class
+                            self._async = aredis.Redis.from_pool(aredis.ConnectionPool(**options))
         return self._async
 
     def errors(self) -> contextlib.AbstractContextManager[None]:

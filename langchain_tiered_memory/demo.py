@@ -658,6 +658,25 @@ def step_command(
     return cmd
 
 
+def _run_step(cmd: Sequence[str]) -> int:
+    """Run one step's process; on Ctrl-C stop it quietly and re-raise in this process.
+
+    The step runs in a session of its own so that the terminal's SIGINT reaches only this
+    process: a child interrupted while importing would print a traceback.
+    """
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()  # SIGTERM ends it without a traceback
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+
+
 def run_demo(
     *,
     data_dir: Path | None = None,
@@ -693,7 +712,7 @@ def run_demo(
             console.file.flush()
             sys.stdout.flush()
             started = time.monotonic()
-            code = subprocess.run(cmd, check=False).returncode
+            code = _run_step(cmd)
             results[step] = (code, time.monotonic() - started)
     finally:
         if temporary and not keep:

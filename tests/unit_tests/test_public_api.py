@@ -11,6 +11,7 @@ import langchain_tiered_memory.stores
 from langchain_tiered_memory import TieredMemory, errors
 
 PACKAGE_ALL = [
+    "CorruptMemoryError",
     "DefaultTags",
     "EmbeddedRedis",
     "HashingEmbeddings",
@@ -35,6 +36,7 @@ PACKAGE_ALL = [
     "RetrievalConfig",
     "SummarizationError",
     "SummarizeTool",
+    "SummaryLimitError",
     "SummaryRetriever",
     "SummaryStore",
     "TagStore",
@@ -125,6 +127,8 @@ def test_version_is_the_distribution_version() -> None:
         (errors.MemoryBackendError, ConnectionError),
         (errors.SummarizationError, RuntimeError),
         (errors.WatermarkConflict, RuntimeError),
+        (errors.CorruptMemoryError, ValueError),
+        (errors.SummaryLimitError, ValueError),
     ],
 )
 def test_errors_subclass_the_base_and_their_builtin(error: type, builtin: type) -> None:

@@ -1,0 +1,394 @@
+"""The embedded server's lifecycle across real processes (issue 13, points 1, 2, 6, 8, 9).
+
+- a slow server is waited for, never replaced by a second one on the same files;
+- attachment is counted by file locks: a process that attached but has not connected yet
+  keeps the server, the last one out stops it, a crashed process does not count;
+- settings asked for while attaching are applied; a start failure names its cause;
+- a server dripping a reply byte by byte cannot hold a call past the socket timeout;
+- the CLI prints stored text as text, and Ctrl-C in the demo prints no traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
+from langchain_tiered_memory._redis import DEFAULT_SOCKET_TIMEOUT, RedisConnection
+from langchain_tiered_memory.errors import MemoryBackendError
+
+NO_HANG = 60.0  # seconds: only a bound against hanging
+
+
+def _raw(server: EmbeddedRedis, timeout: float = 10.0) -> redis.Redis:
+    return redis.Redis(unix_socket_path=str(server.socket_path), socket_timeout=timeout)
+
+
+def _server_pids(data_dir: Path) -> list[int]:
+    """Every live redis-server process serving ``data_dir``: redis-server chdirs to its
+    ``--dir`` (its command line is rewritten to a title, so the cwd is what tells)."""
+    want = data_dir.resolve()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            exe = os.readlink(entry / "exe")
+            cwd = Path(os.readlink(entry / "cwd"))
+            zombie = "State:\tZ" in (entry / "status").read_text()
+        except OSError:
+            continue
+        if not zombie and os.path.basename(exe).startswith("redis-server") and cwd == want:
+            pids.append(int(entry.name))
+    return sorted(pids)
+
+
+def _python(code: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _expect(proc: subprocess.Popen[str], word: str) -> str:
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith(word):
+        proc.kill()
+        _, err = proc.communicate(timeout=10)
+        raise AssertionError(f"expected {word!r}, got {line!r}; stderr:\n{err}")
+    return line
+
+
+# --------------------------------------------------------------------------- 1. split brain
+
+_ATTACH_AND_WRITE = """
+    import json, sys
+    from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+    memory = TieredMemory.embedded(sys.argv[1], embeddings=HashingEmbeddings())
+    memory.set_user_tags("bea", {"name": "Bea"})
+    pid = memory._connection.sync.info("server")["process_id"]
+    print("done", json.dumps({"pid": pid, "started": memory._server._started}), flush=True)
+    memory.close()
+"""
+
+
+def test_a_busy_server_is_waited_for_and_never_replaced(data_dir: Path) -> None:
+    owner = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    try:
+        owner.set_user_tags("amy", {"name": "Amy"})
+        assert owner._server is not None
+        pid = int(owner._connection.sync.info("server")["process_id"])  # type: ignore[union-attr]
+        blocker = _raw(owner._server)
+        # The server is busy for 3 s (as with a 400k-message turn): longer than any ping.
+        busy = threading.Thread(target=lambda: blocker.execute_command("DEBUG", "SLEEP", "3"))
+        busy.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        other = _python(_ATTACH_AND_WRITE, str(data_dir))
+        line = _expect(other, "done")
+        waited = time.monotonic() - started
+        busy.join()
+        blocker.close()
+        assert other.wait(NO_HANG) == 0
+        info = json.loads(line.split(" ", 1)[1])
+        assert info == {"pid": pid, "started": False}, "a second server was started"
+        assert waited >= 2.0  # it waited for the busy server rather than replacing it
+        assert _server_pids(data_dir) == [pid]
+        assert owner.get_user_tags("bea") == {"name": "Bea"}  # one server, one data set
+    finally:
+        owner.close()
+    assert _server_pids(data_dir) == []
+
+
+def test_a_second_start_while_alive_but_silent_waits_then_errors_clearly(
+    data_dir: Path,
+) -> None:
+    server = EmbeddedRedis(data_dir).start()
+    try:
+        os.kill(_server_pids(data_dir)[0], signal.SIGSTOP)  # alive, holds its lock, silent
+        try:
+            late = EmbeddedRedis(data_dir, busy_timeout=2.0)
+            with pytest.raises(MemoryBackendError, match="has not answered"):
+                late.start()
+            assert not late.attached
+            assert len(_server_pids(data_dir)) == 1  # still only the stopped one
+        finally:
+            os.kill(_server_pids(data_dir)[0], signal.SIGCONT)
+        assert EmbeddedRedis(data_dir).server_alive()
+    finally:
+        server.stop()
+
+
+# --------------------------------------------------------------------------- 2. attachment
+
+_ATTACH_THEN_WAIT = """
+    import sys
+    from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+    memory = TieredMemory.embedded(sys.argv[1], embeddings=HashingEmbeddings())
+    print("attached", flush=True)  # no command sent yet: lazily connected
+    sys.stdin.readline()
+    n = 0
+    for i in range(300):
+        memory.set_user_tags("cy", {"age": i % 100})
+        n += 1
+    print("wrote", n, flush=True)
+    sys.stdin.readline()
+    memory.close()
+    print("closed", flush=True)
+"""
+
+
+def test_an_attached_process_keeps_the_server_after_the_starter_closes(data_dir: Path) -> None:
+    starter = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    starter.get_user_tags("x")
+    peer = _python(_ATTACH_THEN_WAIT, str(data_dir))
+    try:
+        _expect(peer, "attached")
+        starter.close()  # the peer has not connected: the server must stay for it
+        assert _server_pids(data_dir), "the starter stopped a server another process uses"
+        assert peer.stdin is not None
+        peer.stdin.write("go\n")
+        peer.stdin.flush()
+        assert _expect(peer, "wrote") == "wrote 300"
+        assert len(_server_pids(data_dir)) == 1
+        peer.stdin.write("close\n")
+        peer.stdin.flush()
+        _expect(peer, "closed")
+        assert peer.wait(NO_HANG) == 0
+    finally:
+        peer.kill()
+    # the last one out stopped it: no orphan
+    assert _server_pids(data_dir) == []
+    assert not EmbeddedRedis(data_dir).server_alive()
+
+
+def test_the_last_one_out_stops_the_server_whoever_started_it(data_dir: Path) -> None:
+    first = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    second = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    second.set_user_tags("dee", {"name": "Dee"})
+    first.set_user_tags("dee", {"age": 5})
+    first.close()
+    assert second.get_user_tags("dee") == {"name": "Dee", "age": "5"}
+    second.close()
+    assert _server_pids(data_dir) == []
+
+
+def test_a_crashed_process_does_not_keep_the_server_attached(data_dir: Path) -> None:
+    owner = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    peer = _python(_ATTACH_THEN_WAIT, str(data_dir))
+    _expect(peer, "attached")
+    peer.kill()  # SIGKILL: it never detaches, the kernel drops its lock
+    peer.wait(NO_HANG)
+    owner.close()
+    assert _server_pids(data_dir) == []
+
+
+def test_a_process_restarts_a_server_that_vanished(data_dir: Path) -> None:
+    starter = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings(), appendfsync="always")
+    peer = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    peer.set_user_tags("eve", {"name": "Eve"})
+    (pid,) = _server_pids(data_dir)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while EmbeddedRedis(data_dir).server_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    written = 0
+    for i in range(200):  # every write after the crash succeeds
+        peer.set_user_tags("eve", {"age": i % 100})
+        written += 1
+    assert written == 200 and peer.get_user_tags("eve") == {"name": "Eve", "age": "99"}
+    assert len(_server_pids(data_dir)) == 1 and _server_pids(data_dir) != [pid]
+    starter.close()
+    peer.close()
+    assert _server_pids(data_dir) == []
+
+
+# --------------------------------------------------------------------------- 6. settings
+
+
+def test_appendfsync_asked_while_attaching_is_applied(data_dir: Path) -> None:
+    owner = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    try:
+        assert owner._server is not None
+        with contextlib.closing(_raw(owner._server)) as r:
+            assert r.config_get("appendfsync") == {"appendfsync": "everysec"}
+            strict = TieredMemory.embedded(
+                data_dir, embeddings=HashingEmbeddings(), appendfsync="always"
+            )
+            assert r.config_get("appendfsync") == {"appendfsync": "always"}
+            default = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+            assert r.config_get("appendfsync") == {"appendfsync": "always"}  # not weakened
+            default.close()
+            strict.close()
+    finally:
+        owner.close()
+
+
+# --------------------------------------------------------------------------- 8. errors, CLI
+
+
+def _cli(*args: str, data_dir: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("tiered-memory")
+    cmd = [exe] if exe else [sys.executable, "-m", "langchain_tiered_memory.cli"]
+    return subprocess.run(
+        [*cmd, *args, "--data-dir", str(data_dir), "--embeddings", "hashing"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def test_a_failed_start_names_its_cause_on_the_cli(data_dir: Path) -> None:
+    data_dir.mkdir(parents=True)
+    (data_dir / "appendonly.aof").write_text("this is not an append-only file\n")
+    (data_dir / "appendonlydir").mkdir()  # Redis 7+/Valkey keep it in a directory
+    (data_dir / "appendonlydir" / "appendonly.aof.manifest").write_text("garbage\n")
+    proc = _cli("inspect", "--user", "amy", data_dir=data_dir)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert "did not start" in lines[0]
+    cause = lines[0].split("did not start", 1)[1].lower()
+    assert "append" in cause or "manifest" in cause, lines[0]
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["[/bold]", "[link=https://evil.example]click[/link]", "[red]x[/red] \\[y]"],
+)
+def test_the_cli_prints_stored_text_as_text(data_dir: Path, hostile: str) -> None:
+    user = f"u{hostile}"
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        memory.set_user_tags(user, {"name": hostile})
+        memory.add_summaries(user, [f"The user wrote {hostile} once."])
+    shown = _cli("inspect", "--user", user, data_dir=data_dir)
+    assert shown.returncode == 0, shown.stderr
+    assert hostile in shown.stdout and "Traceback" not in shown.stderr
+    gone = _cli("forget", "--user", user, "--yes", data_dir=data_dir)
+    assert gone.returncode == 0, gone.stderr
+    assert repr(user) in gone.stdout and "Traceback" not in gone.stderr
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        assert memory.get_user_tags(user) == {}
+
+
+def test_ctrl_c_during_the_demo_prints_no_traceback(tmp_path: Path) -> None:
+    exe = shutil.which("tiered-memory")
+    cmd = [exe] if exe else [sys.executable, "-m", "langchain_tiered_memory.cli"]
+    proc = subprocess.Popen(
+        [*cmd, "demo", "--model", "fake", "--embeddings", "hashing"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:  # interrupt inside step 2, with a step process running
+        if "step 2/3" in line:
+            break
+    time.sleep(1.0)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    try:
+        _, err = proc.communicate(timeout=NO_HANG)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
+    assert "interrupted" in err
+
+
+# --------------------------------------------------------------------------- 9. bounds
+
+
+_ANSWERS = {
+    b"PING": b"+PONG\r\n",
+    # redis-py may speak RESP3 (HELLO 3): answer with a map, as Redis 6+ does
+    b"HELLO": b"%2\r\n+server\r\n+redis\r\n+proto\r\n:3\r\n",
+}
+
+
+@contextlib.contextmanager
+def _dripping_server(path: Path, delay: float) -> Iterator[None]:
+    """A RESP server on a unix socket: an answer at once to every command but GET, whose
+    29-byte reply comes one byte every ``delay`` seconds."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(8)
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        reader = conn.makefile("rb")
+        with contextlib.suppress(OSError, ValueError):
+            while not stop.is_set():
+                header = reader.readline()
+                if not header:
+                    return
+                args = []
+                for _ in range(int(header[1:])):
+                    size = int(reader.readline()[1:])
+                    args.append(reader.read(size + 2)[:-2])
+                name = args[0].upper()
+                if name != b"GET":
+                    conn.sendall(_ANSWERS.get(name, b"+OK\r\n"))
+                    continue
+                for byte in b"$22\r\n" + b"d" * 22 + b"\r\n":
+                    if stop.wait(delay):
+                        return
+                    conn.sendall(bytes([byte]))
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while not stop.is_set():
+                conn, _ = listener.accept()
+                threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield
+    finally:
+        stop.set()
+        listener.close()
+
+
+def test_a_dripping_reply_cannot_hold_a_call_past_the_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "drip.sock"
+    # 29 bytes at 0.8 s each = 23 s if each byte resets the socket timeout
+    with _dripping_server(path, delay=0.8):
+        conn = RedisConnection(f"unix://{path}", cluster=False)
+        started = time.monotonic()
+        with pytest.raises(MemoryBackendError, match="timed out"), conn.errors():
+            conn.sync.get("k")
+        sync_took = time.monotonic() - started
+
+        async def aget() -> None:
+            with conn.errors():
+                await conn.aio.get("k")
+
+        started = time.monotonic()
+        with pytest.raises(MemoryBackendError, match="timed out"):
+            asyncio.run(aget())
+        async_took = time.monotonic() - started
+        conn.close()
+    limit = DEFAULT_SOCKET_TIMEOUT + 3.0
+    assert sync_took < limit and async_took < limit, (sync_took, async_took)
