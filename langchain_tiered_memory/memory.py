@@ -162,7 +162,10 @@ class TieredMemory:
 
         ``data_dir`` defaults to ``$TIERED_MEMORY_HOME`` or ``~/.local/share/
         langchain-tiered-memory``. Another process calling ``embedded()`` on the same
-        directory shares the same server and data.
+        directory shares the same server and data; the last one to close stops it, and a
+        server that died is restarted by the next call (see :class:`EmbeddedRedis`).
+        ``appendfsync`` (``"everysec"`` for a new server when not given, ``"always"``,
+        ``"no"``) is applied to the server even if another process started it.
 
         Example:
             >>> with TieredMemory.embedded("/tmp/tm-doc") as memory:  # doctest: +SKIP

@@ -618,7 +618,7 @@ def test_identifying_params_and_type() -> None:
     model = ChatLocalLlama(model_path="/m.gguf", seed=1, stop=["\n\n"])
     assert model._llm_type == "local-llama-cpp"
     assert model._identifying_params["model_path"] == "/m.gguf"
-    assert json.dumps(model._identifying_params)
+    assert json.loads(json.dumps(model._identifying_params))["seed"] == 1
     ls = model._get_ls_params()
     assert ls["ls_provider"] == "llama-cpp"
     assert ls["ls_model_name"] == "m.gguf"

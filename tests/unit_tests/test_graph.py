@@ -31,6 +31,7 @@ from langchain_tiered_memory.graph import (
     MODEL,
     SAVE_MEMORY,
     TOOLS,
+    MemoryNodes,
     create_memory_graph,
 )
 from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
@@ -352,8 +353,26 @@ def test_trimming_keeps_the_system_message_and_never_splits_a_tool_call(
         assert prompt[-1].text in {"I am 31 now.", "Recorded: age=31."}
         if len(prompt) > 2 + (prompt[-1].type == "tool") * 2:  # more than the current turn
             assert count_tokens_approximately(prompt) <= budget
-    if budget >= 300:  # room for some history beside the ~150-token system prompt
-        assert len(model.prompts[0]) > 2
+    first = model.prompts[0]
+    if budget < 300:  # the ~150-token system prompt alone is over budget: the turn goes whole
+        assert [m.type for m in first] == ["system", "human"]
+    else:  # room for some history beside the system prompt, within the budget
+        assert len(first) > 2 and count_tokens_approximately(first) <= budget
+
+
+def test_a_history_tail_without_a_human_message_is_not_sent(
+    embedded_memory: TieredMemory,
+) -> None:
+    nodes = MemoryNodes(memory=embedded_memory)
+    state = {
+        "messages": [HumanMessage("now", id="n")],
+        "recent_history": [
+            AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "x"}], id="a"),
+            ToolMessage("t", tool_call_id="x", id="t"),
+            AIMessage("cut mid-turn", id="b"),
+        ],
+    }
+    assert [m.type for m in nodes.compose(state)] == ["system", "human"]
 
 
 def test_a_turn_over_the_budget_on_its_own_is_sent_whole(embedded_memory: TieredMemory) -> None:

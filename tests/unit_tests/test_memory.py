@@ -247,7 +247,7 @@ def test_export_of_an_unknown_user_is_empty(memory: TieredMemory) -> None:
     exported = memory.export_user("ghost")
     assert exported["tags"] == {} and exported["summaries"] == []
     assert exported["history"]["messages"] == [] and exported["watermark"] == 0
-    json.dumps(exported)
+    assert json.loads(json.dumps(exported)) == exported
 
 
 @pytest.mark.parametrize("victim", ["alice", "a*", "al", "{alice}", "alice:x"])

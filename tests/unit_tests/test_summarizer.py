@@ -8,6 +8,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.summarizer import (
+    MAX_ITEM_CHARS,
+    clean_items,
     extract_user_statements,
     states_a_fact,
     summarize_messages,
@@ -106,3 +108,12 @@ def test_paraphrase_of_the_user_is_kept() -> None:
     model = ScriptedChatModel(replies=[AIMessage(""), "- The user likes hiking in the Alps."])
     items = summarize_messages(model, [HumanMessage("I like hiking, mostly in the Alps.")])
     assert items == ["The user likes hiking in the Alps."]
+
+
+def test_items_past_the_length_bound_are_dropped() -> None:
+    source = "I like green tea. " * 30
+    at_bound = "The user likes green tea" + " tea" * 69
+    past_bound = at_bound + "s"  # "teas" is still the user's word
+    assert (len(at_bound), len(past_bound)) == (MAX_ITEM_CHARS, MAX_ITEM_CHARS + 1)
+    assert clean_items([at_bound], source) == [at_bound]
+    assert clean_items([past_bound], source) == []

@@ -87,6 +87,23 @@ def test_invalid_tags_raise_and_write_nothing(memory: TieredMemory, mapping: Any
     assert memory.get_user_tags("u") == {"name": "Alice", "age": "30"}
 
 
+@pytest.mark.parametrize(
+    ("mapping", "stored"),
+    [
+        ({"age": 150}, {"age": "150"}),
+        ({"age": 0}, {"age": "0"}),
+        ({"name": "B" * 100}, {"name": "B" * 100}),
+        ({"name": "B"}, {"name": "B"}),
+    ],
+    ids=["age-150", "age-0", "name-100", "name-1"],
+)
+def test_the_edges_of_the_default_schema_are_accepted(
+    memory: TieredMemory, mapping: dict[str, Any], stored: dict[str, str]
+) -> None:
+    assert memory.set_user_tags("u", mapping) == stored
+    assert memory.get_user_tags("u") == stored
+
+
 def test_batch_with_a_bad_value_on_a_new_user_writes_nothing(memory: TieredMemory) -> None:
     with pytest.raises(InvalidTagError):
         memory.set_user_tags("new", {"name": "Bob", "age": 999})
