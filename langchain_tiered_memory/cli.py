@@ -510,9 +510,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     with _open_memory(args) as memory, open_checkpointer(data_dir) as saver:
         with console.status("loading the chat model..."):
             model, force = load_chat_model(args.model)
-        graph = create_memory_graph(
-            model, memory=memory, checkpointer=saver, force_tag_capture=force
-        )
+        graph = create_memory_graph(model, memory=memory, checkpointer=saver, small_model=force)
         thread = args.thread or uuid.uuid4().hex[:8]
         session = _ChatSession(
             console=console,

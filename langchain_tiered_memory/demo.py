@@ -464,7 +464,7 @@ def run_demo_step(
         raise ValueError(f"demo step must be 1, 2 or 3, not {step}.")
     console.rule(f"step {step}/3 (process {os.getpid()}): {_STEP_TITLES[step]}")
     model, force = load_chat_model(model_name)
-    line(console, f"model: {describe_model(model)}; force_tag_capture={force}")
+    line(console, f"model: {describe_model(model)}; small-model guards: {force}")
     with (
         open_memory(
             redis_url=redis_url, data_dir=data_dir, embeddings=make_embeddings(embeddings)
@@ -477,15 +477,9 @@ def run_demo_step(
             if any(removed.values()):
                 line(console, f"(reset user {user_id!r} left over from an earlier run)")
         tags_before = memory.get_user_tags(user_id)
-        # A small local model gets both aids: forced tag capture and, when its summary
-        # comes back empty, the user's own statements as memory items.
-        graph = create_memory_graph(
-            model,
-            memory=memory,
-            checkpointer=saver,
-            force_tag_capture=force,
-            extractive_summary_fallback=force,
-        )
+        # A small local model gets the small-model aids: forced tag capture, grounded
+        # summaries and, when its summary comes back empty, the user's own statements.
+        graph = create_memory_graph(model, memory=memory, checkpointer=saver, small_model=force)
         thread = checkpoint_thread_id(user_id, f"demo-step-{step}-{os.getpid()}")
         turns: list[TurnResult] = []
         for text in STEP_MESSAGES[step]:
@@ -572,7 +566,7 @@ def _check_step2(
 
         small = is_small_local_model(model)
         try:
-            memory.summarize_history(user, model, extractive_fallback=small)
+            memory.summarize_history(user, model, extractive_fallback=small, grounded=small)
         except SummarizationError as exc:
             line(console, f"summarize_history failed: {exc}", style="red")
         items = memory.summaries.get_all(user)

@@ -184,6 +184,9 @@ class MemoryNodes:
     context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET
     auto_summarize_after: int | None = None
     summary_model: BaseChatModel | None = None
+    # the small-model guards of background summaries (see summarize_messages)
+    extractive_summary_fallback: bool = False
+    grounded_summaries: bool = False
 
     # ----- load -----
 
@@ -291,7 +294,11 @@ class MemoryNodes:
         if self.auto_summarize_after is None or self.summary_model is None:
             return
         self.memory.summarize_in_background(
-            user_id, self.summary_model, min_messages=self.auto_summarize_after
+            user_id,
+            self.summary_model,
+            min_messages=self.auto_summarize_after,
+            extractive_fallback=self.extractive_summary_fallback,
+            grounded=self.grounded_summaries,
         )
 
 
@@ -351,9 +358,10 @@ def create_memory_graph(
     context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET,
     auto_summarize_after: int | None = None,
     summary_model: BaseChatModel | None = None,
-    force_tag_capture: bool = False,
+    small_model: bool | None = None,
+    force_tag_capture: bool | None = None,
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
-    extractive_summary_fallback: bool = False,
+    extractive_summary_fallback: bool | None = None,
     name: str | None = None,
 ) -> CompiledStateGraph:
     """Build the memory agent graph.
@@ -372,17 +380,24 @@ def create_memory_graph(
         auto_summarize_after: summarize in the background once a user has this many
             unsummarized messages (the turn does not wait for it).
         summary_model: the model that writes summaries (default: ``model``).
+        small_model: switch on the guards for small local models, which help them and
+            would hold a capable model back: forced tag capture, the extractive summary
+            fallback and grounded summaries (items must come from the user's own words).
+            ``None`` (default): on for small in-process models
+            (:func:`~langchain_tiered_memory.chat_models.is_small_local_model`), off for
+            ChatOpenAI and other capable models.
         force_tag_capture: when the user's message is a first-person statement, first
             force a ``user_tag`` call (``tool_choice``) and keep only values the user
             literally said; ``user_tag`` is then not offered to the model otherwise, so a
             weak model cannot record guesses. For small local models that never choose
-            tools on their own.
+            tools on their own. ``None``: follows ``small_model``.
         max_tool_rounds: after this many tool-calling replies in one turn the model is
             called without tools and must answer, so a model stuck calling tools cannot
             loop until the recursion limit (and lose the turn).
         extractive_summary_fallback: when the summarizer model returns nothing usable,
             store the user's own first-person statements (quoted) instead of failing.
-            For small local models, whose structured output is often empty.
+            For small local models, whose structured output is often empty. ``None``:
+            follows ``small_model``.
         name: the compiled graph's name.
 
     Example:
@@ -394,6 +409,14 @@ def create_memory_graph(
 
     """
     summary_model = summary_model or model
+    if small_model is None:
+        from langchain_tiered_memory.chat_models import is_small_local_model
+
+        small_model = is_small_local_model(model)
+    if force_tag_capture is None:
+        force_tag_capture = small_model
+    if extractive_summary_fallback is None:
+        extractive_summary_fallback = small_model
     nodes = MemoryNodes(
         memory=memory,
         system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT,
@@ -403,12 +426,17 @@ def create_memory_graph(
         context_token_budget=context_token_budget,
         auto_summarize_after=auto_summarize_after,
         summary_model=summary_model,
+        extractive_summary_fallback=extractive_summary_fallback,
+        grounded_summaries=small_model,
     )
     tag_tool = UserTagTool(memory=memory)
     all_tools: list[BaseTool] = [
         tag_tool,
         SummarizeTool(
-            memory=memory, model=summary_model, extractive_fallback=extractive_summary_fallback
+            memory=memory,
+            model=summary_model,
+            extractive_fallback=extractive_summary_fallback,
+            grounded=small_model,
         ),
         *tools,
     ]

@@ -532,6 +532,7 @@ class TieredMemory:
         *,
         max_messages: int = DEFAULT_SUMMARY_BATCH,
         extractive_fallback: bool = False,
+        grounded: bool = False,
     ) -> list[str]:
         """Summarize the user's history after the watermark into stored items.
 
@@ -540,7 +541,9 @@ class TieredMemory:
         new, or another summarizer got there first).
 
         ``extractive_fallback=True`` keeps the user's own first-person statements (quoted)
-        when the model returns nothing usable: for small local models.
+        when the model returns nothing usable, and ``grounded=True`` keeps only items whose
+        content occurs in what the user said: both for small local models (see
+        :func:`~langchain_tiered_memory.summarizer.summarize_messages`).
 
         Raises:
             SummarizationError: the model failed or returned nothing usable; nothing was
@@ -551,7 +554,9 @@ class TieredMemory:
         first, messages = self.history.since(user_id, watermark, max_messages)
         if not messages:
             return []
-        items = summarize_messages(model, messages, extractive_fallback=extractive_fallback)
+        items = summarize_messages(
+            model, messages, extractive_fallback=extractive_fallback, grounded=grounded
+        )
         end = first + len(messages)
         try:
             ids = self.summaries.add(
@@ -574,13 +579,16 @@ class TieredMemory:
         *,
         max_messages: int = DEFAULT_SUMMARY_BATCH,
         extractive_fallback: bool = False,
+        grounded: bool = False,
     ) -> list[str]:
         """Async :meth:`summarize_history`."""
         watermark = await self.summaries.aget_watermark(user_id)
         first, messages = await self.history.asince(user_id, watermark, max_messages)
         if not messages:
             return []
-        items = await asummarize_messages(model, messages, extractive_fallback=extractive_fallback)
+        items = await asummarize_messages(
+            model, messages, extractive_fallback=extractive_fallback, grounded=grounded
+        )
         end = first + len(messages)
         try:
             ids = await self.summaries.aadd(
@@ -597,7 +605,13 @@ class TieredMemory:
         return ids
 
     def summarize_in_background(
-        self, user_id: str, model: BaseChatModel, *, min_messages: int = 1
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        *,
+        min_messages: int = 1,
+        extractive_fallback: bool = False,
+        grounded: bool = False,
     ) -> Future[list[str]] | None:
         """Summarize the user's history in a worker thread if ``min_messages`` are pending.
 
@@ -613,16 +627,24 @@ class TieredMemory:
                 self._bg_executor = ThreadPoolExecutor(
                     max_workers=2, thread_name_prefix="tiered-memory-summarize"
                 )
-            job = self._bg_executor.submit(self._background_job, user_id, model, min_messages)
+            job = self._bg_executor.submit(
+                self._background_job,
+                user_id,
+                model,
+                min_messages,
+                {"extractive_fallback": extractive_fallback, "grounded": grounded},
+            )
             self._bg_jobs[user_id] = job
         return job
 
-    def _background_job(self, user_id: str, model: BaseChatModel, min_messages: int) -> list[str]:
+    def _background_job(
+        self, user_id: str, model: BaseChatModel, min_messages: int, options: dict[str, bool]
+    ) -> list[str]:
         try:
             pending = self.history.length(user_id) - self.summaries.get_watermark(user_id)
             if pending < min_messages:
                 return []
-            return self.summarize_history(user_id, model)
+            return self.summarize_history(user_id, model, **options)
         except Exception:  # a background job has nobody to raise to: log it
             logger.exception("background summarization of %r failed", user_id)
             return []
@@ -678,7 +700,12 @@ class TieredMemory:
         return out
 
     def summarize_pending(
-        self, model: BaseChatModel, *, min_messages: int = 20, extractive_fallback: bool = False
+        self,
+        model: BaseChatModel,
+        *,
+        min_messages: int = 20,
+        extractive_fallback: bool = False,
+        grounded: bool = False,
     ) -> dict[str, list[str]]:
         """The offline job: summarize every user with ``min_messages`` unsummarized messages.
 
@@ -695,7 +722,7 @@ class TieredMemory:
         for user_id in self.pending_users(min_messages):
             try:
                 done[user_id] = self.summarize_history(
-                    user_id, model, extractive_fallback=extractive_fallback
+                    user_id, model, extractive_fallback=extractive_fallback, grounded=grounded
                 )
             except MemoryBackendError:
                 raise  # the store is down: every other user would fail the same way
@@ -706,14 +733,19 @@ class TieredMemory:
         return done
 
     async def asummarize_pending(
-        self, model: BaseChatModel, *, min_messages: int = 20, extractive_fallback: bool = False
+        self,
+        model: BaseChatModel,
+        *,
+        min_messages: int = 20,
+        extractive_fallback: bool = False,
+        grounded: bool = False,
     ) -> dict[str, list[str]]:
         """Async :meth:`summarize_pending` (users one after another)."""
         done: dict[str, list[str]] = {}
         for user_id in await self.apending_users(min_messages):
             try:
                 done[user_id] = await self.asummarize_history(
-                    user_id, model, extractive_fallback=extractive_fallback
+                    user_id, model, extractive_fallback=extractive_fallback, grounded=grounded
                 )
             except MemoryBackendError:
                 raise

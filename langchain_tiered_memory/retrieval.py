@@ -45,6 +45,8 @@ from datetime import date, datetime, timedelta, timezone
 import faiss
 import numpy as np
 
+from langchain_tiered_memory.text import is_cjk, stem, tokenize
+
 __all__ = [
     "RetrievalConfig",
     "HybridIndex",
@@ -101,67 +103,6 @@ class RetrievalConfig:
 
 
 # ----------------------------------------------------------------------------- text
-
-_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
-
-# English function words: they carry no topic, and BM25 would give them weight in a small
-# collection where they are not frequent enough to get a low IDF.
-STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are aren as at be because been
-    before being below between both but by can cannot could couldn d did didn do does doesn
-    doing don down during each few for from further had hadn has hasn have haven having he
-    her here hers herself him himself his how i if in into is isn it its itself just ll m me
-    more most my myself no nor not now o of off on once only or other ought our ours
-    ourselves out over own re s same shan she should shouldn so some such t than that the
-    their theirs them themselves then there these they this those through to too under until
-    up ve very was wasn we were weren what when where which while who whom why will with
-    won would wouldn y you your yours yourself yourselves
-    """.split()
-)
-
-
-def stem(word: str) -> str:
-    """A light English stemmer: folds plurals and -ing/-ed forms ("paintings" -> "paint").
-
-    Deliberately conservative (no derivational suffixes), so distinct words rarely merge.
-
-    Example:
-        >>> [stem(w) for w in ["paintings", "painted", "hobbies", "running", "glass"]]
-        ['paint', 'paint', 'hobby', 'run', 'glass']
-
-    """
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("ing") and len(word) > 5:
-        return _undouble(word[:-3])
-    if word.endswith("ed") and len(word) > 4:
-        return _undouble(word[:-2])
-    if word.endswith("es") and word[-3] in "sxz" and len(word) > 4:
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return stem(word[:-1]) if word[:-1].endswith("ing") else word[:-1]
-    return word
-
-
-def _undouble(word: str) -> str:
-    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
-        return word[:-1]
-    return word
-
-
-def tokenize(text: str) -> list[str]:
-    """Lower-cased, stemmed word tokens without stop words.
-
-    Example:
-        >>> tokenize("What did Melanie paint recently?")
-        ['melanie', 'paint', 'recently']
-
-    """
-    return [stem(w) for w in _TOKEN.findall(text.lower()) if w not in STOPWORDS]
-
 
 # ----------------------------------------------------------------------------- growable
 
@@ -429,17 +370,21 @@ def parse_time_windows(text: str, now: datetime | None = None) -> list[TimeWindo
         [1683504000.0]
         >>> parse_time_windows("what is her name?")
         []
+        >>> [w.month for w in parse_time_windows("我的生日是5月8日吗？")]
+        [5]
 
     """
     words = set(_WORDS.findall(text.lower()))
     has_digit = _DIGIT.search(text) is not None
     has_month = not words.isdisjoint(_MONTHS)
-    if not (has_digit or has_month or not words.isdisjoint(_TIME_WORDS)):
+    if not (has_digit or has_month or not words.isdisjoint(_TIME_WORDS) or _ZH_HINT.search(text)):
         return []
     now = now or datetime.now(timezone.utc)
     today = now.date()
     out: list[TimeWindow] = []
     taken: list[tuple[int, int]] = []
+    if any(is_cjk(c) for c in text):
+        out.extend(_parse_zh(text, today, taken))
     for kind, pattern in _PATTERNS:
         # skip patterns that cannot match (most queries name no date at all)
         if kind in ("iso_day", "year") and not has_digit:
@@ -460,6 +405,104 @@ def parse_time_windows(text: str, now: datetime | None = None) -> list[TimeWindo
                 out.append(window)
                 taken.append(m.span())
     return out
+
+
+# Chinese dates: "2023年5月8日", "5月8号", "五月八日", "2023年5月", "2023年", "去年", "上周",
+# "上个月", "昨天", "3天前", "两周前". Hand-written like the English ones: dateparser (measured:
+# 0.3-1.5 ms a query) returns points without their granularity and read "5月8日" as June 23.
+_ZH_NUM = "零〇一二两三四五六七八九十"
+_ZH_HINT = re.compile(r"[年月日号號周週天前]|星期|礼拜")
+_ZH_N = rf"(?:\d+|[{_ZH_NUM}]+)"
+_ZH_PATTERNS = [
+    (
+        "day",
+        re.compile(
+            rf"(?:(?P<year>\d{{4}})\s*年\s*)?(?P<month>{_ZH_N})\s*月\s*(?P<day>{_ZH_N})\s*[日号號]"
+        ),
+    ),
+    ("month", re.compile(rf"(?:(?P<year>\d{{4}})\s*年\s*)?(?P<month>{_ZH_N})\s*(?:个)?月(?!前)")),
+    ("year", re.compile(r"(?P<year>\d{4})\s*年")),
+    (
+        "ago",
+        re.compile(rf"(?P<n>{_ZH_N}|几)\s*(?:个)?(?P<unit>天|日|周|週|星期|礼拜|月|年)(?:以)?前"),
+    ),
+    (
+        "relative",
+        re.compile(
+            r"(?P<rel>去年|前年|今年|明年|上个?星期|上个?礼拜|上个?周|上週|本周|这个?星期|这周|上个?月|这个?月|本月|昨天|前天|今天)"
+        ),
+    ),
+]
+_ZH_UNITS = {"天": 1, "日": 1, "周": 7, "週": 7, "星期": 7, "礼拜": 7, "月": 30, "年": 365}
+
+
+def _zh_int(text: str) -> int:
+    """``"12"``, ``"十二"``, ``"二十三"``, ``"两"`` as an int."""
+    if text.isdigit():
+        return int(text)
+    digits = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        return (digits[tens] if tens else 1) * 10 + (digits[ones] if ones else 0)
+    value = 0
+    for char in text:
+        value = value * 10 + digits[char]
+    return value
+
+
+def _parse_zh(text: str, today: date, taken: list[tuple[int, int]]) -> list[TimeWindow]:
+    out = []
+    for kind, pattern in _ZH_PATTERNS:
+        for m in pattern.finditer(text):
+            if any(m.start() < e and s < m.end() for s, e in taken):
+                continue
+            window = _zh_window(kind, m.groupdict(), today)
+            if window is not None:
+                out.append(window)
+                taken.append(m.span())
+    return out
+
+
+def _zh_window(kind: str, g: dict[str, str | None], today: date) -> TimeWindow | None:
+    try:
+        if kind in ("day", "month"):
+            month = _zh_int(g["month"] or "")
+            year = int(g["year"] or "") if g.get("year") else None
+            day = _zh_int(g["day"] or "") if g.get("day") else None
+            if not 1 <= month <= 12:
+                return None
+            if day is not None:
+                if year is None:
+                    date(2000, month, day)  # validates
+                    return TimeWindow(None, None, 2 * _DAY_S, month=month, day=day)
+                start = date(year, month, day)
+                return _window(start, start + timedelta(days=1))
+            if year is None:
+                return TimeWindow(None, None, 15 * _DAY_S, month=month)
+            return _window(date(year, month, 1), _add_months(year, month, 1))
+        if kind == "year":
+            year = int(g["year"] or "")
+            return _window(date(year, 1, 1), date(year + 1, 1, 1))
+        if kind == "ago":
+            n = 3 if g["n"] == "几" else _zh_int(g["n"] or "")
+            days = n * _ZH_UNITS[g["unit"] or ""]
+            center = today - timedelta(days=days)
+            half = max(1, days // 4)
+            return _window(center - timedelta(days=half), center + timedelta(days=half + 1))
+        rel = g["rel"] or ""
+        years = {"去年": -1, "前年": -2, "今年": 0, "明年": 1}
+        if rel in years:
+            year = today.year + years[rel]
+            return _window(date(year, 1, 1), date(year + 1, 1, 1))
+        if rel in ("今天", "昨天", "前天"):
+            back = {"今天": 0, "昨天": 1, "前天": 2}[rel]
+            return _window(today - timedelta(days=back), today - timedelta(days=back - 1))
+        span = 30 if rel.endswith("月") else 7
+        if rel.startswith(("这", "本")):
+            return _window(today - timedelta(days=span), today + timedelta(days=1))
+        return _window(today - timedelta(days=2 * span), today + timedelta(days=1))
+    except (ValueError, KeyError, OverflowError):
+        return None
 
 
 def _one_window(kind: str, m: re.Match[str], today: date) -> TimeWindow | None:

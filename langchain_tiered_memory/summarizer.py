@@ -2,15 +2,17 @@
 
 The model is asked for a list of strings through a tool call (structured output). Small
 local models often fail at that, so a plain-text answer with one item per line is accepted
-as a fallback. Whatever comes back is validated: items must be short sentences grounded in
-what the user said (sharing content words with it); anything else is dropped, and if nothing is left
-:class:`SummarizationError` is raised so the caller stores nothing.
+as a fallback. Whatever comes back is validated for form, in any language (short text, not
+a copy of the instructions). For small local models a junk guard (``grounded=True``) also
+requires most of an item's character n-grams to occur in what the user said. If nothing is
+left, :class:`SummarizationError` is raised so the caller stores nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,14 +22,22 @@ from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, Field
 
 from langchain_tiered_memory.errors import SummarizationError
+from langchain_tiered_memory.text import (
+    is_cjk,
+    is_first_person,
+    is_question,
+    split_sentences,
+)
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["SummaryItems", "SUMMARY_SYSTEM_PROMPT", "summarize_messages", "asummarize_messages"]
 
 MAX_ITEM_CHARS = 300
+MIN_ITEM_CHARS = 4  # "生日五月八日" is six characters: short items are fine in CJK
 MAX_ITEMS = 20
 MIN_GROUNDED_SHARE = 0.5
+MIN_CONTENT_GRAMS = 6
 MAX_TRANSCRIPT_CHARS = 12000
 
 
@@ -47,19 +57,13 @@ SUMMARY_SYSTEM_PROMPT = (
     "You write the long-term memory of an assistant. Read the conversation between the user "
     "and the assistant and list the facts about the user worth remembering later: who they "
     "are, dates, preferences, plans, people and events they mention. Write each fact as one "
-    'short self-contained sentence in the third person ("The user ..."). Do not invent '
-    "anything. Do not include greetings or small talk. Answer by calling SummaryItems, or, "
-    "if you cannot call it, with one fact per line starting with '- '."
+    'short self-contained sentence in the third person ("The user ..."), in the language '
+    "the user writes in. Do not invent anything. Do not include greetings or small talk. "
+    "Answer by calling SummaryItems, or, if you cannot call it, with one fact per line "
+    "starting with '- '."
 )
 
-_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
-_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)\s*$")
-_STOP = frozenset(
-    (
-        "the and you your are was were has have had for with this that user assistant "
-        "about what they their them she her his him its not but can will would please"
-    ).split()
-)
+_BULLET = re.compile(r"^\s*(?:[-*\u2022\u30fb]|\d+[.)\u3001])\s*(.*\S)\s*$")
 
 
 def render_transcript(messages: Sequence[BaseMessage]) -> str:
@@ -87,36 +91,96 @@ def build_request(transcript: str) -> list[BaseMessage]:
     ]
 
 
-def _words(text: str) -> set[str]:
-    # A crude stem (no trailing "s") so that "likes" matches "like".
-    return {w.removesuffix("s") for w in _WORD.findall(text.lower()) if w not in _STOP}
-
-
 def user_text(messages: Sequence[BaseMessage]) -> str:
     """Everything the user said in ``messages``: what memory items must be grounded in."""
     return "\n".join(m.text for m in messages if isinstance(m, HumanMessage))
 
 
-def clean_items(candidates: Sequence[Any], source_text: str) -> list[str]:
-    """Keep the candidates that are short sentences sharing a content word with
-    ``source_text`` (the user's own words: an item echoing only the assistant's chatter,
-    or nobody's, is dropped).
+def char_grams(text: str) -> set[str]:
+    """Character n-grams of ``text``, for any language: trigrams, and bigrams inside CJK runs
+    (where one character is a word or a morpheme). Case, width and punctuation are folded.
+
+    Example:
+        >>> sorted(char_grams("Tea!"))
+        ['tea']
+        >>> sorted(char_grams("喜欢茶"))
+        ['喜欢', '喜欢茶', '欢茶']
+
     """
-    source = _words(source_text)
+    norm = " ".join(
+        "".join(
+            c if c.isalnum() else " " for c in unicodedata.normalize("NFKC", text).casefold()
+        ).split()
+    )
+    grams = {norm[i : i + 3] for i in range(len(norm) - 2)}
+    grams |= {
+        norm[i : i + 2] for i in range(len(norm) - 1) if is_cjk(norm[i]) and is_cjk(norm[i + 1])
+    }
+    return {g for g in grams if g.strip() and not g.startswith(" ") and not g.endswith(" ")}
+
+
+# What every item says whatever the user said ("The user ...", "用户"): not evidence that an
+# item is grounded, so these n-grams count on neither side.
+_FRAME = char_grams(SUMMARY_SYSTEM_PROMPT + " SummaryItems The user's 用户 ユーザー Der Nutzer")
+
+
+def is_grounded(item: str, source_text: str, *, source_grams: set[str] | None = None) -> bool:
+    """Whether ``item`` is said in ``source_text``: every sentence of it has most of its
+    content (character n-grams, the prompt's own wording left out) there, and it carries
+    at least ``MIN_CONTENT_GRAMS`` of them ("Alice" or "The user's sister" alone is a
+    fragment). Language-agnostic; the junk guard for small models.
+    """
+    source = char_grams(source_text) if source_grams is None else source_grams
+    total = 0
+    for sentence in split_sentences(item):
+        grams = char_grams(sentence) - _FRAME
+        if not grams:
+            continue
+        if len(grams & source) < MIN_GROUNDED_SHARE * len(grams):
+            return False  # an invented sentence spoils the item ("... on April 15.")
+        total += len(grams)
+    return total >= MIN_CONTENT_GRAMS
+
+
+def _copies_instructions(item: str) -> bool:
+    grams = char_grams(item)
+    return bool(grams) and len(grams & _INSTRUCTION_GRAMS) >= 0.8 * len(grams)
+
+
+_INSTRUCTION_GRAMS = char_grams(SUMMARY_SYSTEM_PROMPT + " Conversation List the facts to remember")
+
+
+_USER_LABEL, _ASSISTANT_LABEL = "User:", "Assistant:"  # render_transcript's speakers
+
+
+def clean_items(candidates: Sequence[Any], source_text: str | None = None) -> list[str]:
+    """Validate candidate items by form, in any language: text, 4-300 characters, with a
+    letter, not a copy of the summarizer's instructions, no duplicates, at most 20.
+
+    With ``source_text`` (the small-model junk guard), an item must also be grounded in
+    it (:func:`is_grounded`): what a weak model echoes from the assistant, or invents, is
+    dropped. A capable model's abstraction ("I don't eat meat" -> "The user is
+    vegetarian") is kept without it.
+    """
+    source = char_grams(source_text) if source_text is not None else None
     out: list[str] = []
     seen: set[str] = set()
     for raw in candidates:
         if not isinstance(raw, str):
             continue
-        text = " ".join(raw.split()).strip(" -*\"'")
-        if not (8 <= len(text) <= MAX_ITEM_CHARS):
+        text = " ".join(raw.split()).strip(" -*\"'\u201c\u201d\u300c\u300d")
+        # Lines echoed from the transcript: the user's keep their content; the
+        # assistant's words are not facts about the user.
+        if text.startswith(_ASSISTANT_LABEL):
             continue
-        words = _words(text)
-        # Most content words must come from the user: an item echoing the assistant's
-        # chatter, or invented, shares one word with the user's text at most by chance.
-        if not words or len(words & source) < MIN_GROUNDED_SHARE * len(words):
+        text = text.removeprefix(_USER_LABEL).strip()
+        if not (MIN_ITEM_CHARS <= len(text) <= MAX_ITEM_CHARS):
             continue
-        key = text.lower()
+        if not any(c.isalpha() for c in text) or _copies_instructions(text):
+            continue
+        if source is not None and not is_grounded(text, "", source_grams=source):
+            continue
+        key = text.casefold()
         if key in seen:
             continue
         seen.add(key)
@@ -143,14 +207,13 @@ def _candidates(response: Any) -> list[Any]:
     return [m.group(1) for line in text.splitlines() if (m := _BULLET.match(line))]
 
 
-_FIRST_PERSON = re.compile(r"\b(i|i'm|im|i am|my|me|mine)\b", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!])\s+")
-
-
 def states_a_fact(text: str) -> bool:
-    """Heuristic: a first-person statement (not a question) that may hold a fact."""
+    """Heuristic: a first-person statement (not a question) that may hold a fact, in
+    English, Chinese, Japanese, Korean, German, French, Spanish, Portuguese, Italian or
+    Russian (see :func:`langchain_tiered_memory.text.is_first_person`).
+    """
     stripped = text.strip()
-    return bool(stripped) and not stripped.endswith("?") and bool(_FIRST_PERSON.search(stripped))
+    return bool(stripped) and not is_question(stripped) and is_first_person(stripped)
 
 
 def extract_user_statements(messages: Sequence[BaseMessage]) -> list[str]:
@@ -163,9 +226,8 @@ def extract_user_statements(messages: Sequence[BaseMessage]) -> list[str]:
     for message in messages:
         if not isinstance(message, HumanMessage):
             continue
-        for sentence in _SENTENCE_END.split(message.text.strip()):
-            sentence = " ".join(sentence.split())
-            if 8 <= len(sentence) <= MAX_ITEM_CHARS - 20 and states_a_fact(sentence):
+        for sentence in split_sentences(message.text):
+            if MIN_ITEM_CHARS <= len(sentence) <= MAX_ITEM_CHARS - 20 and states_a_fact(sentence):
                 item = f'The user said: "{sentence}"'
                 if item not in out:
                     out.append(item)
@@ -179,9 +241,11 @@ def _bind(model: BaseChatModel) -> Any:
         return model
 
 
-def _grounding(messages: Sequence[BaseMessage], transcript: str) -> str:
+def _grounding(messages: Sequence[BaseMessage], transcript: str, grounded: bool) -> str | None:
     # Items must come from the user's words; a window of assistant text only (the user's
     # part was in an earlier batch) is grounded in what the assistant said.
+    if not grounded:
+        return None
     return user_text(messages) or transcript
 
 
@@ -203,12 +267,22 @@ def summarize_messages(
     messages: Sequence[BaseMessage],
     *,
     extractive_fallback: bool = False,
+    grounded: bool = False,
 ) -> list[str]:
     """Ask ``model`` for memory items about ``messages``.
 
     First as a ``SummaryItems`` tool call; if that yields nothing usable, once more as plain
-    text with one item per line. With ``extractive_fallback``, if the model still gives
-    nothing usable, the user's own first-person statements are kept, quoted.
+    text with one item per line. Items are checked for form (:func:`clean_items`); the
+    model's wording is trusted, in any language.
+
+    Args:
+        model: the summarizer chat model.
+        messages: the conversation window to summarize.
+        extractive_fallback: if the model gives nothing usable, keep the user's own
+            first-person statements, quoted (for small local models).
+        grounded: the junk guard for small local models: keep only items whose content
+            occurs in what the user said (character n-grams, any language). Off for
+            capable models, whose abstractions it would drop.
 
     Raises:
         SummarizationError: the model failed (raised, timed out) or returned nothing usable
@@ -222,7 +296,7 @@ def summarize_messages(
     transcript = render_transcript(messages)
     if not transcript:
         return []
-    request, grounding = build_request(transcript), _grounding(messages, transcript)
+    request, grounding = build_request(transcript), _grounding(messages, transcript, grounded)
     try:
         items = clean_items(_candidates(_bind(model).invoke(request)), grounding)
         if not items:
@@ -237,12 +311,13 @@ async def asummarize_messages(
     messages: Sequence[BaseMessage],
     *,
     extractive_fallback: bool = False,
+    grounded: bool = False,
 ) -> list[str]:
     """Async :func:`summarize_messages`."""
     transcript = render_transcript(messages)
     if not transcript:
         return []
-    request, grounding = build_request(transcript), _grounding(messages, transcript)
+    request, grounding = build_request(transcript), _grounding(messages, transcript, grounded)
     try:
         items = clean_items(_candidates(await _bind(model).ainvoke(request)), grounding)
         if not items:

@@ -150,6 +150,7 @@ class SummarizeTool(BaseTool):
     memory: Any = Field(exclude=True)
     model: Any = Field(exclude=True)
     extractive_fallback: bool = False
+    grounded: bool = False
     handle_tool_error: bool = True
 
     def __init__(self, *, memory: TieredMemory, model: BaseChatModel | None, **kwargs: Any) -> None:
@@ -171,7 +172,10 @@ class SummarizeTool(BaseTool):
         try:
             return self._report(
                 self.memory.summarize_history(
-                    user_id, self._model(), extractive_fallback=self.extractive_fallback
+                    user_id,
+                    self._model(),
+                    extractive_fallback=self.extractive_fallback,
+                    grounded=self.grounded,
                 )
             )
         except SummarizationError as exc:
@@ -182,7 +186,10 @@ class SummarizeTool(BaseTool):
         try:
             return self._report(
                 await self.memory.asummarize_history(
-                    user_id, self._model(), extractive_fallback=self.extractive_fallback
+                    user_id,
+                    self._model(),
+                    extractive_fallback=self.extractive_fallback,
+                    grounded=self.grounded,
                 )
             )
         except SummarizationError as exc:

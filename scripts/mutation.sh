@@ -24,11 +24,12 @@ for line in Path("mutants/results.txt").read_text().splitlines():
     match = re.match(r"\s*(\S+): (.+)$", line)
     if match:
         counts[match.group(2).strip()] += 1
-killed = counts["killed"] + counts["timeout"]
+# a mutant that crashes or hangs the tests was detected too
+killed = counts["killed"] + counts["timeout"] + counts["segfault"]
 scored = killed + counts["survived"]
 print("mutants:", dict(counts))
 if scored:
-    print(f"kill rate: {killed}/{scored} = {killed / scored:.1%} (timeouts count as killed)")
+    print(f"kill rate: {killed}/{scored} = {killed / scored:.1%} (timeouts, crashes count)")
 for line in Path("mutants/results.txt").read_text().splitlines():
     if line.strip().endswith(": survived"):
         print("survived:", line.split(":")[0].strip())

@@ -48,10 +48,10 @@ def test_plain_text_bullets_are_a_second_attempt() -> None:
     assert "tool_names" not in model.bindings[1]
 
 
-def test_junk_without_fallback_raises() -> None:
+def test_ungrounded_items_raise_in_small_model_mode() -> None:
     model = ScriptedChatModel(replies=[AIMessage(""), "- The weather on Mars is cold today."])
     with pytest.raises(SummarizationError):
-        summarize_messages(model, CONVERSATION)
+        summarize_messages(model, CONVERSATION, grounded=True)
 
 
 def test_junk_with_extractive_fallback_keeps_the_users_own_statements() -> None:
@@ -101,13 +101,13 @@ def test_assistant_chatter_sharing_one_word_with_the_user_is_not_memory() -> Non
     chatter = "- The user_tag tool is not currently available. Please try again later."
     model = ScriptedChatModel(replies=[AIMessage(""), chatter])
     with pytest.raises(SummarizationError):
-        summarize_messages(model, CONVERSATION)
+        summarize_messages(model, CONVERSATION, grounded=True)
 
 
 def test_paraphrase_of_the_user_is_kept() -> None:
     model = ScriptedChatModel(replies=[AIMessage(""), "- The user likes hiking in the Alps."])
-    items = summarize_messages(model, [HumanMessage("I like hiking, mostly in the Alps.")])
-    assert items == ["The user likes hiking in the Alps."]
+    said = [HumanMessage("I like hiking, mostly in the Alps.")]
+    assert summarize_messages(model, said, grounded=True) == ["The user likes hiking in the Alps."]
 
 
 def test_items_past_the_length_bound_are_dropped() -> None:
@@ -115,5 +115,6 @@ def test_items_past_the_length_bound_are_dropped() -> None:
     at_bound = "The user likes green tea" + " tea" * 69
     past_bound = at_bound + "s"  # "teas" is still the user's word
     assert (len(at_bound), len(past_bound)) == (MAX_ITEM_CHARS, MAX_ITEM_CHARS + 1)
-    assert clean_items([at_bound], source) == [at_bound]
-    assert clean_items([past_bound], source) == []
+    for guard in (source, None):
+        assert clean_items([at_bound], guard) == [at_bound]
+        assert clean_items([past_bound], guard) == []

@@ -214,7 +214,8 @@ async def test_a_failed_summary_is_an_error_message_and_the_watermark_stays(
             raise bad_reply
         return bad_reply
 
-    tool = SummarizeTool(memory=memory, model=ScriptedChatModel(replies=[reply]))
+    # grounded: the small-model guard, which refuses the ungrounded item
+    tool = SummarizeTool(memory=memory, model=ScriptedChatModel(replies=[reply]), grounded=True)
     for answer in (
         tool.invoke(tool_call("summarize", {}), config=ALICE),
         await tool.ainvoke(tool_call("summarize", {}), config=ALICE),

@@ -1,0 +1,210 @@
+"""Language-aware text handling shared by recall and the write path.
+
+The package serves users in any language. Three things here depend on the script:
+
+- **tokens for lexical recall** (:func:`tokenize`): words for scripts that separate words
+  with spaces, character bigrams inside runs of Chinese, Japanese or Korean characters (as
+  Lucene's ``CJKAnalyzer`` does, a lone character stays a unigram); English stop words and
+  a light stemmer apply only to ASCII words, where they are right;
+- **first-person statements** (:func:`is_first_person`, :func:`is_question`): the trigger of
+  forced tag capture and the extractive fallback for small models, for English, Chinese,
+  Japanese, Korean, German, French, Spanish, Portuguese, Italian and Russian;
+- **sentences** (:func:`split_sentences`), with CJK full stops that need no space after.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = [
+    "STOPWORDS",
+    "is_cjk",
+    "is_first_person",
+    "is_question",
+    "split_sentences",
+    "stem",
+    "tokenize",
+]
+
+_CJK_RANGES = (
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x3130, 0x318F),  # Hangul compatibility Jamo
+    (0x31F0, 0x31FF),  # Katakana extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF66, 0xFF9F),  # half-width Katakana
+    (0x20000, 0x2FA1F),  # CJK extensions B-F, compatibility supplement
+)
+
+
+def is_cjk(char: str) -> bool:
+    """Whether ``char`` is a Chinese, Japanese or Korean character (not punctuation).
+
+    Example:
+        >>> [is_cjk(c) for c in "a我カ한。"]
+        [False, True, True, True, False]
+
+    """
+    code = ord(char)
+    return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+# English function words: they carry no topic, and BM25 would give them weight in a small
+# collection where they are not frequent enough to get a low IDF.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren as at be because been
+    before being below between both but by can cannot could couldn d did didn do does doesn
+    doing don down during each few for from further had hadn has hasn have haven having he
+    her here hers herself him himself his how i if in into is isn it its itself just ll m me
+    more most my myself no nor not now o of off on once only or other ought our ours
+    ourselves out over own re s same shan she should shouldn so some such t than that the
+    their theirs them themselves then there these they this those through to too under until
+    up ve very was wasn we were weren what when where which while who whom why will with
+    won would wouldn y you your yours yourself yourselves
+    """.split()
+)
+
+
+def stem(word: str) -> str:
+    """A light English stemmer: folds plurals and -ing/-ed forms ("paintings" -> "paint").
+
+    Deliberately conservative (no derivational suffixes), so distinct words rarely merge.
+    Words that are not ASCII letters are returned as they are.
+
+    Example:
+        >>> [stem(w) for w in ["paintings", "painted", "hobbies", "running", "glass"]]
+        ['paint', 'paint', 'hobby', 'run', 'glass']
+
+    """
+    if len(word) <= 3 or not (word.isascii() and word.isalpha()):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("ing") and len(word) > 5:
+        return _undouble(word[:-3])
+    if word.endswith("ed") and len(word) > 4:
+        return _undouble(word[:-2])
+    if word.endswith("es") and word[-3] in "sxz" and len(word) > 4:
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return stem(word[:-1]) if word[:-1].endswith("ing") else word[:-1]
+    return word
+
+
+def _undouble(word: str) -> str:
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+        return word[:-1]
+    return word
+
+
+def _runs(word: str) -> list[tuple[bool, str]]:
+    """``word`` cut into runs of CJK and of other characters."""
+    out: list[tuple[bool, str]] = []
+    for char in word:
+        cjk = is_cjk(char)
+        if out and out[-1][0] == cjk:
+            out[-1] = (cjk, out[-1][1] + char)
+        else:
+            out.append((cjk, char))
+    return out
+
+
+def tokenize(text: str) -> list[str]:
+    """Tokens for lexical recall: words, or character bigrams inside CJK runs.
+
+    Text is NFKC-normalized and case-folded; ASCII words lose English stop words and are
+    stemmed (:func:`stem`); other words are kept as they are.
+
+    Example:
+        >>> tokenize("What did Melanie paint recently?")
+        ['melanie', 'paint', 'recently']
+        >>> tokenize("我的生日是5月8日")
+        ['我的', '的生', '生日', '日是', '5', '月', '8', '日']
+
+    """
+    tokens: list[str] = []
+    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+        for cjk, run in _runs(word):
+            if cjk:
+                if len(run) == 1:
+                    tokens.append(run)
+                else:
+                    tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+            elif run.isascii():
+                if run not in STOPWORDS:
+                    tokens.append(stem(run))
+            else:
+                tokens.append(run)
+    return tokens
+
+
+# Words that make a sentence first-person, by language (lower case). CJK pronouns need no
+# word boundaries; the others do ("me" in "meet" is not a pronoun).
+_FIRST_PERSON_WORDS = (
+    "i i'm im i've i'd i'll my me mine myself "  # English
+    "ich mein meine meinen meinem meiner meines mir mich "  # German
+    "je j moi mon ma mes "  # French (j' -> j)
+    "yo mi mis conmigo "  # Spanish
+    "eu meu minha meus minhas "  # Portuguese
+    "io mio mia miei mie "  # Italian
+    "я мой моя моё мои меня мне"  # Russian
+).split()
+_FIRST_PERSON = re.compile(
+    r"(?<![\w'])(?:" + "|".join(re.escape(w) for w in _FIRST_PERSON_WORDS) + r")(?![\w])",
+    re.IGNORECASE,
+)
+# Chinese 我, Japanese 私 僕 俺 わたし あたし, Korean 저/제/나/내 as whole words
+_FIRST_PERSON_CJK = re.compile(
+    r"[我私僕俺]|わたし|あたし|(?<!\w)(?:저는|제가|저의|나는|내가|제|저|나|내)(?!\w)"
+)
+
+
+def is_first_person(text: str) -> bool:
+    """Whether ``text`` speaks in the first person (I, my, 我, 私, ich, je, ...).
+
+    Example:
+        >>> [is_first_person(t) for t in ["I am 30.", "我三十岁。", "Ich bin 30.", "Hello"]]
+        [True, True, True, False]
+
+    """
+    return bool(_FIRST_PERSON.search(text) or _FIRST_PERSON_CJK.search(text))
+
+
+_QUESTION_END = re.compile(r"(?:[?？؟]|[吗嗎呢][。.!！]?|か[。.]?)\s*$")
+
+
+def is_question(text: str) -> bool:
+    """Whether ``text`` ends as a question ("?", "？", Chinese 吗/呢, Japanese か).
+
+    Example:
+        >>> [is_question(t) for t in ["How old am I?", "我多大了吗", "My name is Ann."]]
+        [True, True, False]
+
+    """
+    return bool(_QUESTION_END.search(text.strip()))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text``, white space folded; CJK full stops need no space after.
+
+    Example:
+        >>> split_sentences("I'm Ann. I live in Lyon. 我叫李明。我喜欢茶。")
+        ["I'm Ann.", 'I live in Lyon.', '我叫李明。', '我喜欢茶。']
+
+    """
+    out = []
+    for part in _SENTENCE_END.split(text.strip()):
+        sentence = " ".join(part.split())
+        if sentence:
+            out.append(sentence)
+    return out

@@ -1,0 +1,232 @@
+"""What memory keeps, in any language (issue 9): a capable model is trusted, a weak one is
+guarded, recall reads Chinese and Japanese, time words work in Chinese too."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+from langchain_tiered_memory.errors import SummarizationError
+from langchain_tiered_memory.fakes import ScriptedChatModel
+from langchain_tiered_memory.retrieval import parse_time_windows
+from langchain_tiered_memory.summarizer import (
+    char_grams,
+    clean_items,
+    is_grounded,
+    states_a_fact,
+    summarize_messages,
+)
+from langchain_tiered_memory.text import is_first_person, is_question, tokenize
+
+DATA = Path(__file__).parent / "data"
+
+
+def _items_call(*items: str) -> AIMessage:
+    return AIMessage(
+        "", tool_calls=[{"name": "SummaryItems", "args": {"items": list(items)}, "id": "s"}]
+    )
+
+
+# The way ChatOpenAI answers: abstractive items, in the user's language.
+CAPABLE = [
+    pytest.param(
+        ["I don't eat meat."],
+        ["The user is vegetarian."],
+        id="en-abstraction",
+    ),
+    pytest.param(
+        ["我叫李明，今年三十岁，生日是五月八日。我喜欢下围棋。"],
+        ["用户名叫李明，今年三十岁。", "用户的生日是五月八日。", "用户喜欢下围棋。"],
+        id="zh-seed",
+    ),
+    pytest.param(
+        ["私は田中です。東京に住んでいて、猫を二匹飼っています。"],
+        [
+            "ユーザーの名前は田中です。",
+            "ユーザーは東京に住んでいる。",
+            "ユーザーは猫を二匹飼っている。",
+        ],
+        id="ja",
+    ),
+    pytest.param(
+        ["Ich heiße Jonas und arbeite seit März als Krankenpfleger in Köln."],
+        ["Der Nutzer heißt Jonas.", "Der Nutzer ist Krankenpfleger in Köln, seit März."],
+        id="de",
+    ),
+]
+
+
+@pytest.mark.parametrize(("said", "items"), CAPABLE)
+def test_a_capable_models_items_are_kept_in_any_language(said: list[str], items: list[str]) -> None:
+    model = ScriptedChatModel(replies=[_items_call(*items)])
+    messages = [HumanMessage(s) for s in said]
+    assert summarize_messages(model, messages) == items
+
+
+@pytest.mark.parametrize(("said", "items"), CAPABLE)
+def test_every_capable_item_is_stored_and_recalled(
+    memory_factory: Any, said: list[str], items: list[str]
+) -> None:
+    memory: TieredMemory = memory_factory()
+    memory.add_session_log("u", [HumanMessage(s) for s in said])
+    ids = memory.summarize_history("u", ScriptedChatModel(replies=[_items_call(*items)]))
+    assert len(ids) == len(items)
+    assert sorted(d.page_content for d in memory.summaries.get_all("u")) == sorted(items)
+
+
+def test_form_validation_drops_what_is_not_an_item() -> None:
+    candidates = [
+        "",
+        "  ",
+        "ok",  # too short
+        "x" * 301,
+        "12345 67890",  # no letter
+        42,
+        None,
+        "Write each fact as one short self-contained sentence in the third person",
+        "Assistant: Nice to meet you, Alice!",  # the assistant's line echoed
+        "User: My birthday is on May 8.",  # the user's line echoed: its content stays
+        "The user's birthday is on May 8.",
+        "the user's birthday is on may 8.",  # a duplicate, case aside
+        "用户喜欢茶。",  # short is fine in Chinese
+    ]
+    assert clean_items(candidates) == [
+        "My birthday is on May 8.",
+        "The user's birthday is on May 8.",
+        "用户喜欢茶。",
+    ]
+
+
+def test_no_more_than_twenty_items() -> None:
+    assert len(clean_items([f"The user has hobby number {i}." for i in range(30)])) == 20
+
+
+# --------------------------------------------------------------------------- small models
+
+
+def _recorded() -> list[dict[str, Any]]:
+    return json.loads((DATA / "smollm2_summaries.json").read_text())["conversations"]
+
+
+@pytest.mark.parametrize("conversation", _recorded(), ids=lambda c: c["user"][:12])
+def test_recorded_smollm2_junk_is_rejected_in_small_model_mode(
+    conversation: dict[str, Any],
+) -> None:
+    kept = clean_items(conversation["candidates"], conversation["user"])
+    # only the user's own words survive (echoed as "User: ..."), never the fragments,
+    # the assistant's chatter or the invented wedding date
+    for item in kept:
+        assert item in conversation["user"], item
+    junk = [c for c in conversation["candidates"] if not c.startswith("User:")]
+    assert clean_items(junk, conversation["user"]) == []
+
+
+def test_small_model_mode_refuses_the_capable_models_abstraction() -> None:
+    # the price of the guard, and why it is off for capable models
+    model = ScriptedChatModel(replies=[_items_call("The user is vegetarian.")])
+    with pytest.raises(SummarizationError):
+        summarize_messages(model, [HumanMessage("I don't eat meat.")], grounded=True)
+
+
+@pytest.mark.parametrize(
+    ("item", "source", "grounded"),
+    [
+        ("The user's birthday is on May 8.", "My birthday is on May 8.", True),
+        ("用户的生日是五月八日。", "我的生日是五月八日。", True),
+        ("The user: The user:", "My birthday is on May 8.", False),
+        ("Alice", "I am Alice.", False),  # a fragment
+        ("用户喜欢下围棋。", "我喜欢喝茶。", False),
+        ("I moved to Paris. The wedding is on April 15.", "I moved to Paris.", False),
+    ],
+)
+def test_grounding_is_by_character_ngrams(item: str, source: str, grounded: bool) -> None:
+    assert is_grounded(item, source) is grounded
+
+
+def test_char_grams_fold_case_width_and_punctuation() -> None:
+    assert char_grams("ＴＥＡ!") == char_grams("tea") == {"tea"}
+    assert {"生日", "生日是"} <= char_grams("生日是")
+
+
+# --------------------------------------------------------------------------- language
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I am 30 years old.", True),
+        ("我叫李明，今年三十岁。", True),
+        ("私は田中です。", True),
+        ("Ich heiße Jonas.", True),
+        ("Je m'appelle Luc et j'ai 40 ans.", True),
+        ("Mi nombre es Ana.", True),
+        ("Меня зовут Иван.", True),
+        ("제 이름은 민수입니다.", True),
+        ("How old am I?", False),
+        ("我多大了？", False),
+        ("我的生日是哪天吗", False),
+        ("Please summarize our conversation.", False),
+        ("The weather is nice.", False),
+        ("", False),
+    ],
+)
+def test_the_forced_capture_trigger_is_not_english_only(text: str, expected: bool) -> None:
+    assert states_a_fact(text) is expected
+
+
+def test_first_person_words_need_word_boundaries() -> None:
+    assert not is_first_person("Meeting Imogen at the museum, Emily said.")
+    assert is_first_person("Emily met me.") and is_first_person("Mine is blue.")
+    assert is_question("本当ですか")
+
+
+def test_cjk_is_tokenized_into_bigrams_like_lucene() -> None:
+    assert tokenize("用户的生日") == ["用户", "户的", "的生", "生日"]
+    assert tokenize("猫") == ["猫"]
+    assert tokenize("東京に住む") == ["東京", "京に", "に住", "住む"]
+    assert tokenize("Paintings in Köln") == ["paint", "köln"]  # no stemming of non-ASCII
+
+
+def test_chinese_recall_finds_the_birthday_among_other_items(memory_factory: Any) -> None:
+    memory: TieredMemory = memory_factory(embeddings=HashingEmbeddings())
+    noise = [f"用户在第{i}次旅行中去了一个新的城市，拍了很多照片。" for i in range(30)]
+    memory.add_summaries("li", [*noise, "用户的生日是五月八日。", "用户喜欢下围棋。"])
+    hits = memory.recall_summaries("li", "我的生日是哪天？", n=3)
+    assert "用户的生日是五月八日。" in [d.page_content for d in hits]
+
+
+NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
+
+
+def _day(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, timezone.utc).date().isoformat()
+
+
+@pytest.mark.parametrize(
+    ("query", "window"),
+    [
+        ("我的生日是5月8日吗？", (None, None, 5, 8)),
+        ("五月八日", (None, None, 5, 8)),
+        ("2023年5月8日我在哪", ("2023-05-08", "2023-05-09", None, None)),
+        ("2023年5月", ("2023-05-01", "2023-06-01", None, None)),
+        ("去年", ("2025-01-01", "2026-01-01", None, None)),
+        ("上周我做了什么", ("2026-11-17", "2026-12-02", None, None)),
+        ("三天前", ("2026-11-27", "2026-11-30", None, None)),
+        ("昨天", ("2026-11-30", "2026-12-01", None, None)),
+        ("我十二月二十三日有空", (None, None, 12, 23)),
+    ],
+)
+def test_chinese_time_words(query: str, window: tuple[Any, ...]) -> None:
+    (got,) = parse_time_windows(query, NOW)
+    assert (_day(got.start), _day(got.end), got.month, got.day) == window
+
+
+@pytest.mark.parametrize("query", ["我多大了？", "我喜欢什么", "13月45日"])
+def test_chinese_text_without_a_date_names_no_window(query: str) -> None:
+    assert parse_time_windows(query, NOW) == []
