@@ -17,12 +17,16 @@ from langchain_tiered_memory.errors import InvalidUserIdError
 DEFAULT_PREFIX = "tm"
 MAX_USER_ID_LENGTH = 256
 
-KeyKind = Literal["history", "threads", "turns", "tags", "sum:items", "sum:vecs", "meta"]
+KeyKind = Literal[
+    "history", "threads", "turns", "spans", "tags", "tags:log", "sum:items", "sum:vecs", "meta"
+]
 KINDS: tuple[KeyKind, ...] = (
     "history",
     "threads",
     "turns",
+    "spans",
     "tags",
+    "tags:log",
     "sum:items",
     "sum:vecs",
     "meta",

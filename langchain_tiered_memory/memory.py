@@ -38,6 +38,7 @@ from langchain_tiered_memory.stores.history import (
     InMemoryHistoryStore,
     OnInvalid,
     RedisHistoryStore,
+    threads_between,
 )
 from langchain_tiered_memory.stores.summaries import (
     InMemorySummaryStore,
@@ -48,6 +49,7 @@ from langchain_tiered_memory.stores.tags import (
     DefaultTags,
     InMemoryTagStore,
     RedisTagStore,
+    TagChange,
     TagStore,
 )
 from langchain_tiered_memory.summarizer import asummarize_messages, summarize_messages
@@ -345,18 +347,44 @@ class TieredMemory:
         """Async :meth:`get_user_tags`."""
         return await self.tags.aget_all(user_id)
 
-    def set_user_tags(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+    def set_user_tags(
+        self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
+    ) -> dict[str, str]:
         """Validate and write tags (all or nothing); return the stored string values.
+
+        A value that changes is kept in the tag's history (:meth:`get_tag_history`) with
+        the value it replaced, when, and ``thread_id``.
 
         Raises:
             InvalidTagError: unknown tag or invalid value; nothing was written.
 
         """
-        return self.tags.set(user_id, mapping)
+        return self.tags.set(user_id, mapping, thread_id=thread_id)
 
-    async def aset_user_tags(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+    async def aset_user_tags(
+        self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
+    ) -> dict[str, str]:
         """Async :meth:`set_user_tags`."""
-        return await self.tags.aset(user_id, mapping)
+        return await self.tags.aset(user_id, mapping, thread_id=thread_id)
+
+    def get_tag_history(self, user_id: str, tag: str) -> list[TagChange]:
+        """Every change of ``tag``, oldest first: ``value``, ``previous``, ``changed_at``,
+        ``thread_id``.
+
+        Example:
+            >>> memory.set_user_tags("alice", {"age": 30})  # doctest: +SKIP
+            >>> memory.set_user_tags("alice", {"age": 31}, thread_id="t2")  # doctest: +SKIP
+            >>> [c["value"] for c in memory.get_tag_history("alice", "age")]  # doctest: +SKIP
+            ['30', '31']
+
+        """
+        validate_user_id(user_id)
+        return self.tags.history(user_id, tag)
+
+    async def aget_tag_history(self, user_id: str, tag: str) -> list[TagChange]:
+        """Async :meth:`get_tag_history`."""
+        validate_user_id(user_id)
+        return await self.tags.ahistory(user_id, tag)
 
     # ----- long-term fuzzy -----
 
@@ -551,20 +579,19 @@ class TieredMemory:
 
         """
         watermark = self.summaries.get_watermark(user_id)
-        first, messages = self.history.since(user_id, watermark, max_messages)
-        if not messages:
+        first, end, messages = self.history.window(user_id, watermark, max_messages)
+        if end == first:
             return []
-        items = summarize_messages(
-            model, messages, extractive_fallback=extractive_fallback, grounded=grounded
-        )
-        end = first + len(messages)
-        try:
-            ids = self.summaries.add(
-                user_id,
-                items,
-                metadata={"source_start": first, "source_end": end},
-                watermark=(watermark, end),
+        items = (
+            summarize_messages(
+                model, messages, extractive_fallback=extractive_fallback, grounded=grounded
             )
+            if messages
+            else []  # only forgotten messages: move the watermark past them
+        )
+        source = _provenance(first, end, self.history.spans(user_id))
+        try:
+            ids = self.summaries.add(user_id, items, metadata=source, watermark=(watermark, end))
         except WatermarkConflict:
             logger.info("summarization of %r raced with another summarizer; skipped", user_id)
             return []
@@ -583,19 +610,20 @@ class TieredMemory:
     ) -> list[str]:
         """Async :meth:`summarize_history`."""
         watermark = await self.summaries.aget_watermark(user_id)
-        first, messages = await self.history.asince(user_id, watermark, max_messages)
-        if not messages:
+        first, end, messages = await self.history.awindow(user_id, watermark, max_messages)
+        if end == first:
             return []
-        items = await asummarize_messages(
-            model, messages, extractive_fallback=extractive_fallback, grounded=grounded
+        items = (
+            await asummarize_messages(
+                model, messages, extractive_fallback=extractive_fallback, grounded=grounded
+            )
+            if messages
+            else []
         )
-        end = first + len(messages)
+        source = _provenance(first, end, await self.history.aspans(user_id))
         try:
             ids = await self.summaries.aadd(
-                user_id,
-                items,
-                metadata={"source_start": first, "source_end": end},
-                watermark=(watermark, end),
+                user_id, items, metadata=source, watermark=(watermark, end)
             )
         except WatermarkConflict:
             logger.info("summarization of %r raced with another summarizer; skipped", user_id)
@@ -805,6 +833,47 @@ class TieredMemory:
                 await self._connection.aio.delete(*self.history.keys.all_keys(user_id))
         return removed
 
+    def forget_thread(
+        self, user_id: str, thread_id: str, *, checkpointer: BaseCheckpointSaver | None = None
+    ) -> dict[str, int]:
+        """Erase one conversation thread of the user; return how much was removed.
+
+        Deletes the thread's messages from the history, the summary items made only from
+        that thread (items that also came from other threads stay), and, with
+        ``checkpointer``, the thread's checkpoints. Tags stay: they are the user's, and
+        their history says which thread set them.
+
+        Example:
+            >>> memory.forget_thread("alice", "t-2", checkpointer=saver)  # doctest: +SKIP
+            {'messages': 4, 'summaries': 1, 'checkpoints': 1}
+
+        """
+        validate_user_id(user_id)
+        if checkpointer is not None:
+            checkpointer.delete_thread(thread_id)
+        messages = self.history.forget_thread(user_id, thread_id)
+        derived = _derived_only_from(self.summaries.get_all(user_id), thread_id)
+        return {
+            "messages": messages,
+            "summaries": self.summaries.delete(user_id, derived),
+            "checkpoints": int(checkpointer is not None),
+        }
+
+    async def aforget_thread(
+        self, user_id: str, thread_id: str, *, checkpointer: BaseCheckpointSaver | None = None
+    ) -> dict[str, int]:
+        """Async :meth:`forget_thread`."""
+        validate_user_id(user_id)
+        if checkpointer is not None:
+            await checkpointer.adelete_thread(thread_id)
+        messages = await self.history.aforget_thread(user_id, thread_id)
+        derived = _derived_only_from(await self.summaries.aget_all(user_id), thread_id)
+        return {
+            "messages": messages,
+            "summaries": await self.summaries.adelete(user_id, derived),
+            "checkpoints": int(checkpointer is not None),
+        }
+
     def export_user(self, user_id: str) -> dict[str, Any]:
         """A JSON-serializable copy of every tier of the user."""
         validate_user_id(user_id)
@@ -812,6 +881,7 @@ class TieredMemory:
         return {
             "user_id": user_id,
             "tags": self.tags.get_all(user_id),
+            "tag_history": self.tags.history(user_id),
             "threads": self.history.threads(user_id),
             "history": {"first_position": first, "messages": messages_to_dict(messages)},
             "summaries": [
@@ -828,6 +898,7 @@ class TieredMemory:
         return {
             "user_id": user_id,
             "tags": await self.tags.aget_all(user_id),
+            "tag_history": await self.tags.ahistory(user_id),
             "threads": await self.history.athreads(user_id),
             "history": {"first_position": first, "messages": messages_to_dict(messages)},
             "summaries": [
@@ -857,3 +928,20 @@ async def _atier(user_id: str, tier: str, empty: _T, read: Awaitable[_T]) -> _T:
     except CorruptMemoryError:
         logger.exception("the %s of user %r are unreadable; loading the other tiers", tier, user_id)
         return empty
+
+
+def _provenance(first: int, end: int, spans: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
+    """Where a summary batch came from: its history positions and threads."""
+    return {
+        "source_start": first,
+        "source_end": end,
+        "source_threads": threads_between(spans, first, end),
+    }
+
+
+def _derived_only_from(items: Sequence[Document], thread_id: str) -> list[str]:
+    return [
+        str(d.id)
+        for d in items
+        if d.id is not None and d.metadata.get("source_threads") == [thread_id]
+    ]

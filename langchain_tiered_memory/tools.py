@@ -44,6 +44,11 @@ def _user_id(config: RunnableConfig) -> str:
     return resolve_user_id(run_context(), config)
 
 
+def _thread_id(config: RunnableConfig) -> str | None:
+    thread_id = (config.get("configurable") or {}).get("thread_id")
+    return str(thread_id) if thread_id not in (None, "") else None
+
+
 def _optional_schema(schema: type[BaseModel]) -> type[BaseModel]:
     """The tag schema as the model sees it: every field optional.
 
@@ -115,7 +120,9 @@ class UserTagTool(BaseTool):
     def _run(self, config: RunnableConfig, **kwargs: Any) -> str:
         user_id = _user_id(config)
         try:
-            stored = self.memory.set_user_tags(user_id, self._given(kwargs))
+            stored = self.memory.set_user_tags(
+                user_id, self._given(kwargs), thread_id=_thread_id(config)
+            )
         except InvalidTagError as exc:
             raise ToolException(f"Nothing recorded: {exc}") from exc
         return self._confirm(stored)
@@ -123,7 +130,9 @@ class UserTagTool(BaseTool):
     async def _arun(self, config: RunnableConfig, **kwargs: Any) -> str:
         user_id = _user_id(config)
         try:
-            stored = await self.memory.aset_user_tags(user_id, self._given(kwargs))
+            stored = await self.memory.aset_user_tags(
+                user_id, self._given(kwargs), thread_id=_thread_id(config)
+            )
         except InvalidTagError as exc:
             raise ToolException(f"Nothing recorded: {exc}") from exc
         return self._confirm(stored)

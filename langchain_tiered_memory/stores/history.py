@@ -151,6 +151,30 @@ def placeholder_for(message: Any, reason: str) -> BaseMessage:
     return AIMessage(content=note)
 
 
+# What a forgotten thread's messages become (positions are kept; readers skip them).
+TOMBSTONE = '{"forgotten": true}'
+_TOMBSTONES = frozenset({TOMBSTONE, TOMBSTONE.encode()})
+
+
+def thread_spans(raw: Sequence[bytes | str]) -> list[tuple[int, int, str]]:
+    """Parse stored ``"start:end:thread"`` records."""
+    out = []
+    for entry in raw:
+        text = entry.decode() if isinstance(entry, bytes) else entry
+        start, end, thread = text.split(":", 2)
+        out.append((int(start), int(end), thread))
+    return out
+
+
+def threads_between(spans: Sequence[tuple[int, int, str]], start: int, end: int) -> list[str]:
+    """Threads with a message in positions ``[start, end)``, in order of first appearance."""
+    out: list[str] = []
+    for first, last, thread in spans:
+        if first < end and start < last and thread not in out:
+            out.append(thread)
+    return out
+
+
 def load_messages(raw: Sequence[bytes | str], *, where: str = "a history") -> list[BaseMessage]:
     """Inverse of :func:`dump_message` for a batch.
 
@@ -160,7 +184,7 @@ def load_messages(raw: Sequence[bytes | str], *, where: str = "a history") -> li
 
     """
     try:
-        return _messages_from_dict([json.loads(r) for r in raw])
+        return _messages_from_dict([json.loads(r) for r in raw if r not in _TOMBSTONES])
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         # JSONDecodeError and UnicodeDecodeError are ValueErrors; a dict of the wrong shape
         # raises KeyError/TypeError/ValueError in messages_from_dict.
@@ -262,6 +286,26 @@ class HistoryStore(ABC):
         """Async :meth:`threads`."""
 
     @abstractmethod
+    def spans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """``(start, end, thread_id)`` of every turn appended with a thread, oldest first:
+        which thread each absolute position came from (provenance of summary items).
+        """
+
+    @abstractmethod
+    async def aspans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """Async :meth:`spans`."""
+
+    @abstractmethod
+    def forget_thread(self, user_id: str, thread_id: str) -> int:
+        """Delete the messages that came from ``thread_id`` and its records; return how
+        many messages. Positions stay (the messages become tombstones readers skip).
+        """
+
+    @abstractmethod
+    async def aforget_thread(self, user_id: str, thread_id: str) -> int:
+        """Async :meth:`forget_thread`."""
+
+    @abstractmethod
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """The last ``n`` messages, oldest first, never starting with an orphan tool result."""
 
@@ -270,21 +314,36 @@ class HistoryStore(ABC):
         """Async :meth:`tail`."""
 
     @abstractmethod
-    def since(
+    def window(
         self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, list[BaseMessage]]:
-        """Up to ``limit`` (default: all) messages from absolute position ``start``.
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Up to ``limit`` (default: all) positions from absolute position ``start``.
 
-        If ``start`` was trimmed away, reading begins at the oldest kept message.
+        If ``start`` was trimmed away, reading begins at the oldest kept message. Messages
+        of a forgotten thread are skipped, so there may be fewer messages than positions.
 
-        Returns ``(position of the first message returned, messages)``.
+        Returns ``(first position read, position after the last one read, messages)``.
         """
 
     @abstractmethod
+    async def awindow(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Async :meth:`window`."""
+
+    def since(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, list[BaseMessage]]:
+        """``(first position, messages)`` of :meth:`window`."""
+        first, _, messages = self.window(user_id, start, limit)
+        return first, messages
+
     async def asince(
         self, user_id: str, start: int, limit: int | None = None
     ) -> tuple[int, list[BaseMessage]]:
         """Async :meth:`since`."""
+        first, _, messages = await self.awindow(user_id, start, limit)
+        return first, messages
 
     @abstractmethod
     def length(self, user_id: str) -> int:
@@ -416,7 +475,7 @@ if n > 0 then
   redis.call('HINCRBY', KEYS[2], ARGV[1], n)
   redis.call('DEL', KEYS[1])
 end
-redis.call('DEL', KEYS[3], KEYS[4])
+redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 return n
 """
 
@@ -440,14 +499,46 @@ if tracked then
     if k > 0 and k <= n and last ~= '' and ARGV[3 + k] == last then skip = k end
   end
 end
-local len = -1
+local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
+local before = redis.call('LLEN', KEYS[1])
+local len = before
 for i = 1 + skip, n do len = redis.call('RPUSH', KEYS[1], ARGV[3 + n + i]) end
-if len < 0 then len = redis.call('LLEN', KEYS[1]) end
-if n > skip and ARGV[1] ~= '' then redis.call('SADD', KEYS[3], ARGV[1]) end
+if n > skip and ARGV[1] ~= '' then
+  redis.call('SADD', KEYS[3], ARGV[1])
+  redis.call('RPUSH', KEYS[5], (base + before) .. ':' .. (base + len) .. ':' .. ARGV[1])
+end
 if tracked and n > skip then
   redis.call('HSET', KEYS[4], ARGV[1], (tonumber(ARGV[2]) + n) .. ':' .. ARGV[3 + n])
 end
-return {len + tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0'), skip}
+return {len + base, skip}
+"""
+
+# Forget one thread: its messages become tombstones (positions stay, so the watermark and
+# the other threads' spans keep their meaning), its records go. KEYS: history, meta,
+# threads, turns, spans. ARGV: thread id, tombstone.
+_FORGET_THREAD_LUA = """
+local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
+local len = redis.call('LLEN', KEYS[1])
+local removed = 0
+local spans = redis.call('LRANGE', KEYS[5], 0, -1)
+for _, span in ipairs(spans) do
+  local a = string.find(span, ':', 1, true)
+  local b = string.find(span, ':', a + 1, true)
+  if string.sub(span, b + 1) == ARGV[1] then
+    local first = tonumber(string.sub(span, 1, a - 1))
+    local last = tonumber(string.sub(span, a + 1, b - 1))
+    for p = math.max(first, base), last - 1 do
+      if p - base < len and redis.call('LINDEX', KEYS[1], p - base) ~= ARGV[2] then
+        redis.call('LSET', KEYS[1], p - base, ARGV[2])
+        removed = removed + 1
+      end
+    end
+    redis.call('LREM', KEYS[5], 0, span)
+  end
+end
+redis.call('SREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+return removed
 """
 
 
@@ -554,11 +645,12 @@ class RedisHistoryStore(HistoryStore):
         payload = self._dump_all(messages, on_invalid)
         return [
             _APPEND_LUA,
-            4,
+            5,
             hist,
             meta,
             self.keys.key(user_id, "threads"),
             self.keys.key(user_id, "turns"),
+            self.keys.key(user_id, "spans"),
             thread,
             position,
             len(payload),
@@ -612,6 +704,35 @@ class RedisHistoryStore(HistoryStore):
             raw = await self.connection.aio.smembers(self.keys.key(user_id, "threads"))
         return sorted(r.decode() if isinstance(r, bytes) else r for r in raw)
 
+    def spans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """The thread spans, oldest first."""
+        with self.connection.errors():
+            raw = self.connection.sync.lrange(self.keys.key(user_id, "spans"), 0, -1)
+        return thread_spans(raw)
+
+    async def aspans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """Async :meth:`spans`."""
+        with self.connection.errors():
+            raw = await self.connection.aio.lrange(self.keys.key(user_id, "spans"), 0, -1)
+        return thread_spans(raw)
+
+    def _forget_args(self, user_id: str, thread_id: str) -> list[Any]:
+        hist, meta = self._k(user_id)
+        keys = [self.keys.key(user_id, k) for k in ("threads", "turns", "spans")]  # type: ignore[arg-type]
+        return [_FORGET_THREAD_LUA, 5, hist, meta, *keys, _thread_arg(thread_id), TOMBSTONE]
+
+    def forget_thread(self, user_id: str, thread_id: str) -> int:
+        """Tombstone the thread's messages in one script."""
+        args = self._forget_args(user_id, thread_id)
+        with self.connection.errors():
+            return int(self.connection.sync.eval(*args))
+
+    async def aforget_thread(self, user_id: str, thread_id: str) -> int:
+        """Async :meth:`forget_thread`."""
+        args = self._forget_args(user_id, thread_id)
+        with self.connection.errors():
+            return int(await self.connection.aio.eval(*args))
+
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Last ``n`` messages (``LRANGE -n -1``)."""
         if n <= 0:
@@ -630,27 +751,29 @@ class RedisHistoryStore(HistoryStore):
             raw = await self.connection.aio.lrange(key, start, stop)
         return self.parse_tail(raw, self.where(user_id))
 
-    def since(
+    def window(
         self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, list[BaseMessage]]:
-        """Messages from absolute position ``start``."""
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Positions from absolute position ``start`` (one script: trimming in between
+        cannot shift them).
+        """
         hist, meta = self._k(user_id)
         with self.connection.errors():
             first, raw = self.connection.sync.eval(
                 _SINCE_LUA, 2, hist, meta, max(start, 0), _limit_arg(limit), _BASE_FIELD
             )
-        return int(first), load_messages(raw, where=self.where(user_id))
+        return int(first), int(first) + len(raw), load_messages(raw, where=self.where(user_id))
 
-    async def asince(
+    async def awindow(
         self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, list[BaseMessage]]:
-        """Async :meth:`since`."""
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Async :meth:`window`."""
         hist, meta = self._k(user_id)
         with self.connection.errors():
             first, raw = await self.connection.aio.eval(
                 _SINCE_LUA, 2, hist, meta, max(start, 0), _limit_arg(limit), _BASE_FIELD
             )
-        return int(first), load_messages(raw, where=self.where(user_id))
+        return int(first), int(first) + len(raw), load_messages(raw, where=self.where(user_id))
 
     def length(self, user_id: str) -> int:
         """Absolute length."""
@@ -721,11 +844,12 @@ class RedisHistoryStore(HistoryStore):
             return int(
                 self.connection.sync.eval(
                     _CLEAR_LUA,
-                    4,
+                    5,
                     hist,
                     meta,
                     self.keys.key(user_id, "threads"),
                     self.keys.key(user_id, "turns"),
+                    self.keys.key(user_id, "spans"),
                     _BASE_FIELD,
                 )
             )
@@ -737,11 +861,12 @@ class RedisHistoryStore(HistoryStore):
             return int(
                 await self.connection.aio.eval(
                     _CLEAR_LUA,
-                    4,
+                    5,
                     hist,
                     meta,
                     self.keys.key(user_id, "threads"),
                     self.keys.key(user_id, "turns"),
+                    self.keys.key(user_id, "spans"),
                     _BASE_FIELD,
                 )
             )
@@ -757,6 +882,7 @@ class InMemoryHistoryStore(HistoryStore):
         self._threads: dict[str, set[str]] = {}
         # user -> thread -> (saved thread position, id of the last saved message)
         self._marks: dict[str, dict[str, tuple[int, str]]] = {}
+        self._spans: dict[str, list[tuple[int, int, str]]] = {}
         self._lock = threading.Lock()
 
     def append(
@@ -778,9 +904,13 @@ class InMemoryHistoryStore(HistoryStore):
             marks = self._marks.setdefault(user_id, {})
             skip = replayed_prefix(marks.get(thread), int(position), ids) if position else 0
             if len(payload) > skip:
-                self._data.setdefault(user_id, []).extend(payload[skip:])
+                data = self._data.setdefault(user_id, [])
+                start = len(data) + self._base.get(user_id, 0)
+                data.extend(payload[skip:])
                 if thread:
                     self._threads.setdefault(user_id, set()).add(thread)
+                    end = start + len(payload) - skip
+                    self._spans.setdefault(user_id, []).append((start, end, thread))
                 if position:
                     marks[thread] = (int(position) + len(payload), ids[-1])
             return len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
@@ -813,6 +943,42 @@ class InMemoryHistoryStore(HistoryStore):
         """Async :meth:`threads`."""
         return self.threads(user_id)
 
+    def spans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """The thread spans, oldest first."""
+        validate_user_id(user_id)
+        with self._lock:
+            return list(self._spans.get(user_id, []))
+
+    async def aspans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """Async :meth:`spans`."""
+        return self.spans(user_id)
+
+    def forget_thread(self, user_id: str, thread_id: str) -> int:
+        """Tombstone the thread's messages."""
+        validate_user_id(user_id)
+        thread = _thread_arg(thread_id)
+        tomb = TOMBSTONE.encode()
+        removed = 0
+        with self._lock:
+            data, base = self._data.get(user_id, []), self._base.get(user_id, 0)
+            kept = []
+            for first, last, owner in self._spans.get(user_id, []):
+                if owner != thread:
+                    kept.append((first, last, owner))
+                    continue
+                for p in range(max(first, base), last):
+                    if p - base < len(data) and data[p - base] != tomb:
+                        data[p - base] = tomb
+                        removed += 1
+            self._spans[user_id] = kept
+            self._threads.get(user_id, set()).discard(thread)
+            self._marks.get(user_id, {}).pop(thread, None)
+        return removed
+
+    async def aforget_thread(self, user_id: str, thread_id: str) -> int:
+        """Async :meth:`forget_thread`."""
+        return self.forget_thread(user_id, thread_id)
+
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Last ``n`` messages."""
         validate_user_id(user_id)
@@ -826,23 +992,23 @@ class InMemoryHistoryStore(HistoryStore):
         """Async :meth:`tail`."""
         return self.tail(user_id, n)
 
-    def since(
+    def window(
         self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, list[BaseMessage]]:
-        """Messages from absolute position ``start``."""
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Positions from absolute position ``start``."""
         validate_user_id(user_id)
         with self._lock:
             base = self._base.get(user_id, 0)
             offset = max(start - base, 0)
             end = None if limit is None else offset + max(limit, 0)
             raw = list(self._data.get(user_id, [])[offset:end])
-        return base + offset, load_messages(raw)
+        return base + offset, base + offset + len(raw), load_messages(raw)
 
-    async def asince(
+    async def awindow(
         self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, list[BaseMessage]]:
-        """Async :meth:`since`."""
-        return self.since(user_id, start, limit)
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Async :meth:`window`."""
+        return self.window(user_id, start, limit)
 
     def length(self, user_id: str) -> int:
         """Absolute length."""
@@ -877,6 +1043,7 @@ class InMemoryHistoryStore(HistoryStore):
         with self._lock:
             self._threads.pop(user_id, None)
             self._marks.pop(user_id, None)
+            self._spans.pop(user_id, None)
             n = len(self._data.pop(user_id, []))
             if n:
                 self._base[user_id] = self._base.get(user_id, 0) + n

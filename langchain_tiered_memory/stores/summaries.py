@@ -386,6 +386,10 @@ class SummaryStore(ABC):
         """Delete items by id; return how many existed."""
 
     @abstractmethod
+    async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Async :meth:`delete`."""
+
+    @abstractmethod
     def clear(self, user_id: str) -> int:
         """Delete every item, the cached index and the watermark; return the item count."""
 
@@ -811,6 +815,13 @@ class RedisSummaryStore(SummaryStore):
         with self.connection.errors():
             return int(self.connection.sync.eval(_DELETE_LUA, 3, *self._k(user_id), *ids))
 
+    async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Async :meth:`delete`."""
+        if not ids:
+            return 0
+        with self.connection.errors():
+            return int(await self.connection.aio.eval(_DELETE_LUA, 3, *self._k(user_id), *ids))
+
     def clear(self, user_id: str) -> int:
         """Delete every item and the watermark; drop the cached index."""
         keys = self._k(user_id)
@@ -1040,6 +1051,10 @@ class InMemorySummaryStore(SummaryStore):
                 rebuilt.add([index.records[i] for i in keep], vectors[keep])
                 self._indexes[user_id] = rebuilt
             return removed
+
+    async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Async :meth:`delete`."""
+        return self.delete(user_id, ids)
 
     def clear(self, user_id: str) -> int:
         """Delete every item and the watermark."""

@@ -7,21 +7,72 @@ field's type and constraints before anything is written, and a batch is written 
 
 from __future__ import annotations
 
+import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from functools import cached_property
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
 
 from langchain_tiered_memory._keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory._redis import RedisConnection
 from langchain_tiered_memory.errors import CorruptMemoryError, InvalidTagError
 
-__all__ = ["DefaultTags", "TagStore", "RedisTagStore", "InMemoryTagStore", "MAX_TAG_VALUE_CHARS"]
+__all__ = [
+    "DefaultTags",
+    "TagStore",
+    "RedisTagStore",
+    "InMemoryTagStore",
+    "TagChange",
+    "MAX_TAG_VALUE_CHARS",
+    "MAX_TAG_HISTORY",
+]
 
 MAX_TAG_VALUE_CHARS = 2000
+# Changes kept per user (all tags together): the oldest go first.
+MAX_TAG_HISTORY = 1000
+
+
+class TagChange(TypedDict):
+    """One logged change of a tag: its new value, the one it replaced (``None`` on the
+    first write), when (ISO-8601, UTC) and from which thread (``None`` if not known).
+    """
+
+    tag: str
+    value: str
+    previous: str | None
+    changed_at: str
+    thread_id: str | None
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _parse_changes(raw: Sequence[bytes | str], tag: str | None, where: str) -> list[TagChange]:
+    out: list[TagChange] = []
+    for entry in raw:
+        try:
+            change = json.loads(entry)
+            if not isinstance(change, dict) or not isinstance(change.get("tag"), str):
+                raise TypeError("not a change record")
+        except (ValueError, TypeError) as exc:
+            raise CorruptMemoryError(f"{where} holds an entry that is not a tag change.") from exc
+        if tag is None or change["tag"] == tag:
+            out.append(
+                TagChange(
+                    tag=change["tag"],
+                    value=str(change.get("value")),
+                    previous=change.get("previous") or None,
+                    changed_at=str(change.get("changed_at")),
+                    thread_id=change.get("thread_id") or None,
+                )
+            )
+    return out
 
 
 class DefaultTags(BaseModel):
@@ -111,16 +162,32 @@ class TagStore(ABC):
         """Async :meth:`get_all`."""
 
     @abstractmethod
-    def set(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
-        """Validate then write all tags at once; return what was written."""
+    def set(
+        self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
+    ) -> dict[str, str]:
+        """Validate then write all tags at once; return what was written.
+
+        Each value that changes is logged with the previous value, the time and
+        ``thread_id`` (the conversation it came from), in the same atomic write.
+        """
 
     @abstractmethod
-    async def aset(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+    async def aset(
+        self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
+    ) -> dict[str, str]:
         """Async :meth:`set`."""
 
     @abstractmethod
+    def history(self, user_id: str, tag: str | None = None) -> list[TagChange]:
+        """The logged changes of ``tag`` (every tag if ``None``), oldest first."""
+
+    @abstractmethod
+    async def ahistory(self, user_id: str, tag: str | None = None) -> list[TagChange]:
+        """Async :meth:`history`."""
+
+    @abstractmethod
     def clear(self, user_id: str) -> int:
-        """Delete every tag of the user; return how many there were."""
+        """Delete every tag of the user and their history; return how many tags."""
 
     @abstractmethod
     async def aclear(self, user_id: str) -> int:
@@ -146,6 +213,23 @@ def _decode_hash(
             f"{where} holds bytes that are not UTF-8 text ({exc}); set the tag again with "
             "set_user_tags, or delete the key."
         ) from exc
+
+
+# Set every field and log each change, atomically. ARGV: time, thread, max log length, then
+# field/value pairs. cjson is Redis's own JSON library for Lua.
+_SET_LUA = """
+for i = 4, #ARGV, 2 do
+  local old = redis.call('HGET', KEYS[1], ARGV[i])
+  if old ~= ARGV[i + 1] then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+    redis.call('RPUSH', KEYS[2], cjson.encode({
+      tag = ARGV[i], value = ARGV[i + 1], previous = old or '',
+      changed_at = ARGV[1], thread_id = ARGV[2]}))
+  end
+end
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3]), -1)
+return 1
+"""
 
 
 class RedisTagStore(TagStore):
@@ -209,23 +293,55 @@ class RedisTagStore(TagStore):
             raw = await self.connection.aio.hgetall(self.key(user_id))
         return _decode_hash(raw, self.where(user_id))
 
-    def set(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
-        """Validate, then one ``HSET`` of every field."""
-        key = self.key(user_id)
+    def _set_args(self, user_id: str, values: dict[str, str], thread_id: str | None) -> list[Any]:
+        args: list[Any] = [
+            _SET_LUA,
+            2,
+            self.key(user_id),
+            self.keys.key(user_id, "tags:log"),
+            _now(),
+            thread_id or "",
+            MAX_TAG_HISTORY,
+        ]
+        for name, value in values.items():
+            args += [name, value]
+        return args
+
+    def set(
+        self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
+    ) -> dict[str, str]:
+        """Validate, then one script: ``HSET`` every field, log every change."""
         values = self.validate(mapping)
+        args = self._set_args(user_id, values, thread_id)
         if values:
             with self.connection.errors():
-                self.connection.sync.hset(key, mapping=values)  # type: ignore[arg-type]
+                self.connection.sync.eval(*args)
         return values
 
-    async def aset(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+    async def aset(
+        self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
+    ) -> dict[str, str]:
         """Async :meth:`set`."""
-        key = self.key(user_id)
         values = self.validate(mapping)
+        args = self._set_args(user_id, values, thread_id)
         if values:
             with self.connection.errors():
-                await self.connection.aio.hset(key, mapping=values)  # type: ignore[arg-type]
+                await self.connection.aio.eval(*args)
         return values
+
+    def history(self, user_id: str, tag: str | None = None) -> list[TagChange]:
+        """The logged changes, oldest first."""
+        key = self.keys.key(user_id, "tags:log")
+        with self.connection.errors():
+            raw = self.connection.sync.lrange(key, 0, -1)
+        return _parse_changes(raw, tag, f"the tag history of user {user_id!r} (key {key})")
+
+    async def ahistory(self, user_id: str, tag: str | None = None) -> list[TagChange]:
+        """Async :meth:`history`."""
+        key = self.keys.key(user_id, "tags:log")
+        with self.connection.errors():
+            raw = await self.connection.aio.lrange(key, 0, -1)
+        return _parse_changes(raw, tag, f"the tag history of user {user_id!r} (key {key})")
 
     def clear(self, user_id: str) -> int:
         """Delete the tag hash."""
@@ -233,7 +349,7 @@ class RedisTagStore(TagStore):
         with self.connection.errors():
             pipe = self.connection.sync.pipeline(transaction=False)
             pipe.hlen(key)
-            pipe.delete(key)
+            pipe.delete(key, self.keys.key(user_id, "tags:log"))
             n, _ = pipe.execute()
         return int(n)
 
@@ -243,7 +359,7 @@ class RedisTagStore(TagStore):
         with self.connection.errors():
             pipe = self.connection.aio.pipeline(transaction=False)
             pipe.hlen(key)
-            pipe.delete(key)
+            pipe.delete(key, self.keys.key(user_id, "tags:log"))
             n, _ = await pipe.execute()
         return int(n)
 
@@ -254,6 +370,7 @@ class InMemoryTagStore(TagStore):
     def __init__(self, *, schema: type[BaseModel] = DefaultTags) -> None:
         self.schema = schema
         self._data: dict[str, dict[str, str]] = {}
+        self._log: dict[str, list[TagChange]] = {}
         self._lock = threading.Lock()
 
     def get(self, user_id: str, tag: str) -> str | None:
@@ -276,22 +393,52 @@ class InMemoryTagStore(TagStore):
         """Async :meth:`get_all`."""
         return self.get_all(user_id)
 
-    def set(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
-        """Validate, then write all at once."""
+    def set(
+        self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
+    ) -> dict[str, str]:
+        """Validate, then write all at once, logging each change."""
         validate_user_id(user_id)
         values = self.validate(mapping)
+        now = _now()
         with self._lock:
-            self._data.setdefault(user_id, {}).update(values)
+            tags = self._data.setdefault(user_id, {})
+            log = self._log.setdefault(user_id, [])
+            for name, value in values.items():
+                if tags.get(name) != value:
+                    log.append(
+                        TagChange(
+                            tag=name,
+                            value=value,
+                            previous=tags.get(name),
+                            changed_at=now,
+                            thread_id=thread_id or None,
+                        )
+                    )
+                    tags[name] = value
+            del log[:-MAX_TAG_HISTORY]
         return values
 
-    async def aset(self, user_id: str, mapping: Mapping[str, Any]) -> dict[str, str]:
+    async def aset(
+        self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
+    ) -> dict[str, str]:
         """Async :meth:`set`."""
-        return self.set(user_id, mapping)
+        return self.set(user_id, mapping, thread_id=thread_id)
+
+    def history(self, user_id: str, tag: str | None = None) -> list[TagChange]:
+        """The logged changes, oldest first."""
+        validate_user_id(user_id)
+        with self._lock:
+            return [c for c in self._log.get(user_id, []) if tag is None or c["tag"] == tag]
+
+    async def ahistory(self, user_id: str, tag: str | None = None) -> list[TagChange]:
+        """Async :meth:`history`."""
+        return self.history(user_id, tag)
 
     def clear(self, user_id: str) -> int:
         """Delete every tag of the user."""
         validate_user_id(user_id)
         with self._lock:
+            self._log.pop(user_id, None)
             return len(self._data.pop(user_id, {}))
 
     async def aclear(self, user_id: str) -> int:

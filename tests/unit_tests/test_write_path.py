@@ -230,3 +230,122 @@ def test_chinese_time_words(query: str, window: tuple[Any, ...]) -> None:
 @pytest.mark.parametrize("query", ["我多大了？", "我喜欢什么", "13月45日"])
 def test_chinese_text_without_a_date_names_no_window(query: str) -> None:
     assert parse_time_windows(query, NOW) == []
+
+
+# --------------------------------------------------------------------------- updates
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_tag_history_keeps_every_change_with_its_thread(
+    memory_factory: Any, mode: str
+) -> None:
+    memory: TieredMemory = memory_factory()
+    memory.set_user_tags("u", {"name": "Ann", "age": 30}, thread_id="t1")
+    memory.set_user_tags("u", {"age": 30})  # unchanged: not a change
+    memory.set_user_tags("u", {"age": 31}, thread_id="t2")
+    memory.set_user_tags("bob", {"age": 50})
+    if mode == "sync":
+        ages = memory.get_tag_history("u", "age")
+    else:
+        ages = await memory.aget_tag_history("u", "age")
+    assert [(c["value"], c["previous"], c["thread_id"]) for c in ages] == [
+        ("30", None, "t1"),
+        ("31", "30", "t2"),
+    ]
+    assert ages[0]["changed_at"] <= ages[1]["changed_at"]
+    assert memory.get_user_tags("u") == {"name": "Ann", "age": "31"}  # the current value
+    assert [c["tag"] for c in memory.export_user("u")["tag_history"]] == ["name", "age", "age"]
+    memory.forget_user("u")
+    assert memory.get_tag_history("u", "age") == []
+    assert [c["value"] for c in memory.get_tag_history("bob", "age")] == ["50"]
+
+
+def test_the_user_tag_tool_records_the_thread(embedded_memory: TieredMemory) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_tiered_memory.graph import create_memory_graph
+
+    call = AIMessage("", tool_calls=[{"name": "user_tag", "args": {"age": 31}, "id": "a"}])
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=[call, "ok"]),
+        memory=embedded_memory,
+        checkpointer=InMemorySaver(),
+    )
+    graph.invoke(
+        {"messages": [HumanMessage("I turned 31.")]},
+        {"configurable": {"thread_id": "birthday-thread"}},
+        context={"user_id": "ann"},
+    )
+    (change,) = embedded_memory.get_tag_history("ann", "age")
+    assert change["value"] == "31" and change["thread_id"] == "birthday-thread"
+
+
+def _thread_turn(memory: TieredMemory, thread: str, text: str, position: int) -> None:
+    memory.add_session_log(
+        "u",
+        [
+            HumanMessage(text, id=f"{thread}-{position}"),
+            AIMessage("ok", id=f"{thread}-a{position}"),
+        ],
+        thread_id=thread,
+        thread_position=position,
+    )
+
+
+def _echo(messages: list[Any]) -> AIMessage:
+    said = [m.content for m in messages[1:] if isinstance(m, HumanMessage)]
+    lines = said[0].split("\n") if said else []
+    facts = [line.removeprefix("User: ") for line in lines if line.startswith("User: ")]
+    return _items_call(*facts)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_forget_thread_removes_the_thread_and_what_came_only_from_it(
+    memory_factory: Any, mode: str
+) -> None:
+    memory: TieredMemory = memory_factory()
+    _thread_turn(memory, "a", "I live in Berlin.", 0)
+    _thread_turn(memory, "b", "I work as a nurse.", 0)
+    memory.summarize_history("u", ScriptedChatModel(replies=[_echo]))  # spans a and b
+    _thread_turn(memory, "b", "I have a cat named Tom.", 2)
+    memory.summarize_history("u", ScriptedChatModel(replies=[_echo]))  # only b
+    _thread_turn(memory, "a", "I like tea.", 2)
+    before = {d.page_content: d.metadata for d in memory.summaries.get_all("u")}
+    assert before["I have a cat named Tom."]["source_threads"] == ["b"]
+    assert before["I live in Berlin."]["source_threads"] == ["a", "b"]
+
+    if mode == "sync":
+        removed = memory.forget_thread("u", "b")
+    else:
+        removed = await memory.aforget_thread("u", "b")
+    assert removed == {"messages": 4, "summaries": 1, "checkpoints": 0}
+    assert [m.text for m in memory.history.since("u", 0)[1]] == [
+        "I live in Berlin.",
+        "ok",
+        "I like tea.",
+        "ok",
+    ]
+    left = sorted(d.page_content for d in memory.summaries.get_all("u"))
+    assert left == ["I live in Berlin.", "I work as a nurse."]  # mixed batch stays
+    assert memory.history.threads("u") == ["a"]
+    # positions kept: the next summary starts after the forgotten messages
+    memory.summarize_history("u", ScriptedChatModel(replies=[_echo]))
+    assert "I like tea." in [d.page_content for d in memory.summaries.get_all("u")]
+    assert memory.summaries.get_watermark("u") == memory.history.length("u") == 8
+    assert memory.forget_thread("u", "b")["messages"] == 0  # nothing twice
+
+
+def test_forget_thread_leaves_no_key_of_the_thread(embedded_memory: TieredMemory) -> None:
+    from support import raw_client
+
+    memory = embedded_memory
+    _thread_turn(memory, "gone", "My secret is 42.", 0)
+    _thread_turn(memory, "kept", "I like tea.", 0)
+    memory.forget_thread("u", "gone")
+    client = raw_client(memory.redis_url or "")
+    dump = b"".join(
+        b"".join(client.dump(k) or b"" for k in [key]) for key in client.scan_iter(count=1000)
+    )
+    client.close()
+    assert b"secret" not in dump and b"gone" not in dump
+    assert b"kept" in dump
