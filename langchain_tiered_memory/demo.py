@@ -566,7 +566,9 @@ def _check_step2(
 
         small = is_small_local_model(model)
         try:
-            memory.summarize_history(user, model, extractive_fallback=small, grounded=small)
+            memory.summarize_history(
+                user, model, extractive_fallback=small, grounded=small, reconcile=not small
+            )
         except SummarizationError as exc:
             line(console, f"summarize_history failed: {exc}", style="red")
         items = memory.summaries.get_all(user)

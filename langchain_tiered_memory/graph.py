@@ -299,6 +299,7 @@ class MemoryNodes:
             min_messages=self.auto_summarize_after,
             extractive_fallback=self.extractive_summary_fallback,
             grounded=self.grounded_summaries,
+            reconcile=not self.grounded_summaries,  # a small model cannot judge updates
         )
 
 
@@ -382,7 +383,9 @@ def create_memory_graph(
         summary_model: the model that writes summaries (default: ``model``).
         small_model: switch on the guards for small local models, which help them and
             would hold a capable model back: forced tag capture, the extractive summary
-            fallback and grounded summaries (items must come from the user's own words).
+            fallback and grounded summaries (items must come from the user's own words),
+            and it skips the update check of new summary items, which such a model
+            cannot judge.
             ``None`` (default): on for small in-process models
             (:func:`~langchain_tiered_memory.chat_models.is_small_local_model`), off for
             ChatOpenAI and other capable models.
@@ -437,6 +440,7 @@ def create_memory_graph(
             model=summary_model,
             extractive_fallback=extractive_summary_fallback,
             grounded=small_model,
+            reconcile=not small_model,  # a small model cannot judge updates
         ),
         *tools,
     ]

@@ -52,7 +52,12 @@ from langchain_tiered_memory.stores.tags import (
     TagChange,
     TagStore,
 )
-from langchain_tiered_memory.summarizer import asummarize_messages, summarize_messages
+from langchain_tiered_memory.summarizer import (
+    areconcile_items,
+    asummarize_messages,
+    reconcile_items,
+    summarize_messages,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -395,9 +400,16 @@ class TieredMemory:
         *,
         created_at: datetime | date | str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
-        """Store summary items (near-duplicates of stored items are skipped); return ids."""
-        return self.summaries.add(user_id, items, created_at=created_at, metadata=metadata)
+        """Store summary items (near-duplicates of stored items are skipped); return ids.
+
+        ``supersedes={i: [ids]}`` marks stored items that ``items[i]`` makes no longer true
+        (see :meth:`SummaryStore.add`).
+        """
+        return self.summaries.add(
+            user_id, items, created_at=created_at, metadata=metadata, supersedes=supersedes
+        )
 
     async def aadd_summaries(
         self,
@@ -406,19 +418,32 @@ class TieredMemory:
         *,
         created_at: datetime | date | str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
         """Async :meth:`add_summaries`."""
-        return await self.summaries.aadd(user_id, items, created_at=created_at, metadata=metadata)
+        return await self.summaries.aadd(
+            user_id, items, created_at=created_at, metadata=metadata, supersedes=supersedes
+        )
 
-    def recall_summaries(self, user_id: str, query: str, n: int = 3) -> list[Document]:
-        """The ``n`` items most relevant to ``query``, best first (``metadata["score"]``)."""
+    def recall_summaries(
+        self, user_id: str, query: str, n: int = 3, *, include_superseded: bool = False
+    ) -> list[Document]:
+        """The ``n`` items most relevant to ``query``, best first (``metadata["score"]``).
+
+        Items that a newer one superseded (``metadata["superseded_by"]``, ``"valid_until"``)
+        are left out unless ``include_superseded``.
+        """
         validate_user_id(user_id)  # whatever the store: an invalid id is an error, not []
-        return self.summaries.search(user_id, query, n)
+        return self.summaries.search(user_id, query, n, include_superseded=include_superseded)
 
-    async def arecall_summaries(self, user_id: str, query: str, n: int = 3) -> list[Document]:
+    async def arecall_summaries(
+        self, user_id: str, query: str, n: int = 3, *, include_superseded: bool = False
+    ) -> list[Document]:
         """Async :meth:`recall_summaries`."""
         validate_user_id(user_id)
-        return await self.summaries.asearch(user_id, query, n)
+        return await self.summaries.asearch(
+            user_id, query, n, include_superseded=include_superseded
+        )
 
     # ----- one turn's read -----
 
@@ -561,6 +586,7 @@ class TieredMemory:
         max_messages: int = DEFAULT_SUMMARY_BATCH,
         extractive_fallback: bool = False,
         grounded: bool = False,
+        reconcile: bool = True,
     ) -> list[str]:
         """Summarize the user's history after the watermark into stored items.
 
@@ -572,6 +598,11 @@ class TieredMemory:
         when the model returns nothing usable, and ``grounded=True`` keeps only items whose
         content occurs in what the user said: both for small local models (see
         :func:`~langchain_tiered_memory.summarizer.summarize_messages`).
+
+        ``reconcile=True`` (default) shows the model, in one more call, the stored items most
+        like each new one: a new item that repeats a stored one is dropped, one that makes a
+        stored one no longer true supersedes it (kept with ``superseded_by`` and
+        ``valid_until``, out of default recall). An unusable answer stores the items as new.
 
         Raises:
             SummarizationError: the model failed or returned nothing usable; nothing was
@@ -589,9 +620,19 @@ class TieredMemory:
             if messages
             else []  # only forgotten messages: move the watermark past them
         )
+        supersedes: dict[int, list[str]] = {}
+        if reconcile and items:
+            similar = self.summaries.similar(user_id, items)
+            items, supersedes = reconcile_items(model, items, similar)
         source = _provenance(first, end, self.history.spans(user_id))
         try:
-            ids = self.summaries.add(user_id, items, metadata=source, watermark=(watermark, end))
+            ids = self.summaries.add(
+                user_id,
+                items,
+                metadata=source,
+                watermark=(watermark, end),
+                supersedes=supersedes,
+            )
         except WatermarkConflict:
             logger.info("summarization of %r raced with another summarizer; skipped", user_id)
             return []
@@ -607,6 +648,7 @@ class TieredMemory:
         max_messages: int = DEFAULT_SUMMARY_BATCH,
         extractive_fallback: bool = False,
         grounded: bool = False,
+        reconcile: bool = True,
     ) -> list[str]:
         """Async :meth:`summarize_history`."""
         watermark = await self.summaries.aget_watermark(user_id)
@@ -620,10 +662,18 @@ class TieredMemory:
             if messages
             else []
         )
+        supersedes: dict[int, list[str]] = {}
+        if reconcile and items:
+            similar = await self.summaries.asimilar(user_id, items)
+            items, supersedes = await areconcile_items(model, items, similar)
         source = _provenance(first, end, await self.history.aspans(user_id))
         try:
             ids = await self.summaries.aadd(
-                user_id, items, metadata=source, watermark=(watermark, end)
+                user_id,
+                items,
+                metadata=source,
+                watermark=(watermark, end),
+                supersedes=supersedes,
             )
         except WatermarkConflict:
             logger.info("summarization of %r raced with another summarizer; skipped", user_id)
@@ -640,6 +690,7 @@ class TieredMemory:
         min_messages: int = 1,
         extractive_fallback: bool = False,
         grounded: bool = False,
+        reconcile: bool = True,
     ) -> Future[list[str]] | None:
         """Summarize the user's history in a worker thread if ``min_messages`` are pending.
 
@@ -660,7 +711,11 @@ class TieredMemory:
                 user_id,
                 model,
                 min_messages,
-                {"extractive_fallback": extractive_fallback, "grounded": grounded},
+                {
+                    "extractive_fallback": extractive_fallback,
+                    "grounded": grounded,
+                    "reconcile": reconcile,
+                },
             )
             self._bg_jobs[user_id] = job
         return job

@@ -676,9 +676,18 @@ class HybridIndex:
             return scores[:, 0]
 
     def search(
-        self, query: str, vector: np.ndarray, k: int, *, now: datetime | None = None
+        self,
+        query: str,
+        vector: np.ndarray,
+        k: int,
+        *,
+        now: datetime | None = None,
+        exclude: np.ndarray | None = None,
     ) -> list[Hit]:
-        """The ``k`` best items for the query text and its unit embedding, best first."""
+        """The ``k`` best items for the query text and its unit embedding, best first.
+
+        ``exclude`` (a boolean mask over positions) hides items, e.g. superseded ones.
+        """
         n = len(self)
         if n == 0 or k <= 0:
             return []
@@ -720,7 +729,10 @@ class HybridIndex:
                 score += cfg.time_weight * tmatch
                 total += cfg.time_weight
             score /= total
+            if exclude is not None:
+                score[exclude if positions is None else exclude[positions]] = -np.inf
             order = _top(score, max(4 * k, 20))
+            order = order[np.isfinite(score[order])]
             chosen = self._diverse(order, score, matrix, k)
             raw = matrix[chosen] @ q
             hits = []

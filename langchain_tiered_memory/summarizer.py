@@ -10,12 +10,14 @@ left, :class:`SummarizationError` is raised so the caller stores nothing.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
+from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.utils.json import parse_partial_json
@@ -31,7 +33,16 @@ from langchain_tiered_memory.text import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SummaryItems", "SUMMARY_SYSTEM_PROMPT", "summarize_messages", "asummarize_messages"]
+__all__ = [
+    "SummaryItems",
+    "SUMMARY_SYSTEM_PROMPT",
+    "summarize_messages",
+    "asummarize_messages",
+    "NoteDecision",
+    "NoteDecisions",
+    "reconcile_items",
+    "areconcile_items",
+]
 
 MAX_ITEM_CHARS = 300
 MIN_ITEM_CHARS = 4  # "生日五月八日" is six characters: short items are fine in CJK
@@ -325,3 +336,138 @@ async def asummarize_messages(
     except Exception as exc:  # any model/provider failure: nothing may be stored
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
     return _or_fallback(items, messages, extractive_fallback)
+
+
+# ----------------------------------------------------------------------------- updates
+
+
+class NoteDecision(BaseModel):
+    """What one new note does to the stored notes shown with it."""
+
+    note: int = Field(description="The number of the new note.")
+    action: Literal["new", "duplicate", "supersedes"] = Field(
+        description=(
+            "new: it adds something the stored notes do not say; duplicate: a stored note "
+            "already says the same; supersedes: it makes a stored note no longer true."
+        )
+    )
+    stored_id: str | None = Field(
+        default=None, description="The id of the stored note it duplicates or supersedes."
+    )
+
+
+class NoteDecisions(BaseModel):
+    """One decision per new note."""
+
+    decisions: list[NoteDecision]
+
+
+RECONCILE_SYSTEM_PROMPT = (
+    "You keep an assistant's long-term memory of a user up to date. Each new note below is "
+    "followed by the stored notes that resemble it, with their id and date. For each new "
+    "note decide: 'new' if it adds something the stored notes do not say; 'duplicate' if a "
+    "stored note already says the same; 'supersedes' if it makes a stored note no longer "
+    "true (the user moved, changed jobs, ended a relationship, changed a preference), "
+    "giving that note's id. Answer by calling NoteDecisions with one decision per new note."
+)
+
+
+def build_reconcile_request(
+    items: Sequence[str], similar: Sequence[Sequence[Document]]
+) -> list[BaseMessage]:
+    """The prompt of :func:`reconcile_items`: each new note with its similar stored notes."""
+    lines = []
+    for i, (item, docs) in enumerate(zip(items, similar)):
+        lines.append(f"New note {i}: {json.dumps(item, ensure_ascii=False)}")
+        for doc in docs:
+            date = str(doc.metadata.get("created_at", ""))[:10] or "unknown date"
+            text = json.dumps(doc.page_content, ensure_ascii=False)
+            lines.append(f"  stored id={doc.id} ({date}): {text}")
+        if not docs:
+            lines.append("  (no similar stored notes)")
+    return [SystemMessage(RECONCILE_SYSTEM_PROMPT), HumanMessage("\n".join(lines))]
+
+
+def _decisions(response: Any) -> list[NoteDecision]:
+    if isinstance(response, NoteDecisions):
+        return list(response.decisions)
+    if not isinstance(response, AIMessage):
+        return []
+    for call in response.tool_calls:
+        try:
+            return list(NoteDecisions.model_validate(call.get("args") or {}).decisions)
+        except ValueError:
+            continue
+    return []
+
+
+def apply_decisions(
+    items: Sequence[str],
+    similar: Sequence[Sequence[Document]],
+    decisions: Sequence[NoteDecision],
+) -> tuple[list[str], dict[int, list[str]]]:
+    """Items to store (duplicates dropped) and ``{index in that list: [superseded ids]}``.
+
+    A decision naming a note or a stored id that was not shown counts as "new".
+    """
+    shown = [{str(d.id) for d in docs} for docs in similar]
+    action: dict[int, NoteDecision] = {}
+    for decision in decisions:
+        if 0 <= decision.note < len(items) and decision.note not in action:
+            valid = decision.action == "new" or (decision.stored_id in shown[decision.note])
+            if valid:
+                action[decision.note] = decision
+    kept: list[str] = []
+    supersedes: dict[int, list[str]] = {}
+    for i, item in enumerate(items):
+        chosen = action.get(i)
+        if chosen is not None and chosen.action == "duplicate":
+            continue
+        if chosen is not None and chosen.action == "supersedes" and chosen.stored_id:
+            supersedes[len(kept)] = [chosen.stored_id]
+        kept.append(item)
+    return kept, supersedes
+
+
+def _bind_decisions(model: BaseChatModel) -> Any:
+    try:
+        return model.bind_tools([NoteDecisions], tool_choice="NoteDecisions")
+    except (NotImplementedError, TypeError, ValueError):
+        return model
+
+
+def reconcile_items(
+    model: BaseChatModel, items: Sequence[str], similar: Sequence[Sequence[Document]]
+) -> tuple[list[str], dict[int, list[str]]]:
+    """Ask ``model`` whether each new item is new, a duplicate, or supersedes a stored one.
+
+    One structured-output call; an unusable answer (or a failing model) means every item is
+    new, so an update step can never lose a note.
+
+    Returns:
+        ``(items to store, {index in those items: [ids of stored items it supersedes]})``.
+
+    """
+    if not any(similar):
+        return list(items), {}
+    try:
+        response = _bind_decisions(model).invoke(build_reconcile_request(items, similar))
+    except Exception:  # the update step is an improvement, never a reason to lose notes
+        logger.warning("the update check failed; storing the items as new", exc_info=True)
+        return list(items), {}
+    return apply_decisions(items, similar, _decisions(response))
+
+
+async def areconcile_items(
+    model: BaseChatModel, items: Sequence[str], similar: Sequence[Sequence[Document]]
+) -> tuple[list[str], dict[int, list[str]]]:
+    """Async :func:`reconcile_items`."""
+    if not any(similar):
+        return list(items), {}
+    try:
+        request = build_reconcile_request(items, similar)
+        response = await _bind_decisions(model).ainvoke(request)
+    except Exception:
+        logger.warning("the update check failed; storing the items as new", exc_info=True)
+        return list(items), {}
+    return apply_decisions(items, similar, _decisions(response))

@@ -160,6 +160,7 @@ class SummarizeTool(BaseTool):
     model: Any = Field(exclude=True)
     extractive_fallback: bool = False
     grounded: bool = False
+    reconcile: bool = True
     handle_tool_error: bool = True
 
     def __init__(self, *, memory: TieredMemory, model: BaseChatModel | None, **kwargs: Any) -> None:
@@ -185,6 +186,7 @@ class SummarizeTool(BaseTool):
                     self._model(),
                     extractive_fallback=self.extractive_fallback,
                     grounded=self.grounded,
+                    reconcile=self.reconcile,
                 )
             )
         except SummarizationError as exc:
@@ -199,6 +201,7 @@ class SummarizeTool(BaseTool):
                     self._model(),
                     extractive_fallback=self.extractive_fallback,
                     grounded=self.grounded,
+                    reconcile=self.reconcile,
                 )
             )
         except SummarizationError as exc:

@@ -190,6 +190,8 @@ class _UserIndex:
         self.lock = threading.RLock()
         self._loaded_upto = -1  # highest numeric id appended (Redis ids only grow)
         self.nbytes = 0  # estimated memory held (see add)
+        # positions of items a newer item superseded: out of default recall
+        self.superseded = np.zeros(0, dtype=bool)
 
     def add(self, records: list[_Record], vectors: np.ndarray) -> None:
         """Append records with their unit vectors."""
@@ -200,6 +202,9 @@ class _UserIndex:
                 [r.text for r in records], vectors, [to_epoch(r.created_at) for r in records]
             )
             self.records.extend(records)
+            self.superseded = np.concatenate(
+                [self.superseded, [bool(r.metadata.get("superseded_by")) for r in records]]
+            )
             # Vectors twice (FAISS and the rescoring copy), the text with its lexical
             # postings (about 3x), and a fixed per-record overhead.
             self.nbytes += sum(
@@ -226,12 +231,15 @@ class _UserIndex:
         *,
         query: str | None = None,
         now: datetime | None = None,
+        include_superseded: bool = False,
     ) -> list[Document]:
         """The ``k`` best items for ``query`` and its embedding ``vector``, best first.
 
         ``metadata["score"]`` is the hybrid relevance in [-1, 1] (see
         :mod:`langchain_tiered_memory.retrieval`), ``metadata["similarity"]`` the plain
-        cosine of query and item. Without ``query`` only the embedding ranks.
+        cosine of query and item. Without ``query`` only the embedding ranks. Items a newer
+        item superseded are left out unless ``include_superseded``; among near-duplicates
+        that are recalled together, the newer comes first.
         """
         if k <= 0:
             return []
@@ -241,7 +249,13 @@ class _UserIndex:
                 f"{self.dim}: recall with the embeddings model the items were stored with."
             )
         with self.lock:
-            hits = self.hybrid.search(query or "", vector, k, now=now)
+            hidden = None
+            if not include_superseded and self.superseded.any():
+                hidden = self.superseded.copy()
+            hits = self.hybrid.search(query or "", vector, k, now=now, exclude=hidden)
+            if len(hits) > 1:
+                positions = np.array([h.position for h in hits], dtype=np.int64)
+                hits = _newer_first(hits, self.hybrid.vectors(positions), self)
             records = [self.records[h.position] for h in hits]
         out = []
         for hit, record in zip(hits, records):
@@ -250,6 +264,29 @@ class _UserIndex:
             doc.metadata["similarity"] = hit.similarity
             out.append(doc)
         return out
+
+
+# Recalled items this similar say the same thing: the newer is the current one.
+NEAR_DUPLICATE = 0.85
+
+
+def _newer_first(hits: list[Any], vectors: np.ndarray, index: _UserIndex) -> list[Any]:
+    """``hits`` with each near-duplicate pair ordered newer first (stable otherwise)."""
+    order = list(range(len(hits)))
+    epochs = [to_epoch(index.records[h.position].created_at) for h in hits]
+    moved, passes = True, len(order) ** 2  # a few hits at most; the bound ends any cycle
+    while moved and passes > 0:
+        moved, passes = False, passes - 1
+        for a in range(len(order) - 1):
+            for b in range(a + 1, len(order)):
+                i, j = order[a], order[b]
+                if epochs[j] > epochs[i] and float(vectors[i] @ vectors[j]) >= NEAR_DUPLICATE:
+                    order.insert(a, order.pop(b))
+                    moved = True
+                    break
+            if moved:
+                break
+    return [hits[i] for i in order]
 
 
 def _dedup(new: np.ndarray, existing: _UserIndex | None, threshold: float) -> list[int]:
@@ -328,12 +365,16 @@ class SummaryStore(ABC):
         created_at: datetime | date | str | None = None,
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
         """Store items (near-duplicates of stored ones are skipped); return the new ids.
 
         ``watermark=(expected, new)`` makes the write conditional: it happens, together
         with moving the user's summarization watermark to ``new``, only if the watermark
-        is still ``expected``.
+        is still ``expected``. ``supersedes={i: [stored ids]}``: ``items[i]`` makes those
+        stored items no longer true; they are kept, marked with ``superseded_by`` (the new
+        id) and ``valid_until`` (its ``created_at``), in the same write, and left out of
+        default recall.
 
         Raises:
             WatermarkConflict: the watermark moved meanwhile; nothing was written.
@@ -350,18 +391,34 @@ class SummaryStore(ABC):
         created_at: datetime | date | str | None = None,
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
         """Async :meth:`add`."""
 
     @abstractmethod
     def search(
-        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
     ) -> list[Document]:
-        """The ``k`` best items for ``query``, best first, ``metadata["score"]`` set."""
+        """The ``k`` best items for ``query``, best first, ``metadata["score"]`` set.
+
+        Items a newer item superseded are left out unless ``include_superseded``.
+        """
 
     @abstractmethod
     async def asearch(
-        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
     ) -> list[Document]:
         """Async :meth:`search`."""
 
@@ -396,6 +453,32 @@ class SummaryStore(ABC):
     @abstractmethod
     async def aclear(self, user_id: str) -> int:
         """Async :meth:`clear`."""
+
+    def similar(self, user_id: str, texts: Sequence[str], k: int = 3) -> list[list[Document]]:
+        """For each text, the ``k`` stored items most like it (current items only): what an
+        update step compares new items with. One batch of embeddings.
+        """
+        if not texts or not self.get_all_count(user_id):
+            return [[] for _ in texts]
+        vectors = _unit_rows(self._embedder().embed_documents(list(texts)))
+        return [self.search(user_id, t, k, vector=v) for t, v in zip(texts, vectors)]
+
+    async def asimilar(
+        self, user_id: str, texts: Sequence[str], k: int = 3
+    ) -> list[list[Document]]:
+        """Async :meth:`similar`."""
+        if not texts or not await self.aget_all_count(user_id):
+            return [[] for _ in texts]
+        vectors = _unit_rows(await self._embedder().aembed_documents(list(texts)))
+        return [await self.asearch(user_id, t, k, vector=v) for t, v in zip(texts, vectors)]
+
+    def get_all_count(self, user_id: str) -> int:
+        """How many items the user has (superseded ones included)."""
+        return len(self.get_all(user_id))
+
+    async def aget_all_count(self, user_id: str) -> int:
+        """Async :meth:`get_all_count`."""
+        return len(await self.aget_all(user_id))
 
     def as_retriever(self, user_id: str, *, k: int = 3, **kwargs: Any) -> SummaryRetriever:
         """A LangChain retriever over one user's items.
@@ -439,7 +522,9 @@ if ARGV[1] ~= '' then
   local wm = redis.call('HGET', KEYS[3], 'watermark') or '0'
   if wm ~= ARGV[1] then return {-1, wm} end
 end
-local n = (#ARGV - 5) / 2
+local m = tonumber(ARGV[6])
+local off = 6 + 2 * m
+local n = (#ARGV - off) / 2
 if n > 0 then
   if ARGV[5] ~= '' then
     local have = redis.call('HLEN', KEYS[1])
@@ -452,9 +537,22 @@ if n > 0 then
 end
 local first = redis.call('HINCRBY', KEYS[3], 'next_id', n) - n
 for i = 0, n - 1 do
-  redis.call('HSET', KEYS[1], first + i, ARGV[6 + 2 * i])
-  redis.call('HSET', KEYS[2], first + i, ARGV[7 + 2 * i])
+  redis.call('HSET', KEYS[1], first + i, ARGV[off + 1 + 2 * i])
+  redis.call('HSET', KEYS[2], first + i, ARGV[off + 2 + 2 * i])
 end
+-- superseded items: their new JSON names the new item as @@NEW<k>@@ (k: its batch index)
+local changed = false
+for j = 0, m - 1 do
+  local id = ARGV[7 + 2 * j]
+  if redis.call('HEXISTS', KEYS[1], id) == 1 then
+    local json = string.gsub(ARGV[8 + 2 * j], '@@NEW(%d+)@@', function(k)
+      return tostring(first + tonumber(k))
+    end)
+    redis.call('HSET', KEYS[1], id, json)
+    changed = true
+  end
+end
+if changed then redis.call('HINCRBY', KEYS[3], 'gen', 1) end
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[3], 'watermark', ARGV[2]) end
 return {first, ''}
 """
@@ -477,6 +575,33 @@ redis.call('HSETNX', KEYS[3], 'gen', ARGV[1])
 redis.call('HINCRBY', KEYS[3], 'gen', 1)
 return n
 """
+
+
+def _superseding(
+    existing: _UserIndex | None,
+    records: list[_Record],
+    keep: list[int],
+    supersedes: Mapping[int, Sequence[str]] | None,
+) -> list[tuple[str, str]]:
+    """``(stored id, its new JSON)`` for each stored item a kept new item supersedes.
+
+    The new item's id is not known before the write: the JSON names it ``@@NEW<k>@@`` (``k``:
+    its index among the kept items), which the add script replaces.
+    """
+    if not supersedes or existing is None:
+        return []
+    with existing.lock:
+        stored = {r.id: r for r in existing.records}
+    out: list[tuple[str, str]] = []
+    for k, i in enumerate(keep):
+        for stored_id in supersedes.get(i, ()):
+            old = stored.get(str(stored_id))
+            if old is None or old.metadata.get("superseded_by"):
+                continue
+            meta = {**old.metadata, "superseded_by": f"@@NEW{k}@@"}
+            meta["valid_until"] = records[i].created_at
+            out.append((old.id, _Record(old.id, old.text, old.created_at, meta).to_json()))
+    return out
 
 
 def _limit_error(have: int, adding: int, limit: int | None) -> SummaryLimitError:
@@ -686,6 +811,7 @@ class RedisSummaryStore(SummaryStore):
         vecs: np.ndarray,
         keep: list[int],
         watermark: tuple[int, int] | None,
+        superseding: list[tuple[str, str]],
     ) -> list[Any]:
         args: list[Any] = [
             "" if watermark is None else str(watermark[0]),
@@ -693,7 +819,10 @@ class RedisSummaryStore(SummaryStore):
             str(vecs.shape[1]) if vecs.ndim == 2 and vecs.shape[1] else "0",
             _new_gen(),
             "" if self.max_items is None else str(self.max_items),
+            len(superseding),
         ]
+        for stored_id, new_json in superseding:
+            args += [stored_id, new_json]
         for i in keep:
             args += [records[i].to_json(), vecs[i].astype(np.float32).tobytes()]
         return args
@@ -721,18 +850,23 @@ class RedisSummaryStore(SummaryStore):
         created_at: datetime | date | str | None = None,
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
-        """Embed, de-duplicate and store items in one atomic script."""
+        """Embed, de-duplicate and store items (and mark what they supersede) in one
+        atomic script.
+        """
         keys = self._k(user_id)
         texts = validate_items(items)
         vectors = self._embedder().embed_documents(texts) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
-        keep = _dedup(vecs, self.index_for(user_id), self.dedup_threshold) if texts else []
+        existing = self.index_for(user_id) if texts else None
+        keep = _dedup(vecs, existing, self.dedup_threshold) if texts else []
         if not keep and watermark is None:
             return []
+        superseding = _superseding(existing, records, keep, supersedes)
         with self.connection.errors():
             result = self.connection.sync.eval(
-                _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark)
+                _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark, superseding)
             )
         return self._add_result(result, len(keep))
 
@@ -744,6 +878,7 @@ class RedisSummaryStore(SummaryStore):
         created_at: datetime | date | str | None = None,
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
         """Async :meth:`add`."""
         keys = self._k(user_id)
@@ -754,16 +889,23 @@ class RedisSummaryStore(SummaryStore):
         keep = _dedup(vecs, existing, self.dedup_threshold) if texts else []
         if not keep and watermark is None:
             return []
+        superseding = _superseding(existing, records, keep, supersedes)
         with self.connection.errors():
             result = await self.connection.aio.eval(
-                _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark)
+                _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark, superseding)
             )
         return self._add_result(result, len(keep))
 
     # ----- reads -----
 
     def search(
-        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
     ) -> list[Document]:
         """Top-``k`` items by hybrid relevance (see :mod:`langchain_tiered_memory.retrieval`)."""
         index = self.index_for(user_id)
@@ -771,10 +913,16 @@ class RedisSummaryStore(SummaryStore):
             return []
         if vector is None:
             vector = self.embed_query(query)
-        return index.search(vector, k, query=query)
+        return index.search(vector, k, query=query, include_superseded=include_superseded)
 
     async def asearch(
-        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
     ) -> list[Document]:
         """Async :meth:`search`."""
         index = await self.aindex_for(user_id)
@@ -782,7 +930,7 @@ class RedisSummaryStore(SummaryStore):
             return []
         if vector is None:
             vector = await self.aembed_query(query)
-        return index.search(vector, k, query=query)
+        return index.search(vector, k, query=query, include_superseded=include_superseded)
 
     def get_watermark(self, user_id: str) -> int:
         """Summarization watermark."""
@@ -936,6 +1084,7 @@ class InMemorySummaryStore(SummaryStore):
         records: list[_Record],
         vecs: np.ndarray,
         watermark: tuple[int, int] | None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
         with self._lock:
             if watermark is not None:
@@ -956,12 +1105,21 @@ class InMemorySummaryStore(SummaryStore):
                     index = self._indexes[user_id] = _UserIndex(
                         dim=vecs.shape[1], config=self.retrieval
                     )
+                superseding = _superseding(index, records, keep, supersedes)
                 kept = []
                 for i in keep:
                     records[i].id = str(index.next_id)
                     index.next_id += 1
                     kept.append(records[i])
                 index.add(kept, vecs[keep])
+                by_id = {r.id: pos for pos, r in enumerate(index.records)}
+                for stored_id, new_json in superseding:
+                    k = int(new_json.split("@@NEW", 1)[1].split("@@", 1)[0])
+                    pos = by_id[stored_id]
+                    meta = index.records[pos].metadata
+                    meta.update(_Record.from_json(stored_id, new_json).metadata)
+                    meta["superseded_by"] = kept[k].id
+                    index.superseded[pos] = True
             if watermark is not None:
                 self._watermarks[user_id] = watermark[1]
             return [records[i].id for i in keep]
@@ -974,13 +1132,14 @@ class InMemorySummaryStore(SummaryStore):
         created_at: datetime | date | str | None = None,
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
         """Embed, de-duplicate and store items."""
         validate_user_id(user_id)
         texts = validate_items(items)
         vectors = self._embedder().embed_documents(texts) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
-        return self._write(user_id, records, vecs, watermark)
+        return self._write(user_id, records, vecs, watermark, supersedes)
 
     async def aadd(
         self,
@@ -990,16 +1149,23 @@ class InMemorySummaryStore(SummaryStore):
         created_at: datetime | date | str | None = None,
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
         """Async :meth:`add`."""
         validate_user_id(user_id)
         texts = validate_items(items)
         vectors = await self._embedder().aembed_documents(texts) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
-        return self._write(user_id, records, vecs, watermark)
+        return self._write(user_id, records, vecs, watermark, supersedes)
 
     def search(
-        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
     ) -> list[Document]:
         """Top-``k`` items by hybrid relevance (see :mod:`langchain_tiered_memory.retrieval`)."""
         index = self._indexes.get(user_id)
@@ -1008,15 +1174,21 @@ class InMemorySummaryStore(SummaryStore):
         if vector is None:
             vector = self.embed_query(query)
         with self._lock:
-            return index.search(vector, k, query=query)
+            return index.search(vector, k, query=query, include_superseded=include_superseded)
 
     async def asearch(
-        self, user_id: str, query: str, k: int = 3, *, vector: np.ndarray | None = None
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
     ) -> list[Document]:
         """Async :meth:`search`."""
         if user_id in self._indexes and vector is None:
             vector = await self.aembed_query(query)
-        return self.search(user_id, query, k, vector=vector)
+        return self.search(user_id, query, k, vector=vector, include_superseded=include_superseded)
 
     def get_watermark(self, user_id: str) -> int:
         """Summarization watermark."""
