@@ -328,7 +328,13 @@ def _items_table(docs: Sequence[Any], title: str, *, score: bool = False) -> Any
             f"{meta.get('source_start', '')}-{meta.get('source_end', '')}"
             if "source_start" in meta
             else "",
-            escape(doc.page_content),
+            escape(doc.page_content)
+            + (
+                f" [dim](superseded by #{escape(str(meta['superseded_by']))} on "
+                f"{escape(str(meta.get('valid_until', ''))[:10])})[/dim]"
+                if meta.get("superseded_by")
+                else ""
+            ),
         ]
         if score:
             row.insert(0, f"{float(meta.get('score', 0.0)):.3f}")

@@ -349,3 +349,108 @@ def test_forget_thread_leaves_no_key_of_the_thread(embedded_memory: TieredMemory
     client.close()
     assert b"secret" not in dump and b"gone" not in dump
     assert b"kept" in dump
+
+
+def _decide(*decisions: dict[str, Any]) -> AIMessage:
+    return AIMessage(
+        "",
+        tool_calls=[{"name": "NoteDecisions", "args": {"decisions": list(decisions)}, "id": "d"}],
+    )
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_an_update_supersedes_the_old_item_and_keeps_it(
+    memory_factory: Any, mode: str
+) -> None:
+    memory: TieredMemory = memory_factory()
+    (berlin,) = memory.add_summaries("u", ["The user lives in Berlin."], created_at="2026-03-01")
+    memory.add_summaries("u", ["The user has a cat named Tom."], created_at="2026-03-01")
+    memory.add_session_log("u", [HumanMessage("I moved to Paris last week."), AIMessage("Nice!")])
+    model = ScriptedChatModel(
+        replies=[
+            _items_call("The user lives in Paris."),
+            _decide({"note": 0, "action": "supersedes", "stored_id": berlin}),
+        ]
+    )
+    if mode == "sync":
+        (paris,) = memory.summarize_history("u", model)
+    else:
+        (paris,) = await memory.asummarize_history("u", model)
+    # the update step was shown the stored item most like the new one
+    shown = model.prompts[1][-1].text
+    assert "The user lives in Paris." in shown and f"id={berlin}" in shown
+
+    recalled = [d.page_content for d in memory.recall_summaries("u", "Where does the user live?")]
+    assert "The user lives in Paris." in recalled and "The user lives in Berlin." not in recalled
+    every = memory.recall_summaries("u", "Where does the user live?", include_superseded=True)
+    old = next(d for d in every if d.id == berlin)
+    assert old.metadata["superseded_by"] == paris
+    assert (
+        old.metadata["valid_until"]
+        == next(d for d in every if d.id == paris).metadata["created_at"]
+    )
+    exported = {s["text"]: s for s in memory.export_user("u")["summaries"]}
+    assert exported["The user lives in Berlin."]["superseded_by"] == paris
+    assert "superseded_by" not in exported["The user lives in Paris."]
+    snap = memory.load("u", "Where do I live?", k=3)
+    assert "The user lives in Berlin." not in [d.page_content for d in snap.recalled]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I cannot decide.",  # no tool call
+        AIMessage("", tool_calls=[{"name": "NoteDecisions", "args": {"x": 1}, "id": "d"}]),
+        _decide({"note": 0, "action": "supersedes", "stored_id": "999"}),  # not shown
+        _decide({"note": 7, "action": "duplicate", "stored_id": "0"}),  # no such note
+        RuntimeError("provider down"),
+    ],
+    ids=["text", "bad-args", "unknown-id", "unknown-note", "raises"],
+)
+def test_an_unusable_update_answer_stores_the_item_as_new(memory_factory: Any, answer: Any) -> None:
+    memory: TieredMemory = memory_factory()
+    memory.add_summaries("u", ["The user lives in Berlin."])
+    memory.add_session_log("u", [HumanMessage("I moved to Paris."), AIMessage("Nice!")])
+
+    def decide(_: Any) -> Any:
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    model = ScriptedChatModel(replies=[_items_call("The user lives in Paris."), decide])
+    assert len(memory.summarize_history("u", model)) == 1
+    recalled = [d.page_content for d in memory.recall_summaries("u", "lives", n=5)]
+    assert sorted(recalled) == ["The user lives in Berlin.", "The user lives in Paris."]
+
+
+def test_a_duplicate_is_not_stored_and_the_watermark_moves(memory_factory: Any) -> None:
+    memory: TieredMemory = memory_factory()
+    (tea,) = memory.add_summaries("u", ["The user likes green tea."])
+    memory.add_session_log("u", [HumanMessage("Green tea is my favourite."), AIMessage("ok")])
+    model = ScriptedChatModel(
+        replies=[
+            _items_call("The user's favourite drink is green tea."),
+            _decide({"note": 0, "action": "duplicate", "stored_id": tea}),
+        ]
+    )
+    assert memory.summarize_history("u", model) == []
+    assert [d.page_content for d in memory.summaries.get_all("u")] == ["The user likes green tea."]
+    assert memory.summaries.get_watermark("u") == 2
+
+
+def test_near_duplicates_recalled_together_put_the_newer_first(memory_factory: Any) -> None:
+    memory: TieredMemory = memory_factory()
+    memory.add_summaries("u", ["The user works as a nurse in Lyon."], created_at="2025-01-01")
+    memory.add_summaries("u", ["The user works as a nurse in Paris."], created_at="2026-06-01")
+    memory.summaries.retrieval = None
+    hits = memory.recall_summaries("u", "the user works as a nurse in Lyon", n=2)
+    assert [d.metadata["created_at"][:4] for d in hits] == ["2026", "2025"]
+
+
+def test_the_memory_section_says_the_newest_note_is_current() -> None:
+    from langchain_core.documents import Document
+
+    from langchain_tiered_memory.prompt import render_memory_section
+
+    text = render_memory_section({}, [Document("x", metadata={"created_at": "2026-01-01"})])
+    assert "the newest is current" in text
