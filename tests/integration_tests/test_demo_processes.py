@@ -21,9 +21,9 @@ NAME_ITEM = "The user's name is Alice and she is 30 years old."
 INTRO = "Hi, my name is Alice and I am 30 years old. My birthday is on May 8."
 
 
-def run_step(step: int, data_dir: Path) -> dict[str, Any]:
+def run_step(step: int, data_dir: Path, lang: str = "en") -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, str(HELPER), str(step), str(data_dir)],
+        [sys.executable, str(HELPER), str(step), str(data_dir), lang],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -88,3 +88,26 @@ def test_demo_in_three_processes(data_dir: Path) -> None:
         "Your birthday is on May 8.",
     ]
     assert three["history_length"] == 4 + 4 + 2
+
+
+def test_the_seed_scenario_in_chinese_in_three_processes(data_dir: Path) -> None:
+    # (1) 李明 introduces himself in Chinese; the model records his name and age.
+    one = run_step(1, data_dir, "zh")
+    assert one["tags"] == {"name": "李明", "age": "30"}
+    # (2) a new process: the prompt holds the tags; the summary is stored whole, in
+    # Chinese (a capable model's items are not checked against English words)
+    two = run_step(2, data_dir, "zh")
+    assert '"name": "李明"' in two["prompts"][0][0]["text"]
+    tool_reply = next(m for m in two["result"] if m["type"] == "tool")
+    assert tool_reply["text"] == "Stored 3 memory item(s) from the conversation."
+    assert {"用户名叫李明，今年三十岁。", "用户的生日是五月八日。", "用户喜欢下围棋。"} <= set(
+        two["summaries"]
+    )
+    assert len(two["summaries"]) == 33  # and 30 unrelated notes beside them
+    # (3) a third process, a new thread: the birthday item is recalled among them (k=3)
+    three = run_step(3, data_dir, "zh")
+    system = three["prompts"][0][0]["text"]
+    memories = system.split("<memories>")[1].split("</memories>")[0]
+    assert json.dumps("用户的生日是五月八日。", ensure_ascii=False) in memories
+    assert memories.count("\n- [") == 3  # k=3
+    assert '"name": "李明"' in system and '"age": "30"' in system

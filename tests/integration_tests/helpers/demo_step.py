@@ -1,6 +1,6 @@
 """One step of the three-process demo, in a process of its own.
 
-Usage: python demo_step.py STEP DATA_DIR
+Usage: python demo_step.py STEP DATA_DIR [en|zh]
 
 Each step opens the embedded memory and a SQLite checkpointer in DATA_DIR, drives the
 memory graph with a ScriptedChatModel of its own, closes everything (the embedded
@@ -11,6 +11,9 @@ resumed thread the state the checkpointer restored.
 1. thread t1: "Hi, my name is Alice ..." -> the model calls user_tag(name, age).
 2. thread t2: "Please summarize our conversation." -> the model calls summarize.
 3. thread t1 again: "When is my birthday?" -> the model just answers.
+
+``zh`` is the same story in Chinese, the language of the design this package comes from;
+step 2 also stores 30 unrelated Chinese notes, so step 3's recall has to find the birthday.
 """
 
 from __future__ import annotations
@@ -53,24 +56,43 @@ STEPS: dict[str, tuple[str, str, list[Any]]] = {
 }
 
 
+INTRO_ZH = "你好，我叫李明，今年三十岁，生日是五月八日。我喜欢下围棋。"
+ITEMS_ZH = ["用户名叫李明，今年三十岁。", "用户的生日是五月八日。", "用户喜欢下围棋。"]
+NOISE_ZH = [f"用户第{i}次去了一个新的城市旅行，拍了很多照片。" for i in range(1, 31)]
+STEPS_ZH: dict[str, tuple[str, str, list[Any]]] = {
+    "1": ("t1", INTRO_ZH, [_call("user_tag", {"name": "李明", "age": 30}, "c1"), "你好，李明！"]),
+    "2": (
+        "t2",
+        "请总结一下我们的对话。",
+        [_call("summarize", {}, "c2"), _call("SummaryItems", {"items": ITEMS_ZH}, "s1"), "好的。"],
+    ),
+    "3": ("t3", "我的生日是哪天？", ["你的生日是五月八日。"]),
+}
+
+
 def _dump(messages: list[BaseMessage]) -> list[dict[str, Any]]:
     return [{"type": m.type, "id": m.id, "text": m.text} for m in messages]
 
 
 def main() -> None:
     step, data_dir = sys.argv[1], Path(sys.argv[2])
-    thread, text, replies = STEPS[step]
+    lang = sys.argv[3] if len(sys.argv) > 3 else "en"
+    thread, text, replies = (STEPS_ZH if lang == "zh" else STEPS)[step]
     model = ScriptedChatModel(replies=replies)
     config = {"configurable": {"thread_id": thread}}
     memory = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
     try:
         with SqliteSaver.from_conn_string(str(data_dir / "checkpoints.sqlite")) as saver:
-            # recall_k=1: in step 3 the birthday item must win on relevance, not by count.
-            graph = create_memory_graph(model, memory=memory, checkpointer=saver, recall_k=1)
+            # recall_k=1: in step 3 the birthday item must win on relevance, not by count;
+            # in Chinese, k=3 among 30 other notes.
+            k = 3 if lang == "zh" else 1
+            graph = create_memory_graph(model, memory=memory, checkpointer=saver, recall_k=k)
             restored = graph.get_state(config).values.get("messages", [])
             result = graph.invoke(
                 {"messages": [HumanMessage(text)]}, context={"user_id": USER}, config=config
             )
+            if lang == "zh" and step == "2":
+                memory.add_summaries(USER, NOISE_ZH)
             observed = {
                 "step": step,
                 "pid": os.getpid(),
