@@ -242,6 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _user_option(forget)
+    forget.add_argument(
+        "--thread",
+        metavar="T",
+        help="erase only thread T: its messages, the summary items made only from it and "
+        "its checkpoints (tags stay)",
+    )
     forget.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     forget.set_defaults(func=cmd_forget)
 
@@ -408,8 +414,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
     """``forget --user U``."""
     user = _user(args)
     console = _console()
+    what = f"thread {args.thread!r} of user" if args.thread else "every memory of user"
     if not args.yes and sys.stdin.isatty():
-        answer = console.input(f"Erase every memory of user {_esc(repr(user))}? \\[y/N] ")
+        answer = console.input(f"Erase {_esc(what)} {_esc(repr(user))}? \\[y/N] ")
         if answer.strip().lower() not in {"y", "yes"}:
             console.print("nothing erased")
             return EXIT_ERROR
@@ -420,6 +427,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
     )
 
     data_dir = _data_dir(args)
+    if args.thread:
+        return _forget_thread(args, user, console, data_dir)
     with _open_memory(args) as memory:
         if (data_dir / CHECKPOINTS_FILE).exists():
             with open_checkpointer(data_dir) as saver:
@@ -428,6 +437,31 @@ def cmd_forget(args: argparse.Namespace) -> int:
             removed = forget_user_everywhere(memory, user)
     parts = ", ".join(f"{n} {what}" for what, n in removed.items())
     console.print(f"forgot user {_esc(repr(user))}: removed {parts}", highlight=False)
+    return EXIT_OK
+
+
+def _forget_thread(args: argparse.Namespace, user: str, console: Any, data_dir: Path) -> int:
+    from langchain_tiered_memory.demo import (
+        CHECKPOINTS_FILE,
+        checkpoint_thread_id,
+        open_checkpointer,
+    )
+
+    with _open_memory(args) as memory:
+        # chat threads are recorded under a user-scoped id; an app's under its own
+        thread = args.thread
+        if thread not in memory.history.threads(user):
+            thread = checkpoint_thread_id(user, thread)
+        if (data_dir / CHECKPOINTS_FILE).exists():
+            with open_checkpointer(data_dir) as saver:
+                removed = memory.forget_thread(user, thread, checkpointer=saver)
+        else:
+            removed = memory.forget_thread(user, thread)
+    parts = ", ".join(f"{n} {what}" for what, n in removed.items())
+    console.print(
+        f"forgot thread {_esc(repr(args.thread))} of user {_esc(repr(user))}: removed {parts}",
+        highlight=False,
+    )
     return EXIT_OK
 
 

@@ -181,6 +181,23 @@ def test_forget_erases_only_that_user(capsys: pytest.CaptureFixture[str], seeded
     assert json.loads(out)["tags"] == {"name": "Bob"}
 
 
+def test_forget_one_thread_keeps_the_rest(capsys: pytest.CaptureFixture[str], seeded: Path) -> None:
+    with TieredMemory.embedded(seeded, embeddings=HashingEmbeddings()) as memory:
+        memory.add_session_log(
+            "alice", [HumanMessage("My secret plan.", id="s1")], thread_id="t9", thread_position=0
+        )
+    code, out, err = run_cli(
+        capsys, "forget", "--user", "alice", "--thread", "t9", "--yes", *opts(seeded)
+    )
+    assert code == 0, err
+    assert "forgot thread 't9' of user 'alice': removed 1 messages, 0 summaries" in out
+    _, out, _ = run_cli(capsys, "export", "--user", "alice", *opts(seeded))
+    data = json.loads(out)
+    texts = [m["data"]["content"] for m in data["history"]["messages"]]
+    assert "My secret plan." not in texts and len(texts) == 4
+    assert data["tags"] == {"name": "Alice", "age": "30"} and data["threads"] == []
+
+
 def test_summarize_one_user_and_all(capsys: pytest.CaptureFixture[str], seeded: Path) -> None:
     code, out, err = run_cli(
         capsys, "summarize", "--user", "alice", "--model", "fake", *opts(seeded)
