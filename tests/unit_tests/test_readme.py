@@ -50,8 +50,8 @@ def run_block(code: str) -> str:
 
 def test_readme_has_the_examples() -> None:
     blocks = python_blocks()
-    assert len(blocks) == 3
-    memory_example, graph_example, _ = blocks
+    assert len(blocks) == 4
+    memory_example, graph_example, _, _ = blocks
     assert len(memory_example.strip().splitlines()) <= 15
     assert len(graph_example.strip().splitlines()) < 20
 
@@ -68,9 +68,17 @@ def test_graph_example_runs(offline: Path) -> None:
     assert "You are 30 years old." in out  # thread-2 answered from the tags in memory
 
 
+def test_updates_example_runs_and_prints_what_it_says(offline: Path) -> None:
+    out = run_block(python_blocks()[2]).splitlines()
+    assert out[0] == "[('30', None), ('31', '30')]"
+    assert out[1] == "['Alice lives in Paris.']"
+    assert sorted(out[2].strip("[]").split(", ")) == ["'1'", "None"]  # Berlin -> Paris's id
+    assert out[3] == "{'messages': 1, 'summaries': 1, 'checkpoints': 0}"
+
+
 def test_middleware_example_runs(offline: Path) -> None:
     pytest.importorskip("langchain.agents")
-    out = run_block(python_blocks()[2])
+    out = run_block(python_blocks()[3])
     assert "{'name': 'Alice', 'age': '30'}" in out
 
 
