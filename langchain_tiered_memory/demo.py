@@ -8,8 +8,8 @@
 
 Each step runs in a process of its own (``tiered-memory demo-step N``), so everything the
 later steps know went through the embedded Redis on disk and was read back after a restart.
-The memory steps print ``PASS``/``FAIL``; what the model answers is printed too, but only
-informationally, since the small local default model is weak.
+Every step prints ``PASS``/``FAIL`` lines: the memory checks and, in step 3, whether the
+model's answers give the age and the birthday.
 
 ``--model fake`` runs a deterministic rule-based model (:func:`fake_demo_model`) that reads
 only its prompt and emits the right tool calls: the demo then runs in seconds, offline, with
@@ -95,6 +95,7 @@ _STEP_TITLES = {
 _MAY_8 = re.compile(r"\bmay\s*8(?:th)?\b|\b8(?:th)?\s*(?:of\s+)?may\b", re.IGNORECASE)
 _USER_TAGS_BLOCK = re.compile(r"<user_tags>\n(.*?)\n</user_tags>", re.DOTALL)
 _MEMORIES_BLOCK = re.compile(r"<memories>\n(.*?)\n</memories>", re.DOTALL)
+_COMPACT_TAG = re.compile(r'^- ([\w ]+): (".*")$', re.MULTILINE)
 
 
 # --------------------------------------------------------------------------- models
@@ -163,10 +164,15 @@ def _summary_items(transcript: str) -> list[str]:
 
 
 def prompt_tags(memory_prompt: str) -> dict[str, str]:
-    """The tags rendered in a memory section of the prompt (``{}`` if none)."""
+    """The tags rendered in a memory section of the prompt (``{}`` if none), in the default
+    JSON section or in the compact lines of small models (``- name: "Alice"``).
+    """
     match = _USER_TAGS_BLOCK.search(memory_prompt or "")
     if not match:
-        return {}
+        return {
+            m.group(1).replace(" ", "_"): str(json.loads(m.group(2)))
+            for m in _COMPACT_TAG.finditer(memory_prompt or "")
+        }
     try:
         tags = json.loads(match.group(1))
     except json.JSONDecodeError:
@@ -176,10 +182,11 @@ def prompt_tags(memory_prompt: str) -> dict[str, str]:
 
 def _prompt_memories(memory_prompt: str) -> list[str]:
     match = _MEMORIES_BLOCK.search(memory_prompt or "")
-    if not match:
-        return []
+    lines = match.group(1).splitlines() if match else (memory_prompt or "").splitlines()
     out = []
-    for line in match.group(1).splitlines():
+    for line in lines:
+        if match is None and not line.startswith("- ["):
+            continue
         _, _, quoted = line.partition("] ")
         with suppress(json.JSONDecodeError):
             out.append(str(json.loads(quoted)))
@@ -438,16 +445,6 @@ def _verdict(console: Console, ok: bool, step: int, text: str) -> bool:
     return ok
 
 
-def _informational(console: Console, question: str, answer: str, expected: str, ok: bool) -> None:
-    verdict = "yes" if ok else "no"
-    line(
-        console,
-        f"INFO  answer to {question!r} mentions {expected}: {verdict} "
-        "(informational: depends on the model, not on memory)",
-        style="yellow",
-    )
-
-
 def run_demo_step(
     step: int,
     *,
@@ -588,13 +585,17 @@ def _check_step3(
     tags_before: dict[str, str],
 ) -> bool:
     age_turn, birthday_turn = turns
-    _informational(console, STEP_MESSAGES[3][0], age_turn.reply, "30", "30" in age_turn.reply)
-    _informational(
+    age_ok = _verdict(
         console,
-        STEP_MESSAGES[3][1],
-        birthday_turn.reply,
-        "May 8",
+        "30" in age_turn.reply,
+        3,
+        f"the answer to {STEP_MESSAGES[3][0]!r} says 30 ({age_turn.reply[:80]!r})",
+    )
+    birthday_ok = _verdict(
+        console,
         bool(_MAY_8.search(birthday_turn.reply)),
+        3,
+        f"the answer to {STEP_MESSAGES[3][1]!r} says May 8 ({birthday_turn.reply[:80]!r})",
     )
     prompt = birthday_turn.memory_prompt
     shown_ok, detail = _tags_in_prompt(age_turn.memory_prompt, tags_before)
@@ -618,7 +619,7 @@ def _check_step3(
         3,
         "a stored birthday item is recalled into the memory section for 'When is my birthday?'",
     )
-    return tags_ok and recall_ok
+    return tags_ok and recall_ok and age_ok and birthday_ok
 
 
 # --------------------------------------------------------------------------- orchestrator

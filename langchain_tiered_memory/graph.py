@@ -48,7 +48,13 @@ from typing_extensions import NotRequired, TypedDict
 from langchain_tiered_memory.context import resolve_user_id
 from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
-from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT, render_memory_section
+from langchain_tiered_memory.prompt import (
+    DEFAULT_SYSTEM_PROMPT,
+    SMALL_MODEL_SYSTEM_PROMPT,
+    MemoryRenderer,
+    render_compact_memory,
+    render_memory_section,
+)
 from langchain_tiered_memory.stores.history import check_portable
 from langchain_tiered_memory.summarizer import states_a_fact
 from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool, run_context
@@ -187,6 +193,11 @@ class MemoryNodes:
     # the small-model guards of background summaries (see summarize_messages)
     extractive_summary_fallback: bool = False
     grounded_summaries: bool = False
+    render_memory: MemoryRenderer = render_memory_section
+    # Small models get the current turn only. SmolLM2-135M, 10 seeds, "When is my
+    # birthday?" with the birthday item in memory: 10/10 alone, 8/10 after one earlier
+    # exchange of the thread, 0/10 with two more loaded from an earlier thread.
+    current_turn_only: bool = False
 
     # ----- load -----
 
@@ -198,7 +209,7 @@ class MemoryNodes:
 
     def _load_update(self, state: dict[str, Any], snap: MemorySnapshot) -> dict[str, Any]:
         update: dict[str, Any] = {
-            "memory_prompt": render_memory_section(
+            "memory_prompt": self.render_memory(
                 snap.tags, snap.recalled, token_budget=self.memory_token_budget
             )
         }
@@ -231,6 +242,10 @@ class MemoryNodes:
     def compose(self, state: dict[str, Any], base_prompt: str | None = None) -> list[BaseMessage]:
         """System prompt + recent history + thread messages, trimmed; no message twice."""
         thread: list[BaseMessage] = list(state.get("messages", []))
+        if self.current_turn_only:
+            last = _last_human(thread)
+            start = thread.index(last) if last is not None else 0
+            return [self.system_message(state, base_prompt), *thread[start:]]
         seen = {m.id for m in thread if m.id}
         history = [m for m in state.get("recent_history") or [] if not m.id or m.id not in seen]
         history = _from_first_human(history)
@@ -353,7 +368,8 @@ def create_memory_graph(
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
     system_prompt: str | None = None,
-    max_context_messages: int = 20,
+    memory_prompt: MemoryRenderer | None = None,
+    max_context_messages: int | None = None,
     recall_k: int = 3,
     memory_token_budget: int | None = DEFAULT_MEMORY_TOKEN_BUDGET,
     context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET,
@@ -373,8 +389,15 @@ def create_memory_graph(
         tools: the app's own tools, bound beside ``user_tag`` and ``summarize``.
         checkpointer: any ``BaseCheckpointSaver`` for thread state.
         store: an optional LangGraph ``BaseStore`` handed to the app's tools.
-        system_prompt: the base system prompt (default: :data:`DEFAULT_SYSTEM_PROMPT`).
-        max_context_messages: history messages loaded on a thread's first turn.
+        system_prompt: the base system prompt (default: :data:`DEFAULT_SYSTEM_PROMPT`;
+            :data:`SMALL_MODEL_SYSTEM_PROMPT` for small models).
+        memory_prompt: renders tags and recalled items into the system prompt (a
+            :class:`~langchain_tiered_memory.prompt.MemoryRenderer`; default:
+            :func:`render_memory_section`, or :func:`render_compact_memory` for small
+            models).
+        max_context_messages: history messages loaded on a thread's first turn (default
+            20; 0 for small models, which are sent the current turn only: earlier
+            exchanges make a 135M model repeat them instead of answering).
         recall_k: summary items recalled per turn.
         memory_token_budget: approximate token cap of the memory section.
         context_token_budget: approximate token cap of everything sent to the model.
@@ -420,9 +443,16 @@ def create_memory_graph(
         force_tag_capture = small_model
     if extractive_summary_fallback is None:
         extractive_summary_fallback = small_model
+    if memory_prompt is None:
+        memory_prompt = render_compact_memory if small_model else render_memory_section
+    if max_context_messages is None:
+        max_context_messages = 0 if small_model else 20  # small: the current turn only
+    default_prompt = SMALL_MODEL_SYSTEM_PROMPT if small_model else DEFAULT_SYSTEM_PROMPT
     nodes = MemoryNodes(
         memory=memory,
-        system_prompt=system_prompt or DEFAULT_SYSTEM_PROMPT,
+        system_prompt=system_prompt or default_prompt,
+        render_memory=memory_prompt,
+        current_turn_only=small_model,
         max_context_messages=max_context_messages,
         recall_k=recall_k,
         memory_token_budget=memory_token_budget,

@@ -349,8 +349,9 @@ class RedisTagStore(TagStore):
         with self.connection.errors():
             pipe = self.connection.sync.pipeline(transaction=False)
             pipe.hlen(key)
-            pipe.delete(key, self.keys.key(user_id, "tags:log"))
-            n, _ = pipe.execute()
+            pipe.delete(key)  # one key per DEL: cluster pipelines refuse multi-key DEL
+            pipe.delete(self.keys.key(user_id, "tags:log"))
+            n, _, _ = pipe.execute()
         return int(n)
 
     async def aclear(self, user_id: str) -> int:
@@ -359,8 +360,9 @@ class RedisTagStore(TagStore):
         with self.connection.errors():
             pipe = self.connection.aio.pipeline(transaction=False)
             pipe.hlen(key)
-            pipe.delete(key, self.keys.key(user_id, "tags:log"))
-            n, _ = await pipe.execute()
+            pipe.delete(key)
+            pipe.delete(self.keys.key(user_id, "tags:log"))
+            n, _, _ = await pipe.execute()
         return int(n)
 
 

@@ -124,6 +124,7 @@ def test_history_tags_summaries_and_snapshot(memory: TieredMemory) -> None:
         assert await memory.aexport_user("alice") == {
             "user_id": "alice",
             "tags": {},
+            "tag_history": [],
             "threads": [],
             "history": {"first_position": 0, "messages": []},
             "summaries": [],
