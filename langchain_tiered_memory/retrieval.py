@@ -436,6 +436,26 @@ _ZH_PATTERNS = [
 _ZH_UNITS = {"天": 1, "日": 1, "周": 7, "週": 7, "星期": 7, "礼拜": 7, "月": 30, "年": 365}
 
 
+def _date_window(year: int | None, month: int, day: int | None) -> TimeWindow | None:
+    """The window of a named day or month, yearless ones matched in every year.
+
+    Raises:
+        ValueError: no such date.
+
+    """
+    if not 1 <= month <= 12:
+        return None
+    if day is not None:
+        if year is None:
+            date(2000, month, day)  # validates
+            return TimeWindow(None, None, 2 * _DAY_S, month=month, day=day)
+        start = date(year, month, day)
+        return _window(start, start + timedelta(days=1))
+    if year is None:
+        return TimeWindow(None, None, 15 * _DAY_S, month=month)
+    return _window(date(year, month, 1), _add_months(year, month, 1))
+
+
 def _zh_int(text: str) -> int:
     """``"12"``, ``"十二"``, ``"二十三"``, ``"两"`` as an int."""
     if text.isdigit():
@@ -469,17 +489,7 @@ def _zh_window(kind: str, g: dict[str, str | None], today: date) -> TimeWindow |
             month = _zh_int(g["month"] or "")
             year = int(g["year"] or "") if g.get("year") else None
             day = _zh_int(g["day"] or "") if g.get("day") else None
-            if not 1 <= month <= 12:
-                return None
-            if day is not None:
-                if year is None:
-                    date(2000, month, day)  # validates
-                    return TimeWindow(None, None, 2 * _DAY_S, month=month, day=day)
-                start = date(year, month, day)
-                return _window(start, start + timedelta(days=1))
-            if year is None:
-                return TimeWindow(None, None, 15 * _DAY_S, month=month)
-            return _window(date(year, month, 1), _add_months(year, month, 1))
+            return _date_window(year, month, day)
         if kind == "year":
             year = int(g["year"] or "")
             return _window(date(year, 1, 1), date(year + 1, 1, 1))
@@ -512,15 +522,7 @@ def _one_window(kind: str, m: re.Match[str], today: date) -> TimeWindow | None:
             month = int(g["month"]) if g["month"].isdigit() else _MONTHS[g["month"].lower()]
             year = int(g["year"]) if g.get("year") else None
             day = int(g["day"]) if g.get("day") else None
-            if day is not None:
-                if year is None:
-                    date(2000, month, day)  # validates
-                    return TimeWindow(None, None, 2 * _DAY_S, month=month, day=day)
-                start = date(year, month, day)
-                return _window(start, start + timedelta(days=1))
-            if year is None:
-                return TimeWindow(None, None, 15 * _DAY_S, month=month)
-            return _window(date(year, month, 1), _add_months(year, month, 1))
+            return _date_window(year, month, day)
         if kind == "season":
             year = int(g["year"])
             if g["season"].lower() == "winter":
