@@ -105,8 +105,8 @@ def _call(*items: Any) -> AIMessage:
             [AIMessage(""), "The user: The user:"],
             {"extractive_fallback": True},
             [
-                'The user said: Hi, my name is Alice and I am 30 years old.',
-                'The user said: My birthday is on May 8.',
+                "The user said: Hi, my name is Alice and I am 30 years old.",
+                "The user said: My birthday is on May 8.",
             ],
             2,
         ),

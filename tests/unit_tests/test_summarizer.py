@@ -58,8 +58,8 @@ def test_junk_with_extractive_fallback_keeps_the_users_own_statements() -> None:
     model = ScriptedChatModel(replies=[AIMessage(""), "The user: The user: The user:"])
     items = summarize_messages(model, CONVERSATION, extractive_fallback=True)
     assert items == [
-        'The user said: Hi, my name is Alice and I am 30 years old.',
-        'The user said: My birthday is on May 8.',
+        "The user said: Hi, my name is Alice and I am 30 years old.",
+        "The user said: My birthday is on May 8.",
     ]
 
 
@@ -93,7 +93,7 @@ def test_extract_ignores_assistant_text_and_dedupes() -> None:
         AIMessage("I live in the cloud."),
         HumanMessage("I live in Lyon."),
     ]
-    assert extract_user_statements(messages) == ['The user said: I live in Lyon.']
+    assert extract_user_statements(messages) == ["The user said: I live in Lyon."]
 
 
 def test_assistant_chatter_sharing_one_word_with_the_user_is_not_memory() -> None:
