@@ -577,30 +577,38 @@ return n
 """
 
 
-def _superseding(
+def _superseded(
     existing: _UserIndex | None,
     records: list[_Record],
     keep: list[int],
     supersedes: Mapping[int, Sequence[str]] | None,
-) -> list[tuple[str, str]]:
-    """``(stored id, its new JSON)`` for each stored item a kept new item supersedes.
-
-    The new item's id is not known before the write: the JSON names it ``@@NEW<k>@@`` (``k``:
-    its index among the kept items), which the add script replaces.
+) -> list[tuple[_Record, int]]:
+    """``(stored record with its new metadata, k)`` for each stored item that the ``k``-th
+    kept new item supersedes; ``superseded_by`` is set once the new ids are known.
     """
     if not supersedes or existing is None:
         return []
     with existing.lock:
         stored = {r.id: r for r in existing.records}
-    out: list[tuple[str, str]] = []
+    out: list[tuple[_Record, int]] = []
     for k, i in enumerate(keep):
         for stored_id in supersedes.get(i, ()):
             old = stored.get(str(stored_id))
             if old is None or old.metadata.get("superseded_by"):
                 continue
-            meta = {**old.metadata, "superseded_by": f"@@NEW{k}@@"}
-            meta["valid_until"] = records[i].created_at
-            out.append((old.id, _Record(old.id, old.text, old.created_at, meta).to_json()))
+            meta = {**old.metadata, "valid_until": records[i].created_at}
+            out.append((_Record(old.id, old.text, old.created_at, meta), k))
+    return out
+
+
+def _superseding_json(updates: list[tuple[_Record, int]]) -> list[tuple[str, str]]:
+    """The add script's form: the new item's id is not known before the write, so the JSON
+    names it ``@@NEW<k>@@``, which the script replaces.
+    """
+    out = []
+    for record, k in updates:
+        meta = {**record.metadata, "superseded_by": f"@@NEW{k}@@"}
+        out.append((record.id, _Record(record.id, record.text, record.created_at, meta).to_json()))
     return out
 
 
@@ -863,7 +871,7 @@ class RedisSummaryStore(SummaryStore):
         keep = _dedup(vecs, existing, self.dedup_threshold) if texts else []
         if not keep and watermark is None:
             return []
-        superseding = _superseding(existing, records, keep, supersedes)
+        superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
         with self.connection.errors():
             result = self.connection.sync.eval(
                 _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark, superseding)
@@ -889,7 +897,7 @@ class RedisSummaryStore(SummaryStore):
         keep = _dedup(vecs, existing, self.dedup_threshold) if texts else []
         if not keep and watermark is None:
             return []
-        superseding = _superseding(existing, records, keep, supersedes)
+        superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
         with self.connection.errors():
             result = await self.connection.aio.eval(
                 _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark, superseding)
@@ -955,6 +963,16 @@ class RedisSummaryStore(SummaryStore):
         with self.connection.errors():
             raw = await self.connection.aio.hgetall(self._k(user_id)[0])
         return _listing(raw, self.where(user_id))
+
+    def get_all_count(self, user_id: str) -> int:
+        """How many items the user has (``HLEN``)."""
+        with self.connection.errors():
+            return int(self.connection.sync.hlen(self._k(user_id)[0]))
+
+    async def aget_all_count(self, user_id: str) -> int:
+        """Async :meth:`get_all_count`."""
+        with self.connection.errors():
+            return int(await self.connection.aio.hlen(self._k(user_id)[0]))
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         """Delete items by id."""
@@ -1105,20 +1123,17 @@ class InMemorySummaryStore(SummaryStore):
                     index = self._indexes[user_id] = _UserIndex(
                         dim=vecs.shape[1], config=self.retrieval
                     )
-                superseding = _superseding(index, records, keep, supersedes)
+                updates = _superseded(index, records, keep, supersedes)
                 kept = []
                 for i in keep:
                     records[i].id = str(index.next_id)
                     index.next_id += 1
                     kept.append(records[i])
                 index.add(kept, vecs[keep])
-                by_id = {r.id: pos for pos, r in enumerate(index.records)}
-                for stored_id, new_json in superseding:
-                    k = int(new_json.split("@@NEW", 1)[1].split("@@", 1)[0])
-                    pos = by_id[stored_id]
-                    meta = index.records[pos].metadata
-                    meta.update(_Record.from_json(stored_id, new_json).metadata)
-                    meta["superseded_by"] = kept[k].id
+                positions = {r.id: pos for pos, r in enumerate(index.records)}
+                for record, k in updates:
+                    pos = positions[record.id]
+                    index.records[pos].metadata = {**record.metadata, "superseded_by": kept[k].id}
                     index.superseded[pos] = True
             if watermark is not None:
                 self._watermarks[user_id] = watermark[1]
