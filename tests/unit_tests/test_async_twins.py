@@ -171,3 +171,17 @@ def test_placeholders_keep_type_ids_and_tool_call_ids() -> None:
     other = placeholder_for(SystemMessage("x"), "odd")
     assert isinstance(other, AIMessage) and other.text == "[not stored: odd]"
     assert isinstance(placeholder_for(object(), "odd"), AIMessage)
+
+
+def test_sync_clear_and_delete_edges(memory_factory: MemoryFactory) -> None:
+    # survivors of the mutation run: clear must drop the thread records, delete on a
+    # user without items is 0, not an error
+    memory: TieredMemory = memory_factory()
+    memory.add_session_log("u", [HumanMessage("a", id="a")], thread_id="t", thread_position=0)
+    assert memory.history.clear("u") == 1
+    assert memory.history.threads("u") == [] and memory.history.spans("u") == []
+    assert memory.summaries.delete("ghost", ["1"]) == 0
+    assert memory.tags.clear("ghost") == 0
+    memory.set_user_tags("u", {"name": "Ann"})
+    assert memory.get_user_tag("u", "name") == "Ann"
+    assert memory.tags.clear("u") == 1 and memory.get_tag_history("u", "name") == []
