@@ -367,7 +367,9 @@ def test_kill_9_writer_process_loses_no_acknowledged_turn(tmp_path: Path) -> Non
 
 def test_kill_9_embedded_redis_mid_burst_keeps_every_acknowledged_turn(tmp_path: Path) -> None:
     """appendfsync=always: a write is on disk before Redis acknowledges it, so killing the
-    server in the middle of a burst (4 writer threads) loses no acknowledged turn."""
+    server in the middle of a burst (4 writer threads) loses no acknowledged turn. A writer
+    whose turn was in flight gets a MemoryBackendError (and stops); the others go on, on
+    the server their next connection restarted."""
     data_dir = tmp_path / "emb"
     threads = 4
     proc = subprocess.Popen(
@@ -389,18 +391,19 @@ def test_kill_9_embedded_redis_mid_burst_keeps_every_acknowledged_turn(tmp_path:
         with raw_client(f"unix://{data_dir.resolve() / 'redis.sock'}") as r:
             pid = int(r.info("server")["process_id"])
         os.kill(pid, signal.SIGKILL)  # the writers are mid-burst
-        acked |= _read_acks(proc, until=10**9)  # the writer threads die on the error
-        assert proc.wait(30) == 0
-        assert "MemoryBackendError" in (proc.stderr.read() if proc.stderr else "")
+        # until 200 more acks (writers that went on after the restart) or EOF (all died)
+        acked |= _read_acks(proc, until=200)
     finally:
         proc.kill()
         proc.wait(10)
+    acked |= _read_acks(proc, until=10**9)  # acks printed before the writer was killed
     memory = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
     try:
         turns = split_turns(all_messages(memory, "kim"))
         assert len(turns) == len(set(turns))
         assert acked <= set(turns), f"acknowledged turns lost: {sorted(acked - set(turns))[:5]}"
-        assert len(set(turns) - acked) <= threads
+        # in flight, so stored without an ack: a turn per writer at each of the two kills
+        assert len(set(turns) - acked) <= 2 * threads
         print(f"kill -9 redis mid-burst: {len(acked)} acked, {len(turns)} stored, 0 lost")
     finally:
         memory.close()
