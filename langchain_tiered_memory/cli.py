@@ -292,6 +292,11 @@ def _user(args: argparse.Namespace) -> str:
     return validate_user_id(args.user)
 
 
+def _summary_guards(small: bool) -> dict[str, bool]:
+    """The summarizer's small-model switches (as the graph sets them for the same model)."""
+    return {"extractive_fallback": small, "grounded": small, "reconcile": not small}
+
+
 def _esc(text: str) -> str:
     """``text`` with rich markup escaped: stored data and user input are never markup."""
     from rich.markup import escape
@@ -481,7 +486,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
             console.print("no user has unsummarized messages: nothing to do")
             return EXIT_OK
         with console.status("loading the chat model..."):
-            model, _ = load_chat_model(args.model)
+            model, small = load_chat_model(args.model)
         console.print(f"model: {_esc(describe_model(model))}", highlight=False)
         results = Table(title="summarization", title_justify="left")
         results.add_column("user")
@@ -493,7 +498,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
             for uid in users:
                 progress.update(task, description=f"summarizing {_esc(uid)}")
                 try:
-                    ids = memory.summarize_history(uid, model)
+                    ids = memory.summarize_history(uid, model, **_summary_guards(small))
                     outcome = f"{len(ids)} item(s) stored" if ids else "nothing new"
                 except SummarizationError as exc:
                     failed += 1
@@ -561,6 +566,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             user=user,
             thread_id=checkpoint_thread_id(user, thread),
             show_prompt=args.show_prompt,
+            small=force,
         )
         console.print(
             f"user [bold]{_esc(user)}[/bold], thread [bold]{_esc(thread)}[/bold] "
@@ -585,6 +591,7 @@ class _ChatSession:
         user: str,
         thread_id: str,
         show_prompt: bool,
+        small: bool = False,
     ) -> None:
         self.console = console
         self.memory = memory
@@ -594,6 +601,7 @@ class _ChatSession:
         self.user = user
         self.thread_id = thread_id
         self.show_prompt = show_prompt
+        self.small = small  # a small local model: the summarizer's small-model guards
 
     def loop(self) -> None:
         while True:
@@ -659,7 +667,9 @@ class _ChatSession:
         elif name == "/summarize":
             try:
                 with self.console.status("summarizing..."):
-                    ids = self.memory.summarize_history(self.user, self.model)
+                    ids = self.memory.summarize_history(
+                        self.user, self.model, **_summary_guards(self.small)
+                    )
             except SummarizationError as exc:
                 line(self.console, f"summarizing failed: {exc}", style="red")
             else:
