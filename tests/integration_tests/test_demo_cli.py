@@ -47,7 +47,8 @@ def test_demo_with_the_fake_model_passes_every_step() -> None:
     assert proc.returncode == 0, out + proc.stderr
     assert "Traceback" not in proc.stderr
     found = verdicts(out)
-    assert [step for _, step in found] == ["1", "2", "2", "3", "3"], out
+    # step 3: the two answers, then the two memory checks
+    assert [step for _, step in found] == ["1", "2", "2", "3", "3", "3", "3"], out
     assert all(word == "PASS" for word, _ in found), out
     assert "demo: all memory steps PASS" in out
     # three processes, each saying which model ran
