@@ -57,7 +57,11 @@ class LocalMiniLMEmbeddings(Embeddings):
                     os.environ.setdefault("HF_HUB_OFFLINE", "1")
                     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                     from sentence_transformers import SentenceTransformer
+                    from transformers.utils import logging as hf_logging
 
+                    # transformers draws a "Loading weights" bar on stderr: in the chat and
+                    # the demo it lands in the middle of the conversation.
+                    hf_logging.disable_progress_bar()
                     self._model = SentenceTransformer(path, device=self.device)
         return self._model
 
