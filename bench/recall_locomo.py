@@ -299,12 +299,23 @@ def main() -> None:
     p.add_argument("--limit-conversations", type=int, default=None)
     p.add_argument("--redis-url", help="use this Redis instead of an embedded server")
     p.add_argument("--no-ablation", action="store_true", help="skip the per-signal ablation")
+    p.add_argument(
+        "--embeddings",
+        choices=["torch", "onnx", "onnx-int8"],
+        default="torch",
+        help="MiniLM through sentence-transformers (torch), ONNX Runtime, or ONNX int8",
+    )
     args = p.parse_args()
     ks = sorted(set(args.k))
 
-    from langchain_tiered_memory.embeddings import LocalMiniLMEmbeddings
+    from langchain_tiered_memory.embeddings import LocalMiniLMEmbeddings, OnnxMiniLMEmbeddings
 
-    emb = CachedEmbeddings(LocalMiniLMEmbeddings())
+    model = (
+        LocalMiniLMEmbeddings()
+        if args.embeddings == "torch"
+        else OnnxMiniLMEmbeddings(quantize=args.embeddings == "onnx-int8")
+    )
+    emb = CachedEmbeddings(model)
     tmp = None
     if args.redis_url:
         url = args.redis_url

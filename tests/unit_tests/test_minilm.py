@@ -106,3 +106,46 @@ def test_minilm_vectors() -> None:
     for v in vectors:
         assert sum(x * x for x in v) == pytest.approx(1.0, abs=1e-4)
     assert emb.embed_query("hello") == pytest.approx(vectors[0], abs=1e-5)
+
+
+@pytest.mark.skipif(not find_spec("onnxruntime"), reason="needs onnxruntime ([embeddings])")
+def test_the_onnx_path_gives_the_same_vectors_and_reuses_its_export(tmp_path: Path) -> None:
+    import numpy as np
+
+    from langchain_tiered_memory.embeddings import OnnxMiniLMEmbeddings
+
+    texts = [*ITEMS, "用户的生日是五月八日。", "x" * 3000]  # CJK, and past the 256-token cut
+    onnx = OnnxMiniLMEmbeddings(cache_dir=tmp_path)
+    got = np.array(onnx.embed_documents(texts))
+    want = np.array(LocalMiniLMEmbeddings().embed_documents(texts))
+    assert got.shape == (len(texts), 384)
+    assert np.allclose((got * want).sum(axis=1), 1.0, atol=1e-4)
+    (exported,) = tmp_path.glob("*.onnx")
+    stamp = exported.stat().st_mtime_ns
+    again = OnnxMiniLMEmbeddings(cache_dir=tmp_path)
+    assert np.allclose(again.embed_query(ITEMS[0]), got[0], atol=1e-5)
+    assert exported.stat().st_mtime_ns == stamp and len(list(tmp_path.glob("*.onnx"))) == 1
+    assert not list(tmp_path.glob("tmp*"))  # the atomic export left no temporary files
+
+
+@pytest.mark.skipif(not find_spec("onnxruntime"), reason="needs onnxruntime ([embeddings])")
+def test_int8_onnx_is_close_and_ranks_alike(tmp_path: Path) -> None:
+    import numpy as np
+
+    from langchain_tiered_memory.embeddings import OnnxMiniLMEmbeddings
+
+    exact = OnnxMiniLMEmbeddings(cache_dir=tmp_path)
+    int8 = OnnxMiniLMEmbeddings(cache_dir=tmp_path, quantize=True)
+    a, b = np.array(exact.embed_documents(ITEMS)), np.array(int8.embed_documents(ITEMS))
+    assert ((a * b).sum(axis=1) > 0.9).all()
+    query = "When was Alice born?"
+    best = int(np.argmax(np.array(int8.embed_documents(ITEMS)) @ np.array(int8.embed_query(query))))
+    assert ITEMS[best] == "Alice's birthday is on May 8, 1990."
+    assert len(list(tmp_path.glob("*.onnx"))) == 2
+
+
+def test_the_default_is_the_onnx_path_when_installed() -> None:
+    from langchain_tiered_memory.embeddings import OnnxMiniLMEmbeddings
+
+    expected = OnnxMiniLMEmbeddings if find_spec("onnxruntime") else LocalMiniLMEmbeddings
+    assert type(default_embeddings()) is expected
