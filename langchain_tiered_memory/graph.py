@@ -155,8 +155,10 @@ def _refuse_unportable_calls(response: AIMessage) -> AIMessage:
             check_portable(call.get("args"), f"the arguments of {call.get('name')!r}")
         except InvalidMessageError as exc:
             bad.append(
+                # "{}": providers resend invalid calls with their arguments, which must be a
+                # JSON string; the offending values are what may not be kept.
                 invalid_tool_call(
-                    name=call.get("name"), args=None, id=call.get("id"), error=str(exc)
+                    name=call.get("name"), args="{}", id=call.get("id"), error=str(exc)
                 )
             )
         else:
