@@ -6,8 +6,9 @@
 # 1. installs what is missing: redis-server + PostgreSQL (Debian apt, needs root), torch
 #    (CPU build, pinned) and the package itself with its [test] extra (editable);
 #    when everything is already installed this phase takes about a second;
-# 2. ruff, 3. mypy, 4. pytest (the integration tests start their own servers on free
-#    loopback ports; nothing uses a system redis on 6379 or PostgreSQL on 5432).
+# 2. ruff, 3. mypy, 4. the wheel, installed (not editable) in a fresh venv, runs the demo
+#    with the scripted model, 5. pytest (the integration tests start their own servers on
+#    free loopback ports; nothing uses a system redis on 6379 or PostgreSQL on 5432).
 #
 # Environment: PYTHON (default: python3), FORCE_INSTALL=1 to re-run the pip installs.
 set -euo pipefail
@@ -172,6 +173,23 @@ for path in langchain_tiered_memory tests bench; do # git does not keep empty di
 done
 phase "ruff" "${PYTHON}" -m ruff check "${LINT_PATHS[@]}"
 phase "mypy" "${PYTHON}" -m mypy
+
+# The package as users get it: a wheel (not editable) in a fresh venv, without torch,
+# running the demo on the embedded server with the scripted model.
+wheel_smoke() {
+  local tmp
+  tmp="$(mktemp -d)"
+  "${PYTHON}" -m pip wheel -q --no-deps . -w "${tmp}/dist" 2>&1 | { grep -v "^WARNING: Location" || true; }
+  "${PYTHON}" -m venv "${tmp}/venv"
+  "${tmp}/venv/bin/python" -m pip install -q "${tmp}"/dist/*.whl 2>&1 \
+    | { grep -v "^WARNING: Location\|pip version\|--upgrade pip" || true; }
+  (cd "${tmp}" && TIERED_MEMORY_HOME="${tmp}/home" "${tmp}/venv/bin/tiered-memory" demo \
+    --model fake --embeddings hashing | tail -1)
+  "${tmp}/venv/bin/python" -c "import importlib.resources as r; \
+assert r.files('langchain_tiered_memory').joinpath('py.typed').is_file(), 'no py.typed'"
+  rm -rf "${tmp}"
+}
+phase "wheel" wheel_smoke
 phase "pytest" "${PYTHON}" -m pytest tests -q -ra "$@"
 
 printf -v SUMMARY '%s, ' "${TIMINGS[@]}"

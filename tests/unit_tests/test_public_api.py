@@ -146,3 +146,15 @@ def test_facade_method_has_async_twin_with_same_signature(name: str) -> None:
     assert list(inspect.signature(sync).parameters.values()) == list(
         inspect.signature(twin).parameters.values()
     )
+
+
+def test_the_package_ships_typing_and_its_license() -> None:
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")
+    package = Path(langchain_tiered_memory.__file__).parent
+    assert (package / "py.typed").is_file()  # users' type checkers read our annotations
+    root = package.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and "MIT License" in (root / "LICENSE").read_text()
+    assert "Typing :: Typed" in project["classifiers"]
