@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -322,6 +323,22 @@ class RedisConnection:
         """Context manager translating Redis errors for this connection."""
         return translate_errors(self.url)
 
+    def eval(self, script: str, numkeys: int, *args: Any) -> Any:
+        """Run a Lua script by its SHA1 (``EVALSHA``), sending the source only the first
+        time a server has not seen it (``EVAL`` then caches it there).
+        """
+        try:
+            return self.sync.evalsha(_sha1(script), numkeys, *args)
+        except redis.exceptions.NoScriptError:
+            return self.sync.eval(script, numkeys, *args)
+
+    async def aeval(self, script: str, numkeys: int, *args: Any) -> Any:
+        """Async :meth:`eval`."""
+        try:
+            return await self.aio.evalsha(_sha1(script), numkeys, *args)
+        except redis.exceptions.NoScriptError:
+            return await self.aio.eval(script, numkeys, *args)
+
     def close(self) -> None:
         """Close the sync client if this object created it."""
         if self._owns_sync and self._sync is not None:
@@ -334,6 +351,11 @@ class RedisConnection:
             await self._async.aclose()
             self._async = None
         self.close()
+
+
+@functools.lru_cache(maxsize=64)
+def _sha1(script: str) -> str:
+    return hashlib.sha1(script.encode()).hexdigest()
 
 
 def _describe(client: Any) -> str:

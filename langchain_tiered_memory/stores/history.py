@@ -674,7 +674,7 @@ class RedisHistoryStore(HistoryStore):
         if not messages:
             return self.length(user_id)
         with self.connection.errors():
-            return int(self.connection.sync.eval(*args)[0])
+            return int(self.connection.eval(*args)[0])
 
     async def aappend(
         self,
@@ -690,7 +690,7 @@ class RedisHistoryStore(HistoryStore):
         if not messages:
             return await self.alength(user_id)
         with self.connection.errors():
-            return int((await self.connection.aio.eval(*args))[0])
+            return int((await self.connection.aeval(*args))[0])
 
     def threads(self, user_id: str) -> list[str]:
         """Thread ids recorded for the user."""
@@ -725,13 +725,13 @@ class RedisHistoryStore(HistoryStore):
         """Tombstone the thread's messages in one script."""
         args = self._forget_args(user_id, thread_id)
         with self.connection.errors():
-            return int(self.connection.sync.eval(*args))
+            return int(self.connection.eval(*args))
 
     async def aforget_thread(self, user_id: str, thread_id: str) -> int:
         """Async :meth:`forget_thread`."""
         args = self._forget_args(user_id, thread_id)
         with self.connection.errors():
-            return int(await self.connection.aio.eval(*args))
+            return int(await self.connection.aeval(*args))
 
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Last ``n`` messages (``LRANGE -n -1``)."""
@@ -759,7 +759,7 @@ class RedisHistoryStore(HistoryStore):
         """
         hist, meta = self._k(user_id)
         with self.connection.errors():
-            first, raw = self.connection.sync.eval(
+            first, raw = self.connection.eval(
                 _SINCE_LUA, 2, hist, meta, max(start, 0), _limit_arg(limit), _BASE_FIELD
             )
         return int(first), int(first) + len(raw), load_messages(raw, where=self.where(user_id))
@@ -770,7 +770,7 @@ class RedisHistoryStore(HistoryStore):
         """Async :meth:`window`."""
         hist, meta = self._k(user_id)
         with self.connection.errors():
-            first, raw = await self.connection.aio.eval(
+            first, raw = await self.connection.aeval(
                 _SINCE_LUA, 2, hist, meta, max(start, 0), _limit_arg(limit), _BASE_FIELD
             )
         return int(first), int(first) + len(raw), load_messages(raw, where=self.where(user_id))
@@ -800,7 +800,7 @@ class RedisHistoryStore(HistoryStore):
         hist, meta = self._k(user_id)
         with self.connection.errors():
             return int(
-                self.connection.sync.eval(
+                self.connection.eval(
                     _TRIM_LUA, 2, hist, meta, max(keep_last, 0), max(not_after, 0), _BASE_FIELD
                 )
             )
@@ -810,7 +810,7 @@ class RedisHistoryStore(HistoryStore):
         hist, meta = self._k(user_id)
         with self.connection.errors():
             return int(
-                await self.connection.aio.eval(
+                await self.connection.aeval(
                     _TRIM_LUA, 2, hist, meta, max(keep_last, 0), max(not_after, 0), _BASE_FIELD
                 )
             )
@@ -842,7 +842,7 @@ class RedisHistoryStore(HistoryStore):
         hist, meta = self._k(user_id)
         with self.connection.errors():
             return int(
-                self.connection.sync.eval(
+                self.connection.eval(
                     _CLEAR_LUA,
                     5,
                     hist,
@@ -859,7 +859,7 @@ class RedisHistoryStore(HistoryStore):
         hist, meta = self._k(user_id)
         with self.connection.errors():
             return int(
-                await self.connection.aio.eval(
+                await self.connection.aeval(
                     _CLEAR_LUA,
                     5,
                     hist,

@@ -873,7 +873,7 @@ class RedisSummaryStore(SummaryStore):
             return []
         superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
         with self.connection.errors():
-            result = self.connection.sync.eval(
+            result = self.connection.eval(
                 _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark, superseding)
             )
         return self._add_result(result, len(keep))
@@ -899,7 +899,7 @@ class RedisSummaryStore(SummaryStore):
             return []
         superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
         with self.connection.errors():
-            result = await self.connection.aio.eval(
+            result = await self.connection.aeval(
                 _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark, superseding)
             )
         return self._add_result(result, len(keep))
@@ -979,20 +979,20 @@ class RedisSummaryStore(SummaryStore):
         if not ids:
             return 0
         with self.connection.errors():
-            return int(self.connection.sync.eval(_DELETE_LUA, 3, *self._k(user_id), *ids))
+            return int(self.connection.eval(_DELETE_LUA, 3, *self._k(user_id), *ids))
 
     async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
         """Async :meth:`delete`."""
         if not ids:
             return 0
         with self.connection.errors():
-            return int(await self.connection.aio.eval(_DELETE_LUA, 3, *self._k(user_id), *ids))
+            return int(await self.connection.aeval(_DELETE_LUA, 3, *self._k(user_id), *ids))
 
     def clear(self, user_id: str) -> int:
         """Delete every item and the watermark; drop the cached index."""
         keys = self._k(user_id)
         with self.connection.errors():
-            n = int(self.connection.sync.eval(_CLEAR_LUA, 3, *keys, _new_gen()))
+            n = int(self.connection.eval(_CLEAR_LUA, 3, *keys, _new_gen()))
         with self._lock:
             self._cache.pop(user_id, None)
         return n
@@ -1001,7 +1001,7 @@ class RedisSummaryStore(SummaryStore):
         """Async :meth:`clear`."""
         keys = self._k(user_id)
         with self.connection.errors():
-            n = int(await self.connection.aio.eval(_CLEAR_LUA, 3, *keys, _new_gen()))
+            n = int(await self.connection.aeval(_CLEAR_LUA, 3, *keys, _new_gen()))
         with self._lock:
             self._cache.pop(user_id, None)
         return n

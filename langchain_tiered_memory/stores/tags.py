@@ -315,7 +315,7 @@ class RedisTagStore(TagStore):
         args = self._set_args(user_id, values, thread_id)
         if values:
             with self.connection.errors():
-                self.connection.sync.eval(*args)
+                self.connection.eval(*args)
         return values
 
     async def aset(
@@ -326,7 +326,7 @@ class RedisTagStore(TagStore):
         args = self._set_args(user_id, values, thread_id)
         if values:
             with self.connection.errors():
-                await self.connection.aio.eval(*args)
+                await self.connection.aeval(*args)
         return values
 
     def history(self, user_id: str, tag: str | None = None) -> list[TagChange]:

@@ -63,5 +63,8 @@ def test_minilm_constructor_loads_nothing() -> None:
 
 
 def test_default_embeddings_is_one_shared_object() -> None:
+    from langchain_tiered_memory.embeddings import OnnxMiniLMEmbeddings
+
     assert default_embeddings() is default_embeddings()
-    assert isinstance(default_embeddings(), LocalMiniLMEmbeddings)
+    # the ONNX path when onnxruntime is installed, else sentence-transformers (test_minilm)
+    assert isinstance(default_embeddings(), (LocalMiniLMEmbeddings, OnnxMiniLMEmbeddings))
