@@ -98,7 +98,15 @@ def _packaged_minilm_path() -> str:
 
 def _cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(base) / "langchain-tiered-memory" / "onnx"
+    root = Path(base) / "langchain-tiered-memory" / "onnx"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only home (containers): a per-user temporary cache instead
+        import tempfile
+
+        root = Path(tempfile.gettempdir()) / f"langchain-tiered-memory-onnx-{os.getuid()}"
+        logger.warning("the ONNX cache is not writable; exporting to %s", root)
+    return root
 
 
 class OnnxMiniLMEmbeddings(Embeddings):
@@ -152,6 +160,9 @@ class OnnxMiniLMEmbeddings(Embeddings):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are on disk
         import torch
         from transformers import AutoModel
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
         target.parent.mkdir(parents=True, exist_ok=True)
         model = AutoModel.from_pretrained(model_path).eval()

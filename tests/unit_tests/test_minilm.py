@@ -149,3 +149,17 @@ def test_the_default_is_the_onnx_path_when_installed() -> None:
 
     expected = OnnxMiniLMEmbeddings if find_spec("onnxruntime") else LocalMiniLMEmbeddings
     assert type(default_embeddings()) is expected
+
+
+@pytest.mark.skipif(not find_spec("onnxruntime"), reason="needs onnxruntime ([embeddings])")
+def test_an_unwritable_cache_falls_back_to_a_temporary_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import tempfile
+
+    from langchain_tiered_memory.embeddings import OnnxMiniLMEmbeddings
+
+    monkeypatch.setenv("XDG_CACHE_HOME", "/proc/not-writable")  # mkdir fails, even as root
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    assert len(OnnxMiniLMEmbeddings().embed_query("hello")) == 384
+    assert list(tmp_path.glob("langchain-tiered-memory-onnx-*/*.onnx"))
