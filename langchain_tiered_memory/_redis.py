@@ -564,37 +564,41 @@ class EmbeddedRedis:
         with self._start_lock():
             if self._attach_fd is None:
                 return False
-            if not self.server_alive() and self._probe(1.0) == "down":
-                logger.warning("embedded redis-server at %s had stopped; restarting", self.url)
-            self._ensure_server()
+            if self._ensure_server():
+                logger.warning("embedded redis-server at %s had stopped; restarted", self.url)
         return True
 
-    def _ensure_server(self) -> None:
-        """With the start lock held: wait for the live server, or start one."""
+    def _ensure_server(self) -> bool:
+        """With the start lock held: wait for the live server, or start one; return
+        whether one was started.
+        """
         if self.server_alive():
-            self._wait_answering()
+            launched = self._wait_answering()
             self._apply_settings()
-            return
+            return launched
         state = self._probe(1.0)
         if state == "up":  # a server not started by this package (or an older version)
             self._apply_settings()
-            return
+            return False
         if state == "busy":
             # Nobody holds the lock, yet something is connected and not answering: wait
             # for it rather than start a second server on the same files.
-            self._wait_answering()
-            return
+            return self._wait_answering()
         self._launch()
+        return True
 
-    def _wait_answering(self) -> None:
+    def _wait_answering(self) -> bool:
+        """Wait until the server answers; return whether it died meanwhile and was
+        started again.
+        """
         deadline = time.monotonic() + self.busy_timeout
         while True:
             state = self._probe(1.0)
             if state == "up":
-                return
+                return False
             if state == "down" and not self.server_alive():
                 self._launch()  # it died while we waited
-                return
+                return True
             if time.monotonic() > deadline:
                 raise MemoryBackendError(
                     f"The embedded redis-server of {self.data_dir} is running but has not "

@@ -292,11 +292,6 @@ def _user(args: argparse.Namespace) -> str:
     return validate_user_id(args.user)
 
 
-def _summary_guards(small: bool) -> dict[str, bool]:
-    """The summarizer's small-model switches (as the graph sets them for the same model)."""
-    return {"extractive_fallback": small, "grounded": small, "reconcile": not small}
-
-
 def _esc(text: str) -> str:
     """``text`` with rich markup escaped: stored data and user input are never markup."""
     from rich.markup import escape
@@ -477,6 +472,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
 
     from langchain_tiered_memory.demo import describe_model, load_chat_model
     from langchain_tiered_memory.errors import SummarizationError
+    from langchain_tiered_memory.summarizer import small_model_options
 
     user = _user(args) if args.user is not None else None
     console = _console()
@@ -498,7 +494,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
             for uid in users:
                 progress.update(task, description=f"summarizing {_esc(uid)}")
                 try:
-                    ids = memory.summarize_history(uid, model, **_summary_guards(small))
+                    ids = memory.summarize_history(uid, model, **small_model_options(small))
                     outcome = f"{len(ids)} item(s) stored" if ids else "nothing new"
                 except SummarizationError as exc:
                     failed += 1
@@ -647,6 +643,7 @@ class _ChatSession:
         from langchain_tiered_memory.demo import line, print_memory_section
         from langchain_tiered_memory.errors import SummarizationError
         from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
+        from langchain_tiered_memory.summarizer import small_model_options
 
         name, _, rest = text.partition(" ")
         name, rest = name.lower(), rest.strip()
@@ -668,7 +665,7 @@ class _ChatSession:
             try:
                 with self.console.status("summarizing..."):
                     ids = self.memory.summarize_history(
-                        self.user, self.model, **_summary_guards(self.small)
+                        self.user, self.model, **small_model_options(self.small)
                     )
             except SummarizationError as exc:
                 line(self.console, f"summarizing failed: {exc}", style="red")

@@ -9,7 +9,7 @@ from typing import Any
 from langchain_tiered_memory._keys import validate_user_id
 from langchain_tiered_memory.errors import MissingUserIdError
 
-__all__ = ["MemoryContext", "resolve_user_id"]
+__all__ = ["MemoryContext", "resolve_user_id", "thread_of"]
 
 
 @dataclass(frozen=True)
@@ -46,3 +46,11 @@ def resolve_user_id(context: Any = None, config: Mapping[str, Any] | None = None
             "(or config={'configurable': {'user_id': ...}})."
         )
     return validate_user_id(user_id)
+
+
+def thread_of(config: Mapping[str, Any] | None) -> str | None:
+    """The checkpointer thread id of a run, if any: recorded with the history (so that
+    forgetting a user or a thread can delete it) and with tag changes.
+    """
+    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+    return str(thread_id) if thread_id is not None and thread_id != "" else None

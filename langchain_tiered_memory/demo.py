@@ -55,7 +55,7 @@ from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.graph import LOAD_MEMORY, create_memory_graph
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.prompt import quote
-from langchain_tiered_memory.summarizer import SUMMARY_SYSTEM_PROMPT
+from langchain_tiered_memory.summarizer import SUMMARY_SYSTEM_PROMPT, small_model_options
 from langchain_tiered_memory.tools import SUMMARIZE_TOOL, USER_TAG_TOOL
 
 __all__ = [
@@ -563,9 +563,7 @@ def _check_step2(
 
         small = is_small_local_model(model)
         try:
-            memory.summarize_history(
-                user, model, extractive_fallback=small, grounded=small, reconcile=not small
-            )
+            memory.summarize_history(user, model, **small_model_options(small))
         except SummarizationError as exc:
             line(console, f"summarize_history failed: {exc}", style="red")
         items = memory.summaries.get_all(user)

@@ -45,7 +45,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.store.base import BaseStore
 from typing_extensions import NotRequired, TypedDict
 
-from langchain_tiered_memory.context import resolve_user_id
+from langchain_tiered_memory.context import resolve_user_id, thread_of
 from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
 from langchain_tiered_memory.prompt import (
@@ -344,12 +344,6 @@ def _ground_tag_calls(calls: Sequence[ToolCall], text: str) -> list[ToolCall]:
             call = {**call, "args": args}
         out.append(call)
     return out
-
-
-def thread_of(config: RunnableConfig | None) -> str | None:
-    """The checkpointer thread id of a run, if any (recorded so forget_user can delete it)."""
-    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-    return str(thread_id) if thread_id is not None and thread_id != "" else None
 
 
 def _route_after_model(state: dict[str, Any]) -> str:

@@ -747,9 +747,6 @@ class TieredMemory:
         if executor is not None:
             executor.shutdown(wait=True)
 
-    def _pending(self, user_id: str, length: int, watermark: int, min_messages: int) -> bool:
-        return length - watermark >= min_messages
-
     def pending_users(self, min_messages: int = 20) -> list[str]:
         """Users with at least ``min_messages`` unsummarized messages.
 
@@ -764,7 +761,7 @@ class TieredMemory:
             except CorruptMemoryError:
                 logger.exception("cannot tell whether %r has pending messages", user_id)
                 continue
-            if self._pending(user_id, length, watermark, min_messages):
+            if length - watermark >= min_messages:
                 out.append(user_id)
         return out
 
@@ -778,7 +775,7 @@ class TieredMemory:
             except CorruptMemoryError:
                 logger.exception("cannot tell whether %r has pending messages", user_id)
                 continue
-            if self._pending(user_id, length, watermark, min_messages):
+            if length - watermark >= min_messages:
                 out.append(user_id)
         return out
 

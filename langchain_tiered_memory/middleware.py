@@ -19,12 +19,11 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
-from langchain_tiered_memory.context import resolve_user_id
+from langchain_tiered_memory.context import resolve_user_id, thread_of
 from langchain_tiered_memory.graph import (
     DEFAULT_CONTEXT_TOKEN_BUDGET,
     DEFAULT_MEMORY_TOKEN_BUDGET,
     MemoryNodes,
-    thread_of,
 )
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT

@@ -276,6 +276,14 @@ def _or_fallback(
     return items
 
 
+def small_model_options(small: bool) -> dict[str, bool]:
+    """The summarizer's switches for a model: for a small local model the extractive
+    fallback and the grounding guard on and the update step off; the reverse otherwise.
+    Keyword arguments of ``TieredMemory.summarize_history``.
+    """
+    return {"extractive_fallback": small, "grounded": small, "reconcile": not small}
+
+
 def summarize_messages(
     model: BaseChatModel,
     messages: Sequence[BaseMessage],
@@ -293,7 +301,7 @@ def summarize_messages(
         model: the summarizer chat model.
         messages: the conversation window to summarize.
         extractive_fallback: if the model gives nothing usable, keep the user's own
-            first-person statements, quoted (for small local models).
+            first-person statements ("The user said: ...", for small local models).
         grounded: the junk guard for small local models: keep only items whose content
             occurs in what the user said (character n-grams, any language). Off for
             capable models, whose abstractions it would drop.

@@ -131,6 +131,10 @@ def tokenize(text: str) -> list[str]:
     """
     tokens: list[str] = []
     for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+        if word.isascii():  # most words: no CJK run to look for
+            if word not in STOPWORDS:
+                tokens.append(stem(word))
+            continue
         for cjk, run in _runs(word):
             if cjk:
                 if len(run) == 1:

@@ -16,7 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from langchain_tiered_memory.context import resolve_user_id
+from langchain_tiered_memory.context import resolve_user_id, thread_of
 from langchain_tiered_memory.errors import InvalidTagError, SummarizationError
 
 if TYPE_CHECKING:
@@ -42,11 +42,6 @@ def run_context() -> Any:
 
 def _user_id(config: RunnableConfig) -> str:
     return resolve_user_id(run_context(), config)
-
-
-def _thread_id(config: RunnableConfig) -> str | None:
-    thread_id = (config.get("configurable") or {}).get("thread_id")
-    return str(thread_id) if thread_id not in (None, "") else None
 
 
 def _optional_schema(schema: type[BaseModel]) -> type[BaseModel]:
@@ -121,7 +116,7 @@ class UserTagTool(BaseTool):
         user_id = _user_id(config)
         try:
             stored = self.memory.set_user_tags(
-                user_id, self._given(kwargs), thread_id=_thread_id(config)
+                user_id, self._given(kwargs), thread_id=thread_of(config)
             )
         except InvalidTagError as exc:
             raise ToolException(f"Nothing recorded: {exc}") from exc
@@ -131,7 +126,7 @@ class UserTagTool(BaseTool):
         user_id = _user_id(config)
         try:
             stored = await self.memory.aset_user_tags(
-                user_id, self._given(kwargs), thread_id=_thread_id(config)
+                user_id, self._given(kwargs), thread_id=thread_of(config)
             )
         except InvalidTagError as exc:
             raise ToolException(f"Nothing recorded: {exc}") from exc

@@ -627,6 +627,11 @@ class RedisHistoryStore(HistoryStore):
             drop_orphan_tool_messages(load_messages(raw, where=where))
         )
 
+    def _records(self, user_id: str) -> list[str]:
+        # the per-thread records beside the list: thread ids, replay marks, spans
+        k = self.keys.key
+        return [k(user_id, "threads"), k(user_id, "turns"), k(user_id, "spans")]
+
     def where(self, user_id: str) -> str:
         """How errors name the user's history: the user id and the Redis key."""
         return f"the history of user {user_id!r} (key {self._k(user_id)[0]})"
@@ -648,9 +653,7 @@ class RedisHistoryStore(HistoryStore):
             5,
             hist,
             meta,
-            self.keys.key(user_id, "threads"),
-            self.keys.key(user_id, "turns"),
-            self.keys.key(user_id, "spans"),
+            *self._records(user_id),
             thread,
             position,
             len(payload),
@@ -718,8 +721,8 @@ class RedisHistoryStore(HistoryStore):
 
     def _forget_args(self, user_id: str, thread_id: str) -> list[Any]:
         hist, meta = self._k(user_id)
-        keys = [self.keys.key(user_id, k) for k in ("threads", "turns", "spans")]  # type: ignore[arg-type]
-        return [_FORGET_THREAD_LUA, 5, hist, meta, *keys, _thread_arg(thread_id), TOMBSTONE]
+        records = self._records(user_id)
+        return [_FORGET_THREAD_LUA, 5, hist, meta, *records, _thread_arg(thread_id), TOMBSTONE]
 
     def forget_thread(self, user_id: str, thread_id: str) -> int:
         """Tombstone the thread's messages in one script."""
@@ -843,14 +846,7 @@ class RedisHistoryStore(HistoryStore):
         with self.connection.errors():
             return int(
                 self.connection.eval(
-                    _CLEAR_LUA,
-                    5,
-                    hist,
-                    meta,
-                    self.keys.key(user_id, "threads"),
-                    self.keys.key(user_id, "turns"),
-                    self.keys.key(user_id, "spans"),
-                    _BASE_FIELD,
+                    _CLEAR_LUA, 5, hist, meta, *self._records(user_id), _BASE_FIELD
                 )
             )
 
@@ -860,14 +856,7 @@ class RedisHistoryStore(HistoryStore):
         with self.connection.errors():
             return int(
                 await self.connection.aeval(
-                    _CLEAR_LUA,
-                    5,
-                    hist,
-                    meta,
-                    self.keys.key(user_id, "threads"),
-                    self.keys.key(user_id, "turns"),
-                    self.keys.key(user_id, "spans"),
-                    _BASE_FIELD,
+                    _CLEAR_LUA, 5, hist, meta, *self._records(user_id), _BASE_FIELD
                 )
             )
 

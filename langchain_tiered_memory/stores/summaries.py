@@ -271,21 +271,22 @@ NEAR_DUPLICATE = 0.85
 
 
 def _newer_first(hits: list[Any], vectors: np.ndarray, index: _UserIndex) -> list[Any]:
-    """``hits`` with each near-duplicate pair ordered newer first (stable otherwise)."""
-    order = list(range(len(hits)))
+    """``hits`` with every near-duplicate pair ordered newer first, stable otherwise: each
+    hit goes before the first older near-duplicate already placed (so no older
+    near-duplicate ever precedes it, and placed hits keep their order).
+    """
     epochs = [to_epoch(index.records[h.position].created_at) for h in hits]
-    moved, passes = True, len(order) ** 2  # a few hits at most; the bound ends any cycle
-    while moved and passes > 0:
-        moved, passes = False, passes - 1
-        for a in range(len(order) - 1):
-            for b in range(a + 1, len(order)):
-                i, j = order[a], order[b]
-                if epochs[j] > epochs[i] and float(vectors[i] @ vectors[j]) >= NEAR_DUPLICATE:
-                    order.insert(a, order.pop(b))
-                    moved = True
-                    break
-            if moved:
-                break
+    order: list[int] = []
+    for i in range(len(hits)):
+        at = next(
+            (
+                p
+                for p, j in enumerate(order)
+                if epochs[i] > epochs[j] and float(vectors[i] @ vectors[j]) >= NEAR_DUPLICATE
+            ),
+            len(order),
+        )
+        order.insert(at, i)
     return [hits[i] for i in order]
 
 
