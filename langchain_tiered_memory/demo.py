@@ -122,7 +122,8 @@ def describe_model(model: BaseChatModel) -> str:
     kind = type(model).__name__
     with suppress(ImportError, AttributeError):
         path = model.resolved_model_path  # type: ignore[attr-defined]
-        return f"{kind} ({Path(path).name}, in-process llama.cpp)"
+        provider = getattr(model, "provider", "local")
+        return f"{kind} ({Path(path).name}, in-process {provider})"
     for attr in ("model_name", "model", "model_path"):
         value = getattr(model, attr, None)
         if isinstance(value, str) and value:

