@@ -101,17 +101,21 @@ _COMPACT_TAG = re.compile(r'^- ([\w ]+): (".*")$', re.MULTILINE)
 # --------------------------------------------------------------------------- models
 
 
-def load_chat_model(name: str | None) -> tuple[BaseChatModel, bool]:
+def load_chat_model(name: str | None, *, seed: int | None = None) -> tuple[BaseChatModel, bool]:
     """The chat model for ``--model`` and whether it needs forced tag capture.
 
     ``"fake"`` is the deterministic :func:`fake_demo_model`; anything else (or ``None``) goes
-    to :func:`langchain_tiered_memory.chat_models.default_chat_model`.
+    to :func:`langchain_tiered_memory.chat_models.default_chat_model`. ``seed`` is the local
+    model's sampling seed (ignored for other models).
     """
     if name == FAKE_MODEL:
         return fake_demo_model(), False
     from langchain_tiered_memory.chat_models import default_chat_model, is_small_local_model
+    from langchain_tiered_memory.local import LocalChatModel
 
     model = default_chat_model(name)
+    if seed is not None and isinstance(model, LocalChatModel):
+        model = model.model_copy(update={"seed": seed})
     return model, bool(is_small_local_model(model))
 
 
@@ -455,13 +459,14 @@ def run_demo_step(
     embeddings: str = "local",
     redis_url: str | None = None,
     console: Console | None = None,
+    seed: int | None = None,
 ) -> int:
     """Run step ``step`` (1-3) of the demo in this process; 0 if its memory checks pass."""
     console = console or Console()
     if step not in STEP_MESSAGES:
         raise ValueError(f"demo step must be 1, 2 or 3, not {step}.")
     console.rule(f"step {step}/3 (process {os.getpid()}): {_STEP_TITLES[step]}")
-    model, force = load_chat_model(model_name)
+    model, force = load_chat_model(model_name, seed=seed)
     line(console, f"model: {describe_model(model)}; small-model guards: {force}")
     with (
         open_memory(

@@ -92,7 +92,7 @@ def test_setup_commands_match_the_project() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
     local = " ".join(extras["local"])
-    for needed in ("[embeddings]", "transformers", "gguf", "llguidance"):
+    for needed in ("[embeddings]", "transformers", "gguf", "accelerate", "llguidance"):
         assert needed in local
     # nothing in the first command compiles: llama.cpp only in its own extra
     assert "llama-cpp-python" not in local
