@@ -51,8 +51,8 @@ from langchain_tiered_memory import (  # noqa: E402
     RedisSummaryStore,
     TieredMemory,
 )
-from langchain_tiered_memory.fakes import ScriptedChatModel  # noqa: E402
 from langchain_tiered_memory.retrieval import RetrievalConfig  # noqa: E402
+from langchain_tiered_memory.testing import ScriptedChatModel  # noqa: E402
 
 CITIES = "Berlin Paris Lisbon Oslo Vienna Madrid Prague Dublin Kyoto Lima Quito Accra".split()
 JOBS = "nurse teacher pilot chef lawyer plumber architect baker journalist dentist".split()

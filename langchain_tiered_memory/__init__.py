@@ -5,42 +5,51 @@
 - long-term, fuzzy: summary items recalled by similarity (``SummaryStore``).
 
 ``TieredMemory`` is the facade over the three.
+
+Importing the package is cheap: each name is imported from its module on first use (faiss,
+redis and LangGraph load only when something needs them), as LangChain's own packages do.
 """
 
-from langchain_tiered_memory._redis import EmbeddedRedis, RedisConnection
-from langchain_tiered_memory.context import MemoryContext
-from langchain_tiered_memory.embeddings import HashingEmbeddings, LocalMiniLMEmbeddings
-from langchain_tiered_memory.errors import (
-    CorruptMemoryError,
-    InvalidMessageError,
-    InvalidSummaryError,
-    InvalidTagError,
-    InvalidUserIdError,
-    MemoryBackendError,
-    MissingUserIdError,
-    SummarizationError,
-    SummaryLimitError,
-    TieredMemoryError,
-    WatermarkConflict,
-)
-from langchain_tiered_memory.graph import MemoryState, create_memory_graph
-from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
-from langchain_tiered_memory.retrieval import RetrievalConfig
-from langchain_tiered_memory.stores import (
-    DefaultTags,
-    HistoryStore,
-    InMemoryHistoryStore,
-    InMemorySummaryStore,
-    InMemoryTagStore,
-    RedisHistoryStore,
-    RedisSummaryStore,
-    RedisTagStore,
-    SummaryRetriever,
-    SummaryStore,
-    TagStore,
-    UserChatMessageHistory,
-)
-from langchain_tiered_memory.tools import SummarizeTool, UserTagTool
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from langchain_tiered_memory._redis import EmbeddedRedis, RedisConnection
+    from langchain_tiered_memory.context import MemoryContext
+    from langchain_tiered_memory.embeddings import HashingEmbeddings, LocalMiniLMEmbeddings
+    from langchain_tiered_memory.errors import (
+        CorruptMemoryError,
+        InvalidMessageError,
+        InvalidSummaryError,
+        InvalidTagError,
+        InvalidUserIdError,
+        MemoryBackendError,
+        MissingUserIdError,
+        SummarizationError,
+        SummaryLimitError,
+        TieredMemoryError,
+        WatermarkConflict,
+    )
+    from langchain_tiered_memory.graph import MemoryState, create_memory_graph
+    from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
+    from langchain_tiered_memory.retrieval import RetrievalConfig
+    from langchain_tiered_memory.stores import (
+        DefaultTags,
+        HistoryStore,
+        InMemoryHistoryStore,
+        InMemorySummaryStore,
+        InMemoryTagStore,
+        RedisHistoryStore,
+        RedisSummaryStore,
+        RedisTagStore,
+        SummaryRetriever,
+        SummaryStore,
+        TagStore,
+        UserChatMessageHistory,
+    )
+    from langchain_tiered_memory.tools import SummarizeTool, UserTagTool
 
 __version__ = "0.1.0"
 
@@ -82,3 +91,56 @@ __all__ = [
     "__version__",
     "create_memory_graph",
 ]
+
+# Where each public name lives; ``__getattr__`` imports it on first access.
+_MODULES: dict[str, str] = {
+    "CorruptMemoryError": "langchain_tiered_memory.errors",
+    "DefaultTags": "langchain_tiered_memory.stores",
+    "EmbeddedRedis": "langchain_tiered_memory._redis",
+    "HashingEmbeddings": "langchain_tiered_memory.embeddings",
+    "HistoryStore": "langchain_tiered_memory.stores",
+    "InMemoryHistoryStore": "langchain_tiered_memory.stores",
+    "InMemorySummaryStore": "langchain_tiered_memory.stores",
+    "InMemoryTagStore": "langchain_tiered_memory.stores",
+    "InvalidMessageError": "langchain_tiered_memory.errors",
+    "InvalidSummaryError": "langchain_tiered_memory.errors",
+    "InvalidTagError": "langchain_tiered_memory.errors",
+    "InvalidUserIdError": "langchain_tiered_memory.errors",
+    "LocalMiniLMEmbeddings": "langchain_tiered_memory.embeddings",
+    "MemoryBackendError": "langchain_tiered_memory.errors",
+    "MemoryContext": "langchain_tiered_memory.context",
+    "MemorySnapshot": "langchain_tiered_memory.memory",
+    "MemoryState": "langchain_tiered_memory.graph",
+    "MissingUserIdError": "langchain_tiered_memory.errors",
+    "RedisConnection": "langchain_tiered_memory._redis",
+    "RedisHistoryStore": "langchain_tiered_memory.stores",
+    "RedisSummaryStore": "langchain_tiered_memory.stores",
+    "RedisTagStore": "langchain_tiered_memory.stores",
+    "RetrievalConfig": "langchain_tiered_memory.retrieval",
+    "SummarizationError": "langchain_tiered_memory.errors",
+    "SummarizeTool": "langchain_tiered_memory.tools",
+    "SummaryLimitError": "langchain_tiered_memory.errors",
+    "SummaryRetriever": "langchain_tiered_memory.stores",
+    "SummaryStore": "langchain_tiered_memory.stores",
+    "TagStore": "langchain_tiered_memory.stores",
+    "TieredMemory": "langchain_tiered_memory.memory",
+    "TieredMemoryError": "langchain_tiered_memory.errors",
+    "UserChatMessageHistory": "langchain_tiered_memory.stores",
+    "UserTagTool": "langchain_tiered_memory.tools",
+    "WatermarkConflict": "langchain_tiered_memory.errors",
+    "create_memory_graph": "langchain_tiered_memory.graph",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -3,7 +3,7 @@
 Every command takes ``--redis-url`` (else ``$REDIS_URL``, else the embedded Redis),
 ``--data-dir`` (the embedded Redis' data and the chat threads' ``checkpoints.sqlite``;
 default ``$TIERED_MEMORY_HOME`` or ``~/.local/share/langchain-tiered-memory``), ``--model``
-(passed to :func:`~langchain_tiered_memory.chat_models.default_chat_model`; ``fake`` is a
+(passed to :func:`~langchain_tiered_memory.defaults.default_chat_model`; ``fake`` is a
 deterministic offline script) and ``--embeddings`` (``local`` MiniLM or ``hashing``).
 
 Errors (a bad URL, Redis down, a bad user id) print one line to stderr and exit with
@@ -279,12 +279,12 @@ def _console(stderr: bool = False) -> Any:
 
 
 def _open_memory(args: argparse.Namespace) -> Any:
-    from langchain_tiered_memory.demo import make_embeddings, open_memory
+    from langchain_tiered_memory.defaults import embeddings_for, open_memory
 
     return open_memory(
         redis_url=args.redis_url,
         data_dir=_data_dir(args),
-        embeddings=make_embeddings(args.embeddings),
+        embeddings=embeddings_for(args.embeddings),
     )
 
 
@@ -420,11 +420,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
         if answer.strip().lower() not in {"y", "yes"}:
             console.print("nothing erased")
             return EXIT_ERROR
-    from langchain_tiered_memory.demo import (
-        CHECKPOINTS_FILE,
-        forget_user_everywhere,
-        open_checkpointer,
-    )
+    from langchain_tiered_memory.defaults import CHECKPOINTS_FILE, open_checkpointer
+    from langchain_tiered_memory.demo import forget_user_everywhere
 
     data_dir = _data_dir(args)
     if args.thread:
@@ -441,11 +438,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def _forget_thread(args: argparse.Namespace, user: str, console: Any, data_dir: Path) -> int:
-    from langchain_tiered_memory.demo import (
-        CHECKPOINTS_FILE,
-        checkpoint_thread_id,
-        open_checkpointer,
-    )
+    from langchain_tiered_memory.defaults import CHECKPOINTS_FILE, open_checkpointer
+    from langchain_tiered_memory.demo import checkpoint_thread_id
 
     with _open_memory(args) as memory:
         # chat threads are recorded under a user-scoped id; an app's under its own
@@ -537,12 +531,8 @@ def cmd_demo_step(args: argparse.Namespace) -> int:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     """``chat --user U [--thread T] [--show-prompt]``."""
-    from langchain_tiered_memory.demo import (
-        checkpoint_thread_id,
-        describe_model,
-        load_chat_model,
-        open_checkpointer,
-    )
+    from langchain_tiered_memory.defaults import open_checkpointer
+    from langchain_tiered_memory.demo import checkpoint_thread_id, describe_model, load_chat_model
     from langchain_tiered_memory.graph import create_memory_graph
 
     user = _user(args)

@@ -27,13 +27,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote as url_quote
 
-from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -49,13 +48,17 @@ from rich.console import Console
 from rich.text import Text
 
 from langchain_tiered_memory._redis import EmbeddedRedis
-from langchain_tiered_memory.embeddings import HashingEmbeddings, default_embeddings
+from langchain_tiered_memory.defaults import (
+    embeddings_for,
+    open_checkpointer,
+    open_memory,
+)
 from langchain_tiered_memory.errors import SummarizationError
-from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.graph import LOAD_MEMORY, create_memory_graph
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.prompt import quote
 from langchain_tiered_memory.summarizer import SUMMARY_SYSTEM_PROMPT, small_model_options
+from langchain_tiered_memory.testing import ScriptedChatModel
 from langchain_tiered_memory.tools import SUMMARIZE_TOOL, USER_TAG_TOOL
 
 __all__ = [
@@ -67,9 +70,6 @@ __all__ = [
     "fake_demo_model",
     "load_chat_model",
     "describe_model",
-    "make_embeddings",
-    "open_memory",
-    "open_checkpointer",
     "checkpoint_thread_id",
     "user_thread_ids",
     "forget_user_everywhere",
@@ -80,8 +80,6 @@ __all__ = [
 
 FAKE_MODEL = "fake"
 DEMO_USER = "demo-alice"
-CHECKPOINTS_FILE = "checkpoints.sqlite"
-EMBEDDINGS_CHOICES = ("local", "hashing")
 STEP_MESSAGES: dict[int, tuple[str, ...]] = {
     1: ("Hi, my name is Alice and I am 30 years old. My birthday is on May 8.",),
     2: ("Please summarize our conversation.",),
@@ -105,13 +103,13 @@ def load_chat_model(name: str | None, *, seed: int | None = None) -> tuple[BaseC
     """The chat model for ``--model`` and whether it needs forced tag capture.
 
     ``"fake"`` is the deterministic :func:`fake_demo_model`; anything else (or ``None``) goes
-    to :func:`langchain_tiered_memory.chat_models.default_chat_model`. ``seed`` is the local
+    to :func:`langchain_tiered_memory.defaults.default_chat_model`. ``seed`` is the local
     model's sampling seed (ignored for other models).
     """
     if name == FAKE_MODEL:
         return fake_demo_model(), False
-    from langchain_tiered_memory.chat_models import default_chat_model, is_small_local_model
-    from langchain_tiered_memory.local import LocalChatModel
+    from langchain_tiered_memory.defaults import default_chat_model
+    from langchain_tiered_memory.local import LocalChatModel, is_small_local_model
 
     model = default_chat_model(name)
     if seed is not None and isinstance(model, LocalChatModel):
@@ -133,15 +131,6 @@ def describe_model(model: BaseChatModel) -> str:
         if isinstance(value, str) and value:
             return f"{kind} ({value})"
     return kind
-
-
-def make_embeddings(kind: str) -> Embeddings:
-    """``"local"``: the offline MiniLM default; ``"hashing"``: deterministic, no model."""
-    if kind == "hashing":
-        return HashingEmbeddings()
-    if kind == "local":
-        return default_embeddings()
-    raise ValueError(f"unknown embeddings {kind!r}: use one of {', '.join(EMBEDDINGS_CHOICES)}.")
 
 
 _FIRST_PERSON_SENTENCE = re.compile(r"\b(i|i'm|i am|my)\b", re.IGNORECASE)
@@ -246,61 +235,6 @@ def fake_demo_model() -> ScriptedChatModel:
 
 
 # --------------------------------------------------------------------------- plumbing
-
-
-def open_memory(
-    *,
-    redis_url: str | None,
-    data_dir: Path,
-    embeddings: Embeddings,
-) -> TieredMemory:
-    """Memory on ``redis_url`` (else ``$REDIS_URL``), else the embedded Redis in ``data_dir``.
-
-    Connects at once, so a bad URL or a Redis that is down fails here.
-
-    Raises:
-        MemoryBackendError: Redis is unreachable.
-        ValueError: the URL is malformed.
-
-    """
-    url = redis_url or os.environ.get("REDIS_URL") or None
-    if url:
-        _check_redis_url(url)
-        memory = TieredMemory.from_url(url, embeddings=embeddings)
-    else:
-        memory = TieredMemory.embedded(data_dir, embeddings=embeddings)
-    try:
-        connection = getattr(memory.history, "connection", None)
-        if connection is not None:
-            with connection.errors():
-                connection.sync.ping()
-    except BaseException:
-        memory.close()
-        raise
-    return memory
-
-
-def _check_redis_url(url: str) -> None:
-    scheme, sep, rest = url.partition("://")
-    if not sep or scheme.lower() not in {"redis", "rediss", "unix"} or not rest:
-        raise ValueError(
-            f"--redis-url {url!r} is not a Redis URL: use redis://HOST:PORT/DB, "
-            "rediss://... (TLS) or unix:///path/to/redis.sock."
-        )
-
-
-@contextmanager
-def open_checkpointer(data_dir: Path) -> Iterator[Any]:
-    """A ``SqliteSaver`` on ``<data_dir>/checkpoints.sqlite`` (thread state of the CLI)."""
-    try:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-    except ImportError as exc:  # pragma: no cover - a dependency of the package
-        raise ImportError(
-            "the CLI keeps thread state in SQLite: pip install langgraph-checkpoint-sqlite."
-        ) from exc
-    data_dir.mkdir(parents=True, exist_ok=True)
-    with SqliteSaver.from_conn_string(str(data_dir / CHECKPOINTS_FILE)) as saver:
-        yield saver
 
 
 def checkpoint_thread_id(user_id: str, thread: str) -> str:
@@ -470,7 +404,7 @@ def run_demo_step(
     line(console, f"model: {describe_model(model)}; small-model guards: {force}")
     with (
         open_memory(
-            redis_url=redis_url, data_dir=data_dir, embeddings=make_embeddings(embeddings)
+            redis_url=redis_url, data_dir=data_dir, embeddings=embeddings_for(embeddings)
         ) as memory,
         open_checkpointer(data_dir) as saver,
     ):
@@ -565,7 +499,7 @@ def _check_step2(
             else "the model did not call the summarize tool"
         )
         line(console, f"path: {why}; the demo calls memory.summarize_history() directly")
-        from langchain_tiered_memory.chat_models import is_small_local_model
+        from langchain_tiered_memory.local import is_small_local_model
 
         small = is_small_local_model(model)
         try:

@@ -13,7 +13,6 @@ import os
 import re
 import threading
 import warnings
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ __all__ = [
     "LocalMiniLMEmbeddings",
     "OnnxMiniLMEmbeddings",
     "HashingEmbeddings",
-    "default_embeddings",
 ]
 
 logger = logging.getLogger(__name__)
@@ -237,25 +235,6 @@ class OnnxMiniLMEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         """Embed one query."""
         return self._batch([text])[0].tolist()
-
-
-_default: Embeddings | None = None
-_default_lock = threading.Lock()
-
-
-def default_embeddings() -> Embeddings:
-    """The process-wide default embeddings (one model in memory however many stores):
-    all-MiniLM-L6-v2 through ONNX Runtime when it is installed (the ``[embeddings]``
-    extra brings it), else through sentence-transformers; the same vectors either way.
-    """
-    global _default
-    with _default_lock:
-        if _default is None:
-            if find_spec("onnxruntime") and find_spec("onnx") and find_spec("tokenizers"):
-                _default = OnnxMiniLMEmbeddings()
-            else:
-                _default = LocalMiniLMEmbeddings()
-        return _default
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)

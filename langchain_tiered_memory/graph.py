@@ -406,7 +406,7 @@ def create_memory_graph(
             and it skips the update check of new summary items, which such a model
             cannot judge.
             ``None`` (default): on for small in-process models
-            (:func:`~langchain_tiered_memory.chat_models.is_small_local_model`), off for
+            (:func:`~langchain_tiered_memory.local.is_small_local_model`), off for
             ChatOpenAI and other capable models.
         force_tag_capture: when the user's message is a first-person statement, first
             force a ``user_tag`` call (``tool_choice``) and keep only values the user
@@ -432,7 +432,7 @@ def create_memory_graph(
     """
     summary_model = summary_model or model
     if small_model is None:
-        from langchain_tiered_memory.chat_models import is_small_local_model
+        from langchain_tiered_memory.local import is_small_local_model
 
         small_model = is_small_local_model(model)
     if force_tag_capture is None:

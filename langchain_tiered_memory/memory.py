@@ -214,7 +214,7 @@ class TieredMemory:
         return cls(
             history=InMemoryHistoryStore(),
             tags=InMemoryTagStore(schema=tag_schema or DefaultTags),
-            summaries=InMemorySummaryStore(embeddings=embeddings),
+            summaries=InMemorySummaryStore(embeddings=embeddings or _default_embeddings()),
             history_retention=history_retention,
         )
 
@@ -232,7 +232,9 @@ class TieredMemory:
         return cls(
             history=RedisHistoryStore(connection, keys=keys),
             tags=RedisTagStore(connection, keys=keys, schema=tag_schema or DefaultTags),
-            summaries=RedisSummaryStore(connection, keys=keys, embeddings=embeddings),
+            summaries=RedisSummaryStore(
+                connection, keys=keys, embeddings=embeddings or _default_embeddings()
+            ),
             history_retention=history_retention,
             redis_url=connection.url,
             _connection=connection,
@@ -997,3 +999,10 @@ def _derived_only_from(items: Sequence[Document], thread_id: str) -> list[str]:
         for d in items
         if d.id is not None and d.metadata.get("source_threads") == [thread_id]
     ]
+
+
+def _default_embeddings() -> Embeddings:
+    # Imported here: defaults.py builds memories, so it imports this module.
+    from langchain_tiered_memory.defaults import default_embeddings
+
+    return default_embeddings()

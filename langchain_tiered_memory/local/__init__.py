@@ -20,6 +20,7 @@ Example:
 
 from langchain_tiered_memory.local._chat import (
     LocalChatModel,
+    is_small_local_model,
     llama_dict_to_ai_message,
     messages_to_llama_dicts,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "ChatLocalLlama",
     "ChatLocalTransformers",
     "LocalChatModel",
+    "is_small_local_model",
     "llama_dict_to_ai_message",
     "messages_to_llama_dicts",
     "smollm2_gguf_path",

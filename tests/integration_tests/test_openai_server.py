@@ -30,7 +30,8 @@ from langchain_core.outputs import LLMResult
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
 
-from langchain_tiered_memory.chat_models import default_chat_model, is_small_local_model
+from langchain_tiered_memory.defaults import default_chat_model
+from langchain_tiered_memory.local import is_small_local_model
 
 pytestmark = pytest.mark.slow
 

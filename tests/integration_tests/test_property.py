@@ -34,7 +34,7 @@ from langchain_tiered_memory import (
     TieredMemory,
 )
 from langchain_tiered_memory._keys import KINDS, MAX_USER_ID_LENGTH, KeyBuilder
-from langchain_tiered_memory.fakes import ScriptedChatModel
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 SETTINGS = settings(
     max_examples=60,

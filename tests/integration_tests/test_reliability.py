@@ -40,7 +40,7 @@ from langchain_tiered_memory import (
     SummarizationError,
     TieredMemory,
 )
-from langchain_tiered_memory.fakes import ScriptedChatModel
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 WRITERS = 50

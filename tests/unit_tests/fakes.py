@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_tiered_memory.fakes import ScriptedChatModel as _PackageScriptedChatModel
+from langchain_tiered_memory.testing import ScriptedChatModel as _PackageScriptedChatModel
 
 
 def summary_call(items: Sequence[Any]) -> AIMessage:

@@ -1,4 +1,4 @@
-"""The local chat models and ``chat_models``: conversion, tool calls, model choice; no model loads.
+"""The local chat models and the default model: conversion, tool calls, choice; no model loads.
 
 The llama.cpp model is replaced by ``FakeLlama``, which records what ``create_chat_completion``
 received and returns canned OpenAI-style responses, so the request side (messages, tools,
@@ -30,16 +30,13 @@ from langchain_openai import ChatOpenAI
 from langchain_tests.unit_tests import ChatModelUnitTests
 from pydantic import BaseModel, Field
 
-from langchain_tiered_memory import chat_models
-from langchain_tiered_memory.chat_models import (
-    default_chat_model,
-    default_local_model,
-    is_small_local_model,
-)
+from langchain_tiered_memory import defaults
+from langchain_tiered_memory.defaults import default_chat_model, default_local_model
 from langchain_tiered_memory.local import (
     ChatLocalLlama,
     ChatLocalTransformers,
     _chat,
+    is_small_local_model,
     llama_dict_to_ai_message,
     llamacpp,
     messages_to_llama_dicts,
@@ -537,7 +534,7 @@ def test_smollm2_path_points_at_the_shipped_file() -> None:
 
 
 def test_core_does_not_import_langchain_community() -> None:
-    for module in (chat_models, _chat, llamacpp):
+    for module in (defaults, _chat, llamacpp):
         source = Path(str(module.__file__)).read_text()
         assert "langchain_community" not in source.replace("langchain-community's", "")
 

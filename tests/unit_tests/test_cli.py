@@ -400,8 +400,8 @@ def test_run_turn_ends_when_a_model_keeps_calling_tools(data_dir: Path) -> None:
     from langgraph.checkpoint.memory import InMemorySaver
 
     from langchain_tiered_memory.demo import run_turn
-    from langchain_tiered_memory.fakes import ScriptedChatModel
     from langchain_tiered_memory.graph import create_memory_graph
+    from langchain_tiered_memory.testing import ScriptedChatModel
 
     looping = AIMessage(
         content="", tool_calls=[{"name": "user_tag", "args": {"age": 30}, "id": "c1"}]

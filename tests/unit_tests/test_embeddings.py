@@ -8,7 +8,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests
 
 from langchain_tiered_memory import HashingEmbeddings, LocalMiniLMEmbeddings
-from langchain_tiered_memory.embeddings import default_embeddings
+from langchain_tiered_memory.defaults import default_embeddings
 
 
 class TestHashingEmbeddingsStandard(EmbeddingsIntegrationTests):

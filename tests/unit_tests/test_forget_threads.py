@@ -9,8 +9,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import TieredMemory
-from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 
 def _run(graph, user: str, thread: str, text: str) -> None:

@@ -25,7 +25,6 @@ from langchain_tiered_memory import (
     MissingUserIdError,
     TieredMemory,
 )
-from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.graph import (
     LOAD_MEMORY,
     MODEL,
@@ -35,6 +34,7 @@ from langchain_tiered_memory.graph import (
     create_memory_graph,
 )
 from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 WAIT = 10.0  # seconds: only a bound against hanging, never a performance assertion
 

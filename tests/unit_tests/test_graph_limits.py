@@ -8,8 +8,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_tiered_memory import TieredMemory
-from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 
 def _summarize_call(i: int) -> AIMessage:

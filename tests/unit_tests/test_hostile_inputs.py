@@ -29,7 +29,6 @@ from langchain_tiered_memory import (
     TieredMemory,
     WatermarkConflict,
 )
-from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.graph import create_memory_graph
 from langchain_tiered_memory.stores.history import (
     MAX_NESTING,
@@ -43,6 +42,7 @@ from langchain_tiered_memory.stores.summaries import (
     InMemorySummaryStore,
     RedisSummaryStore,
 )
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 
 def _cfg(thread: str) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import MissingUserIdError, TieredMemory
-from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.middleware import TieredMemoryMiddleware
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 
 def tag_call(args: dict[str, Any]) -> AIMessage:

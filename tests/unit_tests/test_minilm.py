@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from langchain_tiered_memory import LocalMiniLMEmbeddings, TieredMemory
-from langchain_tiered_memory.embeddings import default_embeddings
+from langchain_tiered_memory.defaults import default_embeddings
 
 # find_spec, not importorskip: collecting this module must not import torch.
 pytestmark = [
@@ -50,7 +50,12 @@ _LAZY = textwrap.dedent(
     memory.set_user_tags("alice", {"name": "Alice"})
     memory.load_context("alice")
     seen["construct"] = sorted(m for m in ("sentence_transformers", "torch") if m in sys.modules)
-    seen["embeddings_before_use"] = repr(memory.summaries.embeddings)
+    from langchain_tiered_memory.defaults import default_embeddings
+    emb = memory.summaries.embeddings
+    seen["shared_default"] = emb is default_embeddings()
+    seen["loaded_before_use"] = (
+        getattr(emb, "_session", None) is not None or getattr(emb, "_model", None) is not None
+    )
     memory.close()
     print(json.dumps(seen))
     """
@@ -68,7 +73,9 @@ def test_import_and_construction_load_no_model(data_dir: Path) -> None:
     seen = json.loads(child.stdout.strip().splitlines()[-1])
     assert seen["import"] == []
     assert seen["construct"] == []
-    assert seen["embeddings_before_use"] == "None"  # the default is picked on first use
+    # the store is given the shared default (defaults.py), whose model loads on first use
+    assert seen["shared_default"] is True
+    assert seen["loaded_before_use"] is False
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import subprocess
+import sys
 
 import pytest
 
@@ -158,3 +161,27 @@ def test_the_package_ships_typing_and_its_license() -> None:
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     assert project["license"] == "MIT" and "MIT License" in (root / "LICENSE").read_text()
     assert "Typing :: Typed" in project["classifiers"]
+
+
+def test_every_public_name_has_a_lazy_home() -> None:
+    lazy = langchain_tiered_memory._MODULES
+    assert sorted(lazy) == sorted(set(PACKAGE_ALL) - {"__version__"})
+    for name, module in lazy.items():
+        assert getattr(importlib.import_module(module), name) is getattr(
+            langchain_tiered_memory, name
+        )
+    assert dir(langchain_tiered_memory) == sorted(PACKAGE_ALL)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        langchain_tiered_memory.Nope  # noqa: B018
+
+
+def test_importing_the_package_loads_no_heavy_dependency() -> None:
+    code = (
+        "import sys, langchain_tiered_memory\n"
+        "heavy = ['faiss', 'redis', 'langgraph', 'numpy', 'langchain_core.language_models']\n"
+        "print([m for m in heavy if m in sys.modules])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert out.strip() == "[]"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import langchain_tiered_memory.chat_models as chat_models
+import langchain_tiered_memory.defaults as defaults
 import langchain_tiered_memory.embeddings as embeddings_module
 from langchain_tiered_memory import HashingEmbeddings
 from langchain_tiered_memory.cli import build_parser
@@ -40,7 +40,7 @@ def offline(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> Path:
     monkeypatch.delenv("REDIS_URL", raising=False)
     hashing = HashingEmbeddings()
     monkeypatch.setattr(embeddings_module, "default_embeddings", lambda: hashing)
-    monkeypatch.setattr(chat_models, "default_chat_model", lambda *a, **k: fake_demo_model())
+    monkeypatch.setattr(defaults, "default_chat_model", lambda *a, **k: fake_demo_model())
     return data_dir
 
 

@@ -6,7 +6,6 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_tiered_memory.errors import SummarizationError
-from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.summarizer import (
     MAX_ITEM_CHARS,
     clean_items,
@@ -14,6 +13,7 @@ from langchain_tiered_memory.summarizer import (
     states_a_fact,
     summarize_messages,
 )
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 CONVERSATION = [
     HumanMessage("Hi, my name is Alice and I am 30 years old. My birthday is on May 8."),

@@ -13,7 +13,6 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
 from langchain_tiered_memory.errors import SummarizationError
-from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.retrieval import parse_time_windows
 from langchain_tiered_memory.summarizer import (
     char_grams,
@@ -22,6 +21,7 @@ from langchain_tiered_memory.summarizer import (
     states_a_fact,
     summarize_messages,
 )
+from langchain_tiered_memory.testing import ScriptedChatModel
 from langchain_tiered_memory.text import is_first_person, is_question, tokenize
 
 DATA = Path(__file__).parent / "data"

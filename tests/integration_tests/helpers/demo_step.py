@@ -28,8 +28,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
-from langchain_tiered_memory.fakes import ScriptedChatModel
 from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 USER = "alice"
 INTRO = "Hi, my name is Alice and I am 30 years old. My birthday is on May 8."

@@ -14,7 +14,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_tiered_memory.fakes import ScriptedChatModel
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 _LINE = re.compile(r"^(?:User|Assistant): (.+)$", re.MULTILINE)
 _TURN = re.compile(r"^msg w(\d+) s(\d+) p(\d+) of (\d+)$")

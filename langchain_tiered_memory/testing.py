@@ -1,7 +1,18 @@
-"""A scripted chat model for tests, notebooks and offline demos: no model, no network.
+"""Test helpers for apps built on this package: a scripted chat model, no model, no network.
 
-It supports ``bind_tools`` (so it can drive the memory graph) and records every prompt it
-receives, so a test can assert what the model was shown.
+:class:`ScriptedChatModel` supports ``bind_tools`` (so it can drive the memory graph) and
+records every prompt it receives, so a test can assert what the model was shown. Pair it with
+:class:`~langchain_tiered_memory.HashingEmbeddings` and the in-memory stores for unit tests
+that need neither Redis nor a model:
+
+Example:
+    >>> from langchain_core.messages import AIMessage
+    >>> from langchain_tiered_memory.testing import ScriptedChatModel
+    >>> model = ScriptedChatModel(replies=["Hello, Alice!"])
+    >>> model.invoke("Hi, I am Alice.").content
+    'Hello, Alice!'
+    >>> model.prompts[0][0].content
+    'Hi, I am Alice.'
 """
 
 from __future__ import annotations
@@ -42,7 +53,7 @@ class ScriptedChatModel(BaseChatModel):
 
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")  # typos fail
 
     replies: list[Any] = Field(default_factory=list)
     prompts: list[list[BaseMessage]] = Field(default_factory=list)

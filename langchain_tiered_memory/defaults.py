@@ -1,0 +1,315 @@
+"""The package's defaults in one place: memory, embeddings, chat model, checkpointer.
+
+What a call with no arguments gets, and what the CLI and the demo build from their options
+and the environment:
+
+- :func:`open_memory`: ``redis_url`` (else ``$REDIS_URL``) or the embedded Redis in a data dir;
+- :func:`default_embeddings`: all-MiniLM-L6-v2, offline (one model per process);
+- :func:`default_chat_model`: ``ChatOpenAI`` when an OpenAI key or base URL is configured
+  (which covers any OpenAI-compatible server: OpenAI, vLLM, Ollama, llama.cpp's server), else
+  a local in-process model (:mod:`langchain_tiered_memory.local`);
+- :func:`open_checkpointer`: LangGraph's ``SqliteSaver`` in the data dir.
+
+Nothing here loads a model or connects at import; the stores never build defaults themselves.
+
+Example:
+    >>> from langchain_tiered_memory.defaults import default_chat_model
+    >>> model = default_chat_model()  # nothing is loaded until the first call
+    >>> model.invoke("Say hello.").content  # doctest: +SKIP
+    'Hello! How can I help you today?'
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+
+from langchain_tiered_memory.embeddings import (
+    HashingEmbeddings,
+    LocalMiniLMEmbeddings,
+    OnnxMiniLMEmbeddings,
+)
+from langchain_tiered_memory.local import ChatLocalLlama, ChatLocalTransformers, LocalChatModel
+from langchain_tiered_memory.memory import TieredMemory
+
+__all__ = [
+    "BACKEND_ENV_VAR",
+    "CHECKPOINTS_FILE",
+    "DEFAULT_OPENAI_MODEL",
+    "EMBEDDINGS_CHOICES",
+    "MODEL_ENV_VAR",
+    "default_chat_model",
+    "default_embeddings",
+    "default_local_model",
+    "embeddings_for",
+    "open_checkpointer",
+    "open_memory",
+]
+
+CHECKPOINTS_FILE = "checkpoints.sqlite"
+"""The file of the default checkpointer in the data dir."""
+
+EMBEDDINGS_CHOICES = ("local", "hashing")
+"""The names :func:`embeddings_for` takes (the CLI's ``--embeddings``)."""
+
+
+# --------------------------------------------------------------------------- embeddings
+
+
+_default: Embeddings | None = None
+_default_lock = threading.Lock()
+
+
+def default_embeddings() -> Embeddings:
+    """Return the process-wide default embeddings (one model in memory however many stores).
+
+    all-MiniLM-L6-v2 through ONNX Runtime when it is installed (the ``[embeddings]`` extra
+    brings it), else through sentence-transformers; the same vectors either way. Nothing is
+    loaded until the first embedding.
+
+    Returns:
+        The shared embeddings object.
+
+    Example:
+        >>> default_embeddings() is default_embeddings()
+        True
+    """
+    global _default
+    with _default_lock:
+        if _default is None:
+            if find_spec("onnxruntime") and find_spec("onnx") and find_spec("tokenizers"):
+                _default = OnnxMiniLMEmbeddings()
+            else:
+                _default = LocalMiniLMEmbeddings()
+        return _default
+
+
+def embeddings_for(kind: str) -> Embeddings:
+    """Return the embeddings a name stands for (the CLI's ``--embeddings``).
+
+    Args:
+        kind: ``"local"`` (the offline MiniLM default) or ``"hashing"`` (deterministic,
+            no model: for tests and quick looks; recall is lexical only).
+
+    Returns:
+        The embeddings.
+
+    Raises:
+        ValueError: For another name.
+
+    Example:
+        >>> type(embeddings_for("hashing")).__name__
+        'HashingEmbeddings'
+    """
+    if kind == "hashing":
+        return HashingEmbeddings()
+    if kind == "local":
+        return default_embeddings()
+    raise ValueError(f"unknown embeddings {kind!r}: use one of {', '.join(EMBEDDINGS_CHOICES)}.")
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def open_memory(
+    *,
+    redis_url: str | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    embeddings: Embeddings | None = None,
+) -> TieredMemory:
+    """Open the memory on ``redis_url`` (else ``$REDIS_URL``), else the embedded Redis.
+
+    The embedded server keeps its data in ``data_dir`` (default ``$TIERED_MEMORY_HOME`` or
+    ``~/.local/share/langchain-tiered-memory``). Connects at once, so a bad URL or a Redis
+    that is down fails here rather than on the first turn.
+
+    Args:
+        redis_url: ``redis://``, ``rediss://`` or ``unix://`` URL.
+        data_dir: The embedded server's data dir, when no URL is given.
+        embeddings: Defaults to :func:`default_embeddings`.
+
+    Returns:
+        The memory; close it (or use it as a context manager) when done.
+
+    Raises:
+        MemoryBackendError: Redis is unreachable.
+        ValueError: The URL is malformed.
+
+    Example:
+        >>> with open_memory(data_dir="/tmp/tm-doc") as memory:  # doctest: +SKIP
+        ...     memory.get_user_tags("alice")
+        {}
+    """
+    url = redis_url or os.environ.get("REDIS_URL") or None
+    if url:
+        _check_redis_url(url)
+        memory = TieredMemory.from_url(url, embeddings=embeddings)
+    else:
+        memory = TieredMemory.embedded(data_dir, embeddings=embeddings)
+    try:
+        connection = getattr(memory.history, "connection", None)
+        if connection is not None:
+            with connection.errors():
+                connection.sync.ping()
+    except BaseException:
+        memory.close()
+        raise
+    return memory
+
+
+def _check_redis_url(url: str) -> None:
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in {"redis", "rediss", "unix"} or not rest:
+        raise ValueError(
+            f"--redis-url {url!r} is not a Redis URL: use redis://HOST:PORT/DB, "
+            "rediss://... (TLS) or unix:///path/to/redis.sock."
+        )
+
+
+@contextmanager
+def open_checkpointer(data_dir: str | os.PathLike[str]) -> Iterator[Any]:
+    """Open a ``SqliteSaver`` on ``<data_dir>/checkpoints.sqlite`` (the CLI's threads).
+
+    Args:
+        data_dir: The directory; created if missing.
+
+    Yields:
+        The checkpointer, closed on exit.
+
+    Example:
+        >>> with open_checkpointer("/tmp/tm-doc") as saver:  # doctest: +SKIP
+        ...     type(saver).__name__
+        'SqliteSaver'
+    """
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        raise ImportError(
+            "the CLI keeps thread state in SQLite: pip install langgraph-checkpoint-sqlite."
+        ) from exc
+    directory = Path(data_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    with SqliteSaver.from_conn_string(str(directory / CHECKPOINTS_FILE)) as saver:
+        yield saver
+
+
+# --------------------------------------------------------------------------- chat model
+
+
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+"""Model name used with ``ChatOpenAI`` when neither an argument nor the environment names one."""
+
+MODEL_ENV_VAR = "TIERED_MEMORY_MODEL"
+"""Environment variable naming the OpenAI model (or a ``.gguf`` path) for the default model."""
+
+BACKEND_ENV_VAR = "TIERED_MEMORY_LOCAL_BACKEND"
+"""Environment variable choosing the local backend: ``transformers`` or ``llama-cpp``."""
+
+_BACKENDS: dict[str, type[LocalChatModel]] = {
+    "transformers": ChatLocalTransformers,
+    "llama-cpp": ChatLocalLlama,
+}
+_DUMMY_API_KEY = "not-needed"
+
+
+def default_local_model(
+    model_path: str | None = None, *, backend: str | None = None
+) -> LocalChatModel:
+    """Return the local chat model for a GGUF file (SmolLM2-135M-Instruct by default).
+
+    The backend is ``backend``, else ``$TIERED_MEMORY_LOCAL_BACKEND``, else llama.cpp when
+    ``llama-cpp-python`` is installed (it generates faster, see ``bench/local_models.py``)
+    and ``transformers`` otherwise (nothing to compile). Nothing is loaded here.
+
+    Args:
+        model_path: A ``.gguf`` file; ``None`` means the packaged SmolLM2.
+        backend: ``"transformers"`` or ``"llama-cpp"``.
+
+    Returns:
+        The local chat model.
+
+    Raises:
+        ValueError: For an unknown backend name.
+
+    Example:
+        >>> type(default_local_model(backend="transformers")).__name__
+        'ChatLocalTransformers'
+    """
+    name = backend or os.environ.get(BACKEND_ENV_VAR) or None
+    if name is None:
+        name = "llama-cpp" if importlib.util.find_spec("llama_cpp") is not None else "transformers"
+    if name not in _BACKENDS:
+        source = "backend" if backend else f"${BACKEND_ENV_VAR}"
+        msg = f"{source} is {name!r}; choose one of {sorted(_BACKENDS)}."
+        raise ValueError(msg)
+    return _BACKENDS[name](model_path=model_path)
+
+
+def _is_gguf_path(model: str) -> bool:
+    return model.lower().endswith(".gguf")
+
+
+def default_chat_model(model: str | None = None) -> BaseChatModel:
+    """Return the package's default chat model.
+
+    - ``ChatOpenAI`` when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is set. The model name is
+      ``model``, else ``$TIERED_MEMORY_MODEL``, else ``gpt-4o-mini``. With only a base URL
+      (a local OpenAI-compatible server) a placeholder API key is passed.
+    - a local model otherwise (:func:`default_local_model`): SmolLM2-135M-Instruct
+      in-process, or the ``.gguf`` file given as ``model`` (or ``$TIERED_MEMORY_MODEL``),
+      whatever else is configured.
+
+    Nothing is loaded or contacted here.
+
+    Args:
+        model: An OpenAI model name or a path to a ``.gguf`` file.
+
+    Returns:
+        The chat model.
+
+    Raises:
+        FileNotFoundError: If ``model`` is a ``.gguf`` path that does not exist.
+        ValueError: If a model name is given but no OpenAI key or base URL is configured.
+
+    Example:
+        >>> import os
+        >>> os.environ["OPENAI_BASE_URL"] = "http://127.0.0.1:8000/v1"
+        >>> type(default_chat_model("smollm2")).__name__
+        'ChatOpenAI'
+        >>> del os.environ["OPENAI_BASE_URL"]
+    """
+    name = model or os.environ.get(MODEL_ENV_VAR) or None
+    if name is not None and _is_gguf_path(name):
+        path = Path(name).expanduser()
+        if not path.is_file():
+            msg = f"GGUF model file not found: {path}"
+            raise FileNotFoundError(msg)
+        return default_local_model(str(path))
+    api_key = os.environ.get("OPENAI_API_KEY")
+    base_url = os.environ.get("OPENAI_BASE_URL")
+    if api_key or base_url:
+        from langchain_openai import ChatOpenAI
+
+        options: dict[str, Any] = {"model": name or DEFAULT_OPENAI_MODEL}
+        if base_url:
+            options["base_url"] = base_url
+        if not api_key:
+            options["api_key"] = _DUMMY_API_KEY
+        return ChatOpenAI(**options)
+    if name is not None:
+        source = "the model argument" if model else f"${MODEL_ENV_VAR}"
+        msg = (
+            f"{source} names the model {name!r}, which needs OPENAI_API_KEY or "
+            "OPENAI_BASE_URL; set one, or give a path to a .gguf file to run it locally."
+        )
+        raise ValueError(msg)
+    return default_local_model()
