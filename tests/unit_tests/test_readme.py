@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 import langchain_tiered_memory.defaults as defaults
-import langchain_tiered_memory.embeddings as embeddings_module
 from langchain_tiered_memory import HashingEmbeddings
 from langchain_tiered_memory.cli import build_parser
 from langchain_tiered_memory.demo import fake_demo_model
@@ -39,7 +38,7 @@ def offline(monkeypatch: pytest.MonkeyPatch, data_dir: Path) -> Path:
     monkeypatch.setenv("TIERED_MEMORY_HOME", str(data_dir))
     monkeypatch.delenv("REDIS_URL", raising=False)
     hashing = HashingEmbeddings()
-    monkeypatch.setattr(embeddings_module, "default_embeddings", lambda: hashing)
+    monkeypatch.setattr(defaults, "default_embeddings", lambda: hashing)
     monkeypatch.setattr(defaults, "default_chat_model", lambda *a, **k: fake_demo_model())
     return data_dir
 
