@@ -24,7 +24,7 @@ from langchain_tiered_memory.retrieval import (
     to_epoch,
     tokenize,
 )
-from langchain_tiered_memory.stores.summaries import _extend, _UserIndex
+from langchain_tiered_memory.stores.summaries.index import _extend, _UserIndex
 
 NOW = datetime(2024, 3, 15, 12, 0, tzinfo=timezone.utc)
 WORDS = "cello piano birthday lyon paris garden dog cat sister trip museum book".split()

@@ -461,7 +461,7 @@ def test_newer_first_orders_every_near_duplicate_pair_and_keeps_the_rest() -> No
 
     import numpy as np
 
-    from langchain_tiered_memory.stores.summaries import _newer_first
+    from langchain_tiered_memory.stores.summaries.index import _newer_first
 
     # hits in rank order: a (2024), b (unrelated, 2026), c (a's near-duplicate, 2025),
     # d (a's and c's near-duplicate, 2026)

@@ -1,0 +1,29 @@
+"""Long-term fuzzy memory: short summary items of old conversation, recalled by similarity.
+
+One room per concern: :mod:`.base` (the :class:`SummaryStore` interface and
+:class:`SummaryRetriever`), :mod:`.index` (records, the per-user search index,
+de-duplication and the limits), :mod:`.redis_store` (:class:`RedisSummaryStore`: every Redis
+command of the tier) and :mod:`.memory_store` (:class:`InMemorySummaryStore`).
+
+Example:
+    >>> from langchain_tiered_memory import HashingEmbeddings
+    >>> from langchain_tiered_memory.stores.summaries import InMemorySummaryStore
+    >>> store = InMemorySummaryStore(embeddings=HashingEmbeddings())
+    >>> _ = store.add("alice", ["Alice's birthday is on May 8."])
+    >>> store.search("alice", "When is her birthday?", k=1)[0].page_content
+    "Alice's birthday is on May 8."
+"""
+
+from langchain_tiered_memory.stores.summaries.base import SummaryRetriever, SummaryStore
+from langchain_tiered_memory.stores.summaries.index import DEDUP_THRESHOLD, MAX_SUMMARY_CHARS
+from langchain_tiered_memory.stores.summaries.memory_store import InMemorySummaryStore
+from langchain_tiered_memory.stores.summaries.redis_store import RedisSummaryStore
+
+__all__ = [
+    "SummaryStore",
+    "RedisSummaryStore",
+    "InMemorySummaryStore",
+    "SummaryRetriever",
+    "MAX_SUMMARY_CHARS",
+    "DEDUP_THRESHOLD",
+]

@@ -1,0 +1,238 @@
+"""The summary store interface (:class:`SummaryStore`) and its LangChain retriever."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from typing import Any
+
+import numpy as np
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict
+
+from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory.errors import (
+    InvalidSummaryError,
+)
+from langchain_tiered_memory.retrieval import RetrievalConfig
+from langchain_tiered_memory.stores.summaries.index import (
+    DEDUP_THRESHOLD,
+    DEFAULT_MAX_ITEMS,
+    _json_metadata,
+    _Record,
+    _unit_rows,
+    normalize_created_at,
+    validate_items,
+)
+
+__all__ = ["SummaryRetriever", "SummaryStore"]
+
+
+class SummaryStore(ABC):
+    """Per-user summary items with embedding search; sync and async pairs.
+
+    A store is given its embeddings model; it never builds one (the package's default is
+    :func:`langchain_tiered_memory.defaults.default_embeddings`, which
+    :class:`~langchain_tiered_memory.TieredMemory`'s constructors use).
+    """
+
+    embeddings: Embeddings
+    dedup_threshold: float = DEDUP_THRESHOLD
+    max_items: int | None = DEFAULT_MAX_ITEMS
+    # How recall ranks items (None: the defaults of RetrievalConfig).
+    retrieval: RetrievalConfig | None = None
+
+    def _embedder(self) -> Embeddings:
+        return self.embeddings
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed a query once (unit length), for callers that search several times."""
+        return _unit_rows([self._embedder().embed_query(text)])[0]
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        """Async :meth:`embed_query`."""
+        return _unit_rows([await self._embedder().aembed_query(text)])[0]
+
+    def _prepare(
+        self,
+        items: Sequence[str],
+        vectors: Sequence[Sequence[float]],
+        created_at: datetime | date | str | None,
+        metadata: Mapping[str, Any] | None,
+    ) -> tuple[list[_Record], np.ndarray]:
+        texts = validate_items(items)
+        stamp = normalize_created_at(created_at)
+        meta = _json_metadata(metadata)
+        vecs = _unit_rows(vectors)
+        if len(vecs) != len(texts):
+            raise InvalidSummaryError("the embeddings model returned a wrong number of vectors.")
+        return [_Record("", t, stamp, meta) for t in texts], vecs
+
+    @abstractmethod
+    def add(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
+    ) -> list[str]:
+        """Store items (near-duplicates of stored ones are skipped); return the new ids.
+
+        ``watermark=(expected, new)`` makes the write conditional: it happens, together
+        with moving the user's summarization watermark to ``new``, only if the watermark
+        is still ``expected``. ``supersedes={i: [stored ids]}``: ``items[i]`` makes those
+        stored items no longer true; they are kept, marked with ``superseded_by`` (the new
+        id) and ``valid_until`` (its ``created_at``), in the same write, and left out of
+        default recall.
+
+        Raises:
+            WatermarkConflict: the watermark moved meanwhile; nothing was written.
+            InvalidSummaryError: an item is empty or too long; nothing was written.
+
+        """
+
+    @abstractmethod
+    async def aadd(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
+    ) -> list[str]:
+        """Async :meth:`add`."""
+
+    @abstractmethod
+    def search(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
+    ) -> list[Document]:
+        """The ``k`` best items for ``query``, best first, ``metadata["score"]`` set.
+
+        Items a newer item superseded are left out unless ``include_superseded``.
+        """
+
+    @abstractmethod
+    async def asearch(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
+    ) -> list[Document]:
+        """Async :meth:`search`."""
+
+    @abstractmethod
+    def get_watermark(self, user_id: str) -> int:
+        """Absolute history position up to which the user's history is summarized."""
+
+    @abstractmethod
+    async def aget_watermark(self, user_id: str) -> int:
+        """Async :meth:`get_watermark`."""
+
+    @abstractmethod
+    def get_all(self, user_id: str) -> list[Document]:
+        """Every stored item of the user, oldest first."""
+
+    @abstractmethod
+    async def aget_all(self, user_id: str) -> list[Document]:
+        """Async :meth:`get_all`."""
+
+    @abstractmethod
+    def delete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete items by id; return how many existed."""
+
+    @abstractmethod
+    async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Async :meth:`delete`."""
+
+    @abstractmethod
+    def clear(self, user_id: str) -> int:
+        """Delete every item, the cached index and the watermark; return the item count."""
+
+    @abstractmethod
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+
+    def similar(self, user_id: str, texts: Sequence[str], k: int = 3) -> list[list[Document]]:
+        """For each text, the ``k`` stored items most like it (current items only): what an
+        update step compares new items with. One batch of embeddings.
+        """
+        if not texts or not self.get_all_count(user_id):
+            return [[] for _ in texts]
+        vectors = _unit_rows(self._embedder().embed_documents(list(texts)))
+        return [self.search(user_id, t, k, vector=v) for t, v in zip(texts, vectors)]
+
+    async def asimilar(
+        self, user_id: str, texts: Sequence[str], k: int = 3
+    ) -> list[list[Document]]:
+        """Async :meth:`similar`."""
+        if not texts or not await self.aget_all_count(user_id):
+            return [[] for _ in texts]
+        vectors = _unit_rows(await self._embedder().aembed_documents(list(texts)))
+        return [await self.asearch(user_id, t, k, vector=v) for t, v in zip(texts, vectors)]
+
+    def get_all_count(self, user_id: str) -> int:
+        """How many items the user has (superseded ones included)."""
+        return len(self.get_all(user_id))
+
+    async def aget_all_count(self, user_id: str) -> int:
+        """Async :meth:`get_all_count`."""
+        return len(await self.aget_all(user_id))
+
+    def as_retriever(self, user_id: str, *, k: int = 3, **kwargs: Any) -> SummaryRetriever:
+        """A LangChain retriever over one user's items.
+
+        Example:
+            >>> retriever = memory.summaries.as_retriever("alice", k=3)  # doctest: +SKIP
+            >>> retriever.invoke("when is her birthday?")  # doctest: +SKIP
+
+        """
+        return SummaryRetriever(store=self, user_id=validate_user_id(user_id), k=k, **kwargs)
+
+
+class SummaryRetriever(BaseRetriever):
+    """``BaseRetriever`` over one user's summary items."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: SummaryStore
+    user_id: str
+    k: int = 3
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        return self.store.search(self.user_id, query, self.k if k is None else k)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+    ) -> list[Document]:
+        return await self.store.asearch(self.user_id, query, self.k if k is None else k)
+
+
+# Conditional, atomic add: check the watermark and the embedding size, allocate ids, write
+# texts and vectors, move the watermark. Readers see all of it or none of it.

@@ -1,0 +1,399 @@
+"""The search side of summary items: records, the per-user index, de-duplication."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+
+from langchain_tiered_memory.errors import (
+    CorruptMemoryError,
+    InvalidSummaryError,
+    SummaryLimitError,
+)
+from langchain_tiered_memory.retrieval import HybridIndex, RetrievalConfig, to_epoch
+
+MAX_SUMMARY_CHARS = 2000
+# Per user: a first recall of 121k items took 11 s and 1 GB; a person's memory of one user
+# is far smaller. Raise it per store (max_items=) if a use case needs more.
+DEFAULT_MAX_ITEMS = 10_000
+# The per-process cache of users' search indexes, bounded by users and by bytes.
+DEFAULT_MAX_CACHED_USERS = 256
+DEFAULT_MAX_CACHE_BYTES = 256 * 1024 * 1024
+_RECORD_OVERHEAD = 400
+# Cosine similarity above which a new item counts as a restatement of a stored one.
+DEDUP_THRESHOLD = 0.95
+
+__all__ = [
+    "DEDUP_THRESHOLD",
+    "DEFAULT_MAX_CACHED_USERS",
+    "DEFAULT_MAX_CACHE_BYTES",
+    "DEFAULT_MAX_ITEMS",
+    "MAX_SUMMARY_CHARS",
+    "NEAR_DUPLICATE",
+    "normalize_created_at",
+    "validate_items",
+]
+
+
+def normalize_created_at(value: datetime | date | str | None) -> str:
+    """ISO-8601 text for a timestamp; naive datetimes are taken as UTC."""
+    if value is None:
+        return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.isoformat(timespec="seconds")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return normalize_created_at(datetime.fromisoformat(value))
+        except ValueError as exc:
+            raise InvalidSummaryError(
+                f"created_at {value!r} is not ISO-8601; pass a datetime or '2023-05-08T13:56'."
+            ) from exc
+    raise InvalidSummaryError(f"created_at must be a datetime, date or ISO string, not {value!r}.")
+
+
+def validate_items(items: Sequence[str]) -> list[str]:
+    """Strip and check summary texts; raise ``InvalidSummaryError`` on the first bad one."""
+    if isinstance(items, str):
+        raise InvalidSummaryError("items must be a list of strings, not one string.")
+    out = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InvalidSummaryError(f"summary items must be strings, got {item!r}.")
+        text = item.strip()
+        if not text:
+            raise InvalidSummaryError("a summary item is empty; drop it before storing.")
+        if len(text) > MAX_SUMMARY_CHARS:
+            raise InvalidSummaryError(
+                f"a summary item is {len(text)} characters; the limit is {MAX_SUMMARY_CHARS}: "
+                "split it into short self-contained items."
+            )
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidSummaryError("a summary item is not valid UTF-8 text.") from exc
+        out.append(text)
+    return out
+
+
+def _json_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    meta = dict(metadata or {})
+    try:
+        json.dumps(meta)
+    except (TypeError, ValueError) as exc:
+        raise InvalidSummaryError(f"metadata must be JSON-serializable: {exc}") from exc
+    return meta
+
+
+def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    """Rows scaled to unit length.
+
+    Raises:
+        InvalidSummaryError: a vector holds NaN or infinity (it would rank first for every
+            query and match nothing as a duplicate).
+
+    """
+    arr = np.asarray(vectors, dtype=np.float32)
+    if arr.size and not np.isfinite(arr).all():
+        raise InvalidSummaryError(
+            "the embeddings model returned a vector with NaN or infinite values; nothing was "
+            "stored. Check the embeddings model."
+        )
+    if arr.ndim != 2 or arr.shape[0] == 0:
+        return arr.reshape(0, arr.shape[-1] if arr.ndim == 2 else 0)
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(arr / norms)
+
+
+@dataclass
+class _Record:
+    id: str
+    text: str
+    created_at: str
+    metadata: dict[str, Any]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"text": self.text, "created_at": self.created_at, "metadata": self.metadata},
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def from_json(cls, id_: str, raw: bytes | str, where: str = "summary items") -> _Record:
+        try:
+            data = json.loads(raw)
+            record = cls(id_, data["text"], data["created_at"], data.get("metadata") or {})
+            if not (
+                isinstance(record.text, str)
+                and isinstance(record.created_at, str)
+                and isinstance(record.metadata, dict)
+            ):
+                raise TypeError("text and created_at must be strings, metadata an object")
+            return record
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            raise CorruptMemoryError(
+                f"{where}: item {id_} is not a stored summary item ({type(exc).__name__}: "
+                f"{str(exc)[:200]}). Delete it (memory.summaries.delete) to recover."
+            ) from exc
+
+
+class _UserIndex:
+    """One user's items in search-ready form: a :class:`~langchain_tiered_memory.retrieval.
+    HybridIndex` (FAISS + BM25 + timestamps) and the records, position for position.
+
+    Append-only between rebuilds. Adds and searches hold the index's lock, so a search never
+    sees half of an added batch; deltas append only ids past those already loaded, so two
+    threads applying overlapping deltas never add an item twice.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        gen: int = 0,
+        next_id: int = 0,
+        config: RetrievalConfig | None = None,
+    ) -> None:
+        self.dim = dim
+        self.gen = gen
+        self.next_id = next_id
+        self.records: list[_Record] = []
+        self.hybrid = HybridIndex(dim, config)
+        self.lock = threading.RLock()
+        self._loaded_upto = -1  # highest numeric id appended (Redis ids only grow)
+        self.nbytes = 0  # estimated memory held (see add)
+        # positions of items a newer item superseded: out of default recall
+        self.superseded = np.zeros(0, dtype=bool)
+
+    def add(self, records: list[_Record], vectors: np.ndarray) -> None:
+        """Append records with their unit vectors."""
+        if not records:
+            return
+        with self.lock:
+            self.hybrid.add(
+                [r.text for r in records], vectors, [to_epoch(r.created_at) for r in records]
+            )
+            self.records.extend(records)
+            self.superseded = np.concatenate(
+                [self.superseded, [bool(r.metadata.get("superseded_by")) for r in records]]
+            )
+            # Vectors twice (FAISS and the rescoring copy), the text with its lexical
+            # postings (about 3x), and a fixed per-record overhead.
+            self.nbytes += sum(
+                self.dim * 8 + 3 * len(r.text.encode("utf-8")) + _RECORD_OVERHEAD for r in records
+            )
+            for r in records:
+                if r.id.isdigit():
+                    self._loaded_upto = max(self._loaded_upto, int(r.id))
+
+    def vectors(self) -> np.ndarray:
+        """Every stored vector, in record order (a copy)."""
+        with self.lock:
+            return self.hybrid.vectors()
+
+    def nearest(self, vectors: np.ndarray) -> np.ndarray:
+        """Best cosine similarity of each row against the stored items (-1 if none)."""
+        with self.lock:
+            return self.hybrid.nearest(vectors)
+
+    def search(
+        self,
+        vector: np.ndarray,
+        k: int,
+        *,
+        query: str | None = None,
+        now: datetime | None = None,
+        include_superseded: bool = False,
+    ) -> list[Document]:
+        """The ``k`` best items for ``query`` and its embedding ``vector``, best first.
+
+        ``metadata["score"]`` is the hybrid relevance in [-1, 1] (see
+        :mod:`langchain_tiered_memory.retrieval`), ``metadata["similarity"]`` the plain
+        cosine of query and item. Without ``query`` only the embedding ranks. Items a newer
+        item superseded are left out unless ``include_superseded``; among near-duplicates
+        that are recalled together, the newer comes first.
+        """
+        if k <= 0:
+            return []
+        if vector.shape[-1] != self.dim:
+            raise InvalidSummaryError(
+                f"the query embedding has {vector.shape[-1]} dimensions, the stored items "
+                f"{self.dim}: recall with the embeddings model the items were stored with."
+            )
+        with self.lock:
+            hidden = None
+            if not include_superseded and self.superseded.any():
+                hidden = self.superseded.copy()
+            hits = self.hybrid.search(query or "", vector, k, now=now, exclude=hidden)
+            if len(hits) > 1:
+                positions = np.array([h.position for h in hits], dtype=np.int64)
+                hits = _newer_first(hits, self.hybrid.vectors(positions), self)
+            records = [self.records[h.position] for h in hits]
+        out = []
+        for hit, record in zip(hits, records):
+            doc = _as_document(record)
+            doc.metadata["score"] = hit.score
+            doc.metadata["similarity"] = hit.similarity
+            out.append(doc)
+        return out
+
+
+# Recalled items this similar say the same thing: the newer is the current one.
+NEAR_DUPLICATE = 0.85
+
+
+def _newer_first(hits: list[Any], vectors: np.ndarray, index: _UserIndex) -> list[Any]:
+    """``hits`` with every near-duplicate pair ordered newer first, stable otherwise: each
+    hit goes before the first older near-duplicate already placed (so no older
+    near-duplicate ever precedes it, and placed hits keep their order).
+    """
+    epochs = [to_epoch(index.records[h.position].created_at) for h in hits]
+    order: list[int] = []
+    for i in range(len(hits)):
+        at = next(
+            (
+                p
+                for p, j in enumerate(order)
+                if epochs[i] > epochs[j] and float(vectors[i] @ vectors[j]) >= NEAR_DUPLICATE
+            ),
+            len(order),
+        )
+        order.insert(at, i)
+    return [hits[i] for i in order]
+
+
+def _dedup(new: np.ndarray, existing: _UserIndex | None, threshold: float) -> list[int]:
+    """Positions of rows in ``new`` that restate neither a stored item nor an earlier row."""
+    if existing is not None and len(new) and existing.dim != new.shape[1]:
+        raise InvalidSummaryError(
+            f"stored items have {existing.dim}-dimensional embeddings, these {new.shape[1]}: "
+            "use the same embeddings model, or forget the user's summaries first."
+        )
+    best = existing.nearest(new) if existing is not None else np.full(len(new), -1.0)
+    # Rows restating an earlier kept row: similarities a block of rows at a time, then a
+    # greedy pass in order (the same result as comparing each row with every kept one).
+    keep: list[int] = []
+    kept = np.zeros(len(new), dtype=bool)
+    block = 256
+    for start in range(0, len(new), block):
+        stop = min(start + block, len(new))
+        close = (new[start:stop] @ new[:stop].T) >= threshold
+        for i in range(start, stop):
+            if best[i] >= threshold or bool(np.any(close[i - start, :i] & kept[:i])):
+                continue
+            keep.append(i)
+            kept[i] = True
+    return keep
+
+
+def _as_document(record: _Record) -> Document:
+    meta = {**record.metadata, "id": record.id, "created_at": record.created_at}
+    return Document(page_content=record.text, id=record.id, metadata=meta)
+
+
+def _extend(
+    index: _UserIndex,
+    items: Mapping[bytes, bytes],
+    vecs: Mapping[bytes, bytes],
+    *,
+    next_id: int | None = None,
+    where: str = "summary items",
+) -> None:
+    """Append fetched items (id -> JSON, id -> float32 bytes) not yet in ``index``.
+
+    Raises:
+        CorruptMemoryError: an item or vector is not what this package writes (wrong
+            size, NaN, not JSON); nothing is added.
+
+    """
+    with index.lock:
+        start = index._loaded_upto
+        pairs = sorted(
+            (
+                (i, v, vecs[k])
+                for k, v in items.items()
+                if k in vecs and (i := _item_id(k, where)) > start
+            ),
+            key=lambda t: t[0],
+        )
+        if pairs:
+            records = [_Record.from_json(str(i), raw, where) for i, raw, _ in pairs]
+            width = index.dim * 4
+            bad = next((i for i, _, v in pairs if len(v) != width), None)
+            if bad is not None:
+                raise CorruptMemoryError(
+                    f"{where}: the vector of item {bad} is not {index.dim} float32 values; "
+                    "delete the item (memory.summaries.delete) to recover."
+                )
+            matrix = np.frombuffer(b"".join(v for _, _, v in pairs), dtype=np.float32)
+            matrix = matrix.reshape(len(pairs), index.dim)
+            finite = np.isfinite(matrix).all(axis=1)
+            if not finite.all():
+                bad = pairs[int(np.argmin(finite))][0]
+                raise CorruptMemoryError(
+                    f"{where}: the vector of item {bad} holds NaN or infinity; delete the "
+                    "item (memory.summaries.delete) to recover."
+                )
+            index.add(records, matrix)
+        if next_id is not None:
+            index.next_id = max(index.next_id, next_id)
+
+
+def _superseded(
+    existing: _UserIndex | None,
+    records: list[_Record],
+    keep: list[int],
+    supersedes: Mapping[int, Sequence[str]] | None,
+) -> list[tuple[_Record, int]]:
+    """``(stored record with its new metadata, k)`` for each stored item that the ``k``-th
+    kept new item supersedes; ``superseded_by`` is set once the new ids are known.
+    """
+    if not supersedes or existing is None:
+        return []
+    with existing.lock:
+        stored = {r.id: r for r in existing.records}
+    out: list[tuple[_Record, int]] = []
+    for k, i in enumerate(keep):
+        for stored_id in supersedes.get(i, ()):
+            old = stored.get(str(stored_id))
+            if old is None or old.metadata.get("superseded_by"):
+                continue
+            meta = {**old.metadata, "valid_until": records[i].created_at}
+            out.append((_Record(old.id, old.text, old.created_at, meta), k))
+    return out
+
+
+def _superseding_json(updates: list[tuple[_Record, int]]) -> list[tuple[str, str]]:
+    """The add script's form: the new item's id is not known before the write, so the JSON
+    names it ``@@NEW<k>@@``, which the script replaces.
+    """
+    out = []
+    for record, k in updates:
+        meta = {**record.metadata, "superseded_by": f"@@NEW{k}@@"}
+        out.append((record.id, _Record(record.id, record.text, record.created_at, meta).to_json()))
+    return out
+
+
+def _limit_error(have: int, adding: int, limit: int | None) -> SummaryLimitError:
+    return SummaryLimitError(
+        f"the user has {have} summary items and {adding} more would pass the limit of "
+        f"{limit} (max_items); nothing was stored. Delete old items "
+        "(memory.summaries.delete) or raise max_items."
+    )
+
+
+def _item_id(key: bytes | str, where: str) -> int:
+    try:
+        return int(key)
+    except ValueError as exc:
+        raise CorruptMemoryError(f"{where} holds a field {key!r} that is not an item id.") from exc

@@ -1,0 +1,216 @@
+"""Process-local summary items with the semantics of the Redis store (tests, prototypes)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory.errors import (
+    InvalidSummaryError,
+    WatermarkConflict,
+)
+from langchain_tiered_memory.retrieval import RetrievalConfig
+from langchain_tiered_memory.stores.summaries.base import SummaryStore
+from langchain_tiered_memory.stores.summaries.index import (
+    DEDUP_THRESHOLD,
+    DEFAULT_MAX_ITEMS,
+    _as_document,
+    _dedup,
+    _limit_error,
+    _Record,
+    _superseded,
+    _UserIndex,
+    validate_items,
+)
+
+__all__ = ["InMemorySummaryStore"]
+
+
+class InMemorySummaryStore(SummaryStore):
+    """Process-local summary items with the same semantics as :class:`RedisSummaryStore`."""
+
+    def __init__(
+        self,
+        *,
+        embeddings: Embeddings,
+        max_items: int | None = DEFAULT_MAX_ITEMS,
+        dedup_threshold: float = DEDUP_THRESHOLD,
+        retrieval: RetrievalConfig | None = None,
+    ) -> None:
+        self.embeddings = embeddings
+        self.max_items = max_items
+        self.dedup_threshold = dedup_threshold
+        self.retrieval = retrieval
+        self._indexes: dict[str, _UserIndex] = {}
+        self._watermarks: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _write(
+        self,
+        user_id: str,
+        records: list[_Record],
+        vecs: np.ndarray,
+        watermark: tuple[int, int] | None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
+    ) -> list[str]:
+        with self._lock:
+            if watermark is not None:
+                current = self._watermarks.get(user_id, 0)
+                if current != watermark[0]:
+                    raise WatermarkConflict(
+                        f"summarization watermark moved to {current}; nothing was stored."
+                    )
+            index = self._indexes.get(user_id)
+            if index is not None and records and index.dim != vecs.shape[1]:
+                raise InvalidSummaryError("embedding size differs from the stored items'.")
+            keep = _dedup(vecs, index, self.dedup_threshold) if records else []
+            have = len(index.records) if index is not None else 0
+            if keep and self.max_items is not None and have + len(keep) > self.max_items:
+                raise _limit_error(have, len(keep), self.max_items)
+            if keep:
+                if index is None:
+                    index = self._indexes[user_id] = _UserIndex(
+                        dim=vecs.shape[1], config=self.retrieval
+                    )
+                updates = _superseded(index, records, keep, supersedes)
+                kept = []
+                for i in keep:
+                    records[i].id = str(index.next_id)
+                    index.next_id += 1
+                    kept.append(records[i])
+                index.add(kept, vecs[keep])
+                positions = {r.id: pos for pos, r in enumerate(index.records)}
+                for record, k in updates:
+                    pos = positions[record.id]
+                    index.records[pos].metadata = {**record.metadata, "superseded_by": kept[k].id}
+                    index.superseded[pos] = True
+            if watermark is not None:
+                self._watermarks[user_id] = watermark[1]
+            return [records[i].id for i in keep]
+
+    def add(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
+    ) -> list[str]:
+        """Embed, de-duplicate and store items."""
+        validate_user_id(user_id)
+        texts = validate_items(items)
+        vectors = self._embedder().embed_documents(texts) if texts else []
+        records, vecs = self._prepare(texts, vectors, created_at, metadata)
+        return self._write(user_id, records, vecs, watermark, supersedes)
+
+    async def aadd(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
+    ) -> list[str]:
+        """Async :meth:`add`."""
+        validate_user_id(user_id)
+        texts = validate_items(items)
+        vectors = await self._embedder().aembed_documents(texts) if texts else []
+        records, vecs = self._prepare(texts, vectors, created_at, metadata)
+        return self._write(user_id, records, vecs, watermark, supersedes)
+
+    def search(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
+    ) -> list[Document]:
+        """Top-``k`` items by hybrid relevance (see :mod:`langchain_tiered_memory.retrieval`)."""
+        index = self._indexes.get(user_id)
+        if index is None or k <= 0:
+            return []
+        if vector is None:
+            vector = self.embed_query(query)
+        with self._lock:
+            return index.search(vector, k, query=query, include_superseded=include_superseded)
+
+    async def asearch(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
+    ) -> list[Document]:
+        """Async :meth:`search`."""
+        if user_id in self._indexes and vector is None:
+            vector = await self.aembed_query(query)
+        return self.search(user_id, query, k, vector=vector, include_superseded=include_superseded)
+
+    def get_watermark(self, user_id: str) -> int:
+        """Summarization watermark."""
+        return self._watermarks.get(user_id, 0)
+
+    async def aget_watermark(self, user_id: str) -> int:
+        """Async :meth:`get_watermark`."""
+        return self.get_watermark(user_id)
+
+    def get_all(self, user_id: str) -> list[Document]:
+        """Every item, oldest first."""
+        with self._lock:
+            index = self._indexes.get(user_id)
+            return [_as_document(r) for r in index.records] if index else []
+
+    async def aget_all(self, user_id: str) -> list[Document]:
+        """Async :meth:`get_all`."""
+        return self.get_all(user_id)
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete items by id (rebuilds the user's index)."""
+        with self._lock:
+            index = self._indexes.get(user_id)
+            if index is None or not index.records:
+                return 0
+            wanted = set(ids)
+            keep = [i for i, r in enumerate(index.records) if r.id not in wanted]
+            removed = len(index.records) - len(keep)
+            if removed:
+                vectors = index.vectors()
+                rebuilt = _UserIndex(dim=index.dim, next_id=index.next_id, config=self.retrieval)
+                rebuilt.add([index.records[i] for i in keep], vectors[keep])
+                self._indexes[user_id] = rebuilt
+            return removed
+
+    async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Async :meth:`delete`."""
+        return self.delete(user_id, ids)
+
+    def clear(self, user_id: str) -> int:
+        """Delete every item and the watermark."""
+        with self._lock:
+            self._watermarks.pop(user_id, None)
+            index = self._indexes.pop(user_id, None)
+            return len(index.records) if index else 0
+
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+        return self.clear(user_id)
+
+    def users(self) -> list[str]:
+        """Users with summary state."""
+        with self._lock:
+            return sorted(set(self._indexes) | set(self._watermarks))

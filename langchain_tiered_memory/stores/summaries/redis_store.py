@@ -1,0 +1,505 @@
+"""Long-term fuzzy memory: short summary items of old conversation, recalled by similarity.
+
+Items live durably in Redis (text, ``created_at``, metadata, embedding as float32 bytes); the
+search structure is a per-user FAISS index built from Redis and cached per process. A
+version pair in the user's meta hash (``gen`` bumped by deletions, ``next_id`` by additions)
+tells a process whether its cache is current, so several processes on one Redis agree: new
+items are fetched incrementally, a deletion triggers a rebuild. No pickle anywhere.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from typing import Any
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from langchain_tiered_memory._keys import KeyBuilder
+from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory.errors import (
+    CorruptMemoryError,
+    InvalidSummaryError,
+    WatermarkConflict,
+)
+from langchain_tiered_memory.retrieval import RetrievalConfig
+from langchain_tiered_memory.stores.summaries.base import SummaryStore
+from langchain_tiered_memory.stores.summaries.index import (
+    DEDUP_THRESHOLD,
+    DEFAULT_MAX_CACHE_BYTES,
+    DEFAULT_MAX_CACHED_USERS,
+    DEFAULT_MAX_ITEMS,
+    _as_document,
+    _dedup,
+    _extend,
+    _item_id,
+    _limit_error,
+    _Record,
+    _superseded,
+    _superseding_json,
+    _UserIndex,
+    validate_items,
+)
+
+_ADD_LUA = """
+if ARGV[1] ~= '' then
+  local wm = redis.call('HGET', KEYS[3], 'watermark') or '0'
+  if wm ~= ARGV[1] then return {-1, wm} end
+end
+local m = tonumber(ARGV[6])
+local off = 6 + 2 * m
+local n = (#ARGV - off) / 2
+if n > 0 then
+  if ARGV[5] ~= '' then
+    local have = redis.call('HLEN', KEYS[1])
+    if have + n > tonumber(ARGV[5]) then return {-3, tostring(have)} end
+  end
+  local d = redis.call('HGET', KEYS[3], 'dim')
+  if d and d ~= ARGV[3] and redis.call('HLEN', KEYS[2]) > 0 then return {-2, d} end
+  redis.call('HSET', KEYS[3], 'dim', ARGV[3])
+  redis.call('HSETNX', KEYS[3], 'gen', ARGV[4])
+end
+local first = redis.call('HINCRBY', KEYS[3], 'next_id', n) - n
+for i = 0, n - 1 do
+  redis.call('HSET', KEYS[1], first + i, ARGV[off + 1 + 2 * i])
+  redis.call('HSET', KEYS[2], first + i, ARGV[off + 2 + 2 * i])
+end
+-- superseded items: their new JSON names the new item as @@NEW<k>@@ (k: its batch index)
+local changed = false
+for j = 0, m - 1 do
+  local id = ARGV[7 + 2 * j]
+  if redis.call('HEXISTS', KEYS[1], id) == 1 then
+    local json = string.gsub(ARGV[8 + 2 * j], '@@NEW(%d+)@@', function(k)
+      return tostring(first + tonumber(k))
+    end)
+    redis.call('HSET', KEYS[1], id, json)
+    changed = true
+  end
+end
+if changed then redis.call('HINCRBY', KEYS[3], 'gen', 1) end
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[3], 'watermark', ARGV[2]) end
+return {first, ''}
+"""
+
+_DELETE_LUA = """
+local n = 0
+for i = 1, #ARGV do
+  n = n + redis.call('HDEL', KEYS[1], ARGV[i])
+  redis.call('HDEL', KEYS[2], ARGV[i])
+end
+if n > 0 then redis.call('HINCRBY', KEYS[3], 'gen', 1) end
+return n
+"""
+
+_CLEAR_LUA = """
+local n = redis.call('HLEN', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('HDEL', KEYS[3], 'watermark', 'dim')
+redis.call('HSETNX', KEYS[3], 'gen', ARGV[1])
+redis.call('HINCRBY', KEYS[3], 'gen', 1)
+return n
+"""
+
+__all__ = ["RedisSummaryStore"]
+
+
+def _int(raw: bytes | str | None, where: str = "a summary meta hash") -> int:
+    try:
+        return int(raw) if raw is not None else 0
+    except ValueError as exc:
+        raise CorruptMemoryError(f"{where} holds {raw!r} where a number belongs.") from exc
+
+
+def _new_gen() -> str:
+    """A random first ``gen`` for a user's items.
+
+    ``forget_user`` deletes the meta hash, so counters restart; a random start keeps another
+    process's cached index of the forgotten items from matching the new items' version.
+    """
+    return str(secrets.randbelow(1 << 52) + (1 << 20))
+
+
+class RedisSummaryStore(SummaryStore):
+    """Summary items in Redis hashes, searched through a per-process FAISS cache.
+
+    Example:
+        >>> conn = RedisConnection("redis://localhost")
+        >>> store = RedisSummaryStore(conn, embeddings=emb)  # doctest: +SKIP
+        >>> store.add("alice", ["Alice's birthday is on May 8."])  # doctest: +SKIP
+        ['0']
+
+    """
+
+    def __init__(
+        self,
+        connection: RedisConnection,
+        *,
+        embeddings: Embeddings,
+        keys: KeyBuilder | None = None,
+        max_cached_users: int = DEFAULT_MAX_CACHED_USERS,
+        max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES,
+        max_items: int | None = DEFAULT_MAX_ITEMS,
+        dedup_threshold: float = DEDUP_THRESHOLD,
+        retrieval: RetrievalConfig | None = None,
+    ) -> None:
+        self.connection = connection
+        self.max_cache_bytes = max_cache_bytes
+        self.max_items = max_items
+        self.retrieval = retrieval
+        self.embeddings = embeddings
+        self.keys = keys or KeyBuilder()
+        self.max_cached_users = max_cached_users
+        self.dedup_threshold = dedup_threshold
+        self._cache: OrderedDict[str, _UserIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _k(self, user_id: str) -> tuple[str, str, str]:
+        return (
+            self.keys.key(user_id, "sum:items"),
+            self.keys.key(user_id, "sum:vecs"),
+            self.keys.key(user_id, "meta"),
+        )
+
+    # ----- cache: shared by the sync and async paths; only the Redis I/O differs -----
+
+    def version_command(self, user_id: str) -> tuple[str, str, str, str, str]:
+        """The ``HMGET`` that reads the cache version, for callers batching a pipeline."""
+        return ("HMGET", self._k(user_id)[2], "gen", "next_id", "dim")
+
+    def where(self, user_id: str) -> str:
+        """How errors name the user's items: the user id and the Redis keys."""
+        items, vecs, meta = self._k(user_id)
+        return f"the summary items of user {user_id!r} (keys {items}, {vecs}, {meta})"
+
+    def _version(self, user_id: str, version: Sequence[Any]) -> tuple[int, int, int]:
+        where = self.where(user_id)
+        return _int(version[0], where), _int(version[1], where), _int(version[2], where)
+
+    def _cached(self, user_id: str, version: Sequence[Any]) -> tuple[_UserIndex | None, str]:
+        """Return (index, what to fetch): '' if current, 'delta' or 'full'."""
+        gen, next_id, dim = self._version(user_id, version)
+        with self._lock:
+            if not next_id and not gen:  # nothing stored (e.g. forgotten): drop stale index
+                self._cache.pop(user_id, None)
+                return None, ""
+            cached = self._cache.get(user_id)
+            if cached is not None:
+                self._cache.move_to_end(user_id)
+                if cached.gen == gen and cached.next_id == next_id:
+                    return cached, ""
+                if cached.gen == gen and cached.next_id < next_id and cached.dim == dim:
+                    return cached, "delta"
+        return None, "full" if next_id or gen else ""
+
+    def _store_cache(self, user_id: str, index: _UserIndex) -> None:
+        with self._lock:
+            self._cache[user_id] = index
+            self._cache.move_to_end(user_id)
+        self._evict()
+
+    def _evict(self) -> None:
+        """Drop least recently used indexes past ``max_cached_users`` or ``max_cache_bytes``
+        (the most recent one stays, whatever its size: it is being searched).
+        """
+        with self._lock:
+            total = sum(index.nbytes for index in self._cache.values())
+            while len(self._cache) > 1 and (
+                len(self._cache) > self.max_cached_users or total > self.max_cache_bytes
+            ):
+                _, dropped = self._cache.popitem(last=False)
+                total -= dropped.nbytes
+
+    def cached_bytes(self) -> int:
+        """Estimated memory held by this process's cached indexes."""
+        with self._lock:
+            return sum(index.nbytes for index in self._cache.values())
+
+    def _build(
+        self,
+        gen: int,
+        next_id: int,
+        dim: int,
+        items: Mapping[bytes, bytes],
+        vecs: Mapping[bytes, bytes],
+        where: str,
+    ) -> _UserIndex:
+        index = _UserIndex(dim=dim, gen=gen, next_id=next_id, config=self.retrieval)
+        # Items added after the version was read belong to the next delta, not this build.
+        current = {k: v for k, v in items.items() if _item_id(k, where) < next_id}
+        _extend(index, current, vecs, where=where)
+        return index
+
+    def _after_fetch(
+        self, user_id: str, version: Sequence[Any], cached: _UserIndex | None, fetched: Any
+    ) -> _UserIndex | None:
+        gen, next_id, dim = self._version(user_id, version)
+        where = self.where(user_id)
+        if cached is not None:  # delta: fetched = (items list, vecs list) for the new ids
+            # the ids fetched end at next_id (another thread may have moved cached.next_id)
+            ids = range(next_id - len(fetched[0]), next_id)
+            items = {str(i).encode(): v for i, v in zip(ids, fetched[0]) if v is not None}
+            vecs = {str(i).encode(): v for i, v in zip(ids, fetched[1]) if v is not None}
+            # Extended in place under the index's lock (a concurrent search sees the batch
+            # whole or not at all); only ids past those already loaded are appended, so
+            # overlapping deltas fetched by racing threads never add an item twice.
+            _extend(cached, items, vecs, next_id=next_id, where=where)
+            self._evict()
+            return cached
+        if not dim:
+            with self._lock:
+                self._cache.pop(user_id, None)
+            return None
+        index = self._build(gen, next_id, dim, fetched[0], fetched[1], where)
+        self._store_cache(user_id, index)
+        return index
+
+    def _fetch_commands(
+        self, user_id: str, version: Sequence[Any], cached: _UserIndex | None
+    ) -> list[tuple[Any, ...]]:
+        items, vecs, _ = self._k(user_id)
+        if cached is not None:
+            ids = [str(i) for i in range(cached.next_id, _int(version[1]))]
+            return [("HMGET", items, *ids), ("HMGET", vecs, *ids)]
+        return [("HGETALL", items), ("HGETALL", vecs)]
+
+    def index_for(self, user_id: str, version: Sequence[Any] | None = None) -> _UserIndex | None:
+        """The user's current search index (fetching what changed), or ``None`` if empty."""
+        conn = self.connection
+        with conn.errors():
+            if version is None:
+                version = conn.sync.execute_command(*self.version_command(user_id))
+            cached, todo = self._cached(user_id, version)
+            if not todo:
+                return cached
+            pipe = conn.sync.pipeline(transaction=False)
+            for cmd in self._fetch_commands(user_id, version, cached):
+                pipe.execute_command(*cmd)
+            fetched = pipe.execute()
+        return self._after_fetch(user_id, version, cached, fetched)
+
+    async def aindex_for(
+        self, user_id: str, version: Sequence[Any] | None = None
+    ) -> _UserIndex | None:
+        """Async :meth:`index_for`."""
+        conn = self.connection
+        with conn.errors():
+            if version is None:
+                version = await conn.aio.execute_command(*self.version_command(user_id))
+            cached, todo = self._cached(user_id, version)
+            if not todo:
+                return cached
+            pipe = conn.aio.pipeline(transaction=False)
+            for cmd in self._fetch_commands(user_id, version, cached):
+                pipe.execute_command(*cmd)
+            fetched = await pipe.execute()
+        return self._after_fetch(user_id, version, cached, fetched)
+
+    # ----- writes -----
+
+    def _add_args(
+        self,
+        records: list[_Record],
+        vecs: np.ndarray,
+        keep: list[int],
+        watermark: tuple[int, int] | None,
+        superseding: list[tuple[str, str]],
+    ) -> list[Any]:
+        args: list[Any] = [
+            "" if watermark is None else str(watermark[0]),
+            "" if watermark is None else str(watermark[1]),
+            str(vecs.shape[1]) if vecs.ndim == 2 and vecs.shape[1] else "0",
+            _new_gen(),
+            "" if self.max_items is None else str(self.max_items),
+            len(superseding),
+        ]
+        for stored_id, new_json in superseding:
+            args += [stored_id, new_json]
+        for i in keep:
+            args += [records[i].to_json(), vecs[i].astype(np.float32).tobytes()]
+        return args
+
+    def _add_result(self, result: Sequence[Any], n: int) -> list[str]:
+        first, info = int(result[0]), result[1]
+        if first == -1:
+            raise WatermarkConflict(
+                f"summarization watermark moved to {_int(info)} meanwhile; nothing was stored."
+            )
+        if first == -2:
+            raise InvalidSummaryError(
+                f"stored items have {_int(info)}-dimensional embeddings; these have a different "
+                "size. Use the same embeddings model, or forget the user's summaries first."
+            )
+        if first == -3:
+            raise _limit_error(_int(info), n, self.max_items)
+        return [str(first + i) for i in range(n)]
+
+    def add(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
+    ) -> list[str]:
+        """Embed, de-duplicate and store items (and mark what they supersede) in one
+        atomic script.
+        """
+        keys = self._k(user_id)
+        texts = validate_items(items)
+        vectors = self._embedder().embed_documents(texts) if texts else []
+        records, vecs = self._prepare(texts, vectors, created_at, metadata)
+        existing = self.index_for(user_id) if texts else None
+        keep = _dedup(vecs, existing, self.dedup_threshold) if texts else []
+        if not keep and watermark is None:
+            return []
+        superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
+        with self.connection.errors():
+            result = self.connection.eval(
+                _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark, superseding)
+            )
+        return self._add_result(result, len(keep))
+
+    async def aadd(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        *,
+        created_at: datetime | date | str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        watermark: tuple[int, int] | None = None,
+        supersedes: Mapping[int, Sequence[str]] | None = None,
+    ) -> list[str]:
+        """Async :meth:`add`."""
+        keys = self._k(user_id)
+        texts = validate_items(items)
+        vectors = await self._embedder().aembed_documents(texts) if texts else []
+        records, vecs = self._prepare(texts, vectors, created_at, metadata)
+        existing = await self.aindex_for(user_id) if texts else None
+        keep = _dedup(vecs, existing, self.dedup_threshold) if texts else []
+        if not keep and watermark is None:
+            return []
+        superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
+        with self.connection.errors():
+            result = await self.connection.aeval(
+                _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark, superseding)
+            )
+        return self._add_result(result, len(keep))
+
+    # ----- reads -----
+
+    def search(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
+    ) -> list[Document]:
+        """Top-``k`` items by hybrid relevance (see :mod:`langchain_tiered_memory.retrieval`)."""
+        index = self.index_for(user_id)
+        if index is None or k <= 0:
+            return []
+        if vector is None:
+            vector = self.embed_query(query)
+        return index.search(vector, k, query=query, include_superseded=include_superseded)
+
+    async def asearch(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 3,
+        *,
+        vector: np.ndarray | None = None,
+        include_superseded: bool = False,
+    ) -> list[Document]:
+        """Async :meth:`search`."""
+        index = await self.aindex_for(user_id)
+        if index is None or k <= 0:
+            return []
+        if vector is None:
+            vector = await self.aembed_query(query)
+        return index.search(vector, k, query=query, include_superseded=include_superseded)
+
+    def get_watermark(self, user_id: str) -> int:
+        """Summarization watermark."""
+        with self.connection.errors():
+            raw = self.connection.sync.hget(self._k(user_id)[2], "watermark")
+        return _int(raw, self.where(user_id))
+
+    async def aget_watermark(self, user_id: str) -> int:
+        """Async :meth:`get_watermark`."""
+        with self.connection.errors():
+            raw = await self.connection.aio.hget(self._k(user_id)[2], "watermark")
+        return _int(raw, self.where(user_id))
+
+    def get_all(self, user_id: str) -> list[Document]:
+        """Every item, oldest first."""
+        with self.connection.errors():
+            raw = self.connection.sync.hgetall(self._k(user_id)[0])
+        return _listing(raw, self.where(user_id))
+
+    async def aget_all(self, user_id: str) -> list[Document]:
+        """Async :meth:`get_all`."""
+        with self.connection.errors():
+            raw = await self.connection.aio.hgetall(self._k(user_id)[0])
+        return _listing(raw, self.where(user_id))
+
+    def get_all_count(self, user_id: str) -> int:
+        """How many items the user has (``HLEN``)."""
+        with self.connection.errors():
+            return int(self.connection.sync.hlen(self._k(user_id)[0]))
+
+    async def aget_all_count(self, user_id: str) -> int:
+        """Async :meth:`get_all_count`."""
+        with self.connection.errors():
+            return int(await self.connection.aio.hlen(self._k(user_id)[0]))
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete items by id."""
+        if not ids:
+            return 0
+        with self.connection.errors():
+            return int(self.connection.eval(_DELETE_LUA, 3, *self._k(user_id), *ids))
+
+    async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Async :meth:`delete`."""
+        if not ids:
+            return 0
+        with self.connection.errors():
+            return int(await self.connection.aeval(_DELETE_LUA, 3, *self._k(user_id), *ids))
+
+    def clear(self, user_id: str) -> int:
+        """Delete every item and the watermark; drop the cached index."""
+        keys = self._k(user_id)
+        with self.connection.errors():
+            n = int(self.connection.eval(_CLEAR_LUA, 3, *keys, _new_gen()))
+        with self._lock:
+            self._cache.pop(user_id, None)
+        return n
+
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+        keys = self._k(user_id)
+        with self.connection.errors():
+            n = int(await self.connection.aeval(_CLEAR_LUA, 3, *keys, _new_gen()))
+        with self._lock:
+            self._cache.pop(user_id, None)
+        return n
+
+    def cached_users(self) -> int:
+        """How many users' indexes this process holds (bounded by ``max_cached_users``)."""
+        with self._lock:
+            return len(self._cache)
+
+
+def _listing(raw: Mapping[Any, Any], where: str = "summary items") -> list[Document]:
+    records = [_Record.from_json(str(_item_id(k, where)), v, where) for k, v in raw.items()]
+    return [_as_document(r) for r in sorted(records, key=lambda r: int(r.id))]
