@@ -52,6 +52,7 @@ from langchain_tiered_memory.stores.tags import (
     TagChange,
     TagStore,
 )
+from langchain_tiered_memory.stores.turn import RedisTiers
 from langchain_tiered_memory.summarizer import (
     areconcile_items,
     asummarize_messages,
@@ -449,47 +450,10 @@ class TieredMemory:
 
     # ----- one turn's read -----
 
-    def _one_round_trip(self) -> bool:
-        h, t, s = self.history, self.tags, self.summaries
-        return (
-            isinstance(h, RedisHistoryStore)
-            and isinstance(t, RedisTagStore)
-            and isinstance(s, RedisSummaryStore)
-            and h.connection is t.connection is s.connection
-        )
-
-    def _pipeline_commands(self, user_id: str, max_messages: int) -> list[tuple[Any, ...]]:
-        assert isinstance(self.history, RedisHistoryStore)
-        assert isinstance(self.tags, RedisTagStore)
-        assert isinstance(self.summaries, RedisSummaryStore)
-        cmds: list[tuple[Any, ...]] = [
-            ("HGETALL", self.tags.key(user_id)),
-            self.summaries.version_command(user_id),
-        ]
-        if max_messages > 0:
-            cmds.append(self.history.tail_command(user_id, max_messages))
-        return cmds
-
-    def _parse_pipeline(
-        self, user_id: str, replies: list[Any]
-    ) -> tuple[dict[str, str], list[BaseMessage]]:
-        assert isinstance(self.history, RedisHistoryStore)
-        assert isinstance(self.tags, RedisTagStore)
-        no_tags: dict[str, str] = {}
-        tags = _tier(
-            user_id, "tags", no_tags, RedisTagStore.parse_all, replies[0], self.tags.where(user_id)
-        )
-        history: list[BaseMessage] = []
-        if len(replies) > 2:
-            history = _tier(
-                user_id,
-                "history",
-                [],
-                RedisHistoryStore.parse_tail,
-                replies[2],
-                self.history.where(user_id),
-            )
-        return tags, history
+    @property
+    def _tiers(self) -> RedisTiers | None:
+        # Checked per call: the stores are public attributes an app may swap.
+        return RedisTiers.of(self.history, self.tags, self.summaries)
 
     def load(
         self, user_id: str, query: str | None, *, max_messages: int = 20, k: int = 3
@@ -503,7 +467,8 @@ class TieredMemory:
         """
         validate_user_id(user_id)
         want_recall = bool(query) and k > 0
-        if not self._one_round_trip():
+        tiers = self._tiers
+        if tiers is None:
             return MemorySnapshot(
                 tags=_tier(user_id, "tags", {}, self.tags.get_all, user_id),
                 history=_tier(user_id, "history", [], self.history.tail, user_id, max_messages),
@@ -513,35 +478,16 @@ class TieredMemory:
                     else []
                 ),
             )
-        assert isinstance(self.summaries, RedisSummaryStore)
-        conn = self.summaries.connection
-        with conn.errors():
-            pipe = conn.sync.pipeline(transaction=False)
-            for cmd in self._pipeline_commands(user_id, max_messages):
-                pipe.execute_command(*cmd)
-            replies = pipe.execute()
-        tags, history = self._parse_pipeline(user_id, replies)
-        recalled: list[Document] = []
-        if want_recall:
-            assert query is not None
-            recalled = _tier(
-                user_id, "summaries", [], self._recall_on, user_id, replies[1], query, k
-            )
-        return MemorySnapshot(tags=tags, history=history, recalled=recalled)
-
-    def _recall_on(self, user_id: str, version: Any, query: str, k: int) -> list[Document]:
-        assert isinstance(self.summaries, RedisSummaryStore)
-        index = self.summaries.index_for(user_id, version)
-        if index is None:
-            return []
-        return index.search(self.summaries.embed_query(query), k, query=query)
-
-    async def _arecall_on(self, user_id: str, version: Any, query: str, k: int) -> list[Document]:
-        assert isinstance(self.summaries, RedisSummaryStore)
-        index = await self.summaries.aindex_for(user_id, version)
-        if index is None:
-            return []
-        return index.search(await self.summaries.aembed_query(query), k, query=query)
+        replies = tiers.fetch(user_id, max_messages)
+        return MemorySnapshot(
+            tags=_tier(user_id, "tags", {}, tiers.tags, user_id, replies),
+            history=_tier(user_id, "history", [], tiers.messages, user_id, replies),
+            recalled=(
+                _tier(user_id, "summaries", [], tiers.recall, user_id, replies, query or "", k)
+                if want_recall
+                else []
+            ),
+        )
 
     async def aload(
         self, user_id: str, query: str | None, *, max_messages: int = 20, k: int = 3
@@ -549,7 +495,8 @@ class TieredMemory:
         """Async :meth:`load`."""
         validate_user_id(user_id)
         want_recall = bool(query) and k > 0
-        if not self._one_round_trip():
+        tiers = self._tiers
+        if tiers is None:
             return MemorySnapshot(
                 tags=await _atier(user_id, "tags", {}, self.tags.aget_all(user_id)),
                 history=await _atier(
@@ -563,20 +510,18 @@ class TieredMemory:
                     else []
                 ),
             )
-        assert isinstance(self.summaries, RedisSummaryStore)
-        conn = self.summaries.connection
-        with conn.errors():
-            pipe = conn.aio.pipeline(transaction=False)
-            for cmd in self._pipeline_commands(user_id, max_messages):
-                pipe.execute_command(*cmd)
-            replies = await pipe.execute()
-        tags, history = self._parse_pipeline(user_id, replies)
-        recalled: list[Document] = []
-        if want_recall:
-            recalled = await _atier(
-                user_id, "summaries", [], self._arecall_on(user_id, replies[1], query or "", k)
-            )
-        return MemorySnapshot(tags=tags, history=history, recalled=recalled)
+        replies = await tiers.afetch(user_id, max_messages)
+        return MemorySnapshot(
+            tags=_tier(user_id, "tags", {}, tiers.tags, user_id, replies),
+            history=_tier(user_id, "history", [], tiers.messages, user_id, replies),
+            recalled=(
+                await _atier(
+                    user_id, "summaries", [], tiers.arecall(user_id, replies, query or "", k)
+                )
+                if want_recall
+                else []
+            ),
+        )
 
     # ----- summarization -----
 
@@ -862,9 +807,8 @@ class TieredMemory:
             "tags": self.tags.clear(user_id),
             "summaries": self.summaries.clear(user_id),
         }
-        if self._connection is not None and isinstance(self.history, RedisHistoryStore):
-            with self._connection.errors():
-                self._connection.sync.delete(*self.history.keys.all_keys(user_id))
+        if self._tiers is not None:
+            self._tiers.purge(user_id)
         return removed
 
     async def aforget_user(
@@ -882,9 +826,8 @@ class TieredMemory:
             "tags": await self.tags.aclear(user_id),
             "summaries": await self.summaries.aclear(user_id),
         }
-        if self._connection is not None and isinstance(self.history, RedisHistoryStore):
-            with self._connection.errors():
-                await self._connection.aio.delete(*self.history.keys.all_keys(user_id))
+        if self._tiers is not None:
+            await self._tiers.apurge(user_id)
         return removed
 
     def forget_thread(

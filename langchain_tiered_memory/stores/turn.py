@@ -1,0 +1,136 @@
+"""One turn's read of all three Redis tiers in one pipelined round trip.
+
+The Redis stores each own their commands; this module owns the one place where three of them
+are sent together: a turn needs the user's tags, the summary index version and the recent
+history, and on one connection those are one round trip instead of three. The facade asks
+:meth:`RedisTiers.of` whether its stores allow it and never sends a Redis command itself.
+
+Each tier is parsed on its own (:meth:`RedisTiers.tags`, :meth:`RedisTiers.history`,
+:meth:`RedisTiers.recall`), so a tier whose stored data is corrupt can be served empty while
+the others still reach the model.
+
+Example:
+    >>> tiers = RedisTiers.of(memory.history, memory.tags, memory.summaries)  # doctest: +SKIP
+    >>> replies = tiers.fetch("alice", max_messages=20)  # doctest: +SKIP
+    >>> tiers.tags("alice", replies)  # doctest: +SKIP
+    {'name': 'Alice'}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+
+from langchain_tiered_memory.stores.history import HistoryStore, RedisHistoryStore
+from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryStore
+from langchain_tiered_memory.stores.tags import RedisTagStore, TagStore
+
+__all__ = ["RedisTiers", "TurnReplies"]
+
+
+@dataclass(frozen=True)
+class TurnReplies:
+    """The raw replies of one turn's round trip (parse them with :class:`RedisTiers`)."""
+
+    tags: Any
+    version: Any
+    history: Any  # None when no history was asked for
+
+
+@dataclass(frozen=True)
+class RedisTiers:
+    """The three Redis stores of one memory, read together."""
+
+    history: RedisHistoryStore
+    tags_store: RedisTagStore
+    summaries: RedisSummaryStore
+
+    @classmethod
+    def of(
+        cls, history: HistoryStore, tags: TagStore, summaries: SummaryStore
+    ) -> RedisTiers | None:
+        """The reader for these stores, or ``None`` unless all three are Redis on one connection."""
+        if (
+            isinstance(history, RedisHistoryStore)
+            and isinstance(tags, RedisTagStore)
+            and isinstance(summaries, RedisSummaryStore)
+            and history.connection is tags.connection is summaries.connection
+        ):
+            return cls(history, tags, summaries)
+        return None
+
+    def _commands(self, user_id: str, max_messages: int) -> list[tuple[Any, ...]]:
+        commands: list[tuple[Any, ...]] = [
+            ("HGETALL", self.tags_store.key(user_id)),
+            self.summaries.version_command(user_id),
+        ]
+        if max_messages > 0:
+            commands.append(self.history.tail_command(user_id, max_messages))
+        return commands
+
+    @staticmethod
+    def _replies(raw: list[Any]) -> TurnReplies:
+        return TurnReplies(tags=raw[0], version=raw[1], history=raw[2] if len(raw) > 2 else None)
+
+    def fetch(self, user_id: str, max_messages: int) -> TurnReplies:
+        """Send the turn's commands in one pipeline (no transaction) and return the replies.
+
+        Raises:
+            MemoryBackendError: Redis is unreachable or refused a command.
+        """
+        connection = self.summaries.connection
+        with connection.errors():
+            pipe = connection.sync.pipeline(transaction=False)
+            for command in self._commands(user_id, max_messages):
+                pipe.execute_command(*command)
+            return self._replies(pipe.execute())
+
+    async def afetch(self, user_id: str, max_messages: int) -> TurnReplies:
+        """Async :meth:`fetch`."""
+        connection = self.summaries.connection
+        with connection.errors():
+            pipe = connection.aio.pipeline(transaction=False)
+            for command in self._commands(user_id, max_messages):
+                pipe.execute_command(*command)
+            return self._replies(await pipe.execute())
+
+    def tags(self, user_id: str, replies: TurnReplies) -> dict[str, str]:
+        """The user's tags from the replies (raises ``CorruptMemoryError`` on bad data)."""
+        return RedisTagStore.parse_all(replies.tags, self.tags_store.where(user_id))
+
+    def messages(self, user_id: str, replies: TurnReplies) -> list[BaseMessage]:
+        """The recent history from the replies (raises ``CorruptMemoryError`` on bad data)."""
+        if replies.history is None:
+            return []
+        return RedisHistoryStore.parse_tail(replies.history, self.history.where(user_id))
+
+    def recall(self, user_id: str, replies: TurnReplies, query: str, k: int) -> list[Document]:
+        """The ``k`` items for ``query``, on the index version the round trip saw."""
+        index = self.summaries.index_for(user_id, replies.version)
+        if index is None:
+            return []
+        return index.search(self.summaries.embed_query(query), k, query=query)
+
+    async def arecall(
+        self, user_id: str, replies: TurnReplies, query: str, k: int
+    ) -> list[Document]:
+        """Async :meth:`recall`."""
+        index = await self.summaries.aindex_for(user_id, replies.version)
+        if index is None:
+            return []
+        return index.search(await self.summaries.aembed_query(query), k, query=query)
+
+    def purge(self, user_id: str) -> None:
+        """Delete every key of the user left after the stores' own ``clear``."""
+        connection = self.history.connection
+        with connection.errors():
+            connection.sync.delete(*self.history.keys.all_keys(user_id))
+
+    async def apurge(self, user_id: str) -> None:
+        """Async :meth:`purge`."""
+        connection = self.history.connection
+        with connection.errors():
+            await connection.aio.delete(*self.history.keys.all_keys(user_id))
