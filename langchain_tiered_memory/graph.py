@@ -35,17 +35,19 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import invalid_tool_call
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
+from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from typing_extensions import NotRequired, TypedDict
 
-from langchain_tiered_memory.context import resolve_user_id, thread_of
+from langchain_tiered_memory.context import MemoryContext, resolve_user_id, thread_of
 from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
 from langchain_tiered_memory.prompt import (
@@ -57,7 +59,7 @@ from langchain_tiered_memory.prompt import (
 )
 from langchain_tiered_memory.stores.history import check_portable
 from langchain_tiered_memory.summarizer import states_a_fact
-from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool, run_context
+from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool
 
 logger = logging.getLogger(__name__)
 
@@ -493,8 +495,8 @@ def create_memory_graph(
                     response = response.model_copy(update={"tool_calls": calls})
         return {"messages": [response, *_invalid_call_errors(response)]}
 
-    def _user(config: RunnableConfig) -> str:
-        return resolve_user_id(run_context(), config)
+    def _user(runtime: Runtime[MemoryContext], config: RunnableConfig) -> str:
+        return resolve_user_id(runtime.context, config)
 
     def _wants_capture(state: dict[str, Any]) -> HumanMessage | None:
         if forced is None:
@@ -513,11 +515,17 @@ def create_memory_graph(
         # assistant message whose content is null, which is what "" becomes on the wire.
         return AIMessage(content=CAPTURE_NOTE, tool_calls=calls[:1])
 
-    def load_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return nodes.load(state, _user(config))
+    # Each node gets the run's Runtime (LangGraph injects the ``runtime`` argument); the
+    # user id comes from its context, else from config["configurable"]["user_id"].
+    def load_memory(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        return nodes.load(state, _user(runtime, config))
 
-    async def aload_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return await nodes.aload(state, _user(config))
+    async def aload_memory(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        return await nodes.aload(state, _user(runtime, config))
 
     def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         messages = nodes.compose(state)
@@ -539,19 +547,24 @@ def create_memory_graph(
         free, exhausted = _free_model(state)
         return _finish(await free.ainvoke(messages, config), state, exhausted)
 
-    def save_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return nodes.save(state, _user(config), thread_of(config))
+    def save_memory(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        return nodes.save(state, _user(runtime, config), thread_of(config))
 
-    async def asave_memory(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        return await nodes.asave(state, _user(config), thread_of(config))
+    async def asave_memory(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        return await nodes.asave(state, _user(runtime, config), thread_of(config))
 
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MemoryState)
-    # RunnableLambda pairs a sync and an async body: invoke and ainvoke each run their own.
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MemoryState, context_schema=MemoryContext)
+    # A sync and an async body per node (invoke and ainvoke each run their own), with the
+    # Runtime injected: LangGraph's own RunnableCallable, as langgraph-prebuilt builds nodes.
     nodes_by_name: dict[str, Any] = {
-        LOAD_MEMORY: RunnableLambda(load_memory, afunc=aload_memory, name=LOAD_MEMORY),
-        MODEL: RunnableLambda(call_model, afunc=acall_model, name=MODEL),
+        LOAD_MEMORY: RunnableCallable(load_memory, aload_memory, name=LOAD_MEMORY),
+        MODEL: RunnableCallable(call_model, acall_model, name=MODEL),
         TOOLS: ToolNode(all_tools, handle_tool_errors=True),
-        SAVE_MEMORY: RunnableLambda(save_memory, afunc=asave_memory, name=SAVE_MEMORY),
+        SAVE_MEMORY: RunnableCallable(save_memory, asave_memory, name=SAVE_MEMORY),
     }
     for node_name, node in nodes_by_name.items():
         builder.add_node(node_name, node)

@@ -22,6 +22,7 @@ from langgraph.graph import END, START
 
 from langchain_tiered_memory import (
     InvalidUserIdError,
+    MemoryContext,
     MissingUserIdError,
     TieredMemory,
 )
@@ -732,3 +733,13 @@ def test_app_tools_are_bound_beside_the_memory_tools_and_callable(
     (answer,) = tool_messages(result)
     assert answer.text == "Sunny in Oslo." and answer.name == "weather"
     assert model.prompts[1][-1].text == "Sunny in Oslo."
+
+
+def test_graph_declares_its_context_schema(embedded_memory: TieredMemory) -> None:
+    model = ScriptedChatModel(replies=["hi"])
+    graph = create_memory_graph(model, memory=embedded_memory)
+    assert graph.builder.context_schema is MemoryContext
+    with pytest.raises(MissingUserIdError, match=r"the context has \['user'\], no 'user_id'"):
+        graph.invoke({"messages": [HumanMessage("hi")]}, context={"user": "alice"})
+    graph.invoke({"messages": [HumanMessage("hi")]}, context=MemoryContext(user_id="alice"))
+    assert [m.text for m in history(embedded_memory, "alice")] == ["hi", "hi"]
