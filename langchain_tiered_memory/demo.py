@@ -246,13 +246,19 @@ def checkpoint_thread_id(user_id: str, thread: str) -> str:
     return f"{url_quote(user_id, safe='')}/{thread}"
 
 
-def user_thread_ids(saver: Any, user_id: str) -> list[str]:
-    """Every checkpointer thread id of ``user_id`` in a ``SqliteSaver``."""
+def user_thread_ids(saver: BaseCheckpointSaver, user_id: str) -> list[str]:
+    """Every checkpointer thread id of ``user_id`` (the CLI's user-namespaced threads).
+
+    Read through the checkpointer interface (``list`` over every thread), not its tables,
+    so it works on any ``BaseCheckpointSaver``.
+    """
     prefix = f"{url_quote(user_id, safe='')}/"
-    with saver.cursor(transaction=False) as cur:
-        cur.execute("SELECT DISTINCT thread_id FROM checkpoints")
-        rows = cur.fetchall()
-    return sorted(str(r[0]) for r in rows if str(r[0]).startswith(prefix))
+    threads = {
+        str(item.config["configurable"]["thread_id"])
+        for item in saver.list(None)
+        if str(item.config["configurable"].get("thread_id", "")).startswith(prefix)
+    }
+    return sorted(threads)
 
 
 def forget_user_everywhere(
