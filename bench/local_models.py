@@ -114,7 +114,7 @@ def demo_runs(backend: str, runs: int) -> list[dict[str, object]]:
     step 3 starts from a copy of the data dir steps 1-2 left (the server stopped), so one
     phrasing's turns never reach another's memory.
     """
-    from langchain_tiered_memory import demo
+    from langchain_tiered_memory.cli import demo
 
     os.environ["TIERED_MEMORY_LOCAL_BACKEND"] = backend
     results: list[dict[str, object]] = []

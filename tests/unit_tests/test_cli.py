@@ -19,13 +19,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
 from langchain_tiered_memory.cli import build_parser, main
-from langchain_tiered_memory.demo import (
-    checkpoint_thread_id,
-    fake_demo_model,
-    open_checkpointer,
-    prompt_tags,
-    user_thread_ids,
-)
+from langchain_tiered_memory.cli.common import checkpoint_thread_id, user_thread_ids
+from langchain_tiered_memory.cli.demo import fake_demo_model, prompt_tags
+from langchain_tiered_memory.defaults import open_checkpointer
 
 COMMON = ("--redis-url", "--data-dir", "--model", "--embeddings")
 SUBCOMMAND_OPTIONS = {
@@ -399,7 +395,7 @@ def test_fake_demo_model_answers_only_from_its_prompt() -> None:
 def test_run_turn_ends_when_a_model_keeps_calling_tools(data_dir: Path) -> None:
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from langchain_tiered_memory.demo import run_turn
+    from langchain_tiered_memory.cli.demo import run_turn
     from langchain_tiered_memory.graph import create_memory_graph
     from langchain_tiered_memory.testing import ScriptedChatModel
 

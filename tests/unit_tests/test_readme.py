@@ -18,7 +18,7 @@ import pytest
 import langchain_tiered_memory.defaults as defaults
 from langchain_tiered_memory import HashingEmbeddings
 from langchain_tiered_memory.cli import build_parser
-from langchain_tiered_memory.demo import fake_demo_model
+from langchain_tiered_memory.cli.demo import fake_demo_model
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -26,12 +26,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote as url_quote
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -42,12 +41,25 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from rich.console import Console
 from rich.text import Text
 
 from langchain_tiered_memory._redis import EmbeddedRedis
+from langchain_tiered_memory.cli.common import (
+    FAKE_MODEL,
+    checkpoint_thread_id,
+    describe_model,
+    forget_user_everywhere,
+    load_chat_model,
+    user_thread_ids,
+)
+from langchain_tiered_memory.cli.render import (
+    _clip,
+    line,
+    print_memory_section,
+    print_update,
+)
 from langchain_tiered_memory.defaults import (
     embeddings_for,
     open_checkpointer,
@@ -78,7 +90,6 @@ __all__ = [
     "run_demo_step",
 ]
 
-FAKE_MODEL = "fake"
 DEMO_USER = "demo-alice"
 STEP_MESSAGES: dict[int, tuple[str, ...]] = {
     1: ("Hi, my name is Alice and I am 30 years old. My birthday is on May 8.",),
@@ -99,40 +110,6 @@ _COMPACT_TAG = re.compile(r'^- ([\w ]+): (".*")$', re.MULTILINE)
 # --------------------------------------------------------------------------- models
 
 
-def load_chat_model(name: str | None, *, seed: int | None = None) -> tuple[BaseChatModel, bool]:
-    """The chat model for ``--model`` and whether it needs forced tag capture.
-
-    ``"fake"`` is the deterministic :func:`fake_demo_model`; anything else (or ``None``) goes
-    to :func:`langchain_tiered_memory.defaults.default_chat_model`. ``seed`` is the local
-    model's sampling seed (ignored for other models).
-    """
-    if name == FAKE_MODEL:
-        return fake_demo_model(), False
-    from langchain_tiered_memory.defaults import default_chat_model
-    from langchain_tiered_memory.local import LocalChatModel, is_small_local_model
-
-    model = default_chat_model(name)
-    if seed is not None and isinstance(model, LocalChatModel):
-        model = model.model_copy(update={"seed": seed})
-    return model, bool(is_small_local_model(model))
-
-
-def describe_model(model: BaseChatModel) -> str:
-    """``ClassName (model name or path)`` for the logs."""
-    if isinstance(model, ScriptedChatModel):
-        return "fake (deterministic rule-based script, no model; --model fake)"
-    kind = type(model).__name__
-    with suppress(ImportError, AttributeError):
-        path = model.resolved_model_path  # type: ignore[attr-defined]
-        provider = getattr(model, "provider", "local")
-        return f"{kind} ({Path(path).name}, in-process {provider})"
-    for attr in ("model_name", "model", "model_path"):
-        value = getattr(model, attr, None)
-        if isinstance(value, str) and value:
-            return f"{kind} ({value})"
-    return kind
-
-
 _FIRST_PERSON_SENTENCE = re.compile(r"\b(i|i'm|i am|my)\b", re.IGNORECASE)
 _GREETING = re.compile(r"^(hi|hello|hey)\b[,!.]?\s*", re.IGNORECASE)
 
@@ -147,10 +124,10 @@ def _third_person(sentence: str) -> str:
 
 def _summary_items(transcript: str) -> list[str]:
     items: list[str] = []
-    for line in transcript.splitlines():
-        if not line.startswith("User: "):
+    for text_line in transcript.splitlines():
+        if not text_line.startswith("User: "):
             continue
-        for sentence in re.split(r"(?<=[.!])\s+", line[len("User: ") :]):
+        for sentence in re.split(r"(?<=[.!])\s+", text_line[len("User: ") :]):
             sentence = sentence.strip()
             if sentence and not sentence.endswith("?") and _FIRST_PERSON_SENTENCE.search(sentence):
                 items.append(_third_person(sentence))
@@ -178,10 +155,10 @@ def _prompt_memories(memory_prompt: str) -> list[str]:
     match = _MEMORIES_BLOCK.search(memory_prompt or "")
     lines = match.group(1).splitlines() if match else (memory_prompt or "").splitlines()
     out = []
-    for line in lines:
-        if match is None and not line.startswith("- ["):
+    for text_line in lines:
+        if match is None and not text_line.startswith("- ["):
             continue
-        _, _, quoted = line.partition("] ")
+        _, _, quoted = text_line.partition("] ")
         with suppress(json.JSONDecodeError):
             out.append(str(json.loads(quoted)))
     return out
@@ -235,49 +212,6 @@ def fake_demo_model() -> ScriptedChatModel:
 
 
 # --------------------------------------------------------------------------- plumbing
-
-
-def checkpoint_thread_id(user_id: str, thread: str) -> str:
-    """The checkpointer's thread id of a user's thread: ``<escaped user>/<thread>``.
-
-    Namespacing by user keeps one user from resuming another's thread, and lets
-    ``forget`` find every thread of a user.
-    """
-    return f"{url_quote(user_id, safe='')}/{thread}"
-
-
-def user_thread_ids(saver: BaseCheckpointSaver, user_id: str) -> list[str]:
-    """Every checkpointer thread id of ``user_id`` (the CLI's user-namespaced threads).
-
-    Read through the checkpointer interface (``list`` over every thread), not its tables,
-    so it works on any ``BaseCheckpointSaver``.
-    """
-    prefix = f"{url_quote(user_id, safe='')}/"
-    threads = {
-        str(item.config["configurable"]["thread_id"])
-        for item in saver.list(None)
-        if str(item.config["configurable"].get("thread_id", "")).startswith(prefix)
-    }
-    return sorted(threads)
-
-
-def forget_user_everywhere(
-    memory: TieredMemory, user_id: str, saver: BaseCheckpointSaver | None = None
-) -> dict[str, int]:
-    """Erase every tier of the user and, with ``saver``, every chat thread of the user.
-
-    ``TieredMemory.forget_user`` deletes the threads the graph recorded for the user; the
-    user-namespaced threads (:func:`checkpoint_thread_id`) whose turns never reached
-    ``save_memory`` are found in the saver and deleted too.
-    """
-    if saver is None:
-        return memory.forget_user(user_id)
-    removed = memory.forget_user(user_id, checkpointer=saver)
-    leftovers = user_thread_ids(saver, user_id)
-    for thread_id in leftovers:
-        saver.delete_thread(thread_id)
-    removed["threads"] = removed.get("threads", 0) + len(leftovers)
-    return removed
 
 
 @dataclass
@@ -339,45 +273,6 @@ def run_turn(
         on_update,
     )
     return result
-
-
-def format_call(call: Mapping[str, Any]) -> str:
-    """``user_tag(name='Alice', age=30)``."""
-    args = ", ".join(f"{k}={v!r}" for k, v in (call.get("args") or {}).items())
-    return f"{call.get('name')}({args})"
-
-
-def print_update(console: Console) -> Callable[[str, dict[str, Any]], None]:
-    """An ``on_update`` for :func:`run_turn` that prints tool calls and their results."""
-
-    def show(node: str, update: dict[str, Any]) -> None:
-        for message in update.get("messages") or []:
-            if isinstance(message, AIMessage):
-                for call in message.tool_calls:
-                    line(console, f"  [tool call] {format_call(call)}", style="cyan")
-            elif isinstance(message, ToolMessage):
-                status = "error" if message.status == "error" else "result"
-                line(console, f"  [tool {status}] {message.name}: {message.text}", style="cyan")
-
-    return show
-
-
-def line(console: Console, text: str, style: str | None = None) -> None:
-    """Print ``text`` as data: no markup, no highlighting, no wrapping."""
-    console.print(Text(text, style=style or ""), soft_wrap=True, highlight=False)
-
-
-def print_memory_section(console: Console, memory_prompt: str, user_id: str) -> None:
-    """Print the memory section of the system prompt, indented."""
-    line(console, "memory section of the system prompt:", style="bold")
-    if not memory_prompt.strip():
-        line(console, f"  (empty: memory knows nothing about {user_id!r} yet)", style="dim")
-        return
-    for row in memory_prompt.splitlines():
-        line(console, f"  | {row}", style="green")
-
-
-# --------------------------------------------------------------------------- one step
 
 
 def _verdict(console: Console, ok: bool, step: int, text: str) -> bool:
@@ -443,12 +338,6 @@ def run_demo_step(
             console, memory, model, user_id, turns, tags_before
         )
     return 0 if ok else 1
-
-
-def _clip(text: str, limit: int = 400) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
 def _tags_ok(tags: dict[str, str]) -> bool:

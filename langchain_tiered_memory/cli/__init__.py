@@ -1,0 +1,287 @@
+"""``tiered-memory``: chat with, inspect and maintain the tiered memory from a shell.
+
+Every command takes ``--redis-url`` (else ``$REDIS_URL``, else the embedded Redis),
+``--data-dir`` (the embedded Redis' data and the chat threads' ``checkpoints.sqlite``;
+default ``$TIERED_MEMORY_HOME`` or ``~/.local/share/langchain-tiered-memory``), ``--model``
+(passed to :func:`~langchain_tiered_memory.defaults.default_chat_model`; ``fake`` is a
+deterministic offline script) and ``--embeddings`` (``local`` MiniLM or ``hashing``).
+
+Errors (a bad URL, Redis down, a bad user id) print one line to stderr and exit with
+status 1; usage errors exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_tiered_memory._redis import DATA_DIR_ENV
+from langchain_tiered_memory.cli.chat import cmd_chat
+from langchain_tiered_memory.cli.commands import (
+    cmd_demo,
+    cmd_demo_step,
+    cmd_export,
+    cmd_forget,
+    cmd_inspect,
+    cmd_summarize,
+)
+from langchain_tiered_memory.cli.common import _CHAT_HELP, EXIT_ERROR, EXIT_INTERRUPTED
+from langchain_tiered_memory.errors import TieredMemoryError
+
+__all__ = ["main", "build_parser"]
+
+PROG = "tiered-memory"
+
+_DESCRIPTION = """\
+Three-tier memory for LangChain/LangGraph agents, from the shell:
+recent history (exact), tags such as name and age (exact) and
+summary items recalled by similarity (fuzzy), on Redis.
+
+With no --redis-url and no REDIS_URL, an embedded redis-server persists
+everything under --data-dir. No server, API key or network is needed."""
+
+_EPILOG = f"""\
+examples:
+  {PROG} demo                          the seed scenario, three processes, PASS/FAIL
+  {PROG} chat --user alice             talk; /help lists the slash commands
+  {PROG} inspect --user alice          what memory holds about alice
+  {PROG} summarize --all               the offline summarization job
+  {PROG} export --user alice > a.json  every tier of alice as JSON
+  {PROG} forget --user alice           erase alice from every tier
+
+Run '{PROG} COMMAND --help' for a command's options."""
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _para(text: str) -> str:
+    return textwrap.fill(text, width=78)
+
+
+def _common_options(*, top_level: bool) -> argparse.ArgumentParser:
+    # The same options before or after the command. A subcommand's own defaults would
+    # overwrite a value given before it, so there they default to "not given".
+    unset: Any = None if top_level else argparse.SUPPRESS
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("memory and model options (every command)")
+    group.add_argument(
+        "--redis-url",
+        metavar="URL",
+        default=unset,
+        help="Redis/Valkey/Redis Cluster URL (redis://, rediss://, unix://); "
+        "default: $REDIS_URL, else the embedded Redis in --data-dir",
+    )
+    group.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        type=Path,
+        default=unset,
+        help=f"data dir of the embedded Redis and of the chat threads (checkpoints.sqlite); "
+        f"default: ${DATA_DIR_ENV} or ~/.local/share/langchain-tiered-memory",
+    )
+    group.add_argument(
+        "--model",
+        metavar="NAME",
+        default=unset,
+        help="chat model (used by chat, summarize and demo): an OpenAI model name "
+        "(needs OPENAI_API_KEY or OPENAI_BASE_URL) or a .gguf file; default: ChatOpenAI "
+        "if configured, else SmolLM2-135M in-process; 'fake': a deterministic offline script",
+    )
+    group.add_argument(
+        "--embeddings",
+        choices=("local", "hashing"),
+        default="local" if top_level else argparse.SUPPRESS,
+        help="'local': the offline MiniLM model (default); "
+        "'hashing': deterministic bag of words, no model (fast tests)",
+    )
+    return common
+
+
+def _user_option(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    parser.add_argument(
+        "--user", metavar="USER", required=required, help="the end user's id (e.g. alice)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``tiered-memory`` argument parser."""
+    common = _common_options(top_level=False)
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=fmt,
+        parents=[_common_options(top_level=True)],
+    )
+    from langchain_tiered_memory import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    sub.required = True
+
+    chat = sub.add_parser(
+        "chat",
+        parents=[common],
+        formatter_class=fmt,
+        help="interactive chat with memory",
+        description=_para(
+            "Chat with the memory agent. Thread state is kept in "
+            "<data dir>/checkpoints.sqlite; the memory tiers carry over to every thread."
+        ),
+        epilog=_CHAT_HELP,
+    )
+    _user_option(chat)
+    chat.add_argument(
+        "--thread",
+        metavar="T",
+        help="resume thread T of this user (default: a new thread; its id is printed)",
+    )
+    chat.add_argument(
+        "--show-prompt",
+        action="store_true",
+        help="print the memory section of the system prompt before each answer",
+    )
+    chat.set_defaults(func=cmd_chat)
+
+    demo = sub.add_parser(
+        "demo",
+        parents=[common],
+        formatter_class=fmt,
+        help="the seed scenario in three processes, with PASS/FAIL lines",
+        description=_para(
+            "Run the seed scenario in three separate processes on a temporary "
+            "data dir (or --data-dir): 1) tell name, age and birthday -> tags recorded; "
+            "2) restart, new thread -> tags in the prompt, summarize -> items stored; "
+            "3) restart, new thread -> age and birthday questions with the tags and the "
+            "recalled birthday item in the prompt. Prints the memory section of the prompt at "
+            "each step and a PASS/FAIL line per memory check; exits non-zero if one fails."
+        ),
+    )
+    demo.add_argument(
+        "--user",
+        metavar="USER",
+        default="demo-alice",
+        help="user id (default: demo-alice); step 1 erases its memory first",
+    )
+    demo.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the temporary data dir (to inspect it afterwards)",
+    )
+    demo.set_defaults(func=cmd_demo)
+
+    # Hidden: one step of the demo, run in a process of its own by `demo`.
+    step = sub.add_parser("demo-step", parents=[common])
+    step.add_argument("step", type=int, choices=(1, 2, 3))
+    step.add_argument("--user", default="demo-alice")
+    step.set_defaults(func=cmd_demo_step)
+
+    inspect = sub.add_parser(
+        "inspect",
+        parents=[common],
+        formatter_class=fmt,
+        help="show a user's tags, last messages and summary items",
+        description=_para(
+            "Show what memory holds about a user, as tables: tags, the last "
+            "messages of the history and the summary items."
+        ),
+    )
+    _user_option(inspect)
+    inspect.add_argument(
+        "--last",
+        metavar="N",
+        type=int,
+        default=10,
+        help="how many of the latest messages to show (default: 10)",
+    )
+    inspect.set_defaults(func=cmd_inspect)
+
+    summarize = sub.add_parser(
+        "summarize",
+        parents=[common],
+        formatter_class=fmt,
+        help="the offline summarization job",
+        description=_para(
+            "Summarize unsummarized history into summary items with the chat "
+            "model, for one user or for every user with enough pending messages."
+        ),
+    )
+    which = summarize.add_mutually_exclusive_group(required=True)
+    which.add_argument("--user", metavar="USER", help="summarize this user")
+    which.add_argument(
+        "--all", action="store_true", help="summarize every user with pending messages"
+    )
+    summarize.add_argument(
+        "--min-messages",
+        metavar="N",
+        type=int,
+        default=1,
+        help="with --all: only users with at least N unsummarized messages (default: 1)",
+    )
+    summarize.set_defaults(func=cmd_summarize)
+
+    forget = sub.add_parser(
+        "forget",
+        parents=[common],
+        formatter_class=fmt,
+        help="erase a user from every tier",
+        description=_para(
+            "Erase a user's history, tags and summary items, and the user's chat "
+            "threads in <data dir>/checkpoints.sqlite. Asks first on a terminal."
+        ),
+    )
+    _user_option(forget)
+    forget.add_argument(
+        "--thread",
+        metavar="T",
+        help="erase only thread T: its messages, the summary items made only from it and "
+        "its checkpoints (tags stay)",
+    )
+    forget.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    forget.set_defaults(func=cmd_forget)
+
+    export = sub.add_parser(
+        "export",
+        parents=[common],
+        formatter_class=fmt,
+        help="print every tier of a user as JSON",
+        description=_para(
+            "Print a user's tags, history, summary items and watermark as JSON on stdout."
+        ),
+    )
+    _user_option(export)
+    export.set_defaults(func=cmd_export)
+    return parser
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 600 else text[:599] + "\u2026"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``tiered-memory``; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (TieredMemoryError, ValueError, OSError, ImportError, sqlite3.Error) as exc:
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

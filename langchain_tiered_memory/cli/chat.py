@@ -1,0 +1,178 @@
+"""``tiered-memory chat``: a terminal chat on the memory graph, with slash commands."""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+from typing import Any
+
+from langchain_tiered_memory.cli.common import (
+    _CHAT_HELP,
+    EXIT_OK,
+    _console,
+    _data_dir,
+    _open_memory,
+    _user,
+    checkpoint_thread_id,
+    describe_model,
+    forget_user_everywhere,
+    load_chat_model,
+)
+from langchain_tiered_memory.cli.render import (
+    _esc,
+    _items_table,
+    _tags_table,
+    line,
+    print_memory_section,
+    print_update,
+)
+
+__all__ = ["cmd_chat"]
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """``chat --user U [--thread T] [--show-prompt]``."""
+    from langchain_tiered_memory.defaults import open_checkpointer
+    from langchain_tiered_memory.graph import create_memory_graph
+
+    user = _user(args)
+    console = _console()
+    data_dir = _data_dir(args)
+    with _open_memory(args) as memory, open_checkpointer(data_dir) as saver:
+        with console.status("loading the chat model..."):
+            model, force = load_chat_model(args.model)
+        graph = create_memory_graph(model, memory=memory, checkpointer=saver, small_model=force)
+        thread = args.thread or uuid.uuid4().hex[:8]
+        session = _ChatSession(
+            console=console,
+            memory=memory,
+            model=model,
+            graph=graph,
+            saver=saver,
+            user=user,
+            thread_id=checkpoint_thread_id(user, thread),
+            show_prompt=args.show_prompt,
+            small=force,
+        )
+        console.print(
+            f"user [bold]{_esc(user)}[/bold], thread [bold]{_esc(thread)}[/bold] "
+            f"(resume with --thread {_esc(thread)}); model: {_esc(describe_model(model))}; "
+            f"memory: {_esc(str(memory.redis_url))}",
+            highlight=False,
+        )
+        console.print("type /help for the slash commands, /quit to leave", style="dim")
+        session.loop()
+    return EXIT_OK
+
+
+class _ChatSession:
+    def __init__(
+        self,
+        *,
+        console: Any,
+        memory: Any,
+        model: Any,
+        graph: Any,
+        saver: Any,
+        user: str,
+        thread_id: str,
+        show_prompt: bool,
+        small: bool = False,
+    ) -> None:
+        self.console = console
+        self.memory = memory
+        self.model = model
+        self.graph = graph
+        self.saver = saver
+        self.user = user
+        self.thread_id = thread_id
+        self.show_prompt = show_prompt
+        self.small = small  # a small local model: the summarizer's small-model guards
+
+    def loop(self) -> None:
+        while True:
+            try:
+                text = self.console.input("[bold blue]you>[/bold blue] ").strip()
+            except EOFError:
+                self.console.print()
+                return
+            if not text:
+                continue
+            if text.startswith("/"):
+                if not self.command(text):
+                    return
+                continue
+            self.turn(text)
+
+    def turn(self, text: str) -> None:
+        from langchain_tiered_memory.cli.demo import run_turn
+        from langchain_tiered_memory.graph import LOAD_MEMORY
+
+        printer = print_update(self.console)
+
+        def show(node: str, update: dict[str, Any]) -> None:
+            if node == LOAD_MEMORY and self.show_prompt:
+                print_memory_section(
+                    self.console, str(update.get("memory_prompt") or ""), self.user
+                )
+            printer(node, update)
+
+        with self.console.status("the model is thinking..."):
+            result = run_turn(
+                self.graph, user_id=self.user, thread_id=self.thread_id, text=text, on_update=show
+            )
+        line(self.console, f"assistant> {result.reply or '(no text)'}", style="bold")
+
+    def command(self, text: str) -> bool:
+        """Run a slash command; ``False`` to leave the chat."""
+        from langchain_tiered_memory.errors import SummarizationError
+        from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
+        from langchain_tiered_memory.summarizer import small_model_options
+
+        name, _, rest = text.partition(" ")
+        name, rest = name.lower(), rest.strip()
+        if name in {"/quit", "/exit", "/q"}:
+            return False
+        if name == "/help":
+            line(self.console, _CHAT_HELP)
+        elif name == "/tags":
+            self.console.print(_tags_table(self.memory.get_user_tags(self.user)))
+        elif name == "/recall":
+            if not rest:
+                line(self.console, "usage: /recall QUERY", style="red")
+            else:
+                docs = self.memory.recall_summaries(self.user, rest, n=5)
+                self.console.print(
+                    _items_table(docs, f"recalled for {_esc(repr(rest))}", score=True)
+                )
+        elif name == "/summarize":
+            try:
+                with self.console.status("summarizing..."):
+                    ids = self.memory.summarize_history(
+                        self.user, self.model, **small_model_options(self.small)
+                    )
+            except SummarizationError as exc:
+                line(self.console, f"summarizing failed: {exc}", style="red")
+            else:
+                line(self.console, f"stored {len(ids)} item(s)" if ids else "nothing new")
+        elif name == "/prompt":
+            state = self.graph.get_state({"configurable": {"thread_id": self.thread_id}})
+            memory_prompt = str(state.values.get("memory_prompt") or "")
+            line(self.console, "base system prompt:", style="bold")
+            for row in DEFAULT_SYSTEM_PROMPT.splitlines():
+                line(self.console, f"  | {row}")
+            print_memory_section(self.console, memory_prompt, self.user)
+        elif name == "/forget":
+            answer = self.console.input(f"Erase every memory of {_esc(repr(self.user))}? \\[y/N] ")
+            if answer.strip().lower() in {"y", "yes"}:
+                removed = forget_user_everywhere(self.memory, self.user, self.saver)
+                parts = ", ".join(f"{n} {what}" for what, n in removed.items())
+                line(self.console, f"forgot {self.user!r}: removed {parts}")
+            else:
+                line(self.console, "nothing erased")
+        else:
+            line(self.console, f"unknown command {name}; /help lists them", style="red")
+        return True
+
+
+# --------------------------------------------------------------------------- main

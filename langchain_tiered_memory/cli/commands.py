@@ -1,0 +1,181 @@
+"""The maintenance commands: inspect, export, forget, summarize, and the demo's entry points."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from langchain_tiered_memory.cli.common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    _console,
+    _data_dir,
+    _open_memory,
+    _user,
+    checkpoint_thread_id,
+    describe_model,
+    forget_user_everywhere,
+    load_chat_model,
+)
+from langchain_tiered_memory.cli.render import (
+    _esc,
+    _items_table,
+    _messages_table,
+    _tags_table,
+)
+
+__all__ = ["cmd_demo", "cmd_demo_step", "cmd_export", "cmd_forget", "cmd_inspect", "cmd_summarize"]
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """``inspect --user U``."""
+    user = _user(args)
+    console = _console()
+    with _open_memory(args) as memory:
+        tags = memory.get_user_tags(user)
+        total = memory.history.length(user)
+        last = memory.load_context(user, max(args.last, 0))
+        items = memory.summaries.get_all(user)
+        watermark = memory.summaries.get_watermark(user)
+        console.print(
+            f"[bold]user[/bold] {_esc(repr(user))} on {_esc(str(memory.redis_url))}",
+            highlight=False,
+        )
+        console.print(_tags_table(tags))
+        console.print(
+            _messages_table(
+                last,
+                max(total - len(last), 0),
+                f"last {len(last)} of {total} messages (summarized up to #{watermark})",
+            )
+        )
+        console.print(_items_table(items, f"summary items ({len(items)})"))
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``export --user U``: JSON on stdout."""
+    user = _user(args)
+    with _open_memory(args) as memory:
+        data = memory.export_user(user)
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    return EXIT_OK
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    """``forget --user U``."""
+    user = _user(args)
+    console = _console()
+    what = f"thread {args.thread!r} of user" if args.thread else "every memory of user"
+    if not args.yes and sys.stdin.isatty():
+        answer = console.input(f"Erase {_esc(what)} {_esc(repr(user))}? \\[y/N] ")
+        if answer.strip().lower() not in {"y", "yes"}:
+            console.print("nothing erased")
+            return EXIT_ERROR
+    from langchain_tiered_memory.defaults import CHECKPOINTS_FILE, open_checkpointer
+
+    data_dir = _data_dir(args)
+    if args.thread:
+        return _forget_thread(args, user, console, data_dir)
+    with _open_memory(args) as memory:
+        if (data_dir / CHECKPOINTS_FILE).exists():
+            with open_checkpointer(data_dir) as saver:
+                removed = forget_user_everywhere(memory, user, saver)
+        else:
+            removed = forget_user_everywhere(memory, user)
+    parts = ", ".join(f"{n} {what}" for what, n in removed.items())
+    console.print(f"forgot user {_esc(repr(user))}: removed {parts}", highlight=False)
+    return EXIT_OK
+
+
+def _forget_thread(args: argparse.Namespace, user: str, console: Any, data_dir: Path) -> int:
+    from langchain_tiered_memory.defaults import CHECKPOINTS_FILE, open_checkpointer
+
+    with _open_memory(args) as memory:
+        # chat threads are recorded under a user-scoped id; an app's under its own
+        thread = args.thread
+        if thread not in memory.history.threads(user):
+            thread = checkpoint_thread_id(user, thread)
+        if (data_dir / CHECKPOINTS_FILE).exists():
+            with open_checkpointer(data_dir) as saver:
+                removed = memory.forget_thread(user, thread, checkpointer=saver)
+        else:
+            removed = memory.forget_thread(user, thread)
+    parts = ", ".join(f"{n} {what}" for what, n in removed.items())
+    console.print(
+        f"forgot thread {_esc(repr(args.thread))} of user {_esc(repr(user))}: removed {parts}",
+        highlight=False,
+    )
+    return EXIT_OK
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    """``summarize --user U | --all``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.table import Table
+
+    from langchain_tiered_memory.errors import SummarizationError
+    from langchain_tiered_memory.summarizer import small_model_options
+
+    user = _user(args) if args.user is not None else None
+    console = _console()
+    with _open_memory(args) as memory:
+        users = [user] if user is not None else memory.pending_users(max(args.min_messages, 1))
+        if not users:
+            console.print("no user has unsummarized messages: nothing to do")
+            return EXIT_OK
+        with console.status("loading the chat model..."):
+            model, small = load_chat_model(args.model)
+        console.print(f"model: {_esc(describe_model(model))}", highlight=False)
+        results = Table(title="summarization", title_justify="left")
+        results.add_column("user")
+        results.add_column("result")
+        failed = 0
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+        with Progress(*columns, console=console, transient=True) as progress:
+            task = progress.add_task("summarizing", total=len(users))
+            for uid in users:
+                progress.update(task, description=f"summarizing {_esc(uid)}")
+                try:
+                    ids = memory.summarize_history(uid, model, **small_model_options(small))
+                    outcome = f"{len(ids)} item(s) stored" if ids else "nothing new"
+                except SummarizationError as exc:
+                    failed += 1
+                    outcome = f"[red]failed[/red]: {_esc(str(exc))}"
+                results.add_row(_esc(uid), outcome)
+                progress.advance(task)
+        console.print(results)
+    return EXIT_ERROR if failed else EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """``demo``."""
+    from langchain_tiered_memory.cli.demo import run_demo
+
+    return run_demo(
+        data_dir=Path(args.data_dir).expanduser() if args.data_dir else None,
+        user_id=_user(args),
+        model_name=args.model,
+        embeddings=args.embeddings,
+        redis_url=args.redis_url,
+        keep=args.keep,
+        console=_console(),
+    )
+
+
+def cmd_demo_step(args: argparse.Namespace) -> int:
+    """``demo-step N`` (hidden; run by ``demo`` in a fresh process)."""
+    from langchain_tiered_memory.cli.demo import run_demo_step
+
+    return run_demo_step(
+        args.step,
+        data_dir=_data_dir(args),
+        user_id=_user(args),
+        model_name=args.model,
+        embeddings=args.embeddings,
+        redis_url=args.redis_url,
+        console=_console(),
+    )

@@ -1,0 +1,145 @@
+"""What the CLI's commands share: the memory, the model and the user's threads from the options."""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote as url_quote
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory._redis import default_data_dir
+from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+FAKE_MODEL = "fake"
+
+_CHAT_HELP = """\
+slash commands:
+  /tags             the user's tags
+  /recall QUERY     the summary items recalled for QUERY
+  /summarize        summarize the unsummarized history into items now
+  /prompt           the system prompt of the last turn (with the memory section)
+  /forget           erase this user from every tier (asks first)
+  /help             this list
+  /quit             leave (also Ctrl-D)"""
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "FAKE_MODEL",
+    "checkpoint_thread_id",
+    "describe_model",
+    "forget_user_everywhere",
+    "load_chat_model",
+    "user_thread_ids",
+]
+
+
+def _data_dir(args: argparse.Namespace) -> Path:
+    return Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
+
+
+def _console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr)
+
+
+def _open_memory(args: argparse.Namespace) -> Any:
+    from langchain_tiered_memory.defaults import embeddings_for, open_memory
+
+    return open_memory(
+        redis_url=args.redis_url,
+        data_dir=_data_dir(args),
+        embeddings=embeddings_for(args.embeddings),
+    )
+
+
+def _user(args: argparse.Namespace) -> str:
+    return validate_user_id(args.user)
+
+
+def load_chat_model(name: str | None, *, seed: int | None = None) -> tuple[BaseChatModel, bool]:
+    """The chat model for ``--model`` and whether it needs forced tag capture.
+
+    ``"fake"`` is the deterministic :func:`fake_demo_model`; anything else (or ``None``) goes
+    to :func:`langchain_tiered_memory.defaults.default_chat_model`. ``seed`` is the local
+    model's sampling seed (ignored for other models).
+    """
+    if name == FAKE_MODEL:
+        from langchain_tiered_memory.cli.demo import fake_demo_model  # the demo imports this
+
+        return fake_demo_model(), False
+    from langchain_tiered_memory.defaults import default_chat_model
+    from langchain_tiered_memory.local import LocalChatModel, is_small_local_model
+
+    model = default_chat_model(name)
+    if seed is not None and isinstance(model, LocalChatModel):
+        model = model.model_copy(update={"seed": seed})
+    return model, bool(is_small_local_model(model))
+
+
+def describe_model(model: BaseChatModel) -> str:
+    """``ClassName (model name or path)`` for the logs."""
+    if isinstance(model, ScriptedChatModel):
+        return "fake (deterministic rule-based script, no model; --model fake)"
+    kind = type(model).__name__
+    with suppress(ImportError, AttributeError):
+        path = model.resolved_model_path  # type: ignore[attr-defined]
+        provider = getattr(model, "provider", "local")
+        return f"{kind} ({Path(path).name}, in-process {provider})"
+    for attr in ("model_name", "model", "model_path"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return f"{kind} ({value})"
+    return kind
+
+
+def checkpoint_thread_id(user_id: str, thread: str) -> str:
+    """The checkpointer's thread id of a user's thread: ``<escaped user>/<thread>``.
+
+    Namespacing by user keeps one user from resuming another's thread, and lets
+    ``forget`` find every thread of a user.
+    """
+    return f"{url_quote(user_id, safe='')}/{thread}"
+
+
+def user_thread_ids(saver: BaseCheckpointSaver, user_id: str) -> list[str]:
+    """Every checkpointer thread id of ``user_id`` (the CLI's user-namespaced threads).
+
+    Read through the checkpointer interface (``list`` over every thread), not its tables,
+    so it works on any ``BaseCheckpointSaver``.
+    """
+    prefix = f"{url_quote(user_id, safe='')}/"
+    threads = {
+        str(item.config["configurable"]["thread_id"])
+        for item in saver.list(None)
+        if str(item.config["configurable"].get("thread_id", "")).startswith(prefix)
+    }
+    return sorted(threads)
+
+
+def forget_user_everywhere(
+    memory: TieredMemory, user_id: str, saver: BaseCheckpointSaver | None = None
+) -> dict[str, int]:
+    """Erase every tier of the user and, with ``saver``, every chat thread of the user.
+
+    ``TieredMemory.forget_user`` deletes the threads the graph recorded for the user; the
+    user-namespaced threads (:func:`checkpoint_thread_id`) whose turns never reached
+    ``save_memory`` are found in the saver and deleted too.
+    """
+    if saver is None:
+        return memory.forget_user(user_id)
+    removed = memory.forget_user(user_id, checkpointer=saver)
+    leftovers = user_thread_ids(saver, user_id)
+    for thread_id in leftovers:
+        saver.delete_thread(thread_id)
+    removed["threads"] = removed.get("threads", 0) + len(leftovers)
+    return removed
