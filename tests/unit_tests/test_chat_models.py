@@ -663,33 +663,25 @@ def test_stop_field_and_call_stop() -> None:
     assert [r["stop"] for r in fake.requests] == [["END"], ["STOP"]]
 
 
-class TestChatLocalLlamaStandard(ChatModelUnitTests):
+class _LocalStandard(ChatModelUnitTests):
     """langchain-tests' standard unit tests for chat model integrations (no model load)."""
 
+    @property
+    def chat_model_params(self) -> dict[str, Any]:
+        return {"model_path": "/models/model.gguf", "temperature": 0}
+
+    @property
+    def has_tool_choice(self) -> bool:
+        return True
+
+
+class TestChatLocalLlamaStandard(_LocalStandard):
     @property
     def chat_model_class(self) -> type[ChatLocalLlama]:
         return ChatLocalLlama
 
-    @property
-    def chat_model_params(self) -> dict[str, Any]:
-        return {"model_path": "/models/model.gguf", "temperature": 0}
 
-    @property
-    def has_tool_choice(self) -> bool:
-        return True
-
-
-class TestChatLocalTransformersStandard(ChatModelUnitTests):
-    """The same standard unit tests for the transformers backend (no model load)."""
-
+class TestChatLocalTransformersStandard(_LocalStandard):
     @property
     def chat_model_class(self) -> type[ChatLocalTransformers]:
         return ChatLocalTransformers
-
-    @property
-    def chat_model_params(self) -> dict[str, Any]:
-        return {"model_path": "/models/model.gguf", "temperature": 0}
-
-    @property
-    def has_tool_choice(self) -> bool:
-        return True
