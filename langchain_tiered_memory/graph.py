@@ -348,6 +348,71 @@ def _ground_tag_calls(calls: Sequence[ToolCall], text: str) -> list[ToolCall]:
     return out
 
 
+@dataclass
+class ModelStep:
+    """The decisions around one model call, shared by the graph and the agent middleware.
+
+    - **forced tag capture** (small local models): when the latest human message states a
+      fact, the ``user_tag`` call is forced and only values the user literally said are kept;
+    - **the tool-round limit**: past ``max_tool_rounds`` tool-calling replies since the
+      latest human message the model is called without tools, and calls it emits anyway
+      are dropped, so a turn always ends in an answer;
+    - **portability**: tool calls whose arguments would not survive JSON and Redis are
+      turned into invalid calls (answered with an error, never executed).
+
+    Example:
+        >>> step = ModelStep(max_tool_rounds=5, force_tag_capture=False)
+        >>> step.exhausted([HumanMessage("hi")])
+        False
+    """
+
+    max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
+    force_tag_capture: bool = False
+
+    def exhausted(self, messages: Sequence[BaseMessage]) -> bool:
+        """Whether this turn has used its tool rounds: the model must answer now."""
+        return _tool_rounds(messages) >= self.max_tool_rounds
+
+    def wants_capture(self, messages: Sequence[BaseMessage]) -> HumanMessage | None:
+        """The human message to force a ``user_tag`` call for, if any."""
+        if not self.force_tag_capture or not messages:
+            return None
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and states_a_fact(last.text):
+            return last
+        return None
+
+    @staticmethod
+    def captured(response: Any, human: HumanMessage) -> AIMessage | None:
+        """The forced call's reply reduced to one grounded ``user_tag`` call, or ``None``."""
+        calls = _ground_tag_calls(getattr(response, "tool_calls", None) or [], human.text)
+        calls = [c for c in calls if c["name"] == USER_TAG_TOOL]
+        if not calls:
+            return None
+        # Non-empty content: OpenAI-compatible servers such as llama.cpp's reject an
+        # assistant message whose content is null, which is what "" becomes on the wire.
+        return AIMessage(content=CAPTURE_NOTE, tool_calls=calls[:1])
+
+    def finish(
+        self, response: BaseMessage, messages: Sequence[BaseMessage], exhausted: bool
+    ) -> BaseMessage:
+        """The free model's reply as it may enter the thread."""
+        if not isinstance(response, AIMessage):
+            return response
+        response = _refuse_unportable_calls(response)
+        if exhausted and (response.tool_calls or response.invalid_tool_calls):
+            # Past the budget, calls a model emits anyway (no tools bound) are dropped.
+            return AIMessage(content=response.text or "", id=response.id)
+        if self.force_tag_capture and response.tool_calls:
+            # In force mode the free model is not offered user_tag; if it calls it anyway,
+            # only values the user literally said survive, as when forced.
+            human = _last_human(messages)
+            calls = _ground_tag_calls(response.tool_calls, human.text if human else "")
+            if len(calls) != len(response.tool_calls):
+                response = response.model_copy(update={"tool_calls": calls})
+        return response
+
+
 def _route_after_model(state: dict[str, Any]) -> str:
     messages = state["messages"]
     response = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
@@ -476,44 +541,18 @@ def create_memory_graph(
     bound = model.bind_tools(offered)
     forced = model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL) if force_tag_capture else None
 
+    step = ModelStep(max_tool_rounds=max_tool_rounds, force_tag_capture=force_tag_capture)
+
     def _free_model(state: dict[str, Any]) -> tuple[Any, bool]:
-        exhausted = _tool_rounds(state.get("messages", [])) >= max_tool_rounds
+        exhausted = step.exhausted(state.get("messages", []))
         return (model if exhausted else bound), exhausted  # no tools: it has to answer
 
     def _finish(response: Any, state: dict[str, Any], exhausted: bool) -> dict[str, Any]:
-        if isinstance(response, AIMessage):
-            response = _refuse_unportable_calls(response)
-            if exhausted and (response.tool_calls or response.invalid_tool_calls):
-                # Past the budget, calls a model emits anyway (no tools bound) are dropped.
-                response = AIMessage(content=response.text or "", id=response.id)
-            elif forced is not None and response.tool_calls:
-                # In force mode the free model is not offered user_tag; if it calls it
-                # anyway, only values the user literally said survive, as when forced.
-                human = _last_human(state.get("messages", []))
-                calls = _ground_tag_calls(response.tool_calls, human.text if human else "")
-                if len(calls) != len(response.tool_calls):
-                    response = response.model_copy(update={"tool_calls": calls})
+        response = step.finish(response, state.get("messages", []), exhausted)
         return {"messages": [response, *_invalid_call_errors(response)]}
 
     def _user(runtime: Runtime[MemoryContext], config: RunnableConfig) -> str:
         return resolve_user_id(runtime.context, config)
-
-    def _wants_capture(state: dict[str, Any]) -> HumanMessage | None:
-        if forced is None:
-            return None
-        last = state["messages"][-1]
-        if isinstance(last, HumanMessage) and states_a_fact(last.text):
-            return last
-        return None
-
-    def _capture_result(response: Any, human: HumanMessage) -> AIMessage | None:
-        calls = _ground_tag_calls(getattr(response, "tool_calls", None) or [], human.text)
-        calls = [c for c in calls if c["name"] == USER_TAG_TOOL]
-        if not calls:
-            return None
-        # Non-empty content: OpenAI-compatible servers such as llama.cpp's reject an
-        # assistant message whose content is null, which is what "" becomes on the wire.
-        return AIMessage(content=CAPTURE_NOTE, tool_calls=calls[:1])
 
     # Each node gets the run's Runtime (LangGraph injects the ``runtime`` argument); the
     # user id comes from its context, else from config["configurable"]["user_id"].
@@ -529,9 +568,9 @@ def create_memory_graph(
 
     def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         messages = nodes.compose(state)
-        human = _wants_capture(state)
+        human = step.wants_capture(state["messages"])
         if human is not None and forced is not None:
-            captured = _capture_result(forced.invoke(messages, config), human)
+            captured = step.captured(forced.invoke(messages, config), human)
             if captured is not None:
                 return {"messages": [captured]}
         free, exhausted = _free_model(state)
@@ -539,9 +578,9 @@ def create_memory_graph(
 
     async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         messages = nodes.compose(state)
-        human = _wants_capture(state)
+        human = step.wants_capture(state["messages"])
         if human is not None and forced is not None:
-            captured = _capture_result(await forced.ainvoke(messages, config), human)
+            captured = step.captured(await forced.ainvoke(messages, config), human)
             if captured is not None:
                 return {"messages": [captured]}
         free, exhausted = _free_model(state)

@@ -1,8 +1,10 @@
 """Tiered memory for LangChain 1.x agents: ``create_agent(..., middleware=[...])``.
 
-The middleware runs the same :class:`~langchain_tiered_memory.graph.MemoryNodes` code as the
-prebuilt graph: load before the agent, memory in the system prompt of every model call,
-save after the agent, and it contributes the ``user_tag`` and ``summarize`` tools.
+The middleware runs the same code as the prebuilt graph: :class:`~langchain_tiered_memory.
+graph.MemoryNodes` (load before the agent, memory in the system prompt of every model call,
+save after the agent) and :class:`~langchain_tiered_memory.graph.ModelStep` (forced tag
+capture for small local models, the tool-round limit, portable tool calls); it contributes
+the ``user_tag`` and ``summarize`` tools.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from typing_extensions import NotRequired
 from langchain_tiered_memory.context import resolve_user_id, thread_of
 from langchain_tiered_memory.graph import (
     DEFAULT_CONTEXT_TOKEN_BUDGET,
+    DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_MEMORY_TOKEN_BUDGET,
     MemoryNodes,
+    ModelStep,
 )
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
-from langchain_tiered_memory.tools import SummarizeTool, UserTagTool
+from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool
 
 __all__ = ["TieredMemoryMiddleware", "TieredMemoryState"]
 
@@ -55,7 +59,9 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     """Gives a ``create_agent`` agent the three memory tiers.
 
     ``summary_model`` writes the summaries; by default the agent's own model, picked up on
-    its first model call.
+    its first model call. ``small_model`` switches on forced tag capture (``None``: on for
+    small in-process models only, detected from the agent's model, as in the graph);
+    ``max_tool_rounds`` bounds the tool-calling replies per turn, as in the graph.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -77,8 +83,12 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         memory_token_budget: int | None = DEFAULT_MEMORY_TOKEN_BUDGET,
         context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET,
         auto_summarize_after: int | None = None,
+        small_model: bool | None = None,
+        max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
     ) -> None:
         super().__init__()
+        self.small_model = small_model
+        self.max_tool_rounds = max_tool_rounds
         self.nodes = MemoryNodes(
             memory=memory,
             system_prompt=DEFAULT_SYSTEM_PROMPT,
@@ -90,7 +100,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             summary_model=summary_model,
         )
         self._summarize = SummarizeTool(memory=memory, model=summary_model)
-        self.tools = [UserTagTool(memory=memory), self._summarize]
+        self._tag_tool = UserTagTool(memory=memory)
+        self.tools = [self._tag_tool, self._summarize]
 
     def before_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Load tags, recalled items and (first turn) recent history."""
@@ -114,11 +125,52 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         assert isinstance(system, SystemMessage)
         return request.override(system_message=system, messages=composed[1:])  # type: ignore[arg-type]
 
+    def _step(self, request: ModelRequest) -> ModelStep:
+        small = self.small_model
+        if small is None:
+            from langchain_tiered_memory.local import is_small_local_model
+
+            small = is_small_local_model(request.model)
+        return ModelStep(max_tool_rounds=self.max_tool_rounds, force_tag_capture=small)
+
+    @staticmethod
+    def _free_request(request: ModelRequest, step: ModelStep, exhausted: bool) -> ModelRequest:
+        """The request for the free model: no tools past the budget; in force mode no
+        ``user_tag`` (it is forced when the user states a fact, as in the graph).
+        """
+        if exhausted:
+            return request.override(tools=[], tool_choice=None)
+        if step.force_tag_capture:
+            tools = [t for t in request.tools if _tool_name(t) != USER_TAG_TOOL]
+            return request.override(tools=tools)
+        return request
+
+    def _finish(
+        self, response: ModelResponse, step: ModelStep, thread: list[Any], exhausted: bool
+    ) -> ModelResponse:
+        result = [step.finish(m, thread, exhausted) for m in response.result]
+        return ModelResponse(result=result, structured_response=response.structured_response)
+
+    def _forced(self, request: ModelRequest) -> Any:
+        return request.model.bind_tools([self._tag_tool], tool_choice=USER_TAG_TOOL)
+
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        """Put memory into the system prompt and recent history before the thread."""
-        return handler(self._request(request))
+        """Put memory into the system prompt and recent history before the thread; force
+        tag capture for small models; stop the tool loop after ``max_tool_rounds``.
+        """
+        request = self._request(request)
+        step, thread = self._step(request), list(request.state["messages"])
+        human = step.wants_capture(thread)
+        if human is not None:
+            prompt = [request.system_message, *request.messages]
+            captured = step.captured(self._forced(request).invoke(prompt), human)
+            if captured is not None:
+                return ModelResponse(result=[captured])
+        exhausted = step.exhausted(thread)
+        response = handler(self._free_request(request, step, exhausted))
+        return self._finish(response, step, thread, exhausted)
 
     async def awrap_model_call(
         self,
@@ -126,7 +178,17 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         """Async :meth:`wrap_model_call`."""
-        return await handler(self._request(request))
+        request = self._request(request)
+        step, thread = self._step(request), list(request.state["messages"])
+        human = step.wants_capture(thread)
+        if human is not None:
+            prompt = [request.system_message, *request.messages]
+            captured = step.captured(await self._forced(request).ainvoke(prompt), human)
+            if captured is not None:
+                return ModelResponse(result=[captured])
+        exhausted = step.exhausted(thread)
+        response = await handler(self._free_request(request, step, exhausted))
+        return self._finish(response, step, thread, exhausted)
 
     def after_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Append the turn's new messages to the user's history."""
@@ -135,3 +197,10 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     async def aafter_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Async :meth:`after_agent`."""
         return await self.nodes.asave(dict(state), _user_id(runtime), thread_of(_config()))
+
+
+def _tool_name(tool: Any) -> str | None:
+    if isinstance(tool, dict):
+        function = tool.get("function")
+        return (function or {}).get("name") if isinstance(function, dict) else tool.get("name")
+    return getattr(tool, "name", None)

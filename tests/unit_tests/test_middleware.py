@@ -169,3 +169,61 @@ def test_summarize_tool_uses_the_agents_own_model(embedded_memory: TieredMemory)
     assert [s["text"] for s in memory.export_user("alice")["summaries"]] == [
         "The user's birthday is on May 8."
     ]
+
+
+def test_small_model_gets_forced_tag_capture_as_in_the_graph(embedded_memory: TieredMemory) -> None:
+    memory = embedded_memory
+    # the forced call also "hears" a city the user never named: only said values survive
+    model = ScriptedChatModel(
+        replies=[tag_call({"name": "Alice", "age": 30, "city": "Paris"}), "Nice to meet you."]
+    )
+    agent = create_agent(
+        model,
+        tools=[],
+        middleware=[TieredMemoryMiddleware(memory, small_model=True)],
+        checkpointer=InMemorySaver(),
+    )
+    inputs, options = turn("t1", "Hi, I'm Alice and I am 30 years old.")
+    out = agent.invoke(inputs, **options)
+    assert memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
+    forced, free = model.bindings[0], model.bindings[1]
+    assert forced["tool_choice"] == "user_tag"
+    assert "user_tag" not in free.get("tool_names", [])  # the free model is not offered it
+    assert "summarize" in free.get("tool_names", [])
+    assert out["messages"][-1].text == "Nice to meet you."
+
+
+def test_capable_model_is_not_forced(embedded_memory: TieredMemory) -> None:
+    model = ScriptedChatModel(replies=["Hello!"])
+    agent = agent_for(embedded_memory, model)  # small_model=None: detected, and not small
+    inputs, options = turn("t1", "Hi, I'm Alice and I am 30 years old.")
+    agent.invoke(inputs, **options)
+    assert all(b.get("tool_choice") is None for b in model.bindings)
+    assert "user_tag" in model.bindings[0]["tool_names"]
+    assert embedded_memory.get_user_tags("alice") == {}
+
+
+def test_tool_loop_stops_after_max_tool_rounds(embedded_memory: TieredMemory) -> None:
+    from langchain_core.tools import tool
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    looping = AIMessage(content="", tool_calls=[{"name": "echo", "args": {"text": "x"}, "id": "e"}])
+    model = ScriptedChatModel(replies=[looping])  # calls echo forever
+    agent = create_agent(
+        model,
+        tools=[echo],
+        middleware=[TieredMemoryMiddleware(embedded_memory, max_tool_rounds=2)],
+        checkpointer=InMemorySaver(),
+    )
+    inputs, options = turn("t1", "Loop, please.")
+    out = agent.invoke(inputs, **options)
+    assert len(model.prompts) == 3  # two tool rounds, then one call without tools
+    assert "echo" in model.bindings[1]["tool_names"]
+    assert not model.bindings[2].get("tool_names")
+    last = out["messages"][-1]
+    assert isinstance(last, AIMessage) and not last.tool_calls  # the call past the budget dropped
+    assert [m.text for m in history(embedded_memory)][0] == "Loop, please."
