@@ -36,8 +36,37 @@ KINDS: tuple[KeyKind, ...] = (
 _SAFE = "-._~@"
 
 
-def validate_user_id(user_id: object) -> str:
-    """Return ``user_id`` if it is a usable user id, else raise ``InvalidUserIdError``."""
+class UserId(str):
+    """A user id that has been validated, with its key-alphabet escape computed once.
+
+    :func:`validate_user_id` returns one; it is a ``str`` everywhere (equal to, hashing
+    like and serializing as the plain id), so the facade validates a call's user id once
+    and hands this value to the stores, whose own checks then cost an ``isinstance``.
+    """
+
+    escaped: str
+
+    def __new__(cls, value: str) -> UserId:
+        self = super().__new__(cls, value)
+        self.escaped = quote(value, safe=_SAFE)
+        return self
+
+
+def validate_user_id(user_id: object) -> UserId:
+    """Return ``user_id`` as a :class:`UserId` if it is a usable user id.
+
+    Raises:
+        InvalidUserIdError: Not a string, empty, longer than 256 characters, or not
+            encodable as UTF-8.
+
+    Example:
+        >>> validate_user_id("alice").escaped
+        'alice'
+        >>> validate_user_id("a b/c").escaped
+        'a%20b%2Fc'
+    """
+    if type(user_id) is UserId:
+        return user_id  # validated already, by the caller of this call
     if not isinstance(user_id, str):
         raise InvalidUserIdError(
             f"user_id must be a str, got {type(user_id).__name__}; pass the id of the end user."
@@ -55,12 +84,12 @@ def validate_user_id(user_id: object) -> str:
         raise InvalidUserIdError(
             "user_id contains lone surrogates and cannot be encoded as UTF-8."
         ) from exc
-    return user_id
+    return UserId(user_id)
 
 
 def escape_user_id(user_id: str) -> str:
     """Percent-encode a validated user id into the key alphabet."""
-    return quote(validate_user_id(user_id), safe=_SAFE)
+    return validate_user_id(user_id).escaped
 
 
 def validate_prefix(prefix: str) -> str:

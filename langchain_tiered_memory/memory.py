@@ -386,12 +386,12 @@ class TieredMemory:
             ['30', '31']
 
         """
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         return self.tags.history(user_id, tag)
 
     async def aget_tag_history(self, user_id: str, tag: str) -> list[TagChange]:
         """Async :meth:`get_tag_history`."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         return await self.tags.ahistory(user_id, tag)
 
     # ----- long-term fuzzy -----
@@ -436,14 +436,14 @@ class TieredMemory:
         Items that a newer one superseded (``metadata["superseded_by"]``, ``"valid_until"``)
         are left out unless ``include_superseded``.
         """
-        validate_user_id(user_id)  # whatever the store: an invalid id is an error, not []
+        user_id = validate_user_id(user_id)  # whatever the store: an invalid id is an error
         return self.summaries.search(user_id, query, n, include_superseded=include_superseded)
 
     async def arecall_summaries(
         self, user_id: str, query: str, n: int = 3, *, include_superseded: bool = False
     ) -> list[Document]:
         """Async :meth:`recall_summaries`."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         return await self.summaries.asearch(
             user_id, query, n, include_superseded=include_superseded
         )
@@ -465,7 +465,7 @@ class TieredMemory:
         data is corrupt (:class:`CorruptMemoryError`) is logged as an error and comes back
         empty, so the other tiers still reach the model; the store's own methods raise it.
         """
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         want_recall = bool(query) and k > 0
         tiers = self._tiers
         if tiers is None:
@@ -493,7 +493,7 @@ class TieredMemory:
         self, user_id: str, query: str | None, *, max_messages: int = 20, k: int = 3
     ) -> MemorySnapshot:
         """Async :meth:`load`."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         want_recall = bool(query) and k > 0
         tiers = self._tiers
         if tiers is None:
@@ -645,7 +645,7 @@ class TieredMemory:
         how much is pending happens in the worker too, so the caller's turn pays nothing.
         Failures are logged; the history stays unsummarized for the next attempt.
         """
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self._bg_lock:
             if user_id in self._bg_jobs:
                 return None
@@ -796,7 +796,7 @@ class TieredMemory:
             >>> memory.forget_user("alice", checkpointer=saver)  # doctest: +SKIP
             {'threads': 2, 'history': 12, 'tags': 2, 'summaries': 3}
         """
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         threads = self.history.threads(user_id)
         if checkpointer is not None:
             for thread_id in threads:
@@ -815,7 +815,7 @@ class TieredMemory:
         self, user_id: str, *, checkpointer: BaseCheckpointSaver | None = None
     ) -> dict[str, int]:
         """Async :meth:`forget_user`."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         threads = await self.history.athreads(user_id)
         if checkpointer is not None:
             for thread_id in threads:
@@ -845,7 +845,7 @@ class TieredMemory:
             {'messages': 4, 'summaries': 1, 'checkpoints': 1}
 
         """
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         if checkpointer is not None:
             checkpointer.delete_thread(thread_id)
         messages = self.history.forget_thread(user_id, thread_id)
@@ -860,7 +860,7 @@ class TieredMemory:
         self, user_id: str, thread_id: str, *, checkpointer: BaseCheckpointSaver | None = None
     ) -> dict[str, int]:
         """Async :meth:`forget_thread`."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         if checkpointer is not None:
             await checkpointer.adelete_thread(thread_id)
         messages = await self.history.aforget_thread(user_id, thread_id)
@@ -873,7 +873,7 @@ class TieredMemory:
 
     def export_user(self, user_id: str) -> dict[str, Any]:
         """A JSON-serializable copy of every tier of the user."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         first, messages = self.history.since(user_id, 0)
         return {
             "user_id": user_id,
@@ -890,7 +890,7 @@ class TieredMemory:
 
     async def aexport_user(self, user_id: str) -> dict[str, Any]:
         """Async :meth:`export_user`."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         first, messages = await self.history.asince(user_id, 0)
         return {
             "user_id": user_id,

@@ -884,7 +884,7 @@ class InMemoryHistoryStore(HistoryStore):
         on_invalid: OnInvalid = "raise",
     ) -> int:
         """Append atomically, idempotent per thread position (as on Redis)."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         thread = _thread_arg(thread_id)
         position = _position_arg(thread_id, thread_position)
         payload = self._dump_all(messages, on_invalid)
@@ -924,7 +924,7 @@ class InMemoryHistoryStore(HistoryStore):
 
     def threads(self, user_id: str) -> list[str]:
         """Thread ids recorded for the user."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self._lock:
             return sorted(self._threads.get(user_id, ()))
 
@@ -934,7 +934,7 @@ class InMemoryHistoryStore(HistoryStore):
 
     def spans(self, user_id: str) -> list[tuple[int, int, str]]:
         """The thread spans, oldest first."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self._lock:
             return list(self._spans.get(user_id, []))
 
@@ -944,7 +944,7 @@ class InMemoryHistoryStore(HistoryStore):
 
     def forget_thread(self, user_id: str, thread_id: str) -> int:
         """Tombstone the thread's messages."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         thread = _thread_arg(thread_id)
         tomb = TOMBSTONE.encode()
         removed = 0
@@ -970,7 +970,7 @@ class InMemoryHistoryStore(HistoryStore):
 
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Last ``n`` messages."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         if n <= 0:
             return []
         with self._lock:
@@ -985,7 +985,7 @@ class InMemoryHistoryStore(HistoryStore):
         self, user_id: str, start: int, limit: int | None = None
     ) -> tuple[int, int, list[BaseMessage]]:
         """Positions from absolute position ``start``."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self._lock:
             base = self._base.get(user_id, 0)
             offset = max(start - base, 0)
@@ -1001,7 +1001,7 @@ class InMemoryHistoryStore(HistoryStore):
 
     def length(self, user_id: str) -> int:
         """Absolute length."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self._lock:
             return len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
 
@@ -1011,7 +1011,7 @@ class InMemoryHistoryStore(HistoryStore):
 
     def trim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
         """Retention: drop old, already-summarized messages."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self._lock:
             data = self._data.get(user_id, [])
             base = self._base.get(user_id, 0)
@@ -1028,7 +1028,7 @@ class InMemoryHistoryStore(HistoryStore):
 
     def clear(self, user_id: str) -> int:
         """Delete the user's history; positions keep counting, as on Redis."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self._lock:
             self._threads.pop(user_id, None)
             self._marks.pop(user_id, None)

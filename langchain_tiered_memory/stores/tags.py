@@ -377,7 +377,7 @@ class InMemoryTagStore(TagStore):
 
     def get(self, user_id: str, tag: str) -> str | None:
         """One tag's value."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self._lock:
             return self._data.get(user_id, {}).get(tag)
 
@@ -387,7 +387,7 @@ class InMemoryTagStore(TagStore):
 
     def get_all(self, user_id: str) -> dict[str, str]:
         """Every tag."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self._lock:
             return dict(self._data.get(user_id, {}))
 
@@ -399,7 +399,7 @@ class InMemoryTagStore(TagStore):
         self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
     ) -> dict[str, str]:
         """Validate, then write all at once, logging each change."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         values = self.validate(mapping)
         now = _now()
         with self._lock:
@@ -428,7 +428,7 @@ class InMemoryTagStore(TagStore):
 
     def history(self, user_id: str, tag: str | None = None) -> list[TagChange]:
         """The logged changes, oldest first."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self._lock:
             return [c for c in self._log.get(user_id, []) if tag is None or c["tag"] == tag]
 
@@ -438,7 +438,7 @@ class InMemoryTagStore(TagStore):
 
     def clear(self, user_id: str) -> int:
         """Delete every tag of the user."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         with self._lock:
             self._log.pop(user_id, None)
             return len(self._data.pop(user_id, {}))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -160,3 +161,40 @@ def test_prefixes_do_not_overlap() -> None:
     short, long_ = KeyBuilder("tm"), KeyBuilder("tm:x")
     assert short.user_from_key(long_.key("u", "tags")) is None
     assert long_.user_from_key(short.key("u", "tags")) is None
+
+
+def test_a_validated_user_id_is_a_plain_str_everywhere() -> None:
+    import json
+
+    from langchain_tiered_memory._keys import UserId, validate_user_id
+
+    user = validate_user_id("a b/ç")
+    assert isinstance(user, UserId) and isinstance(user, str)
+    assert user == "a b/ç" and hash(user) == hash("a b/ç")
+    assert json.dumps({"u": user}) == json.dumps({"u": "a b/ç"})
+    assert user.escaped == "a%20b%2F%C3%A7"
+    assert validate_user_id(user) is user  # validated once: later checks are free
+    assert KeyBuilder("tm").key(user, "tags") == KeyBuilder("tm").key("a b/ç", "tags")
+
+
+def test_a_graph_turn_validates_the_user_id_once_per_node(
+    monkeypatch: pytest.MonkeyPatch, embedded_memory: Any
+) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from langchain_tiered_memory import create_memory_graph
+    from langchain_tiered_memory._keys import UserId
+    from langchain_tiered_memory.testing import ScriptedChatModel
+
+    graph = create_memory_graph(ScriptedChatModel(replies=["Hi."]), memory=embedded_memory)
+    made: list[str] = []
+    original = UserId.__new__
+
+    def counting(cls: type[UserId], value: str) -> UserId:
+        made.append(value)
+        return original(cls, value)
+
+    monkeypatch.setattr(UserId, "__new__", counting)
+    graph.invoke({"messages": [HumanMessage("hello")]}, context={"user_id": "alice"})
+    # the load and save nodes each resolve the run's user id; the stores reuse it
+    assert made == ["alice", "alice"]

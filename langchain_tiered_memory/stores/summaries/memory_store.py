@@ -106,7 +106,7 @@ class InMemorySummaryStore(SummaryStore):
         supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
         """Embed, de-duplicate and store items."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         texts = validate_items(items)
         vectors = self._embedder().embed_documents(texts) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
@@ -123,7 +123,7 @@ class InMemorySummaryStore(SummaryStore):
         supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
         """Async :meth:`add`."""
-        validate_user_id(user_id)
+        user_id = validate_user_id(user_id)
         texts = validate_items(items)
         vectors = await self._embedder().aembed_documents(texts) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
