@@ -231,6 +231,14 @@ class HistoryStore(ABC):
     """Per-user append-only chat history with absolute message positions.
 
     Sync and async methods form pairs with the same signature.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> store = InMemoryHistoryStore()
+        >>> store.append("alice", [HumanMessage("Hi, I'm Alice."), AIMessage("Hello!")])
+        2
+        >>> [m.text for m in store.tail("alice", 1)]
+        ['Hello!']
     """
 
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
@@ -411,7 +419,15 @@ class HistoryStore(ABC):
 
 
 class UserChatMessageHistory(BaseChatMessageHistory):
-    """LangChain chat history of one user, backed by any :class:`HistoryStore`."""
+    """LangChain chat history of one user, backed by any :class:`HistoryStore`.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> history = UserChatMessageHistory(InMemoryHistoryStore(), "alice")
+        >>> history.add_messages([HumanMessage("I like tea.")])
+        >>> [m.text for m in history.messages]
+        ['I like tea.']
+    """
 
     def __init__(self, store: HistoryStore, user_id: str) -> None:
         self.store = store
@@ -862,7 +878,13 @@ class RedisHistoryStore(HistoryStore):
 
 
 class InMemoryHistoryStore(HistoryStore):
-    """Process-local history for tests and prototypes; same semantics as Redis."""
+    """Process-local history for tests and prototypes; same semantics as Redis.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> InMemoryHistoryStore().append("bob", [HumanMessage("hi")])
+        1
+    """
 
     def __init__(self, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         self.max_message_bytes = max_message_bytes

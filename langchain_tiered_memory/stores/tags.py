@@ -89,7 +89,15 @@ def _has_control_chars(text: str) -> bool:
 
 
 class TagStore(ABC):
-    """Per-user typed tags validated by a pydantic ``schema``; sync and async pairs."""
+    """Per-user typed tags validated by a pydantic ``schema``; sync and async pairs.
+
+    Example:
+        >>> store = InMemoryTagStore()
+        >>> store.set("alice", {"name": "Alice", "age": 30})
+        {'name': 'Alice', 'age': '30'}
+        >>> store.get_all("alice")["age"]
+        '30'
+    """
 
     schema: type[BaseModel]
 
@@ -367,7 +375,12 @@ class RedisTagStore(TagStore):
 
 
 class InMemoryTagStore(TagStore):
-    """Process-local tags with the same validation as :class:`RedisTagStore`."""
+    """Process-local tags with the same validation as :class:`RedisTagStore`.
+
+    Example:
+        >>> InMemoryTagStore().set("bob", {"age": "41"})
+        {'age': '41'}
+    """
 
     def __init__(self, *, schema: type[BaseModel] = DefaultTags) -> None:
         self.schema = schema

@@ -41,6 +41,13 @@ class SummaryStore(ABC):
     A store is given its embeddings model; it never builds one (the package's default is
     :func:`langchain_tiered_memory.defaults.default_embeddings`, which
     :class:`~langchain_tiered_memory.TieredMemory`'s constructors use).
+
+    Example:
+        >>> from langchain_tiered_memory import HashingEmbeddings, InMemorySummaryStore
+        >>> store = InMemorySummaryStore(embeddings=HashingEmbeddings())
+        >>> ids = store.add("alice", ["Alice has a cat named Tom.", "Alice lives in Lyon."])
+        >>> store.search("alice", "What is her cat called?", k=1)[0].page_content
+        'Alice has a cat named Tom.'
     """
 
     embeddings: Embeddings
@@ -211,7 +218,15 @@ class SummaryStore(ABC):
 
 
 class SummaryRetriever(BaseRetriever):
-    """``BaseRetriever`` over one user's summary items."""
+    """``BaseRetriever`` over one user's summary items.
+
+    Example:
+        >>> from langchain_tiered_memory import HashingEmbeddings, InMemorySummaryStore
+        >>> store = InMemorySummaryStore(embeddings=HashingEmbeddings())
+        >>> _ = store.add("alice", ["Alice's birthday is on May 8."])
+        >>> store.as_retriever("alice", k=1).invoke("birthday")[0].page_content
+        "Alice's birthday is on May 8."
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -34,7 +34,14 @@ __all__ = ["InMemorySummaryStore"]
 
 
 class InMemorySummaryStore(SummaryStore):
-    """Process-local summary items with the same semantics as :class:`RedisSummaryStore`."""
+    """Process-local summary items with the same semantics as :class:`RedisSummaryStore`.
+
+    Example:
+        >>> from langchain_tiered_memory import HashingEmbeddings
+        >>> store = InMemorySummaryStore(embeddings=HashingEmbeddings())
+        >>> len(store.add("bob", ["Bob plays chess on Sundays."]))
+        1
+    """
 
     def __init__(
         self,
