@@ -32,6 +32,7 @@ import argparse
 import atexit
 import os
 import sys
+from functools import partial
 
 
 def _args() -> argparse.Namespace:
@@ -337,31 +338,29 @@ def main(args: argparse.Namespace) -> None:
     for i, s in enumerate(sizes):
         memory.set_user_tags(users[s], {"name": "Alice", "age": 34})
         texts_by_size[s], _ = fill_items(memory, emb, users[s], s, seed=100 + i)
-    grid = ", ".join(human(s) for s in sizes)
-    print(f"filled items ({grid}) in {time.perf_counter() - t0:.1f} s")
+    filled = ", ".join(human(s) for s in sizes)
+    print(f"filled items ({filled}) in {time.perf_counter() - t0:.1f} s")
 
     # --- recall search excluding the embedding: ours vs LangGraph InMemoryStore vs flat FAISS
     recall_rows = []
     recall_p50: dict[int, float] = {}
     for s in sizes:
         user = users[s]
-        ours = measure(
-            lambda u=user: memory.summaries.search(u, QUERY, 3, vector=query_vec), reps, 60
-        )
+        ours = measure(partial(memory.summaries.search, user, QUERY, 3, vector=query_vec), reps, 60)
         recall_p50[s] = p50(ours)
         t = time.perf_counter()
         lg = InMemoryStore(index={"dims": DIM, "embed": emb, "fields": ["text"]})
         fill_langgraph(lg, texts_by_size[s])
         fill_s = time.perf_counter() - t
         lgt = measure(
-            lambda st=lg: st.search(("bench", "memories"), query=QUERY, limit=3),
+            partial(lg.search, ("bench", "memories"), query=QUERY, limit=3),
             reps,
             args.budget,
             warmup=1,
         )
         flat = faiss.IndexFlatIP(DIM)
         flat.add(unit_vectors(s, 100 + sizes.index(s)))
-        ft = measure(lambda f=flat: f.search(query_vec.reshape(1, -1), 3), reps, 30)
+        ft = measure(partial(flat.search, query_vec.reshape(1, -1), 3), reps, 30)
         recall_rows.append(
             [
                 human(s),
@@ -415,13 +414,13 @@ def main(args: argparse.Namespace) -> None:
         fill_items(memory, emb, user, s, seed=500 + i)
         fill_history(memory, client, None, user, h, 0)
     rcmh_keys = {h: f"{rcmh_prefix}bench-h{h}" for h in sizes}
-    for h, key in rcmh_keys.items():
-        client.delete(key)
-        fill_history(memory, client, key, None, h, 0)
+    for h, rcmh_key in rcmh_keys.items():
+        client.delete(rcmh_key)
+        fill_history(memory, client, rcmh_key, None, h, 0)
     print(f"\nfilled the history x items grid in {time.perf_counter() - t:.1f} s")
 
     hist_runs = measure_interleaved(
-        {h: (lambda u=grid[(h, small[0])]: memory.load_context(u, 20)) for h in sizes}, reps, 60
+        {h: partial(memory.load_context, grid[(h, small[0])], 20) for h in sizes}, reps, 60
     )
     hist_rows = []
     rcmh_p50: dict[int, float] = {}
@@ -431,7 +430,7 @@ def main(args: argparse.Namespace) -> None:
         assert [m.content for m in hist.messages[-20:]] == [
             m.content for m in memory.load_context(grid[(h, small[0])], 20)
         ]
-        rc = measure(lambda hh=hist: hh.messages, reps, args.budget, warmup=1)
+        rc = measure(partial(getattr, hist, "messages"), reps, args.budget, warmup=1)
         rcmh_p50[h] = p50(rc)
         ours_hist_p50[h] = p50(hist_runs[h])
         hist_rows.append(
@@ -461,11 +460,11 @@ def main(args: argparse.Namespace) -> None:
 
     fns: dict[Any, Callable[[], Any]] = {}
     for cell, user in grid.items():
-        fns[("calls", *cell)] = lambda u=user: separate(u)
-        fns[("load", *cell)] = lambda u=user: one_trip(u)
+        fns[("calls",) + cell] = partial(separate, user)
+        fns[("load",) + cell] = partial(one_trip, user)
     runs = measure_interleaved(fns, reps, 120)
-    load_p50 = {cell: p50(runs[("load", *cell)]) for cell in grid}
-    sep_p50 = {cell: p50(runs[("calls", *cell)]) for cell in grid}
+    load_p50 = {cell: p50(runs[("load",) + cell]) for cell in grid}
+    sep_p50 = {cell: p50(runs[("calls",) + cell]) for cell in grid}
     load_rows = []
     for h, s in grid:
         sep, one = runs[("calls", h, s)], runs[("load", h, s)]
@@ -487,8 +486,8 @@ def main(args: argparse.Namespace) -> None:
         for h in (sizes[0], sizes[-1]):
             fill_history(memory, client, None, big, h, have)
             have = h
-            sep = measure(lambda u=big: separate(u), reps, 60)
-            one = measure(lambda u=big: one_trip(u), reps, 60)
+            sep = measure(partial(separate, big), reps, 60)
+            one = measure(partial(one_trip, big), reps, 60)
             load_rows.append(
                 [
                     human(h),
@@ -520,15 +519,16 @@ def main(args: argparse.Namespace) -> None:
     counter = iter(range(10**9))
     for h in sizes:
         user = grid[(h, small[0])]
-        wt = measure(
-            lambda u=user, c=counter: memory.add_session_log(u, turn(10**7 + next(c))),
-            min(reps, 200),
-            20,
-        )
         hist = RedisChatMessageHistory(f"bench-h{h}", url=url, key_prefix=rcmh_prefix)
-        wr = measure(
-            lambda hh=hist, c=counter: hh.add_messages(turn(10**7 + next(c))), min(reps, 200), 20
-        )
+
+        def write_ours(u: str = user) -> None:
+            memory.add_session_log(u, turn(10**7 + next(counter)))
+
+        def write_rcmh(hh: Any = hist) -> None:
+            hh.add_messages(turn(10**7 + next(counter)))
+
+        wt = measure(write_ours, min(reps, 200), 20)
+        wr = measure(write_rcmh, min(reps, 200), 20)
         write_rows.append([human(h), fmt(p50(wt)), fmt(p99(wt)), fmt(p50(wr)), fmt(p99(wr))])
     table(
         "## Write: one turn (human + AI message) appended",
@@ -586,7 +586,7 @@ def main(args: argparse.Namespace) -> None:
         [
             f"memory load excl. embedding, {human(big_h)} messages + 10k items: p50 <= 1 ms",
             f"{fmt(load_p50[key])} (3 calls: {fmt(sep_p50[key])}; client CPU "
-            f"{fmt(p50(CPU[('load', *key)]))})",
+            f"{fmt(p50(CPU[('load',) + key]))})",
             _ok(load_p50[key] <= 1.0),
         ]
     )

@@ -83,7 +83,7 @@ def speed(backend: str) -> tuple[float, float]:
         started = time.perf_counter()
         reply = model.invoke(prompt)
         elapsed = time.perf_counter() - started
-        tokens = (reply.usage_metadata or {}).get("output_tokens", 0)
+        tokens = reply.usage_metadata["output_tokens"] if reply.usage_metadata else 0
         rates.append(tokens / elapsed)
         tagger = model.bind_tools([user_tag], tool_choice="user_tag")
         started = time.perf_counter()
@@ -132,7 +132,7 @@ def demo_runs(backend: str, runs: int) -> list[dict[str, object]]:
             for index, questions in enumerate(PHRASINGS[:runs]):
                 data = Path(tmp) / f"run-{index}"
                 shutil.copytree(base, data, ignore=shutil.ignore_patterns("*.sock", "*.pid"))
-                demo.STEP_MESSAGES[3] = list(questions)
+                demo.STEP_MESSAGES[3] = tuple(questions)
                 out = io.StringIO()
                 started = time.perf_counter()
                 code = demo.run_demo_step(3, data_dir=data, console=Console(file=out, width=200))

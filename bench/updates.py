@@ -135,7 +135,8 @@ class _Cached:
     """Each text embedded once, reused by every system (they compare ranking, not models)."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner, self.cache = inner, {}
+        self.inner = inner
+        self.cache: dict[str, list[float]] = {}
 
     def _many(self, texts: list[str]) -> list[list[float]]:
         todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
@@ -259,9 +260,9 @@ def run_updates(args: argparse.Namespace, emb: Any, url: str) -> None:
     print(f"\n## Current-value questions ({args.users} users x {len(FACTS)} facts)\n")
     print("| system | recall@1 current | stale share of top 3 | old item shown to update step |")
     print("|---|---|---|---|")
-    for name, (r1, st, shown, _) in results.items():
-        shown_s = "-" if shown != shown else f"{shown:.3f}"
-        print(f"| {name} | {r1:.3f} | {st:.3f} | {shown_s} |")
+    for system, (r1, stale_share, shown_rate, _) in results.items():
+        shown_s = "-" if shown_rate != shown_rate else f"{shown_rate:.3f}"
+        print(f"| {system} | {r1:.3f} | {stale_share:.3f} | {shown_s} |")
 
 
 def run_latency(args: argparse.Namespace, emb: Any, url: str) -> None:

@@ -443,7 +443,7 @@ def create_memory_graph(
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
     extractive_summary_fallback: bool | None = None,
     name: str | None = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:  # context: a MemoryContext or a dict
     """Build the memory agent graph.
 
     Args:

@@ -172,7 +172,26 @@ for path in langchain_tiered_memory tests bench; do # git does not keep empty di
   if [[ -e "${path}" ]]; then LINT_PATHS+=("${path}"); fi
 done
 phase "ruff" "${PYTHON}" -m ruff check "${LINT_PATHS[@]}"
-phase "mypy" "${PYTHON}" -m mypy
+# mypy on the package (its config in pyproject.toml), then on what uses it: each test tree
+# and bench on its own (they import their helpers by directory, as pytest runs them) and the
+# notebook's code cells.
+typecheck() {
+  "${PYTHON}" -m mypy || return 1
+  local dir
+  for dir in tests/unit_tests tests/integration_tests bench; do
+    [[ -d "${dir}" ]] || continue
+    MYPYPATH="${dir}" "${PYTHON}" -m mypy --explicit-package-bases "${dir}" || return 1
+  done
+  mkdir -p build
+  "${PYTHON}" - <<'PY' || return 1
+import json, pathlib
+cells = json.loads(pathlib.Path("notebooks/quickstart.ipynb").read_text())["cells"]
+code = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+pathlib.Path("build/notebook_cells.py").write_text(code)
+PY
+  "${PYTHON}" -m mypy build/notebook_cells.py
+}
+phase "mypy" typecheck
 
 # The package as users get it: a wheel (not editable) in a fresh venv, without torch,
 # running the demo on the embedded server with the scripted model.

@@ -11,6 +11,7 @@ scripts/test.sh`` installs them. Without them the tests are skipped locally and 
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import os
 import random
@@ -269,7 +270,7 @@ def redis_cluster_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lis
 
         for port in node_ports:
             _wait_until(
-                lambda port=port: cluster_ok(port),
+                functools.partial(cluster_ok, port),
                 f"cluster node {port}",
                 None,
                 base / str(port) / "redis.log",

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -54,7 +55,7 @@ def _unique_thread_ids(key_prefix: str, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(sys.modules[__name__], "_thread_ns", key_prefix)
 
 
-def cfg(thread: str) -> dict[str, Any]:
+def cfg(thread: str) -> RunnableConfig:
     return {"configurable": {"thread_id": f"{_thread_ns}-{thread}"}}
 
 

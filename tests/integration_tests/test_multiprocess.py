@@ -223,7 +223,7 @@ def test_rebuilds_racing_writers_never_duplicate_or_miss_items(
             docs = reader.recall_summaries("carol", "Carol fact number topic", 50)
             ids = [d.id for d in docs]
             if len(ids) != len(set(ids)):
-                problems.append(f"duplicate ids {sorted(ids)}")
+                problems.append(f"duplicate ids {sorted(map(str, ids))}")
                 return
 
     threads = [threading.Thread(target=f) for f in (add, delete, read, read, read)]
@@ -235,7 +235,9 @@ def test_rebuilds_racing_writers_never_duplicate_or_miss_items(
     stored = {d.id for d in adder.summaries.get_all("carol")}
     index = reader.summaries.index_for("carol")  # type: ignore[attr-defined]
     assert index is not None
-    assert sorted((r.id for r in index.records), key=int) == sorted(stored, key=int)
+    assert sorted((str(r.id) for r in index.records), key=int) == sorted(
+        (str(i) for i in stored), key=int
+    )
     assert len(index.vectors()) == len(stored)
     for m in (adder, deleter, reader):
         m.forget_user("carol")

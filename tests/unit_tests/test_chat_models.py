@@ -28,7 +28,7 @@ from langchain_core.messages import (
 )
 from langchain_openai import ChatOpenAI
 from langchain_tests.unit_tests import ChatModelUnitTests
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 
 from langchain_tiered_memory import defaults
 from langchain_tiered_memory.defaults import default_chat_model, default_local_model
@@ -561,6 +561,7 @@ def test_default_with_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(model, ChatOpenAI)
     assert model.model_name == "gpt-4o-mini"
     assert model.openai_api_key is not None
+    assert isinstance(model.openai_api_key, SecretStr)
     assert model.openai_api_key.get_secret_value() == "sk-test"
     assert not is_small_local_model(model)
 
@@ -582,7 +583,8 @@ def test_default_with_base_url_only_gets_a_placeholder_key(
     assert isinstance(model, ChatOpenAI)
     assert model.model_name == "smollm2"
     assert model.openai_api_base == "http://127.0.0.1:8765/v1"
-    assert model.openai_api_key is not None and model.openai_api_key.get_secret_value()
+    assert isinstance(model.openai_api_key, SecretStr)
+    assert model.openai_api_key.get_secret_value()
 
 
 @pytest.mark.usefixtures("no_openai_env")
@@ -639,7 +641,9 @@ def test_is_small_local_model() -> None:
     assert is_small_local_model(local.bind_tools([UserTag]))
     assert is_small_local_model(local.bind(stop=["x"]).bind(max_tokens=3))
     assert not is_small_local_model(FakeListChatModel(responses=["x"]))
-    assert not is_small_local_model(ChatOpenAI(api_key="x", base_url="http://127.0.0.1:1/v1"))
+    assert not is_small_local_model(
+        ChatOpenAI(api_key=SecretStr("x"), base_url="http://127.0.0.1:1/v1")
+    )
     assert not is_small_local_model(object())
 
 

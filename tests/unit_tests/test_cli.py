@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
 from langchain_tiered_memory.cli import build_parser, main
@@ -413,8 +413,8 @@ def test_run_turn_ends_when_a_model_keeps_calling_tools(data_dir: Path) -> None:
         history = memory.load_context("alice", 50)
         assert history[0].text == "I am 30."
         assert isinstance(history[-1], AIMessage) and not history[-1].tool_calls
-        calls = [c["id"] for m in history if isinstance(m, AIMessage) for c in m.tool_calls]
-        answered = [m.tool_call_id for m in history if m.type == "tool"]
+        calls = [str(c["id"]) for m in history if isinstance(m, AIMessage) for c in m.tool_calls]
+        answered = [m.tool_call_id for m in history if isinstance(m, ToolMessage)]
         assert sorted(calls) == sorted(answered)
         assert result.called("user_tag")
         # the thread goes on normally

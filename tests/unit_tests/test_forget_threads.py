@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -13,7 +14,7 @@ from langchain_tiered_memory.graph import create_memory_graph
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
-def _run(graph, user: str, thread: str, text: str) -> None:
+def _run(graph: Any, user: str, thread: str, text: str) -> None:
     graph.invoke(
         {"messages": [HumanMessage(text)]},
         context={"user_id": user},

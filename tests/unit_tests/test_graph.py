@@ -16,6 +16,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START
@@ -63,7 +64,7 @@ def summary_reply(*items: str) -> AIMessage:
     return call("SummaryItems", {"items": list(items)}, "s1")
 
 
-def cfg(thread: str | None = None, **configurable: Any) -> dict[str, Any]:
+def cfg(thread: str | None = None, **configurable: Any) -> RunnableConfig:
     if thread is not None:
         configurable["thread_id"] = thread
     return {"configurable": configurable}

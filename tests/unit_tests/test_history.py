@@ -110,6 +110,7 @@ def test_tail_reads_only_the_tail_with_one_lrange(embedded_memory: TieredMemory)
     url = embedded_memory.redis_url
     assert url is not None
     client = _RecordingRedis.from_url(url)
+    assert isinstance(client, _RecordingRedis)
     client.sent = []
     store = RedisHistoryStore(RedisConnection(client=client))
     store.append("big", [human(i) for i in range(1_000)])

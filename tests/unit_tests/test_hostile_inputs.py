@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from support import MemoryFactory, raw_client
@@ -45,7 +46,7 @@ from langchain_tiered_memory.stores.summaries import (
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
-def _cfg(thread: str) -> dict[str, Any]:
+def _cfg(thread: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread}}
 
 
@@ -78,7 +79,7 @@ def test_a_save_that_timed_out_after_applying_is_not_stored_twice(
     graph = create_memory_graph(
         ScriptedChatModel(replies=["one", "two"]), memory=memory, checkpointer=InMemorySaver()
     )
-    ctx = {"user_id": "alice"}
+    ctx: dict[str, Any] = {"user_id": "alice"}
     with pytest.raises(MemoryBackendError):
         graph.invoke({"messages": [HumanMessage("first")]}, _cfg("t"), context=ctx)
     assert _texts(memory) == ["first", "one"]  # applied despite the error
@@ -143,7 +144,7 @@ def test_a_refused_message_does_not_poison_the_thread(
         ]
     )
     graph = create_memory_graph(model, memory=memory, tools=[fetch], checkpointer=InMemorySaver())
-    ctx = {"user_id": "alice"}
+    ctx: dict[str, Any] = {"user_id": "alice"}
     graph.invoke({"messages": [HumanMessage("get it")]}, _cfg("t"), context=ctx)
     out = graph.invoke({"messages": [HumanMessage("and now?")]}, _cfg("t"), context=ctx)
     assert out["messages"][-1].content == "still here"
@@ -180,7 +181,7 @@ def test_an_absurd_number_in_a_tool_call_breaks_no_thread(embedded_memory: Tiere
     model = ScriptedChatModel(replies=[huge, "noted", "hello again"])
     saver = InMemorySaver()
     graph = create_memory_graph(model, memory=memory, checkpointer=saver)
-    ctx = {"user_id": "alice"}
+    ctx: dict[str, Any] = {"user_id": "alice"}
     out = graph.invoke(
         {"messages": [HumanMessage("I am 10^400 years old")]}, _cfg("1"), context=ctx
     )

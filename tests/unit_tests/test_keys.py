@@ -22,7 +22,7 @@ from langchain_tiered_memory._keys import (
 
 # Text without lone surrogates (those are invalid ids, tested separately).
 user_ids = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=MAX_USER_ID_LENGTH
+    alphabet=st.characters(exclude_categories=["Cs"]), min_size=1, max_size=MAX_USER_ID_LENGTH
 )
 NASTY_IDS = [
     "alice",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -632,7 +633,9 @@ def test_append_only_file_is_on(embedded_memory: TieredMemory) -> None:
     assert embedded_memory.redis_url is not None
     client = raw_client(embedded_memory.redis_url)
     assert client.config_get("appendonly") == {"appendonly": "yes"}
-    assert Path(client.config_get("dir")["dir"]) == embedded_memory.data_dir.resolve()  # type: ignore[union-attr]
+    directory = client.config_get("dir")["dir"]
+    assert isinstance(directory, (str, bytes))
+    assert Path(os.fsdecode(directory)) == embedded_memory.data_dir.resolve()  # type: ignore[union-attr]
     client.close()
 
 

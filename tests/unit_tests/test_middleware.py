@@ -177,7 +177,7 @@ def test_small_model_gets_forced_tag_capture_as_in_the_graph(embedded_memory: Ti
     model = ScriptedChatModel(
         replies=[tag_call({"name": "Alice", "age": 30, "city": "Paris"}), "Nice to meet you."]
     )
-    agent = create_agent(
+    agent: Any = create_agent(
         model,
         tools=[],
         middleware=[TieredMemoryMiddleware(memory, small_model=True)],
@@ -213,7 +213,7 @@ def test_tool_loop_stops_after_max_tool_rounds(embedded_memory: TieredMemory) ->
 
     looping = AIMessage(content="", tool_calls=[{"name": "echo", "args": {"text": "x"}, "id": "e"}])
     model = ScriptedChatModel(replies=[looping])  # calls echo forever
-    agent = create_agent(
+    agent: Any = create_agent(
         model,
         tools=[echo],
         middleware=[TieredMemoryMiddleware(embedded_memory, max_tool_rounds=2)],

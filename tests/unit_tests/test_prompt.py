@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,8 +21,10 @@ _MEMORIES = re.compile(r"<memories>\n(.*?)\n</memories>", re.DOTALL)
 _ITEM = re.compile(r"^- \[([^\]]*)\] (\".*\")$")
 
 
-def doc(text: str, created_at: str | None = "2024-05-08T10:00:00+00:00", score: float = 1.0):
-    metadata = {"score": score}
+def doc(
+    text: str, created_at: str | None = "2024-05-08T10:00:00+00:00", score: float = 1.0
+) -> Document:
+    metadata: dict[str, Any] = {"score": score}
     if created_at is not None:
         metadata["created_at"] = created_at
     return Document(page_content=text, metadata=metadata)

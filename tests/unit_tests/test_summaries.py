@@ -328,10 +328,13 @@ def test_redis_records_are_json_and_vectors_float32(embedded_memory: TieredMemor
     assert embedded_memory.redis_url is not None
     client = raw_client(embedded_memory.redis_url)
     keys = KeyBuilder()
-    record = json.loads(client.hget(keys.key("alice", "sum:items"), item_id))
+    raw_record = client.hget(keys.key("alice", "sum:items"), item_id)
+    assert isinstance(raw_record, bytes)
+    record = json.loads(raw_record)
     assert record["text"] == FACTS[0] and record["metadata"] == {"k": "v"}
     datetime.fromisoformat(record["created_at"])
     raw = client.hget(keys.key("alice", "sum:vecs"), item_id)
+    assert isinstance(raw, bytes)
     vector = np.frombuffer(raw, dtype=np.float32)
     expected = np.asarray(HashingEmbeddings().embed_query(FACTS[0]), dtype=np.float32)
     assert vector.shape == (256,)

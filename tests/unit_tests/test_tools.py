@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field
 
@@ -13,7 +14,7 @@ from langchain_tiered_memory import HashingEmbeddings, MissingUserIdError, Tiere
 from langchain_tiered_memory.testing import ScriptedChatModel
 from langchain_tiered_memory.tools import SummarizeTool, UserTagTool
 
-ALICE = {"configurable": {"user_id": "alice"}}
+ALICE: RunnableConfig = {"configurable": {"user_id": "alice"}}
 
 
 def tool_call(name: str, args: dict[str, Any], call_id: str = "c1") -> dict[str, Any]:

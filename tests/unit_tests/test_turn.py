@@ -53,7 +53,7 @@ def test_one_round_trip_reads_what_each_store_reads(embedded_server: EmbeddedRed
         assert [d.page_content for d in recalled] == ["Alice has a cat named Tom."]
         assert tiers.messages("alice", tiers.fetch("alice", max_messages=0)) == []
         memory.forget_user("alice")
-        scan = list(memory.history.connection.sync.scan_iter(match="turn:*alice*"))
+        scan = list(tiers.history.connection.sync.scan_iter(match="turn:*alice*"))
         assert scan == []  # purge left no key of the user
     finally:
         memory.close()

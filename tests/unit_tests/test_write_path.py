@@ -293,7 +293,7 @@ def _thread_turn(memory: TieredMemory, thread: str, text: str, position: int) ->
 
 
 def _echo(messages: list[Any]) -> AIMessage:
-    said = [m.content for m in messages[1:] if isinstance(m, HumanMessage)]
+    said = [m.text for m in messages[1:] if isinstance(m, HumanMessage)]
     lines = said[0].split("\n") if said else []
     facts = [line.removeprefix("User: ") for line in lines if line.startswith("User: ")]
     return _items_call(*facts)

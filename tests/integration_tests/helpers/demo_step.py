@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
@@ -79,7 +80,7 @@ def main() -> None:
     lang = sys.argv[3] if len(sys.argv) > 3 else "en"
     thread, text, replies = (STEPS_ZH if lang == "zh" else STEPS)[step]
     model = ScriptedChatModel(replies=replies)
-    config = {"configurable": {"thread_id": thread}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread}}
     memory = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
     try:
         with SqliteSaver.from_conn_string(str(data_dir / "checkpoints.sqlite")) as saver:

@@ -45,7 +45,7 @@ class RandomEmbeddings(Embeddings):
         self.dim = dim
 
     def _one(self, text: str) -> list[float]:
-        seed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest())
+        seed = int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
         vec = np.random.default_rng(seed).standard_normal(self.dim)
         return (vec / np.linalg.norm(vec)).astype(np.float32).tolist()
 
