@@ -104,7 +104,7 @@ _STEP_TITLES = {
 _MAY_8 = re.compile(r"\bmay\s*8(?:th)?\b|\b8(?:th)?\s*(?:of\s+)?may\b", re.IGNORECASE)
 _USER_TAGS_BLOCK = re.compile(r"<user_tags>\n(.*?)\n</user_tags>", re.DOTALL)
 _MEMORIES_BLOCK = re.compile(r"<memories>\n(.*?)\n</memories>", re.DOTALL)
-_COMPACT_TAG = re.compile(r'^- ([\w ]+): (".*")$', re.MULTILINE)
+_COMPACT_TAG = re.compile(r'^The user\'s ([\w ]+) is (".*")\.$', re.MULTILINE)
 
 
 # --------------------------------------------------------------------------- models
@@ -136,7 +136,7 @@ def _summary_items(transcript: str) -> list[str]:
 
 def prompt_tags(memory_prompt: str) -> dict[str, str]:
     """The tags rendered in a memory section of the prompt (``{}`` if none), in the default
-    JSON section or in the compact lines of small models (``- name: "Alice"``).
+    JSON section or in the compact lines of small models (``The user's name is "Alice".``).
     """
     match = _USER_TAGS_BLOCK.search(memory_prompt or "")
     if not match:
