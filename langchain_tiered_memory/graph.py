@@ -59,6 +59,7 @@ from langchain_tiered_memory.prompt import (
 )
 from langchain_tiered_memory.stores.history import check_portable
 from langchain_tiered_memory.summarizer import states_a_fact
+from langchain_tiered_memory.text import is_first_person
 from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool
 
 logger = logging.getLogger(__name__)
@@ -93,20 +94,34 @@ class MemoryState(TypedDict):
     saved_count: NotRequired[int]
 
 
+# A grounded value is a part of the message, not the message: SmolLM2-135M forced to call
+# user_tag on "Remind me how old I am." answered {"name": "Remind me how old I am"}, which
+# literally occurs in the text and overwrote the stored name. A value that speaks in the
+# first person, or covers nearly all of the message's characters, is an echo, not a fact
+# taken from it ("I am Alice Moreau." -> "Alice Moreau" is 79% of it and is kept).
+_MAX_VALUE_SHARE = 0.85
+
+
 def _grounded(args: dict[str, Any], text: str) -> dict[str, Any]:
     """Keep only tool arguments whose value literally occurs in the user's message.
 
     Small models forced to call a tool fill fields with guesses; a value the user did not
-    say is dropped rather than stored.
+    say is dropped rather than stored, and so is one that is most of the message (an echo).
     """
     haystack = text.lower()
+    said = len(re.sub(r"\W", "", haystack))
     kept = {}
     for name, value in args.items():
         if value is None or value == "":
             continue
         needle = str(value).strip().lower()
-        if needle and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack):
-            kept[name] = value
+        if not needle or not re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack):
+            continue
+        if is_first_person(str(value)) or (
+            said and len(re.sub(r"\W", "", needle)) > _MAX_VALUE_SHARE * said
+        ):
+            continue
+        kept[name] = value
     return kept
 
 

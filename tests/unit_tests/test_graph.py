@@ -629,6 +629,33 @@ def test_forced_capture_with_nothing_grounded_falls_back_to_a_normal_call(
     assert result["messages"][-1].text == "ok"
 
 
+@pytest.mark.parametrize(
+    ("text", "echo"),
+    [
+        # what SmolLM2-135M answered when forced (measured): the request itself as a name
+        ("Remind me how old I am.", "Remind me how old I am"),
+        ("Tell me my age.", "me my age"),
+    ],
+)
+def test_forced_capture_never_stores_an_echo_of_the_message(
+    embedded_memory: TieredMemory, text: str, echo: str
+) -> None:
+    embedded_memory.set_user_tags("alice", {"name": "Alice", "age": 30})
+    model = ScriptedChatModel(replies=[call("user_tag", {"name": echo}, "f1"), "You are 30."])
+    graph = create_memory_graph(model, memory=embedded_memory, force_tag_capture=True)
+    result = ask(graph, text)
+    assert embedded_memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
+    assert tool_messages(result) == []
+    assert result["messages"][-1].text == "You are 30."
+
+
+def test_a_short_value_from_a_long_statement_is_kept(embedded_memory: TieredMemory) -> None:
+    model = ScriptedChatModel(replies=[call("user_tag", {"name": "Alice Moreau"}, "f1"), "ok"])
+    graph = create_memory_graph(model, memory=embedded_memory, force_tag_capture=True)
+    ask(graph, "I am Alice Moreau.")  # the name is most of the words, not of the message
+    assert embedded_memory.get_user_tags("alice") == {"name": "Alice Moreau"}
+
+
 @pytest.mark.parametrize("text", ["How old am I?", "What is my name?", "Hello there."])
 def test_questions_and_non_statements_do_not_force_capture(
     embedded_memory: TieredMemory, text: str
