@@ -21,7 +21,13 @@ from typing import Any, ClassVar, cast
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.language_models.chat_models import LangSmithParams
-from langchain_core.messages import AIMessage, BaseMessage, InvalidToolCall, ToolCall
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    InvalidToolCall,
+    RemoveMessage,
+    ToolCall,
+)
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.messages.utils import convert_to_openai_messages
@@ -76,7 +82,8 @@ def messages_to_llama_dicts(messages: Sequence[BaseMessage]) -> list[dict[str, A
         [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'Hi'}]
     """
     for message in messages:
-        if not isinstance(message, BaseMessage) or type(message).__name__ == "RemoveMessage":
+        # RemoveMessage is a graph-state instruction, not something a model can be sent.
+        if not isinstance(message, BaseMessage) or isinstance(message, RemoveMessage):
             msg = f"A local chat model cannot send a message of type {type(message).__name__}"
             raise TypeError(msg)
     dicts = cast(

@@ -23,6 +23,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import (
     AIMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
 )
@@ -186,6 +187,12 @@ def test_invalid_tool_calls_round_trip() -> None:
     assert [(c["name"], c["args"], c["id"]) for c in parsed.invalid_tool_calls] == [
         ("user_tag", '{"name": "Al', "c9")
     ]
+
+
+@pytest.mark.parametrize("bad", [RemoveMessage(id="m1"), "plain text"])
+def test_what_has_no_chat_role_is_a_clear_error(bad: Any) -> None:
+    with pytest.raises(TypeError, match="cannot send a message of type"):
+        messages_to_llama_dicts([HumanMessage("hi"), bad])
 
 
 def test_list_content_is_flattened_to_text() -> None:
