@@ -20,6 +20,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from langchain_tiered_memory._cache import cache_root
+from langchain_tiered_memory._hf import local_weights
 
 __all__ = [
     "LocalMiniLMEmbeddings",
@@ -54,16 +55,10 @@ class LocalMiniLMEmbeddings(Embeddings):
             with self._lock:
                 if self._model is None:
                     path = self.model_path or _packaged_minilm_path()
-                    # The model is on disk; never let a cache miss reach for the network.
-                    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                    from sentence_transformers import SentenceTransformer
-                    from transformers.utils import logging as hf_logging
+                    with local_weights():
+                        from sentence_transformers import SentenceTransformer
 
-                    # transformers draws a "Loading weights" bar on stderr: in the chat and
-                    # the demo it lands in the middle of the conversation.
-                    hf_logging.disable_progress_bar()
-                    self._model = SentenceTransformer(path, device=self.device)
+                        self._model = SentenceTransformer(path, device=self.device)
         return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -144,15 +139,13 @@ class OnnxMiniLMEmbeddings(Embeddings):
     def _export(self, model_path: str, target: Path) -> None:
         import tempfile
 
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are on disk
         import torch
-        from transformers import AutoModel
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
 
         target.parent.mkdir(parents=True, exist_ok=True)
-        model = AutoModel.from_pretrained(model_path).eval()
+        with local_weights():
+            from transformers import AutoModel
+
+            model = AutoModel.from_pretrained(model_path).eval()
 
         class _Encoder(torch.nn.Module):
             def __init__(self, inner: Any) -> None:

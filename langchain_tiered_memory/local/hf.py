@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from langchain_tiered_memory._cache import cache_root
+from langchain_tiered_memory._hf import local_weights
 from langchain_tiered_memory.local._chat import LocalChatModel, _new_call_id
 from langchain_tiered_memory.local._smollm2 import LOCAL_EXTRA_HINT
 
@@ -208,20 +209,17 @@ class ChatLocalTransformers(LocalChatModel):
                     raise  # not another process winning the race: a real error
 
     def _load_backend(self, path: str) -> Any:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are on disk
         torch, transformers = _import_backend()
-        if not self.verbose:
-            transformers.utils.logging.disable_progress_bar()
-            transformers.utils.logging.set_verbosity_error()
         if self.n_threads is not None:
             torch.set_num_threads(self.n_threads)
         target = self._converted_dir(path)
-        if not (target / "model.safetensors").is_file():
-            self._convert(torch, transformers, path, target)
-        tokenizer = transformers.AutoTokenizer.from_pretrained(target)
-        model = transformers.AutoModelForCausalLM.from_pretrained(
-            target, dtype=torch.float32, **self.model_kwargs
-        ).eval()
+        with local_weights(quiet=not self.verbose):
+            if not (target / "model.safetensors").is_file():
+                self._convert(torch, transformers, path, target)
+            tokenizer = transformers.AutoTokenizer.from_pretrained(target)
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                target, dtype=torch.float32, **self.model_kwargs
+            ).eval()
         from jinja2.sandbox import ImmutableSandboxedEnvironment
 
         # No autoescaping: message text reaches the model as typed (llama-cpp-python

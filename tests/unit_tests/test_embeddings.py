@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
@@ -68,3 +70,26 @@ def test_default_embeddings_is_one_shared_object() -> None:
     assert default_embeddings() is default_embeddings()
     # the ONNX path when onnxruntime is installed, else sentence-transformers (test_minilm)
     assert isinstance(default_embeddings(), (LocalMiniLMEmbeddings, OnnxMiniLMEmbeddings))
+
+
+def test_loading_local_weights_is_quiet_only_while_loading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hf_logging = pytest.importorskip("transformers.utils.logging")
+    from langchain_tiered_memory._hf import local_weights
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # the app's own choice is kept
+    hf_logging.enable_progress_bar()
+    hf_logging.set_verbosity_warning()
+    try:
+        with local_weights():
+            assert not hf_logging.is_progress_bar_enabled()
+            assert hf_logging.get_verbosity() == hf_logging.ERROR
+        # the app's transformers settings are back once the weights are loaded
+        assert hf_logging.is_progress_bar_enabled()
+        assert hf_logging.get_verbosity() == hf_logging.WARNING
+        with local_weights(quiet=False):
+            assert hf_logging.is_progress_bar_enabled()
+        assert os.environ["HF_HUB_OFFLINE"] == "0"
+    finally:
+        hf_logging.set_verbosity_warning()
