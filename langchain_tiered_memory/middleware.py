@@ -10,6 +10,8 @@ the ``user_tag`` and ``summarize`` tools.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
@@ -133,23 +135,10 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             small = is_small_local_model(request.model)
         return ModelStep(max_tool_rounds=self.max_tool_rounds, force_tag_capture=small)
 
-    @staticmethod
-    def _free_request(request: ModelRequest, step: ModelStep, exhausted: bool) -> ModelRequest:
-        """The request for the free model: no tools past the budget; in force mode no
-        ``user_tag`` (it is forced when the user states a fact, as in the graph).
-        """
-        if exhausted:
-            return request.override(tools=[], tool_choice=None)
-        if step.force_tag_capture:
-            tools = [t for t in request.tools if _tool_name(t) != USER_TAG_TOOL]
-            return request.override(tools=tools)
-        return request
-
-    def _finish(
-        self, response: ModelResponse, step: ModelStep, thread: list[Any], exhausted: bool
-    ) -> ModelResponse:
-        result = [step.finish(m, thread, exhausted) for m in response.result]
-        return ModelResponse(result=result, structured_response=response.structured_response)
+    def _plan(self, request: ModelRequest) -> _ModelCall:
+        """Everything about this model call but its I/O (shared by the sync and async paths)."""
+        request = self._request(request)
+        return _ModelCall(request, self._step(request), list(request.state["messages"]))
 
     def _forced(self, request: ModelRequest) -> Any:
         return request.model.bind_tools([self._tag_tool], tool_choice=USER_TAG_TOOL)
@@ -160,17 +149,13 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         """Put memory into the system prompt and recent history before the thread; force
         tag capture for small models; stop the tool loop after ``max_tool_rounds``.
         """
-        request = self._request(request)
-        step, thread = self._step(request), list(request.state["messages"])
-        human = step.wants_capture(thread)
-        if human is not None:
-            prompt = [request.system_message, *request.messages]
-            captured = step.captured(self._forced(request).invoke(prompt), human)
+        call = self._plan(request)
+        if call.human is not None:
+            forced = self._forced(call.request).invoke(call.prompt)
+            captured = call.step.captured(forced, call.human)
             if captured is not None:
                 return ModelResponse(result=[captured])
-        exhausted = step.exhausted(thread)
-        response = handler(self._free_request(request, step, exhausted))
-        return self._finish(response, step, thread, exhausted)
+        return call.finish(handler(call.free_request))
 
     async def awrap_model_call(
         self,
@@ -178,17 +163,13 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         """Async :meth:`wrap_model_call`."""
-        request = self._request(request)
-        step, thread = self._step(request), list(request.state["messages"])
-        human = step.wants_capture(thread)
-        if human is not None:
-            prompt = [request.system_message, *request.messages]
-            captured = step.captured(await self._forced(request).ainvoke(prompt), human)
+        call = self._plan(request)
+        if call.human is not None:
+            forced = await self._forced(call.request).ainvoke(call.prompt)
+            captured = call.step.captured(forced, call.human)
             if captured is not None:
                 return ModelResponse(result=[captured])
-        exhausted = step.exhausted(thread)
-        response = await handler(self._free_request(request, step, exhausted))
-        return self._finish(response, step, thread, exhausted)
+        return call.finish(await handler(call.free_request))
 
     def after_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Append the turn's new messages to the user's history."""
@@ -204,3 +185,41 @@ def _tool_name(tool: Any) -> str | None:
         function = tool.get("function")
         return (function or {}).get("name") if isinstance(function, dict) else tool.get("name")
     return getattr(tool, "name", None)
+
+
+@dataclass
+class _ModelCall:
+    """One model call of the agent, as the memory's :class:`ModelStep` decides it."""
+
+    request: ModelRequest
+    step: ModelStep
+    thread: list[Any]
+
+    @cached_property
+    def human(self) -> Any:
+        """The human message to force a ``user_tag`` call for, if any."""
+        return self.step.wants_capture(self.thread)
+
+    @property
+    def prompt(self) -> list[Any]:
+        return [self.request.system_message, *self.request.messages]
+
+    @cached_property
+    def exhausted(self) -> bool:
+        return self.step.exhausted(self.thread)
+
+    @property
+    def free_request(self) -> ModelRequest:
+        """The request for the free model: no tools past the budget; in force mode no
+        ``user_tag`` (it is forced when the user states a fact, as in the graph).
+        """
+        if self.exhausted:
+            return self.request.override(tools=[], tool_choice=None)
+        if self.step.force_tag_capture:
+            tools = [t for t in self.request.tools if _tool_name(t) != USER_TAG_TOOL]
+            return self.request.override(tools=tools)
+        return self.request
+
+    def finish(self, response: ModelResponse) -> ModelResponse:
+        result = [self.step.finish(m, self.thread, self.exhausted) for m in response.result]
+        return ModelResponse(result=result, structured_response=response.structured_response)

@@ -227,3 +227,21 @@ def test_tool_loop_stops_after_max_tool_rounds(embedded_memory: TieredMemory) ->
     last = out["messages"][-1]
     assert isinstance(last, AIMessage) and not last.tool_calls  # the call past the budget dropped
     assert [m.text for m in history(embedded_memory)][0] == "Loop, please."
+
+
+async def test_small_model_forced_capture_on_the_async_path(embedded_memory: TieredMemory) -> None:
+    memory = embedded_memory
+    model = ScriptedChatModel(replies=[tag_call({"name": "Alice", "age": 30}), "Hi Alice."])
+    agent: Any = create_agent(
+        model,
+        tools=[],
+        middleware=[TieredMemoryMiddleware(memory, small_model=True, max_tool_rounds=1)],
+        checkpointer=InMemorySaver(),
+    )
+    inputs, options = turn("t1", "Hi, I'm Alice and I am 30 years old.")
+    out = await agent.ainvoke(inputs, **options)
+    assert await memory.aget_user_tags("alice") == {"name": "Alice", "age": "30"}
+    assert model.bindings[0]["tool_choice"] == "user_tag"
+    # one tool round used by the capture: the next call has no tools, as max_tool_rounds=1
+    assert not model.bindings[1].get("tool_names")
+    assert out["messages"][-1].text == "Hi Alice."
