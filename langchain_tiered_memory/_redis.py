@@ -323,6 +323,15 @@ class RedisConnection:
         """Context manager translating Redis errors for this connection."""
         return translate_errors(self.url)
 
+    def ping(self) -> None:
+        """Connect now and check the server answers.
+
+        Raises:
+            MemoryBackendError: Redis is unreachable or refused the command.
+        """
+        with self.errors():
+            self.sync.ping()
+
     def eval(self, script: str, numkeys: int, *args: Any) -> Any:
         """Run a Lua script by its SHA1 (``EVALSHA``), sending the source only the first
         time a server has not seen it (``EVAL`` then caches it there).

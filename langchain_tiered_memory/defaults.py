@@ -158,8 +158,7 @@ def open_memory(
     try:
         connection = getattr(memory.history, "connection", None)
         if connection is not None:
-            with connection.errors():
-                connection.sync.ping()
+            connection.ping()
     except BaseException:
         memory.close()
         raise
