@@ -59,7 +59,7 @@ from langchain_tiered_memory.prompt import (
 )
 from langchain_tiered_memory.stores.history import check_portable
 from langchain_tiered_memory.summarizer import states_a_fact
-from langchain_tiered_memory.text import is_first_person
+from langchain_tiered_memory.text import is_cjk, is_first_person
 from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool
 
 logger = logging.getLogger(__name__)
@@ -102,6 +102,27 @@ class MemoryState(TypedDict):
 _MAX_VALUE_SHARE = 0.85
 
 
+def _word_edge(neighbour: str, edge: str) -> bool:
+    """Whether a match may end at ``edge`` next to ``neighbour`` ("" at either end)."""
+    if not neighbour or not (neighbour.isalnum() or neighbour == "_"):
+        return True
+    # Chinese and Japanese write words without spaces: every character is an edge.
+    return is_cjk(neighbour) or is_cjk(edge)
+
+
+def _occurs_as_words(needle: str, haystack: str) -> bool:
+    """Whether ``needle`` occurs in ``haystack`` as whole words ("30" not in "300")."""
+    start = haystack.find(needle)
+    while start >= 0:
+        end = start + len(needle)
+        before = haystack[start - 1] if start else ""
+        after = haystack[end] if end < len(haystack) else ""
+        if _word_edge(before, needle[0]) and _word_edge(after, needle[-1]):
+            return True
+        start = haystack.find(needle, start + 1)
+    return False
+
+
 def _grounded(args: dict[str, Any], text: str) -> dict[str, Any]:
     """Keep only tool arguments whose value literally occurs in the user's message.
 
@@ -115,7 +136,7 @@ def _grounded(args: dict[str, Any], text: str) -> dict[str, Any]:
         if value is None or value == "":
             continue
         needle = str(value).strip().lower()
-        if not needle or not re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack):
+        if not needle or not _occurs_as_words(needle, haystack):
             continue
         if is_first_person(str(value)) or (
             said and len(re.sub(r"\W", "", needle)) > _MAX_VALUE_SHARE * said

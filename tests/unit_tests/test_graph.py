@@ -635,6 +635,7 @@ def test_forced_capture_with_nothing_grounded_falls_back_to_a_normal_call(
         # what SmolLM2-135M answered when forced (measured): the request itself as a name
         ("Remind me how old I am.", "Remind me how old I am"),
         ("Tell me my age.", "me my age"),
+        ("提醒我我多大了。", "提醒我我多大了"),  # "remind me how old I am", in Chinese
     ],
 )
 def test_forced_capture_never_stores_an_echo_of_the_message(
@@ -649,11 +650,25 @@ def test_forced_capture_never_stores_an_echo_of_the_message(
     assert result["messages"][-1].text == "You are 30."
 
 
-def test_a_short_value_from_a_long_statement_is_kept(embedded_memory: TieredMemory) -> None:
-    model = ScriptedChatModel(replies=[call("user_tag", {"name": "Alice Moreau"}, "f1"), "ok"])
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("I am Alice Moreau.", "Alice Moreau"), ("我叫李明。", "李明")],  # most of the words
+)
+def test_a_short_value_from_a_long_statement_is_kept(
+    embedded_memory: TieredMemory, text: str, name: str
+) -> None:
+    model = ScriptedChatModel(replies=[call("user_tag", {"name": name}, "f1"), "ok"])
     graph = create_memory_graph(model, memory=embedded_memory, force_tag_capture=True)
-    ask(graph, "I am Alice Moreau.")  # the name is most of the words, not of the message
-    assert embedded_memory.get_user_tags("alice") == {"name": "Alice Moreau"}
+    ask(graph, text)
+    assert embedded_memory.get_user_tags("alice") == {"name": name}
+
+
+def test_a_capable_model_is_not_grounded(embedded_memory: TieredMemory) -> None:
+    # without force_tag_capture (capable models) the model's own call is trusted as it is
+    model = ScriptedChatModel(replies=[call("user_tag", {"name": "Remind me"}, "c1"), "ok"])
+    graph = create_memory_graph(model, memory=embedded_memory, force_tag_capture=False)
+    ask(graph, "Remind me how old I am.")
+    assert embedded_memory.get_user_tags("alice") == {"name": "Remind me"}
 
 
 @pytest.mark.parametrize("text", ["How old am I?", "What is my name?", "Hello there."])
