@@ -5,6 +5,11 @@ Redis Cluster hash tag, so all keys of one user live in one slot and can be used
 in a pipeline, a transaction or a Lua script. User ids are percent-encoded to a safe
 alphabet, which makes the mapping injective (no two ids share keys) and keeps ``{``, ``}``,
 ``:`` and glob characters out of keys and SCAN patterns.
+
+The checkpointer's and the LangGraph store's keys use the same prefix with a tag that
+starts with a marker and ``:`` (``{cp:<escaped thread>}``, ``{cpr:<escaped run>}``,
+``{st:<escaped namespace>}``): an escaped user id never contains ``:``, so these can never
+be read as a user's keys, and each thread (each store namespace) lives in one slot.
 """
 
 from __future__ import annotations
@@ -31,6 +36,10 @@ KINDS: tuple[KeyKind, ...] = (
     "sum:vecs",
     "meta",
 )
+
+ThreadKeyKind = Literal["cp:ids", "cp:data", "cp:writes", "cp:wkeys", "cp:runs"]
+THREAD_KINDS: tuple[ThreadKeyKind, ...] = ("cp:ids", "cp:data", "cp:writes", "cp:wkeys", "cp:runs")
+MAX_THREAD_ID_LENGTH = 1024
 
 # RFC 3986 unreserved characters stay readable; everything else, '%' included, is escaped.
 _SAFE = "-._~@"
@@ -92,6 +101,27 @@ def escape_user_id(user_id: str) -> str:
     return validate_user_id(user_id).escaped
 
 
+def escape_id(value: object, what: str, *, max_length: int = MAX_THREAD_ID_LENGTH) -> str:
+    """Percent-encode a thread, run or namespace id into the key alphabet.
+
+    Raises:
+        ValueError: ``value`` is empty, too long or not encodable as UTF-8.
+
+    Example:
+        >>> escape_id("t 1", "thread_id")
+        't%201'
+    """
+    text = value if isinstance(value, str) else str(value)
+    if not text:
+        raise ValueError(f"{what} is empty; pass a non-empty id.")
+    if len(text) > max_length:
+        raise ValueError(f"{what} is {len(text)} characters long; the limit is {max_length}.")
+    try:
+        return quote(text, safe=_SAFE)
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{what} contains lone surrogates and cannot be encoded.") from exc
+
+
 def validate_prefix(prefix: str) -> str:
     """Check a key prefix: non-empty, printable, without hash-tag braces or glob characters."""
     if (
@@ -121,6 +151,40 @@ class KeyBuilder:
     def key(self, user_id: str, kind: KeyKind) -> str:
         """The key of ``kind`` for ``user_id``."""
         return f"{self.prefix}:{{{escape_user_id(user_id)}}}:{kind}"
+
+    def thread_key(self, thread_id: object, kind: ThreadKeyKind) -> str:
+        """The checkpointer's key of ``kind`` for a LangGraph thread.
+
+        Example:
+            >>> KeyBuilder("tm").thread_key("t-1", "cp:ids")
+            'tm:{cp:t-1}:cp:ids'
+        """
+        return f"{self.prefix}:{{cp:{escape_id(thread_id, 'thread_id')}}}:{kind}"
+
+    def thread_keys(self, thread_id: object) -> list[str]:
+        """Every checkpointer key of a thread, in :data:`THREAD_KINDS` order."""
+        return [self.thread_key(thread_id, kind) for kind in THREAD_KINDS]
+
+    def thread_scan_pattern(self, thread_prefix: str = "") -> str:
+        """A SCAN MATCH pattern for one key of every thread whose id starts with
+        ``thread_prefix`` (escaped ids hold no glob characters).
+        """
+        head = quote(thread_prefix, safe=_SAFE) if thread_prefix else ""
+        return f"{self.prefix}:{{cp:{head}*}}:cp:ids"
+
+    def thread_from_key(self, key: str | bytes) -> str | None:
+        """The thread id of a checkpointer key, or ``None`` if it is not one of ours."""
+        if isinstance(key, bytes):
+            key = key.decode("utf-8", "replace")
+        head = f"{self.prefix}:{{cp:"
+        end = key.find("}", len(head))
+        if not key.startswith(head) or end < 0:
+            return None
+        return unquote(key[len(head) : end])
+
+    def run_key(self, run_id: object) -> str:
+        """The key listing the checkpoints one LangGraph run wrote (for ``delete_for_runs``)."""
+        return f"{self.prefix}:{{cpr:{escape_id(run_id, 'run_id')}}}:cp:run"
 
     def all_keys(self, user_id: str) -> list[str]:
         """Every key a user can own under this prefix."""

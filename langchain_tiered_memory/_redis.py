@@ -234,7 +234,8 @@ def _async_connection_class(url: str, revive: Callable[[], bool] | None) -> type
 class RedisConnection:
     """A lazily-connected pair of sync and async Redis clients for one URL.
 
-    Cluster mode is detected on first use (``INFO cluster``) unless ``cluster`` is given.
+    Cluster mode is detected on first use (``HELLO``, a connection command every ACL user
+    may run; managed services block ``INFO``) unless ``cluster`` is given.
     Clients passed in are used as they are and never closed by this object.
 
     Example:
@@ -276,10 +277,9 @@ class RedisConnection:
                 probe = redis.Redis.from_url(self.url, **_client_kwargs(self._client_name))
                 try:
                     with translate_errors(self.url):
-                        info = probe.info("cluster")
+                        self._cluster = _server_mode(probe) == "cluster"
                 finally:
                     probe.close()
-                self._cluster = bool(info.get("cluster_enabled"))
         return self._cluster
 
     @property
@@ -360,6 +360,27 @@ class RedisConnection:
             await self._async.aclose()
             self._async = None
         self.close()
+
+
+def _server_mode(client: redis.Redis) -> str:
+    """``"cluster"``, ``"standalone"`` or ``"sentinel"``, from the server's ``HELLO`` reply.
+
+    ``HELLO`` without a protocol version (Redis 6.2+, Valkey) does not switch protocols;
+    a server that does not know it (older, or a proxy) is asked ``INFO cluster`` instead.
+    """
+    try:
+        reply = client.execute_command("HELLO")
+    except redis.exceptions.ResponseError:
+        return "cluster" if client.info("cluster").get("cluster_enabled") else "standalone"
+    if isinstance(reply, dict):
+        fields = {_str(k): v for k, v in reply.items()}
+    else:
+        fields = {_str(reply[i]): reply[i + 1] for i in range(0, len(reply) - 1, 2)}
+    return _str(fields.get("mode", "standalone"))
+
+
+def _str(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 @functools.lru_cache(maxsize=64)

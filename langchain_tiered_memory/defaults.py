@@ -8,7 +8,7 @@ and the environment:
 - :func:`default_chat_model`: ``ChatOpenAI`` when an OpenAI key or base URL is configured
   (which covers any OpenAI-compatible server: OpenAI, vLLM, Ollama, llama.cpp's server), else
   a local in-process model (:mod:`langchain_tiered_memory.local`);
-- :func:`open_checkpointer`: LangGraph's ``SqliteSaver`` in the data dir.
+- :func:`open_checkpointer`: a ``RedisSaver`` on the memory's own Redis.
 
 Nothing here loads a model or connects at import; the stores never build defaults themselves.
 
@@ -32,6 +32,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langchain_tiered_memory.embeddings import (
     HashingEmbeddings,
@@ -43,7 +44,6 @@ from langchain_tiered_memory.memory import TieredMemory
 
 __all__ = [
     "BACKEND_ENV_VAR",
-    "CHECKPOINTS_FILE",
     "DEFAULT_OPENAI_MODEL",
     "EMBEDDINGS_CHOICES",
     "MODEL_ENV_VAR",
@@ -55,8 +55,6 @@ __all__ = [
     "open_memory",
 ]
 
-CHECKPOINTS_FILE = "checkpoints.sqlite"
-"""The file of the default checkpointer in the data dir."""
 
 EMBEDDINGS_CHOICES = ("local", "hashing")
 """The names :func:`embeddings_for` takes (the CLI's ``--embeddings``)."""
@@ -175,30 +173,29 @@ def _check_redis_url(url: str) -> None:
 
 
 @contextmanager
-def open_checkpointer(data_dir: str | os.PathLike[str]) -> Iterator[Any]:
-    """Open a ``SqliteSaver`` on ``<data_dir>/checkpoints.sqlite`` (the CLI's threads).
+def open_checkpointer(memory: TieredMemory) -> Iterator[BaseCheckpointSaver[Any]]:
+    """The checkpointer of the CLI and the demo: threads in the memory's own Redis.
 
-    Args:
-        data_dir: The directory; created if missing.
-
-    Yields:
-        The checkpointer, closed on exit.
+    A :class:`~langchain_tiered_memory.checkpoint.RedisSaver` on the memory's connection
+    and key prefix, so one Redis (one backup, one ``forget``) holds all of an agent's
+    state; LangGraph's ``InMemorySaver`` for memory that is not on Redis.
 
     Example:
-        >>> with open_checkpointer("/tmp/tm-doc") as saver:  # doctest: +SKIP
-        ...     type(saver).__name__
-        'SqliteSaver'
+        >>> with open_memory(embeddings=HashingEmbeddings()) as memory:  # doctest: +SKIP
+        ...     with open_checkpointer(memory) as saver:
+        ...         type(saver).__name__
+        'RedisSaver'
     """
+    if memory.redis_url is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        yield InMemorySaver()
+        return
+    saver = memory.checkpointer()
     try:
-        from langgraph.checkpoint.sqlite import SqliteSaver
-    except ImportError as exc:  # pragma: no cover - a dependency of the package
-        raise ImportError(
-            "the CLI keeps thread state in SQLite: pip install langgraph-checkpoint-sqlite."
-        ) from exc
-    directory = Path(data_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    with SqliteSaver.from_conn_string(str(directory / CHECKPOINTS_FILE)) as saver:
         yield saver
+    finally:
+        saver.close()  # the connection is the memory's: this closes nothing of it
 
 
 # --------------------------------------------------------------------------- chat model

@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -53,6 +53,9 @@ from langchain_tiered_memory.stores.tags import (
     TagStore,
 )
 from langchain_tiered_memory.stores.turn import RedisTiers
+
+if TYPE_CHECKING:
+    from langchain_tiered_memory.checkpoint import AsyncRedisSaver, CheckpointTTL, RedisSaver
 from langchain_tiered_memory.summarizer import (
     areconcile_items,
     asummarize_messages,
@@ -277,6 +280,47 @@ class TieredMemory:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    # ----- LangGraph checkpointers on the same Redis -----
+
+    def checkpointer(self, *, ttl: CheckpointTTL | None = None) -> RedisSaver:
+        """A LangGraph checkpointer keeping threads in this memory's Redis (same key prefix).
+
+        It shares the memory's connection: closing the memory closes it.
+
+        Raises:
+            ValueError: this memory is not on Redis (``TieredMemory.in_memory()``).
+
+        Example:
+            >>> with TieredMemory.embedded("/tmp/tm-doc") as memory:  # doctest: +SKIP
+            ...     graph = create_memory_graph(model, memory=memory,
+            ...                                 checkpointer=memory.checkpointer())
+        """
+        from langchain_tiered_memory.checkpoint import RedisSaver
+
+        return RedisSaver(self._redis("checkpointer"), key_prefix=self._prefix(), ttl=ttl)
+
+    def acheckpointer(self, *, ttl: CheckpointTTL | None = None) -> AsyncRedisSaver:
+        """:meth:`checkpointer` as an ``AsyncRedisSaver`` (the same storage, for asyncio apps).
+
+        Example:
+            >>> saver = memory.acheckpointer()  # doctest: +SKIP
+        """
+        from langchain_tiered_memory.checkpoint import AsyncRedisSaver
+
+        return AsyncRedisSaver(self._redis("acheckpointer"), key_prefix=self._prefix(), ttl=ttl)
+
+    def _redis(self, what: str) -> RedisConnection:
+        if self._connection is None:
+            raise ValueError(
+                f"{what}() needs memory on Redis (from_url() or embedded()); with "
+                "TieredMemory.in_memory() use LangGraph's InMemorySaver."
+            )
+        return self._connection
+
+    def _prefix(self) -> str:
+        keys = getattr(self.history, "keys", None)
+        return keys.prefix if isinstance(keys, KeyBuilder) else DEFAULT_PREFIX
 
     # ----- short-term -----
 

@@ -1,7 +1,7 @@
 """``tiered-memory``: chat with, inspect and maintain the tiered memory from a shell.
 
 Every command takes ``--redis-url`` (else ``$REDIS_URL``, else the embedded Redis),
-``--data-dir`` (the embedded Redis' data and the chat threads' ``checkpoints.sqlite``;
+``--data-dir`` (the embedded Redis' data, which holds the chat threads too;
 default ``$TIERED_MEMORY_HOME`` or ``~/.local/share/langchain-tiered-memory``), ``--model``
 (passed to :func:`~langchain_tiered_memory.defaults.default_chat_model`; ``fake`` is a
 deterministic offline script) and ``--embeddings`` (``local`` MiniLM or ``hashing``).
@@ -13,7 +13,6 @@ status 1; usage errors exit with status 2.
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -82,7 +81,7 @@ def _common_options(*, top_level: bool) -> argparse.ArgumentParser:
         metavar="DIR",
         type=Path,
         default=unset,
-        help=f"data dir of the embedded Redis and of the chat threads (checkpoints.sqlite); "
+        help=f"data dir of the embedded Redis (memory and chat threads); "
         f"default: ${DATA_DIR_ENV} or ~/.local/share/langchain-tiered-memory",
     )
     group.add_argument(
@@ -133,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="interactive chat with memory",
         description=_para(
             "Chat with the memory agent. Thread state is kept in "
-            "<data dir>/checkpoints.sqlite; the memory tiers carry over to every thread."
+            "the same Redis as the memory; the memory tiers carry over to every thread."
         ),
         epilog=_CHAT_HELP,
     )
@@ -234,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="erase a user from every tier",
         description=_para(
             "Erase a user's history, tags and summary items, and the user's chat "
-            "threads in <data dir>/checkpoints.sqlite. Asks first on a terminal."
+            "threads (kept in the same Redis). Asks first on a terminal."
         ),
     )
     _user_option(forget)
@@ -278,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (TieredMemoryError, ValueError, OSError, ImportError, sqlite3.Error) as exc:
+    except (TieredMemoryError, ValueError, OSError, ImportError) as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
 

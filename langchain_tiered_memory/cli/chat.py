@@ -10,7 +10,6 @@ from langchain_tiered_memory.cli.common import (
     _CHAT_HELP,
     EXIT_OK,
     _console,
-    _data_dir,
     _open_memory,
     _user,
     checkpoint_thread_id,
@@ -37,8 +36,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     user = _user(args)
     console = _console()
-    data_dir = _data_dir(args)
-    with _open_memory(args) as memory, open_checkpointer(data_dir) as saver:
+    with _open_memory(args) as memory, open_checkpointer(memory) as saver:
         with console.status("loading the chat model..."):
             model, force = load_chat_model(args.model)
         graph = create_memory_graph(model, memory=memory, checkpointer=saver, small_model=force)

@@ -75,35 +75,26 @@ def cmd_forget(args: argparse.Namespace) -> int:
         if answer.strip().lower() not in {"y", "yes"}:
             console.print("nothing erased")
             return EXIT_ERROR
-    from langchain_tiered_memory.defaults import CHECKPOINTS_FILE, open_checkpointer
+    from langchain_tiered_memory.defaults import open_checkpointer
 
-    data_dir = _data_dir(args)
     if args.thread:
-        return _forget_thread(args, user, console, data_dir)
-    with _open_memory(args) as memory:
-        if (data_dir / CHECKPOINTS_FILE).exists():
-            with open_checkpointer(data_dir) as saver:
-                removed = forget_user_everywhere(memory, user, saver)
-        else:
-            removed = forget_user_everywhere(memory, user)
+        return _forget_thread(args, user, console)
+    with _open_memory(args) as memory, open_checkpointer(memory) as saver:
+        removed = forget_user_everywhere(memory, user, saver)
     parts = ", ".join(f"{n} {what}" for what, n in removed.items())
     console.print(f"forgot user {_esc(repr(user))}: removed {parts}", highlight=False)
     return EXIT_OK
 
 
-def _forget_thread(args: argparse.Namespace, user: str, console: Any, data_dir: Path) -> int:
-    from langchain_tiered_memory.defaults import CHECKPOINTS_FILE, open_checkpointer
+def _forget_thread(args: argparse.Namespace, user: str, console: Any) -> int:
+    from langchain_tiered_memory.defaults import open_checkpointer
 
-    with _open_memory(args) as memory:
+    with _open_memory(args) as memory, open_checkpointer(memory) as saver:
         # chat threads are recorded under a user-scoped id; an app's under its own
         thread = args.thread
         if thread not in memory.history.threads(user):
             thread = checkpoint_thread_id(user, thread)
-        if (data_dir / CHECKPOINTS_FILE).exists():
-            with open_checkpointer(data_dir) as saver:
-                removed = memory.forget_thread(user, thread, checkpointer=saver)
-        else:
-            removed = memory.forget_thread(user, thread)
+        removed = memory.forget_thread(user, thread, checkpointer=saver)
     parts = ", ".join(f"{n} {what}" for what, n in removed.items())
     console.print(
         f"forgot thread {_esc(repr(args.thread))} of user {_esc(repr(user))}: removed {parts}",

@@ -13,6 +13,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langchain_tiered_memory._keys import validate_user_id
 from langchain_tiered_memory._redis import default_data_dir
+from langchain_tiered_memory.checkpoint import RedisSaver
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.testing import ScriptedChatModel
 
@@ -114,10 +115,12 @@ def checkpoint_thread_id(user_id: str, thread: str) -> str:
 def user_thread_ids(saver: BaseCheckpointSaver, user_id: str) -> list[str]:
     """Every checkpointer thread id of ``user_id`` (the CLI's user-namespaced threads).
 
-    Read through the checkpointer interface (``list`` over every thread), not its tables,
-    so it works on any ``BaseCheckpointSaver``.
+    A ``RedisSaver`` lists thread ids by key prefix; any other ``BaseCheckpointSaver`` is
+    read through its interface (``list`` over every thread).
     """
     prefix = f"{url_quote(user_id, safe='')}/"
+    if isinstance(saver, RedisSaver):
+        return sorted(saver.list_threads(prefix=prefix))
     threads = {
         str(item.config["configurable"]["thread_id"])
         for item in saver.list(None)

@@ -307,7 +307,7 @@ def run_demo_step(
         open_memory(
             redis_url=redis_url, data_dir=data_dir, embeddings=embeddings_for(embeddings)
         ) as memory,
-        open_checkpointer(data_dir) as saver,
+        open_checkpointer(memory) as saver,
     ):
         line(console, f"redis: {memory.redis_url}; data dir: {data_dir}")
         if step == 1:

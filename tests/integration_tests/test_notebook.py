@@ -69,6 +69,8 @@ def test_notebook_runs_and_shows_the_story(kernel_name: str, tmp_path: Path) -> 
     assert "Nice to meet you, Alice!" in everything
     assert '{"age": "30", "name": "Alice"}' in everything  # tags in the memory section
     assert "From my memory:" in everything and "May 8" in everything  # recalled item used
+    # thread-1's 4 messages (human, tool call, tool result, answer) outlived two restarts
+    assert "thread-1 still holds 4 messages" in everything
     *_, tags_cell, forget_cell = code
     assert "tags: {'name': 'Alice', 'age': '30'}" in _text(tags_cell)
     assert "after forget: {}" in _text(forget_cell)

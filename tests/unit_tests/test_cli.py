@@ -7,21 +7,23 @@ point in a subprocess, since what matters there is exactly what reaches stderr.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+from langchain_tiered_memory.checkpoint import RedisSaver
 from langchain_tiered_memory.cli import build_parser, main
 from langchain_tiered_memory.cli.common import checkpoint_thread_id, user_thread_ids
 from langchain_tiered_memory.cli.demo import fake_demo_model, prompt_tags
-from langchain_tiered_memory.defaults import open_checkpointer
 
 COMMON = ("--redis-url", "--data-dir", "--model", "--embeddings")
 SUBCOMMAND_OPTIONS = {
@@ -32,6 +34,13 @@ SUBCOMMAND_OPTIONS = {
     "forget": ("--user", "--yes"),
     "export": ("--user",),
 }
+
+
+@contextlib.contextmanager
+def cli_saver(data_dir: Path) -> Iterator[RedisSaver]:
+    """The checkpointer the CLI keeps its threads in: the memory's own Redis."""
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        yield memory.checkpointer()
 
 
 def run_cli(
@@ -247,12 +256,12 @@ def test_chat_with_piped_input_records_tags_and_runs_slash_commands(
     assert "assistant> You are 30 years old." in flat
     assert '{"age": "30", "name": "Alice"}' in flat  # --show-prompt / /prompt
     # the thread is checkpointed under the user's namespace; forget removes it too
-    with open_checkpointer(data_dir) as saver:
+    with cli_saver(data_dir) as saver:
         assert user_thread_ids(saver, "alice") == [checkpoint_thread_id("alice", "t1")]
     code, out, _ = run_cli(capsys, "forget", "--user", "alice", "--yes", *opts(data_dir))
     assert code == 0
     assert "1 threads" in out
-    with open_checkpointer(data_dir) as saver:
+    with cli_saver(data_dir) as saver:
         assert user_thread_ids(saver, "alice") == []
 
 
@@ -442,7 +451,7 @@ def test_chat_forget_erases_the_user_and_its_threads(
     assert code == 0, err
     flat = " ".join(out.split())
     assert "forgot 'alice': removed 1 threads" in flat
-    with open_checkpointer(data_dir) as saver:
+    with cli_saver(data_dir) as saver:
         assert user_thread_ids(saver, "alice") == []
     _, out, _ = run_cli(capsys, "export", "--user", "alice", *opts(data_dir))
     assert json.loads(out)["tags"] == {}

@@ -198,3 +198,18 @@ def test_a_graph_turn_validates_the_user_id_once_per_node(
     graph.invoke({"messages": [HumanMessage("hello")]}, context={"user_id": "alice"})
     # the load and save nodes each resolve the run's user id; the stores reuse it
     assert made == ["alice", "alice"]
+
+
+def test_thread_keys_share_one_slot_and_are_never_a_users() -> None:
+    from redis.crc import key_slot
+
+    keys = KeyBuilder("tm")
+    thread_keys = keys.thread_keys("alice/t 1")
+    assert len({key_slot(k.encode()) for k in thread_keys}) == 1
+    assert all(keys.user_from_key(k) is None for k in thread_keys)
+    assert keys.thread_from_key(thread_keys[0]) == "alice/t 1"
+    # a SCAN for one user's threads matches only ids with that prefix, globs escaped
+    pattern = keys.thread_scan_pattern("a*b/")
+    assert pattern == "tm:{cp:a%2Ab%2F*}:cp:ids"
+    with pytest.raises(ValueError, match="thread_id is empty"):
+        keys.thread_key("", "cp:ids")

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import langchain_tiered_memory
+import langchain_tiered_memory.checkpoint
 import langchain_tiered_memory.stores
 from langchain_tiered_memory import TieredMemory, errors
 
@@ -67,6 +68,8 @@ STORES_ALL = [
     "UserChatMessageHistory",
 ]
 
+CHECKPOINT_ALL = ["AsyncRedisSaver", "BaseRedisSaver", "CheckpointTTL", "RedisSaver"]
+
 # The facade of issue 2: each of these has an ``a``-prefixed twin of the same signature.
 FACADE_METHODS = [
     "load_context",
@@ -88,8 +91,12 @@ FACADE_METHODS = [
 
 @pytest.mark.parametrize(
     ("module", "expected"),
-    [(langchain_tiered_memory, PACKAGE_ALL), (langchain_tiered_memory.stores, STORES_ALL)],
-    ids=["package", "stores"],
+    [
+        (langchain_tiered_memory, PACKAGE_ALL),
+        (langchain_tiered_memory.stores, STORES_ALL),
+        (langchain_tiered_memory.checkpoint, CHECKPOINT_ALL),
+    ],
+    ids=["package", "stores", "checkpoint"],
 )
 def test_all_is_pinned_and_resolves(module: object, expected: list[str]) -> None:
     exported = module.__all__  # type: ignore[attr-defined]

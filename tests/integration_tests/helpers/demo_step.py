@@ -18,6 +18,7 @@ step 2 also stores 30 unrelated Chinese notes, so step 3's recall has to find th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -26,7 +27,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
 from langchain_tiered_memory.graph import create_memory_graph
@@ -83,7 +83,7 @@ def main() -> None:
     config: RunnableConfig = {"configurable": {"thread_id": thread}}
     memory = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
     try:
-        with SqliteSaver.from_conn_string(str(data_dir / "checkpoints.sqlite")) as saver:
+        with contextlib.nullcontext(memory.checkpointer()) as saver:  # threads in Redis too
             # recall_k=1: in step 3 the birthday item must win on relevance, not by count;
             # in Chinese, k=3 among 30 other notes.
             k = 3 if lang == "zh" else 1

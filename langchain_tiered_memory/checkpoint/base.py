@@ -1,0 +1,423 @@
+"""What the sync and async Redis checkpointers share: the layout, the scripts, the codec.
+
+Layout (core commands only; every key of a thread shares the hash tag ``{cp:<thread>}``,
+so a thread lives in one Redis Cluster slot and each write is one atomic Lua script):
+
+- ``cp:data`` (hash): ``<ns>\\0<checkpoint id>`` -> the checkpoint record (msgpack of the
+  serializer's typed checkpoint, typed metadata and the parent id). Channel values are
+  stored inline, as ``SqliteSaver`` does, so a read is one hash lookup.
+- ``cp:ids`` (sorted set, all scores 0): the same members, ordered by bytes. Checkpoint ids
+  are time-ordered UUIDs, so the latest of a namespace is one ``ZREVRANGEBYLEX ... LIMIT
+  0 1`` (O(log n)) and ``list(limit=n)`` reads n members.
+- ``cp:writes`` (hash) and ``cp:wkeys`` (sorted set): pending writes, one field
+  ``<ns>\\0<id>\\0<task id>\\0<idx>`` each; a checkpoint's writes are a lexical range.
+- ``cp:runs`` (sorted set): ``<run id>\\0<ns>\\0<id>`` for ``delete_for_runs``; beside it,
+  one set per run (``{cpr:<run>}``) names the threads the run wrote to.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, TypedDict, cast
+
+import ormsgpack
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    SerializerProtocol,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+
+from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, escape_id
+from langchain_tiered_memory._redis import RedisConnection
+
+__all__ = ["BaseRedisSaver", "CheckpointTTL"]
+
+SEP = "\x00"
+# ``list`` reads members in pages of this size when a metadata filter or ``before`` across
+# namespaces means it cannot know in advance how many it will skip.
+PAGE = 100
+MARKED_RUNS = 4096
+# At most this many members per delete script call: Lua's ``unpack`` has a stack limit.
+DELETE_CHUNK = 500
+
+
+class CheckpointTTL(TypedDict, total=False):
+    """Time to live of a thread, as LangGraph's ``TTLConfig``.
+
+    Attributes:
+        default_ttl: minutes after its last write (or read, see below) that all of a
+            thread's keys expire together. ``None``/absent: never.
+        refresh_on_read: whether ``get_tuple``/``list`` restart the clock (default True).
+    """
+
+    default_ttl: float | None
+    refresh_on_read: bool
+
+
+# Every script takes a thread's five keys (ids, data, writes, wkeys, runs) as KEYS.
+
+# ARGV: ttl ms, member, record, run entry or "".
+_PUT = r"""
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('ZADD', KEYS[1], 0, ARGV[2])
+if ARGV[4] ~= '' then redis.call('ZADD', KEYS[5], 0, ARGV[4]) end
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end end
+return 1
+"""
+
+# ARGV: ttl ms, then (field, value, replace) triples.
+# A regular write is kept if present (a retried task must not change what it wrote); a
+# special one (error, interrupt, ...) replaces, as LangGraph's own savers do.
+_PUT_WRITES = r"""
+for i = 2, #ARGV, 3 do
+  if ARGV[i + 2] == '1' then
+    redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+  else
+    redis.call('HSETNX', KEYS[3], ARGV[i], ARGV[i + 1])
+  end
+  redis.call('ZADD', KEYS[4], 0, ARGV[i])
+end
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end end
+return 1
+"""
+
+# ARGV: ttl ms (0: no refresh), mode, args.
+# mode "latest": ARGV[3] is a namespace; "members": ARGV[3..] are members.
+# Returns {member, record, write fields, write values} per member that exists.
+_LOAD = r"""
+local members
+if ARGV[2] == 'latest' then
+  local ns = ARGV[3]
+  members = redis.call('ZREVRANGEBYLEX', KEYS[1], '(' .. ns .. '\1', '[' .. ns .. '\0',
+                       'LIMIT', 0, 1)
+else
+  members = {}
+  for i = 3, #ARGV do members[#members + 1] = ARGV[i] end
+end
+local out = {}
+for _, m in ipairs(members) do
+  local rec = redis.call('HGET', KEYS[2], m)
+  if rec then
+    local fields = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. m .. '\0', '(' .. m .. '\1')
+    local values = {}
+    if #fields > 0 then values = redis.call('HMGET', KEYS[3], unpack(fields)) end
+    out[#out + 1] = {m, rec, fields, values}
+  end
+end
+local ttl = tonumber(ARGV[1])
+if ttl > 0 and #out > 0 then
+  for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+return out
+"""
+
+# ARGV: mode, args. mode "members": delete those
+# checkpoints and their writes; "run": ARGV[2] is a run id, delete its checkpoints.
+_DELETE = r"""
+local members = {}
+if ARGV[1] == 'run' then
+  local r = ARGV[2]
+  local entries = redis.call('ZRANGEBYLEX', KEYS[5], '[' .. r .. '\0', '(' .. r .. '\1')
+  for _, e in ipairs(entries) do members[#members + 1] = string.sub(e, #r + 2) end
+  redis.call('ZREMRANGEBYLEX', KEYS[5], '[' .. r .. '\0', '(' .. r .. '\1')
+else
+  for i = 2, #ARGV do members[#members + 1] = ARGV[i] end
+end
+for _, m in ipairs(members) do
+  redis.call('HDEL', KEYS[2], m)
+  redis.call('ZREM', KEYS[1], m)
+  local lo, hi = '[' .. m .. '\0', '(' .. m .. '\1'
+  local fields = redis.call('ZRANGEBYLEX', KEYS[4], lo, hi)
+  if #fields > 0 then
+    redis.call('HDEL', KEYS[3], unpack(fields))
+    redis.call('ZREMRANGEBYLEX', KEYS[4], lo, hi)
+  end
+end
+return #members
+"""
+
+# The whole thread, atomically: {ids, data (flat field/value list), writes (flat), wkeys, runs}.
+_READ_ALL = r"""
+return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('HGETALL', KEYS[2]),
+        redis.call('HGETALL', KEYS[3]), redis.call('ZRANGE', KEYS[4], 0, -1),
+        redis.call('ZRANGE', KEYS[5], 0, -1)}
+"""
+
+# KEYS: the target thread's five keys. ARGV: ttl ms, then the source's contents as
+# (kind index, member, value) triples: 1 = ids, 2 = data, 3 = writes, 4 = wkeys, 5 = runs.
+_COPY = r"""
+for i = 2, #ARGV, 3 do
+  local k = tonumber(ARGV[i])
+  if k == 2 or k == 3 then
+    redis.call('HSET', KEYS[k], ARGV[i + 1], ARGV[i + 2])
+  else
+    redis.call('ZADD', KEYS[k], 0, ARGV[i + 1])
+  end
+end
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end end
+return 1
+"""
+
+
+class _Where(NamedTuple):
+    """Where a config points: a thread, a namespace (``None``: all) and maybe an id."""
+
+    thread_id: str
+    ns: str | None
+    checkpoint_id: str | None
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _check_part(value: str, what: str) -> str:
+    if SEP in value:
+        raise ValueError(f"{what} {value!r} contains a NUL character; use printable ids.")
+    return value
+
+
+class BaseRedisSaver(BaseCheckpointSaver[str]):
+    """The layout, scripts and codec of :class:`RedisSaver` and :class:`AsyncRedisSaver`.
+
+    Subclasses add only I/O: every method here builds a script call or decodes a reply.
+    """
+
+    def __init__(
+        self,
+        connection: RedisConnection,
+        *,
+        key_prefix: str = DEFAULT_PREFIX,
+        ttl: CheckpointTTL | None = None,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self.connection = connection
+        self.keys = KeyBuilder(key_prefix)
+        self.ttl = dict(ttl or {})
+        minutes = self.ttl.get("default_ttl")
+        if minutes is not None and (not isinstance(minutes, (int, float)) or minutes <= 0):
+            raise ValueError(f"ttl default_ttl must be a positive number of minutes: {minutes!r}")
+        self._ttl_ms = int(minutes * 60_000) if minutes else 0
+        self._read_ttl_ms = self._ttl_ms if self.ttl.get("refresh_on_read", True) else 0
+        self._owns_connection = False
+        # (run, thread) pairs whose marker this process has written: a run writes many
+        # checkpoints to one thread, and the marker is needed once (it lives in another
+        # slot, so it costs a round trip of its own). Bounded: a forgotten pair is re-added.
+        self._marked: dict[tuple[str, str], None] = {}
+
+    # ----- keys and config -----
+
+    def _thread_keys(self, thread_id: str) -> list[str]:
+        return self.keys.thread_keys(thread_id)
+
+    @staticmethod
+    def _where(config: RunnableConfig) -> _Where:
+        configurable = config.get("configurable") or {}
+        if configurable.get("thread_id") in (None, ""):
+            raise ValueError(
+                "config['configurable']['thread_id'] is missing; pass "
+                '{"configurable": {"thread_id": ...}} to the graph.'
+            )
+        thread_id = str(configurable["thread_id"])
+        escape_id(thread_id, "thread_id")  # the length and encoding checks, early
+        ns = configurable.get("checkpoint_ns")
+        if ns is not None:
+            ns = _check_part(str(ns), "checkpoint_ns")
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id is not None:
+            checkpoint_id = _check_part(str(checkpoint_id), "checkpoint_id")
+        return _Where(thread_id, ns, checkpoint_id)
+
+    @staticmethod
+    def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": ns,
+                "checkpoint_id": checkpoint_id,
+            }
+        }
+
+    # ----- write plans: (keys, args) of one script call -----
+
+    def _put_args(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    ) -> tuple[list[str], list[Any], RunnableConfig, str | None]:
+        where = self._where(config)
+        ns = where.ns or ""
+        checkpoint_id = _check_part(str(checkpoint["id"]), "checkpoint id")
+        member = f"{ns}{SEP}{checkpoint_id}"
+        ctype, cbytes = self.serde.dumps_typed(checkpoint)
+        full_metadata = get_checkpoint_metadata(config, metadata)
+        mtype, mbytes = self.serde.dumps_typed(full_metadata)
+        record = ormsgpack.packb([ctype, cbytes, mtype, mbytes, where.checkpoint_id or ""])
+        run_id = full_metadata.get("run_id")
+        run = str(run_id) if run_id else None
+        run_entry = f"{_check_part(run, 'run_id')}{SEP}{member}" if run else ""
+        keys = self._thread_keys(where.thread_id)
+        args = [self._ttl_ms, member, record, run_entry]
+        return keys, args, self._config(where.thread_id, ns, checkpoint_id), run
+
+    def _put_writes_args(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> tuple[list[str], list[Any]]:
+        where = self._where(config)
+        if where.checkpoint_id is None:
+            raise ValueError("put_writes needs config['configurable']['checkpoint_id'].")
+        member = f"{where.ns or ''}{SEP}{where.checkpoint_id}"
+        task = _check_part(str(task_id), "task_id")
+        args: list[Any] = [self._ttl_ms]
+        for idx, (channel, value) in enumerate(writes):
+            special = WRITES_IDX_MAP.get(channel)
+            vtype, vbytes = self.serde.dumps_typed(value)
+            field = f"{member}{SEP}{task}{SEP}{special if special is not None else idx}"
+            args += [
+                field,
+                ormsgpack.packb([channel, vtype, vbytes, task_path]),
+                "1" if special is not None else "0",
+            ]
+        return self._thread_keys(where.thread_id), args
+
+    def _run_marker(self, run: str | None, thread_id: str) -> tuple[str, str] | None:
+        """The (run key, escaped thread) still to add for this run and thread, or ``None``."""
+        if run is None or (run, thread_id) in self._marked:
+            return None
+        return self.keys.run_key(run), escape_id(thread_id, "thread_id")
+
+    def _marked_run(self, run: str, thread_id: str) -> None:
+        if len(self._marked) >= MARKED_RUNS:
+            self._marked.pop(next(iter(self._marked)))
+        self._marked[(run, thread_id)] = None
+
+    def _forget_runs(self, runs: Iterable[str]) -> None:
+        gone = set(runs)
+        for pair in [p for p in self._marked if p[0] in gone]:
+            del self._marked[pair]
+
+    # ----- read plans and decoding -----
+
+    def _load_latest_args(self, where: _Where) -> list[Any]:
+        if where.checkpoint_id is not None:
+            member = f"{where.ns or ''}{SEP}{where.checkpoint_id}"
+            return [self._read_ttl_ms, "members", member]
+        return [self._read_ttl_ms, "latest", where.ns or ""]
+
+    def _load_members_args(self, members: Sequence[str]) -> list[Any]:
+        return [self._read_ttl_ms, "members", *members]
+
+    def _decode(self, thread_id: str, entry: Sequence[Any]) -> CheckpointTuple:
+        member, record, fields, values = entry
+        ns, _, checkpoint_id = _text(member).partition(SEP)
+        ctype, cbytes, mtype, mbytes, parent = ormsgpack.unpackb(record)
+        checkpoint = cast(Checkpoint, self.serde.loads_typed((ctype, cbytes)))
+        metadata = cast(CheckpointMetadata, self.serde.loads_typed((mtype, mbytes)))
+        pending: list[tuple[tuple[str, str, int], tuple[str, str, Any]]] = []
+        for field, value in zip(fields, values, strict=True):
+            if value is None:
+                continue  # its hash field is gone: a delete raced this read
+            _, _, task_id, idx = _text(field).split(SEP)
+            channel, vtype, vbytes, task_path = ormsgpack.unpackb(value)
+            pending.append(
+                (
+                    writes_sort_key(task_path, task_id, int(idx)),
+                    (task_id, channel, self.serde.loads_typed((vtype, vbytes))),
+                )
+            )
+        pending.sort(key=lambda item: item[0])
+        return CheckpointTuple(
+            config=self._config(thread_id, ns, checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=metadata,
+            parent_config=self._config(thread_id, ns, parent) if parent else None,
+            pending_writes=[write for _, write in pending],
+        )
+
+    @staticmethod
+    def _lex_range(where: _Where, before: str | None) -> tuple[str, str]:
+        """ZREVRANGEBYLEX (max, min) of a thread's members, newest first."""
+        if where.ns is None:
+            return "+", "-"
+        high = f"({where.ns}{SEP}{before}" if before else f"({where.ns}\x01"
+        return high, f"[{where.ns}{SEP}"
+
+    @staticmethod
+    def _member_wanted(member: str, where: _Where, before: str | None) -> bool:
+        _, _, checkpoint_id = member.partition(SEP)
+        if where.checkpoint_id is not None and checkpoint_id != where.checkpoint_id:
+            return False
+        return not (before is not None and checkpoint_id >= before)
+
+    @staticmethod
+    def _matches(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:  # noqa: A002
+        return not filter or all(metadata.get(k) == v for k, v in filter.items())
+
+    def _before(self, before: RunnableConfig | None) -> str | None:
+        return get_checkpoint_id(before) if before else None
+
+    # ----- maintenance plans -----
+
+    @staticmethod
+    def _keep_latest(members: Iterable[Any]) -> tuple[set[str], list[str]]:
+        """Split a thread's members into the newest of each namespace and the rest."""
+        newest: dict[str, str] = {}
+        all_members = [_text(m) for m in members]
+        for member in all_members:
+            ns, _, checkpoint_id = member.partition(SEP)
+            if checkpoint_id > newest.get(ns, ""):
+                newest[ns] = checkpoint_id
+        keep = {f"{ns}{SEP}{cid}" for ns, cid in newest.items()}
+        return keep, [m for m in all_members if m not in keep]
+
+    @staticmethod
+    def _copy_args(ttl_ms: int, contents: Sequence[Any]) -> list[Any]:
+        """The COPY script's arguments from a READ_ALL reply."""
+        ids, data, writes, wkeys, runs = contents
+        args: list[Any] = [ttl_ms]
+        for member in ids:
+            args += [1, member, ""]
+        for i in range(0, len(data), 2):
+            args += [2, data[i], data[i + 1]]
+        for i in range(0, len(writes), 2):
+            args += [3, writes[i], writes[i + 1]]
+        for member in wkeys:
+            args += [4, member, ""]
+        for member in runs:
+            args += [5, member, ""]
+        return args
+
+    @staticmethod
+    def _runs_of(runs: Iterable[Any]) -> set[str]:
+        return {_text(entry).partition(SEP)[0] for entry in runs}
+
+    @staticmethod
+    def _stale_runs(runs: Iterable[Any], keep: set[str]) -> list[str]:
+        return [e for e in map(_text, runs) if e.partition(SEP)[2] not in keep]
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """A new channel version: a zero-padded counter and a random tie-breaker.
+
+        The same scheme as LangGraph's own savers, so versions compare as strings.
+        """
+        if current is None:
+            current_v = 0
+        elif isinstance(current, int):
+            current_v = current
+        else:
+            current_v = int(str(current).split(".")[0])
+        return f"{current_v + 1:032}.{random.random():016}"

@@ -1,0 +1,449 @@
+"""``RedisSaver``: a LangGraph checkpointer on plain Redis, sync and async on one connection."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+from urllib.parse import unquote
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    SerializerProtocol,
+)
+
+from langchain_tiered_memory._keys import DEFAULT_PREFIX
+from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory.checkpoint.base import (
+    _COPY,
+    _DELETE,
+    _LOAD,
+    _PUT,
+    _PUT_WRITES,
+    _READ_ALL,
+    DELETE_CHUNK,
+    PAGE,
+    BaseRedisSaver,
+    CheckpointTTL,
+    _text,
+    _Where,
+)
+
+__all__ = ["RedisSaver"]
+
+
+class RedisSaver(BaseRedisSaver):
+    """A LangGraph checkpointer on Redis core commands: no modules, no admin commands.
+
+    Runs on Redis 6.2+, Valkey, Redis Cluster (each thread is one hash slot) and managed
+    services that block modules. Every method has its async twin on the same connection
+    (``aget_tuple``, ``aput``, ...), so one saver serves ``invoke`` and ``ainvoke``;
+    :class:`~langchain_tiered_memory.checkpoint.AsyncRedisSaver` is the same saver opened
+    with ``async with``.
+
+    Args:
+        connection: the Redis to use (see :class:`~langchain_tiered_memory.RedisConnection`);
+            ``TieredMemory.checkpointer()`` passes the memory's own.
+        key_prefix: the key prefix, shared with the memory (default ``"tm"``).
+        ttl: ``{"default_ttl": minutes, "refresh_on_read": True}``: a thread's keys expire
+            together that long after its last write (or read); default: never.
+        serde: the serializer; default LangGraph's ``JsonPlusSerializer`` (no pickle).
+
+    Example:
+        >>> from langchain_tiered_memory.checkpoint import RedisSaver
+        >>> with RedisSaver.from_url("redis://localhost:6379/0") as saver:  # doctest: +SKIP
+        ...     graph = builder.compile(checkpointer=saver)
+        ...     graph.invoke({"messages": []}, {"configurable": {"thread_id": "t-1"}})
+    """
+
+    @classmethod
+    @contextlib.contextmanager
+    def from_url(
+        cls,
+        url: str,
+        *,
+        key_prefix: str = DEFAULT_PREFIX,
+        ttl: CheckpointTTL | None = None,
+        cluster: bool | None = None,
+        serde: SerializerProtocol | None = None,
+    ) -> Iterator[RedisSaver]:
+        """A saver on a new connection to ``url``, closed on exit.
+
+        Example:
+            >>> with RedisSaver.from_url("redis://localhost:6379/0") as saver:  # doctest: +SKIP
+            ...     saver.setup()
+        """
+        saver = cls(
+            RedisConnection(url, cluster=cluster), key_prefix=key_prefix, ttl=ttl, serde=serde
+        )
+        saver._owns_connection = True
+        try:
+            yield saver
+        finally:
+            saver.close()
+
+    def setup(self) -> None:
+        """Check that the server answers. There is nothing to create: keys appear on write.
+
+        Raises:
+            MemoryBackendError: Redis is unreachable or refused the command.
+        """
+        self.connection.ping()
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup`."""
+        with self.connection.errors():
+            await self.connection.aio.ping()
+
+    def close(self) -> None:
+        """Close the connection if :meth:`from_url` opened it."""
+        if self._owns_connection:
+            self.connection.close()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        if self._owns_connection:
+            await self.connection.aclose()
+
+    # ----- I/O -----
+
+    def _eval(self, script: str, thread_id: str, *args: Any) -> Any:
+        keys = self._thread_keys(thread_id)
+        with self.connection.errors():
+            return self.connection.eval(script, len(keys), *keys, *args)
+
+    async def _aeval(self, script: str, thread_id: str, *args: Any) -> Any:
+        keys = self._thread_keys(thread_id)
+        with self.connection.errors():
+            return await self.connection.aeval(script, len(keys), *keys, *args)
+
+    def _members(self, where: _Where, high: str, low: str, offset: int, num: int) -> list[str]:
+        with self.connection.errors():
+            found = self.connection.sync.zrevrangebylex(
+                self._thread_keys(where.thread_id)[0], high, low, start=offset, num=num
+            )
+        return [_text(m) for m in found]
+
+    async def _amembers(
+        self, where: _Where, high: str, low: str, offset: int, num: int
+    ) -> list[str]:
+        with self.connection.errors():
+            found = await self.connection.aio.zrevrangebylex(
+                self._thread_keys(where.thread_id)[0], high, low, start=offset, num=num
+            )
+        return [_text(m) for m in found]
+
+    def list_threads(self, *, prefix: str = "") -> Iterator[str]:
+        """The ids of the stored threads that start with ``prefix`` (a SCAN, in no order).
+
+        Example:
+            >>> sorted(saver.list_threads(prefix="alice/"))  # doctest: +SKIP
+            ['alice/t-1', 'alice/t-2']
+        """
+        with self.connection.errors():
+            for key in self.connection.sync.scan_iter(
+                match=self.keys.thread_scan_pattern(prefix), count=1000
+            ):
+                thread_id = self.keys.thread_from_key(key)
+                if thread_id is not None and thread_id.startswith(prefix):
+                    yield thread_id
+
+    async def alist_threads(self, *, prefix: str = "") -> AsyncIterator[str]:
+        """Async :meth:`list_threads`."""
+        with self.connection.errors():
+            async for key in self.connection.aio.scan_iter(
+                match=self.keys.thread_scan_pattern(prefix), count=1000
+            ):
+                thread_id = self.keys.thread_from_key(key)
+                if thread_id is not None and thread_id.startswith(prefix):
+                    yield thread_id
+
+    # ----- reads -----
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint ``config`` names, or the latest of its thread and namespace.
+
+        One script call: O(log n) in the thread's length, plus the checkpoint's size.
+        """
+        where = self._where(config)
+        reply = self._eval(_LOAD, where.thread_id, *self._load_latest_args(where))
+        return self._decode(where.thread_id, reply[0]) if reply else None
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple`."""
+        where = self._where(config)
+        reply = await self._aeval(_LOAD, where.thread_id, *self._load_latest_args(where))
+        return self._decode(where.thread_id, reply[0]) if reply else None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first: of ``config``'s thread (and namespace, if given), or of
+        every thread when ``config`` is ``None`` (a SCAN: for maintenance, not per turn).
+
+        ``limit=n`` on one namespace reads n checkpoints; a metadata ``filter`` reads in
+        pages until n match.
+        """
+        remaining = limit
+        if remaining is not None and remaining <= 0:
+            return
+        if config is not None:
+            wheres: Iterator[_Where] = iter([self._where(config)])
+        else:
+            wheres = (_Where(t, None, None) for t in self.list_threads())
+        before_id = self._before(before)
+        for where in wheres:
+            high, low = self._lex_range(where, before_id)
+            page = PAGE if remaining is None or filter else remaining
+            offset = 0
+            while True:
+                members = self._members(where, high, low, offset, page)
+                offset += len(members)
+                wanted = [m for m in members if self._member_wanted(m, where, before_id)]
+                if wanted:
+                    reply = self._eval(_LOAD, where.thread_id, *self._load_members_args(wanted))
+                    for entry in reply:
+                        found = self._decode(where.thread_id, entry)
+                        if not self._matches(found.metadata, filter):
+                            continue
+                        yield found
+                        if remaining is not None:
+                            remaining -= 1
+                            if remaining <= 0:
+                                return
+                if len(members) < page:
+                    break
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list`."""
+        remaining = limit
+        if remaining is not None and remaining <= 0:
+            return
+        if config is not None:
+            thread_ids: list[_Where] | None = [self._where(config)]
+        else:
+            thread_ids = None
+        before_id = self._before(before)
+        wheres = (
+            _aiter_list(thread_ids)
+            if thread_ids is not None
+            else (_Where(t, None, None) async for t in self.alist_threads())
+        )
+        async for where in wheres:
+            high, low = self._lex_range(where, before_id)
+            page = PAGE if remaining is None or filter else remaining
+            offset = 0
+            while True:
+                members = await self._amembers(where, high, low, offset, page)
+                offset += len(members)
+                wanted = [m for m in members if self._member_wanted(m, where, before_id)]
+                if wanted:
+                    reply = await self._aeval(
+                        _LOAD, where.thread_id, *self._load_members_args(wanted)
+                    )
+                    for entry in reply:
+                        found = self._decode(where.thread_id, entry)
+                        if not self._matches(found.metadata, filter):
+                            continue
+                        yield found
+                        if remaining is not None:
+                            remaining -= 1
+                            if remaining <= 0:
+                                return
+                if len(members) < page:
+                    break
+
+    # ----- writes -----
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint: one atomic script (a reader sees all of it or nothing)."""
+        keys, args, stored, run = self._put_args(config, checkpoint, metadata)
+        thread_id = stored["configurable"]["thread_id"]
+        if (marker := self._run_marker(run, thread_id)) is not None and run is not None:
+            # First, so a crash in between leaves a harmless marker, never a lost one.
+            with self.connection.errors():
+                self.connection.sync.sadd(marker[0], marker[1])
+                if self._ttl_ms:
+                    self.connection.sync.pexpire(marker[0], self._ttl_ms)
+            self._marked_run(run, thread_id)
+        with self.connection.errors():
+            self.connection.eval(_PUT, len(keys), *keys, *args)
+        return stored
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put`."""
+        keys, args, stored, run = self._put_args(config, checkpoint, metadata)
+        thread_id = stored["configurable"]["thread_id"]
+        if (marker := self._run_marker(run, thread_id)) is not None and run is not None:
+            with self.connection.errors():
+                await self.connection.aio.sadd(marker[0], marker[1])
+                if self._ttl_ms:
+                    await self.connection.aio.pexpire(marker[0], self._ttl_ms)
+            self._marked_run(run, thread_id)
+        with self.connection.errors():
+            await self.connection.aeval(_PUT, len(keys), *keys, *args)
+        return stored
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes for the checkpoint ``config`` names (atomic)."""
+        if not writes:
+            return
+        keys, args = self._put_writes_args(config, writes, task_id, task_path)
+        with self.connection.errors():
+            self.connection.eval(_PUT_WRITES, len(keys), *keys, *args)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes`."""
+        if not writes:
+            return
+        keys, args = self._put_writes_args(config, writes, task_id, task_path)
+        with self.connection.errors():
+            await self.connection.aeval(_PUT_WRITES, len(keys), *keys, *args)
+
+    # ----- deletes and copies -----
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and write of a thread (all namespaces)."""
+        with self.connection.errors():
+            self.connection.sync.delete(*self._thread_keys(str(thread_id)))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        with self.connection.errors():
+            await self.connection.aio.delete(*self._thread_keys(str(thread_id)))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) that the given runs wrote."""
+        for run in map(str, run_ids):
+            run_key = self.keys.run_key(run)
+            with self.connection.errors():
+                threads = self.connection.sync.smembers(run_key)
+            for escaped in threads:
+                self._eval(_DELETE, unquote(_text(escaped)), "run", run)
+            with self.connection.errors():
+                self.connection.sync.delete(run_key)
+        self._forget_runs(map(str, run_ids))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async :meth:`delete_for_runs`."""
+        for run in map(str, run_ids):
+            run_key = self.keys.run_key(run)
+            with self.connection.errors():
+                threads = await self.connection.aio.smembers(run_key)
+            for escaped in threads:
+                await self._aeval(_DELETE, unquote(_text(escaped)), "run", run)
+            with self.connection.errors():
+                await self.connection.aio.delete(run_key)
+        self._forget_runs(map(str, run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and write of a thread into another (merging)."""
+        contents = self._eval(_READ_ALL, str(source_thread_id))
+        target = str(target_thread_id)
+        for run in self._runs_of(contents[4]):
+            if (marker := self._run_marker(run, target)) is not None:
+                with self.connection.errors():
+                    self.connection.sync.sadd(marker[0], marker[1])
+                self._marked_run(run, target)
+        if contents[0]:
+            self._eval(_COPY, target, *self._copy_args(self._ttl_ms, contents))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async :meth:`copy_thread`."""
+        contents = await self._aeval(_READ_ALL, str(source_thread_id))
+        target = str(target_thread_id)
+        for run in self._runs_of(contents[4]):
+            if (marker := self._run_marker(run, target)) is not None:
+                with self.connection.errors():
+                    await self.connection.aio.sadd(marker[0], marker[1])
+                self._marked_run(run, target)
+        if contents[0]:
+            await self._aeval(_COPY, target, *self._copy_args(self._ttl_ms, contents))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Delete old checkpoints: ``"keep_latest"`` keeps the newest of each namespace,
+        ``"delete"`` deletes the threads.
+
+        With ``keep_latest``, a graph using LangGraph's ``DeltaChannel`` loses the history
+        its older checkpoints carried (as with LangGraph's own savers): prune those
+        threads with ``"delete"`` or not at all.
+        """
+        self._check_strategy(strategy)
+        for thread_id in map(str, thread_ids):
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+                continue
+            contents = self._eval(_READ_ALL, thread_id)
+            keep, drop = self._keep_latest(contents[0])
+            for i in range(0, len(drop), DELETE_CHUNK):
+                self._eval(_DELETE, thread_id, "members", *drop[i : i + DELETE_CHUNK])
+            stale = self._stale_runs(contents[4], keep)
+            if stale:
+                with self.connection.errors():
+                    self.connection.sync.zrem(self._thread_keys(thread_id)[4], *stale)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async :meth:`prune`."""
+        self._check_strategy(strategy)
+        for thread_id in map(str, thread_ids):
+            if strategy == "delete":
+                await self.adelete_thread(thread_id)
+                continue
+            contents = await self._aeval(_READ_ALL, thread_id)
+            keep, drop = self._keep_latest(contents[0])
+            for i in range(0, len(drop), DELETE_CHUNK):
+                await self._aeval(_DELETE, thread_id, "members", *drop[i : i + DELETE_CHUNK])
+            stale = self._stale_runs(contents[4], keep)
+            if stale:
+                with self.connection.errors():
+                    await self.connection.aio.zrem(self._thread_keys(thread_id)[4], *stale)
+
+    @staticmethod
+    def _check_strategy(strategy: str) -> None:
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"prune strategy must be 'keep_latest' or 'delete', not {strategy!r}.")
+
+
+async def _aiter_list(items: list[_Where]) -> AsyncIterator[_Where]:
+    for item in items:
+        yield item

@@ -1,0 +1,279 @@
+"""The Redis checkpointer against LangGraph's own conformance suite and real graphs.
+
+Servers: the embedded server (the package's default), Debian's redis-server and the
+3-master Redis Cluster. The suite's report is printed into the test log (``-s`` or ``-ra``
+shows it on failure).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import operator
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+import redis
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.report import ProgressCallbacks
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from typing_extensions import TypedDict
+
+from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
+from langchain_tiered_memory._keys import KeyBuilder
+from langchain_tiered_memory.checkpoint import AsyncRedisSaver, RedisSaver
+
+
+@pytest.fixture(scope="module")
+def embedded_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    server = EmbeddedRedis(tmp_path_factory.mktemp("saver-embedded")).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["embedded", "redis-server", "cluster"])
+def server_url(request: pytest.FixtureRequest) -> str:
+    fixture = {
+        "embedded": "embedded_url",
+        "redis-server": "redis_server_url",
+        "cluster": "redis_cluster_url",
+    }[request.param]
+    return str(request.getfixturevalue(fixture))
+
+
+def test_conformance_suite_passes_every_capability(server_url: str, key_prefix: str) -> None:
+    @checkpointer_test(name=f"AsyncRedisSaver@{server_url.split(':')[0]}")
+    async def factory() -> AsyncIterator[AsyncRedisSaver]:
+        async with AsyncRedisSaver.from_url(server_url, key_prefix=key_prefix) as saver:
+            yield saver
+
+    report = asyncio.run(validate(factory, progress=ProgressCallbacks.quiet()))
+    report.print_report()
+    results = report.to_dict()["results"]
+    assert set(results) == {
+        "put",
+        "put_writes",
+        "get_tuple",
+        "list",
+        "delete_thread",
+        "delete_for_runs",
+        "copy_thread",
+        "prune",
+    }
+    failed = {cap: r["failures"] for cap, r in results.items() if not r["passed"]}
+    assert failed == {}
+    assert report.to_dict()["conformance_level"] == "FULL"
+
+
+# --------------------------------------------------------------------------- real graphs
+
+
+class Steps(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def approval_graph(saver: RedisSaver) -> Any:
+    """a -> (interrupt asking for approval) -> b, with a subgraph inside b."""
+
+    def a(state: Steps) -> dict[str, list[str]]:
+        return {"log": ["a"]}
+
+    def ask(state: Steps) -> dict[str, list[str]]:
+        answer = interrupt("approve?")
+        return {"log": [f"approved:{answer}"]}
+
+    inner = StateGraph(Steps)
+    inner.add_node("inner", lambda s: {"log": ["inner"]})
+    inner.add_edge(START, "inner")
+    inner.add_edge("inner", END)
+
+    builder = StateGraph(Steps)
+    builder.add_node("a", a)
+    builder.add_node("ask", ask)
+    sub = inner.compile()
+
+    def b(state: Steps) -> dict[str, list[str]]:
+        # called from a node, the subgraph checkpoints under its own namespace "b:<task>"
+        return {"log": sub.invoke({"log": []})["log"]}
+
+    builder.add_node("b", b)
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "ask")
+    builder.add_edge("ask", "b")
+    builder.add_edge("b", END)
+    return builder.compile(checkpointer=saver)
+
+
+def scenario(open_saver: Callable[[], contextlib.AbstractContextManager[Any]]) -> list[Any]:
+    """Interrupt, resume from another saver object, time travel, fork, subgraph: what a
+    user sees at each step (checkpoint ids aside, which differ between runs)."""
+    seen: list[Any] = []
+    config: RunnableConfig = {"configurable": {"thread_id": "t-1"}}
+    with open_saver() as saver:
+        graph = approval_graph(saver)
+        first = graph.invoke({"log": []}, config)
+        seen += [first["__interrupt__"][0].value, graph.get_state(config).next]
+        with open_saver() as other:  # another process, say, resumes the thread
+            seen.append(approval_graph(other).invoke(Command(resume="yes"), config))
+        namespaces = {
+            t.config["configurable"]["checkpoint_ns"].split(":")[0] for t in saver.list(config)
+        }
+        seen.append(sorted(namespaces))
+        history = list(graph.get_state_history(config))
+        seen.append([(s.next, s.values, s.metadata and s.metadata.get("step")) for s in history])
+        before_ask = next(s for s in history if s.next == ("ask",))
+        replay = graph.invoke(None, before_ask.config)
+        seen.append((replay["log"], [i.value for i in replay["__interrupt__"]]))
+        seen.append(graph.invoke(Command(resume="no"), graph.get_state(config).config))
+        after_a = next(s for s in history if s.values.get("log") == ["a"] and s.next == ("ask",))
+        branch = graph.update_state(after_a.config, {"log": ["edited"]})
+        seen += [graph.get_state(branch).values, graph.get_state(config).next]
+        seen.append(len(list(graph.get_state_history(config))))
+        seen.append(len(list(saver.list(config, limit=2))))
+    return seen
+
+
+def test_graphs_see_what_they_see_with_langgraphs_own_saver(
+    server_url: str, key_prefix: str
+) -> None:
+    reference = InMemorySaver()  # one object for both "processes", as one Redis is
+    expected = scenario(lambda: contextlib.nullcontext(reference))
+    got = scenario(lambda: RedisSaver.from_url(server_url, key_prefix=key_prefix))
+    assert got == expected
+    assert expected[3] == ["", "b"]  # the subgraph checkpointed in its own namespace
+    assert expected[2]["log"] == ["a", "approved:yes", "inner"]
+
+
+def test_async_graph_on_the_memory_connection(server_url: str, key_prefix: str) -> None:
+    async def main() -> list[str]:
+        memory = TieredMemory.from_url(
+            server_url, key_prefix=key_prefix, embeddings=HashingEmbeddings()
+        )
+        async with memory:
+            graph = approval_graph(memory.acheckpointer())
+            config: RunnableConfig = {"configurable": {"thread_id": "async-1"}}
+            await graph.ainvoke({"log": []}, config)
+            result = await graph.ainvoke(Command(resume="ok"), config)
+            return list(result["log"])
+
+    assert asyncio.run(main()) == ["a", "approved:ok", "inner"]
+
+
+def test_ttl_expires_a_thread_and_reads_refresh_it(embedded_url: str, key_prefix: str) -> None:
+    ttl = {"default_ttl": 1 / 60, "refresh_on_read": True}  # one second
+    with RedisSaver.from_url(embedded_url, key_prefix=key_prefix, ttl=ttl) as saver:  # type: ignore[arg-type]
+        graph = approval_graph(saver)
+        config: RunnableConfig = {"configurable": {"thread_id": "ttl"}}
+        graph.invoke({"log": []}, config)
+        raw = saver.connection.sync
+        keys = [k for k in KeyBuilder(key_prefix).thread_keys("ttl") if raw.exists(k)]
+        assert len(keys) >= 3 and all(0 < raw.pttl(k) <= 1000 for k in keys)
+        time.sleep(0.6)
+        assert saver.get_tuple(config) is not None  # a read restarts the clock
+        assert all(raw.pttl(k) > 700 for k in keys)
+        time.sleep(1.2)
+        assert saver.get_tuple(config) is None
+        assert not any(raw.exists(k) for k in keys)
+
+
+def test_a_checkpoint_is_never_seen_torn(embedded_url: str, key_prefix: str) -> None:
+    """Readers racing a writer see whole checkpoints: the put is one script."""
+    import threading
+
+    with RedisSaver.from_url(embedded_url, key_prefix=key_prefix) as saver:
+        config: RunnableConfig = {"configurable": {"thread_id": "race", "checkpoint_ns": ""}}
+        stop = threading.Event()
+        seen: list[int] = []
+
+        def read() -> None:
+            while not stop.is_set():
+                found = saver.get_tuple(config)
+                if found is not None:
+                    values = found.checkpoint["channel_values"]
+                    assert values["a"] == values["b"], values
+                    seen.append(values["a"])
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        parent: RunnableConfig = config
+        from langgraph.checkpoint.base import empty_checkpoint
+
+        try:
+            for i in range(200):
+                cp = empty_checkpoint()
+                cp["channel_values"] = {"a": i, "b": i}
+                parent = saver.put(parent, cp, {"step": i}, {})
+        finally:
+            stop.set()
+            reader.join()
+        assert seen and seen == sorted(seen)
+
+
+def test_prefix_acl_user_runs_memory_and_saver(redis_server_url: str, key_prefix: str) -> None:
+    """The README's ACL rule: only the package's key prefix, data commands, no admin."""
+    admin = redis.Redis.from_url(redis_server_url)
+    user, password = f"u{key_prefix}", "pw-" + uuid.uuid4().hex
+    rule = README_ACL_RULE.replace("<prefix>", key_prefix).split()
+    admin.acl_setuser(user, reset=True)
+    admin.execute_command("ACL", "SETUSER", user, "on", f">{password}", *rule)
+    host_port = redis_server_url.split("://", 1)[1]
+    url = f"redis://{user}:{password}@{host_port}"
+    try:
+        limited = redis.Redis.from_url(url)
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            limited.info()  # admin commands are refused...
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            limited.set("other-app:key", "x")  # ...and so are other apps' keys
+        limited.close()
+
+        memory = TieredMemory.from_url(url, key_prefix=key_prefix, embeddings=HashingEmbeddings())
+        with memory:
+            from langchain_tiered_memory.graph import create_memory_graph
+            from langchain_tiered_memory.testing import ScriptedChatModel
+
+            model = ScriptedChatModel(
+                replies=[
+                    _call("user_tag", {"name": "Alice", "age": 30}),
+                    "Hi Alice!",
+                ]
+            )
+            saver = memory.checkpointer()
+            graph = create_memory_graph(model, memory=memory, checkpointer=saver)
+            config: RunnableConfig = {"configurable": {"thread_id": "acl-1"}}
+            graph.invoke(
+                {"messages": [("user", "I'm Alice, 30.")]}, config, context={"user_id": "alice"}
+            )
+            assert memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
+            assert saver.get_tuple(config) is not None
+            assert list(saver.list_threads()) == ["acl-1"]
+            memory.forget_user("alice", checkpointer=saver)
+            assert saver.get_tuple(config) is None
+    finally:
+        admin.acl_deluser(user)
+        admin.close()
+
+
+def _call(name: str, args: dict[str, Any]) -> Any:
+    from langchain_core.messages import AIMessage
+
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": uuid.uuid4().hex}])
+
+
+def _readme_acl_rule() -> str:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    marker = "ACL SETUSER app on >secret "
+    line = next(x for x in readme.splitlines() if x.startswith(marker))
+    # the README shows the default prefix: swap in the placeholder the test fills in
+    return line.split(marker, 1)[1].strip().replace("~tm*", "~<prefix>*")
+
+
+README_ACL_RULE = _readme_acl_rule()
