@@ -122,6 +122,25 @@ def escape_id(value: object, what: str, *, max_length: int = MAX_THREAD_ID_LENGT
         raise ValueError(f"{what} contains lone surrogates and cannot be encoded.") from exc
 
 
+def encode_namespace(namespace: tuple[str, ...]) -> str:
+    """A store namespace as key text: each label escaped and ended by ``/``.
+
+    A namespace *prefix* encodes to a byte prefix of every namespace under it (and of no
+    other: ``("a",)`` is ``a/``, which ``("ab",)``'s ``ab/`` does not start with), so
+    prefix search is a lexical range. ``/`` inside a label is escaped.
+
+    Example:
+        >>> encode_namespace(("users", "alice"))
+        'users/alice/'
+    """
+    return "".join(quote(label, safe="-_~@") + "/" for label in namespace)
+
+
+def decode_namespace(text: str) -> tuple[str, ...]:
+    """The inverse of :func:`encode_namespace`."""
+    return tuple(unquote(label) for label in text.split("/")[:-1])
+
+
 def validate_prefix(prefix: str) -> str:
     """Check a key prefix: non-empty, printable, without hash-tag braces or glob characters."""
     if (
@@ -185,6 +204,19 @@ class KeyBuilder:
     def run_key(self, run_id: object) -> str:
         """The key listing the checkpoints one LangGraph run wrote (for ``delete_for_runs``)."""
         return f"{self.prefix}:{{cpr:{escape_id(run_id, 'run_id')}}}:cp:run"
+
+    def store_registry_key(self) -> str:
+        """The LangGraph store's sorted set of every namespace (``{st:}``: never a user's)."""
+        return f"{self.prefix}:{{st:}}:st:ns"
+
+    def store_key(self, namespace: tuple[str, ...], kind: Literal["items", "vecs"]) -> str:
+        """The LangGraph store's key of ``kind`` for one namespace (one slot per namespace).
+
+        Example:
+            >>> KeyBuilder("tm").store_key(("users", "a/b"), "items")
+            'tm:{st:users/a%2Fb/}:st:items'
+        """
+        return f"{self.prefix}:{{st:{encode_namespace(namespace)}}}:st:{kind}"
 
     def all_keys(self, user_id: str) -> list[str]:
         """Every key a user can own under this prefix."""

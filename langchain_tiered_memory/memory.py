@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from langchain_core.load import dumpd
 from langchain_core.messages import BaseMessage, messages_to_dict
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.store.base import BaseStore, Item, PutOp
 from pydantic import BaseModel
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, validate_user_id
@@ -55,7 +58,10 @@ from langchain_tiered_memory.stores.tags import (
 from langchain_tiered_memory.stores.turn import RedisTiers
 
 if TYPE_CHECKING:
+    from langgraph.store.base import IndexConfig, TTLConfig
+
     from langchain_tiered_memory.checkpoint import AsyncRedisSaver, CheckpointTTL, RedisSaver
+    from langchain_tiered_memory.store import RedisStore
 from langchain_tiered_memory.summarizer import (
     areconcile_items,
     asummarize_messages,
@@ -309,6 +315,28 @@ class TieredMemory:
         from langchain_tiered_memory.checkpoint import AsyncRedisSaver
 
         return AsyncRedisSaver(self._redis("acheckpointer"), key_prefix=self._prefix(), ttl=ttl)
+
+    def store(
+        self, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
+    ) -> RedisStore:
+        """A LangGraph ``BaseStore`` (for LangMem, ``create_react_agent(store=...)``, ...)
+        in this memory's Redis, on its connection and key prefix.
+
+        ``index`` turns on natural-language search: ``{"dims": 384, "fields": ["content"]}``;
+        without ``"embed"`` it uses the memory's own embeddings.
+
+        Raises:
+            ValueError: this memory is not on Redis (``TieredMemory.in_memory()``).
+
+        Example:
+            >>> store = memory.store(index={"dims": 384, "fields": ["content"]})  # doctest: +SKIP
+            >>> store.put(("memories", "alice"), "m1", {"content": "likes tea"})  # doctest: +SKIP
+        """
+        from langchain_tiered_memory.store import RedisStore
+
+        if index is not None and "embed" not in index:
+            index = {**index, "embed": self.summaries.embeddings}
+        return RedisStore(self._redis("store"), key_prefix=self._prefix(), index=index, ttl=ttl)
 
     def _redis(self, what: str) -> RedisConnection:
         if self._connection is None:
@@ -829,34 +857,51 @@ class TieredMemory:
     # ----- privacy -----
 
     def forget_user(
-        self, user_id: str, *, checkpointer: BaseCheckpointSaver | None = None
+        self,
+        user_id: str,
+        *,
+        checkpointer: BaseCheckpointSaver | None = None,
+        store: BaseStore | None = None,
     ) -> dict[str, int]:
         """Erase every tier of the user; return how much of each was removed.
 
         With ``checkpointer``, the conversation threads the user's turns came from (as
-        recorded by the graph) are deleted from it first.
+        recorded by the graph) are deleted from it first. With ``store`` (any LangGraph
+        ``BaseStore``), every item of every namespace that has the user id as one of its
+        labels (LangMem's ``("memories", "{user_id}")``, LangGraph's ``(user_id, ...)``).
 
         Example:
-            >>> memory.forget_user("alice", checkpointer=saver)  # doctest: +SKIP
-            {'threads': 2, 'history': 12, 'tags': 2, 'summaries': 3}
+            >>> memory.forget_user("alice", checkpointer=saver, store=store)  # doctest: +SKIP
+            {'threads': 2, 'history': 12, 'tags': 2, 'summaries': 3, 'store_items': 4}
         """
         user_id = validate_user_id(user_id)
         threads = self.history.threads(user_id)
         if checkpointer is not None:
             for thread_id in threads:
                 checkpointer.delete_thread(thread_id)
+        store_items = 0
+        if store is not None:
+            items = _store_items_of(store, user_id)
+            store.batch([PutOp(item.namespace, item.key, None) for item in items])
+            store_items = len(items)
         removed = {
             "threads": len(threads),
             "history": self.history.clear(user_id),
             "tags": self.tags.clear(user_id),
             "summaries": self.summaries.clear(user_id),
         }
+        if store is not None:
+            removed["store_items"] = store_items
         if self._tiers is not None:
             self._tiers.purge(user_id)
         return removed
 
     async def aforget_user(
-        self, user_id: str, *, checkpointer: BaseCheckpointSaver | None = None
+        self,
+        user_id: str,
+        *,
+        checkpointer: BaseCheckpointSaver | None = None,
+        store: BaseStore | None = None,
     ) -> dict[str, int]:
         """Async :meth:`forget_user`."""
         user_id = validate_user_id(user_id)
@@ -864,12 +909,19 @@ class TieredMemory:
         if checkpointer is not None:
             for thread_id in threads:
                 await checkpointer.adelete_thread(thread_id)
+        store_items = 0
+        if store is not None:
+            items = await _astore_items_of(store, user_id)
+            await store.abatch([PutOp(item.namespace, item.key, None) for item in items])
+            store_items = len(items)
         removed = {
             "threads": len(threads),
             "history": await self.history.aclear(user_id),
             "tags": await self.tags.aclear(user_id),
             "summaries": await self.summaries.aclear(user_id),
         }
+        if store is not None:
+            removed["store_items"] = store_items
         if self._tiers is not None:
             await self._tiers.apurge(user_id)
         return removed
@@ -915,10 +967,33 @@ class TieredMemory:
             "checkpoints": int(checkpointer is not None),
         }
 
-    def export_user(self, user_id: str) -> dict[str, Any]:
-        """A JSON-serializable copy of every tier of the user."""
+    def export_user(
+        self,
+        user_id: str,
+        *,
+        checkpointer: BaseCheckpointSaver | None = None,
+        store: BaseStore | None = None,
+    ) -> dict[str, Any]:
+        """A JSON-serializable copy of every tier of the user.
+
+        With ``checkpointer``, the latest state of each of the user's threads
+        (``"thread_states"``); with ``store``, the items of the user's namespaces
+        (``"store"``, the namespaces :meth:`forget_user` would erase).
+
+        Example:
+            >>> memory.export_user("alice", checkpointer=saver)["thread_states"]  # doctest: +SKIP
+            [{'thread_id': 't-1', 'checkpoint_id': '1f0...', 'values': {...}}]
+        """
         user_id = validate_user_id(user_id)
         first, messages = self.history.since(user_id, 0)
+        extra: dict[str, Any] = {}
+        if checkpointer is not None:
+            extra["thread_states"] = [
+                _thread_state(t, checkpointer.get_tuple(_thread_config(t)))
+                for t in self.history.threads(user_id)
+            ]
+        if store is not None:
+            extra["store"] = [_jsonable(i.dict()) for i in _store_items_of(store, user_id)]
         return {
             "user_id": user_id,
             "tags": self.tags.get_all(user_id),
@@ -930,12 +1005,28 @@ class TieredMemory:
                 for d in self.summaries.get_all(user_id)
             ],
             "watermark": self.summaries.get_watermark(user_id),
+            **extra,
         }
 
-    async def aexport_user(self, user_id: str) -> dict[str, Any]:
+    async def aexport_user(
+        self,
+        user_id: str,
+        *,
+        checkpointer: BaseCheckpointSaver | None = None,
+        store: BaseStore | None = None,
+    ) -> dict[str, Any]:
         """Async :meth:`export_user`."""
         user_id = validate_user_id(user_id)
         first, messages = await self.history.asince(user_id, 0)
+        extra: dict[str, Any] = {}
+        if checkpointer is not None:
+            extra["thread_states"] = [
+                _thread_state(t, await checkpointer.aget_tuple(_thread_config(t)))
+                for t in await self.history.athreads(user_id)
+            ]
+        if store is not None:
+            items = await _astore_items_of(store, user_id)
+            extra["store"] = [_jsonable(i.dict()) for i in items]
         return {
             "user_id": user_id,
             "tags": await self.tags.aget_all(user_id),
@@ -947,10 +1038,68 @@ class TieredMemory:
                 for d in await self.summaries.aget_all(user_id)
             ],
             "watermark": await self.summaries.aget_watermark(user_id),
+            **extra,
         }
 
 
 _T = TypeVar("_T")
+# list_namespaces / search page size when collecting a user's store items
+_STORE_PAGE = 1000
+
+
+def _user_namespace(namespace: tuple[str, ...], user_id: str) -> bool:
+    return user_id in namespace
+
+
+def _store_items_of(store: BaseStore, user_id: str) -> list[Item]:
+    """Every item of every store namespace that has ``user_id`` as a label."""
+    namespaces: list[tuple[str, ...]] = []
+    offset = 0
+    while page := store.list_namespaces(limit=_STORE_PAGE, offset=offset):
+        namespaces += [n for n in page if _user_namespace(n, user_id)]
+        offset += len(page)
+    items: list[Item] = []
+    for namespace in namespaces:
+        offset = 0
+        while found := store.search(namespace, limit=_STORE_PAGE, offset=offset):
+            items += [i for i in found if tuple(i.namespace) == namespace]
+            offset += len(found)
+    return items
+
+
+async def _astore_items_of(store: BaseStore, user_id: str) -> list[Item]:
+    namespaces: list[tuple[str, ...]] = []
+    offset = 0
+    while page := await store.alist_namespaces(limit=_STORE_PAGE, offset=offset):
+        namespaces += [n for n in page if _user_namespace(n, user_id)]
+        offset += len(page)
+    items: list[Item] = []
+    for namespace in namespaces:
+        offset = 0
+        while found := await store.asearch(namespace, limit=_STORE_PAGE, offset=offset):
+            items += [i for i in found if tuple(i.namespace) == namespace]
+            offset += len(found)
+    return items
+
+
+def _thread_config(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+
+
+def _thread_state(thread_id: str, found: CheckpointTuple | None) -> dict[str, Any]:
+    if found is None:
+        return {"thread_id": thread_id, "checkpoint_id": None, "values": {}}
+    return {
+        "thread_id": thread_id,
+        "checkpoint_id": found.checkpoint["id"],
+        "ts": found.checkpoint["ts"],
+        "values": _jsonable(found.checkpoint["channel_values"]),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    """JSON-ready data: LangChain objects (messages, ...) as their serialized form."""
+    return dumpd(value)
 
 
 def _tier(user_id: str, tier: str, empty: _T, read: Callable[..., _T], *args: Any) -> _T:

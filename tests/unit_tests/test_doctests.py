@@ -42,3 +42,17 @@ def test_every_public_entry_point_has_an_example() -> None:
         if ">>>" not in (obj.__doc__ or ""):
             missing.append(name)
     assert missing == []
+
+
+def test_the_redis_saver_and_store_have_examples() -> None:
+    from langchain_tiered_memory import checkpoint, store
+
+    for cls in (
+        checkpoint.RedisSaver,
+        checkpoint.AsyncRedisSaver,
+        store.RedisStore,
+        store.AsyncRedisStore,
+    ):
+        for name in ("__doc__", "from_url"):
+            doc = cls.__doc__ if name == "__doc__" else getattr(cls, name).__doc__
+            assert ">>>" in (doc or ""), f"{cls.__name__}.{name}"

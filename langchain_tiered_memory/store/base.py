@@ -1,0 +1,459 @@
+"""What the sync and async Redis stores share: the layout, the batch plan, the codec.
+
+Layout (core commands only; one hash slot per namespace):
+
+- ``{st:}:st:ns`` (sorted set, scores 0): every namespace ever written, encoded so that a
+  namespace prefix is a lexical range (:func:`~langchain_tiered_memory._keys.encode_namespace`);
+- ``{st:<ns>}:st:items`` (hash): key -> JSON ``{"v": value, "c": created, "u": updated,
+  "e": expiry epoch or null, "t": ttl minutes or null}``;
+- ``{st:<ns>}:st:vecs`` (hash): key -> msgpack ``{path: float32 bytes}`` (only with an index).
+
+A batch runs as a plan: a generator that yields what it needs (a pipeline of reads, a
+pipeline of writes, texts to embed) and gets the replies back, so the sync and the async
+store run the same plan and differ only in who does the I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import ormsgpack
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    validate_op_namespace,
+)
+from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
+
+from langchain_tiered_memory._keys import (
+    DEFAULT_PREFIX,
+    KeyBuilder,
+    decode_namespace,
+    encode_namespace,
+)
+from langchain_tiered_memory._redis import RedisConnection
+
+__all__ = ["BaseRedisStore"]
+
+_MAX_TTL_MINUTES = 100 * 365.25 * 24 * 60
+# One command of a pipeline: (redis-py method name, args...).
+Command = tuple[Any, ...]
+
+
+@dataclass
+class Pipeline:
+    """A request of the plan: run these commands in one pipeline, reply with the results."""
+
+    commands: list[Command]
+
+
+@dataclass
+class Embed:
+    """A request of the plan: embed these texts (documents or one query each)."""
+
+    texts: list[str]
+    kind: Literal["documents", "queries"]
+
+
+Plan = Generator[Pipeline | Embed, Any, list[Result]]
+
+
+class _Stored(NamedTuple):
+    """An item as stored: the item and its TTL in minutes (``None``: none)."""
+
+    item: Item
+    ttl: float | None
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+class BaseRedisStore(BaseStore):
+    """The layout, batch plan and codec of :class:`RedisStore` and :class:`AsyncRedisStore`."""
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        connection: RedisConnection,
+        *,
+        key_prefix: str = DEFAULT_PREFIX,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        self.connection = connection
+        self.keys = KeyBuilder(key_prefix)
+        self.ttl_config = ttl
+        self.index_config: IndexConfig | None = IndexConfig(**index) if index else None
+        self.embeddings: Embeddings | None = None
+        self._fields: list[tuple[str, Any]] = []
+        if index:
+            if not isinstance(index.get("dims"), int):
+                raise ValueError('index needs "dims": the embeddings\' dimension (e.g. 384).')
+            self.embeddings = ensure_embeddings(index.get("embed"))
+            self._fields = [
+                (p, tokenize_path(p) if p != "$" else p) for p in (index.get("fields") or ["$"])
+            ]
+        self._owns_connection = False
+
+    # ----- the plan -----
+
+    def _plan(self, ops: Iterable[Op]) -> Plan:
+        ops = list(ops)
+        for op in ops:
+            validate_op_namespace(op)
+        results: list[Result] = [None] * len(ops)
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, PutOp):
+                puts[(op.namespace, op.key)] = op  # the last put of a key wins
+            elif not isinstance(op, (GetOp, SearchOp, ListNamespacesOp)):
+                raise ValueError(f"Unknown operation type: {type(op).__name__}")
+        # Encode every value first: a value that is not JSON fails the batch before any write.
+        encoded = {k: self._dump_value(op) for k, op in puts.items() if op.value is not None}
+
+        # 1. the registry (for searches and listings) and the items asked for by key
+        reads: list[Command] = []
+        registry = self.keys.store_registry_key()
+        for op in ops:
+            if isinstance(op, GetOp):
+                reads.append(("hget", self.keys.store_key(op.namespace, "items"), op.key))
+            elif isinstance(op, SearchOp):
+                reads.append(("zrangebylex", registry, *_lex_range(op.namespace_prefix)))
+            elif isinstance(op, ListNamespacesOp):
+                reads.append(("zrangebylex", registry, "-", "+"))
+        replies = iter((yield Pipeline(reads)) if reads else [])
+
+        # 2. the namespaces searches and listings touch
+        now = time.time()
+        second: list[Command] = []
+        pending: list[tuple[int, Any, list[tuple[str, ...]]]] = []
+        refresh: list[Command] = []
+        for i, op in enumerate(ops):
+            if isinstance(op, GetOp):
+                raw = next(replies)
+                stored = None if raw is None else self._parse(op.namespace, op.key, raw, now)
+                results[i] = stored.item if stored else None
+                if stored is not None and op.refresh_ttl:
+                    refresh += self._refresh(stored, now)
+            elif isinstance(op, (SearchOp, ListNamespacesOp)):
+                namespaces = [decode_namespace(_text(m)) for m in next(replies)]
+                if isinstance(op, ListNamespacesOp):
+                    namespaces = [n for n in namespaces if _matches_all(op.match_conditions, n)]
+                for namespace in namespaces:
+                    second.append(("hgetall", self.keys.store_key(namespace, "items")))
+                    if isinstance(op, SearchOp) and op.query and self.embeddings:
+                        second.append(("hgetall", self.keys.store_key(namespace, "vecs")))
+                pending.append((i, op, namespaces))
+        contents = iter((yield Pipeline(second)) if second else [])
+
+        # 3. queries to embed, then searches and listings answered
+        queries = sorted(
+            {op.query for _, op, _ in pending if isinstance(op, SearchOp) and op.query}
+        )
+        vectors: dict[str, np.ndarray] = {}
+        if queries and self.embeddings:
+            embedded = yield Embed(queries, "queries")
+            vectors = {q: _unit(v) for q, v in zip(queries, embedded, strict=True)}
+        for i, op, namespaces in pending:
+            if isinstance(op, ListNamespacesOp):
+                live = [n for n in namespaces if self._live_items(n, next(contents), now)]
+                results[i] = _list_namespaces(op, live)
+                continue
+            candidates: list[tuple[_Stored, dict[str, np.ndarray]]] = []
+            for namespace in namespaces:
+                items = self._live_items(namespace, next(contents), now)
+                vecs = next(contents) if op.query and self.embeddings else {}
+                for stored in items:
+                    if _filter_ok(stored.item.value, op.filter):
+                        raw = vecs.get(stored.item.key.encode()) if vecs else None
+                        candidates.append((stored, _load_vectors(raw)))
+            # newest first (as PostgresStore lists without a query); ranking is stable
+            candidates.sort(
+                key=lambda c: (c[0].item.updated_at, c[0].item.namespace, c[0].item.key),
+                reverse=True,
+            )
+            ranked = _search(op, candidates, vectors.get(op.query or ""))
+            results[i] = [_hit(stored.item, score) for stored, score in ranked]
+            if op.refresh_ttl:
+                for stored, _ in ranked:
+                    refresh += self._refresh(stored, now)
+
+        # 4. writes (and TTL refreshes) in one pipeline; vectors embedded first
+        texts: list[str] = []
+        where: list[tuple[tuple[tuple[str, ...], str], str]] = []
+        if self.embeddings:
+            for k, op in puts.items():
+                if op.value is None or op.index is False:
+                    continue
+                paths = (
+                    self._fields if op.index is None else [(p, tokenize_path(p)) for p in op.index]
+                )
+                for path, tokens in paths:
+                    found = get_text_at_path(op.value, tokens)
+                    for n, text in enumerate(found):
+                        texts.append(text)
+                        where.append((k, f"{path}.{n}" if len(found) > 1 else path))
+        by_key: dict[tuple[tuple[str, ...], str], dict[str, bytes]] = {}
+        if texts:
+            embedded = yield Embed(texts, "documents")
+            if len(embedded) != len(texts):
+                raise ValueError(
+                    f"the embeddings returned {len(embedded)} vectors for {len(texts)} texts."
+                )
+            for (k, path), vector in zip(where, embedded, strict=True):
+                by_key.setdefault(k, {})[path] = np.asarray(vector, dtype=np.float32).tobytes()
+        writes = list(refresh)
+        for k, op in puts.items():
+            items_key = self.keys.store_key(op.namespace, "items")
+            vecs_key = self.keys.store_key(op.namespace, "vecs")
+            if op.value is None:
+                writes += [("hdel", items_key, op.key), ("hdel", vecs_key, op.key)]
+                continue
+            writes.append(("hset", items_key, op.key, encoded[k]))
+            if k in by_key:
+                writes.append(("hset", vecs_key, op.key, ormsgpack.packb(by_key[k])))
+            else:
+                writes.append(("hdel", vecs_key, op.key))
+            writes.append(("zadd", registry, {encode_namespace(op.namespace): 0}))
+        if writes:
+            yield Pipeline(writes)
+        return results
+
+    # ----- codec -----
+
+    def _dump_value(self, op: PutOp) -> str:
+        if not isinstance(op.value, dict):
+            raise TypeError(
+                f"store values must be dicts, got {type(op.value).__name__} for key {op.key!r}."
+            )
+        now = _now().isoformat()
+        ttl = op.ttl if isinstance(op.ttl, (int, float)) else None
+        if ttl is not None and not (0 < ttl < _MAX_TTL_MINUTES):
+            raise ValueError(
+                f"ttl of key {op.key!r} must be a positive number of minutes below "
+                f"{_MAX_TTL_MINUTES:.0f} (100 years), or None for no expiry; got {ttl!r}."
+            )
+        record = {
+            "v": op.value,
+            "c": now,
+            "u": now,
+            "t": ttl,
+            "e": time.time() + ttl * 60 if ttl else None,
+        }
+        try:
+            return json.dumps(record, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"store value of key {op.key!r} is not JSON-serializable ({exc}); store "
+                "plain dicts of str, numbers, bools, lists and dicts."
+            ) from exc
+
+    @staticmethod
+    def _parse(namespace: tuple[str, ...], key: str, raw: Any, now: float) -> _Stored | None:
+        record = json.loads(raw)
+        if record.get("e") is not None and record["e"] <= now:
+            return None  # expired; the next sweep deletes it
+        item = Item(
+            value=record["v"],
+            key=key,
+            namespace=namespace,
+            created_at=datetime.fromisoformat(record["c"]),
+            updated_at=datetime.fromisoformat(record["u"]),
+        )
+        return _Stored(item, record.get("t"))
+
+    def _live_items(
+        self, namespace: tuple[str, ...], raw: dict[Any, Any], now: float
+    ) -> list[_Stored]:
+        found = (self._parse(namespace, _text(k), v, now) for k, v in raw.items())
+        return [stored for stored in found if stored is not None]
+
+    def _refresh(self, stored: _Stored, now: float) -> list[Command]:
+        item, ttl = stored
+        if not ttl:
+            return []
+        record = {
+            "v": item.value,
+            "c": item.created_at.isoformat(),
+            "u": item.updated_at.isoformat(),
+            "t": ttl,
+            "e": now + ttl * 60,
+        }
+        encoded = json.dumps(record, ensure_ascii=False)
+        return [("hset", self.keys.store_key(item.namespace, "items"), item.key, encoded)]
+
+    def _sweep_plan(self) -> Generator[Pipeline, Any, int]:
+        """Delete expired items of every namespace; return how many."""
+        registry = self.keys.store_registry_key()
+        (members,) = yield Pipeline([("zrangebylex", registry, "-", "+")])
+        namespaces = [decode_namespace(_text(m)) for m in members]
+        if not namespaces:
+            return 0
+        contents = yield Pipeline(
+            [("hgetall", self.keys.store_key(n, "items")) for n in namespaces]
+        )
+        now = time.time()
+        deletes: list[Command] = []
+        for namespace, raw in zip(namespaces, contents, strict=True):
+            for key, value in raw.items():
+                expires = json.loads(value).get("e")
+                if expires is not None and expires <= now:
+                    deletes.append(("hdel", self.keys.store_key(namespace, "items"), key))
+                    deletes.append(("hdel", self.keys.store_key(namespace, "vecs"), key))
+        if deletes:
+            yield Pipeline(deletes)
+        return len(deletes) // 2
+
+
+def _lex_range(prefix: tuple[str, ...]) -> tuple[str, str]:
+    """ZRANGEBYLEX bounds of the namespaces under ``prefix``."""
+    if not prefix:
+        return "-", "+"
+    encoded = encode_namespace(prefix)
+    # every member under the prefix starts with "<...>/"; "0" is the byte after "/"
+    return f"[{encoded}", f"({encoded[:-1]}0"
+
+
+def _matches_all(conditions: Sequence[MatchCondition] | None, namespace: tuple[str, ...]) -> bool:
+    return all(_matches(c, namespace) for c in conditions or ())
+
+
+def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path, strict=False)
+    elif condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    else:
+        raise ValueError(f"match_type must be 'prefix' or 'suffix', not {condition.match_type!r}.")
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+def _list_namespaces(op: ListNamespacesOp, namespaces: list[tuple[str, ...]]) -> list[Any]:
+    if op.max_depth is not None:
+        found = sorted({n[: op.max_depth] for n in namespaces})
+    else:
+        found = sorted(set(namespaces))
+    return found[op.offset : op.offset + op.limit]
+
+
+def _filter_ok(value: dict[str, Any], filter: dict[str, Any] | None) -> bool:  # noqa: A002
+    return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
+
+
+def _compare(item_value: Any, filter_value: Any) -> bool:
+    """LangGraph's filter semantics (as ``InMemoryStore`` and ``PostgresStore``)."""
+    if isinstance(filter_value, dict):
+        if any(k.startswith("$") for k in filter_value):
+            return all(_operator(item_value, k, v) for k, v in filter_value.items())
+        if not isinstance(item_value, dict):
+            return False
+        return all(_compare(item_value.get(k), v) for k, v in filter_value.items())
+    if isinstance(filter_value, (list, tuple)):
+        return (
+            isinstance(item_value, (list, tuple))
+            and len(item_value) == len(filter_value)
+            and all(_compare(i, f) for i, f in zip(item_value, filter_value, strict=True))
+        )
+    return bool(item_value == filter_value)
+
+
+def _operator(value: Any, operator: str, operand: Any) -> bool:
+    if operator == "$eq":
+        return bool(value == operand)
+    if operator == "$ne":
+        return bool(value != operand)
+    comparisons = {
+        "$gt": float.__gt__,
+        "$gte": float.__ge__,
+        "$lt": float.__lt__,
+        "$lte": float.__le__,
+    }
+    if operator not in comparisons:
+        raise ValueError(
+            f"unsupported filter operator {operator!r}: use $eq $ne $gt $gte $lt $lte."
+        )
+    if value is None:
+        return False
+    return bool(comparisons[operator](float(value), float(operand)))
+
+
+def _unit(vector: Sequence[float]) -> np.ndarray:
+    array = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm else array
+
+
+def _load_vectors(raw: Any) -> dict[str, np.ndarray]:
+    if not raw:
+        return {}
+    return {p: np.frombuffer(b, dtype=np.float32) for p, b in ormsgpack.unpackb(raw).items()}
+
+
+def _search(
+    op: SearchOp,
+    candidates: list[tuple[_Stored, dict[str, np.ndarray]]],
+    query: np.ndarray | None,
+) -> list[tuple[_Stored, float | None]]:
+    """Rank by the best cosine similarity of an item's embedded fields (max pooling), as
+    LangGraph's stores do; items without vectors fill up after the scored ones.
+    """
+    if query is None:
+        return [(stored, None) for stored, _ in candidates[op.offset : op.offset + op.limit]]
+    scored: list[tuple[_Stored, float | None]] = []
+    scoreless: list[_Stored] = []
+    for stored, vectors in candidates:
+        if vectors:
+            scored.append((stored, max(_cosine(query, v) for v in vectors.values())))
+        else:
+            scoreless.append(stored)
+    scored.sort(key=lambda pair: pair[1] or 0.0, reverse=True)
+    kept = scored[op.offset : op.offset + op.limit]
+    if scoreless and len(kept) < op.limit:
+        kept += [(stored, None) for stored in scoreless[: op.limit - len(kept)]]
+    return kept
+
+
+def _cosine(query: np.ndarray, vector: np.ndarray) -> float:
+    norm = float(np.linalg.norm(vector))
+    if not norm:
+        return 0.0
+    value = float(np.dot(query, vector) / norm)
+    return value if math.isfinite(value) else 0.0
+
+
+def _hit(item: Item, score: float | None) -> SearchItem:
+    return SearchItem(
+        namespace=item.namespace,
+        key=item.key,
+        value=item.value,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        score=score,
+    )

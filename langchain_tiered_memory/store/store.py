@@ -1,0 +1,158 @@
+"""``RedisStore``: LangGraph's ``BaseStore`` on plain Redis, sync and async on one connection."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Generator, Iterable, Iterator
+from typing import Any
+
+from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
+
+from langchain_tiered_memory._keys import DEFAULT_PREFIX
+from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory.store.base import BaseRedisStore, Command, Embed, Pipeline
+
+__all__ = ["RedisStore"]
+
+
+class RedisStore(BaseRedisStore):
+    """A LangGraph store (``BaseStore``) on Redis core commands, beside the memory.
+
+    For LangGraph apps and LangMem: ``get``/``put``/``delete``/``search`` (metadata
+    ``filter``, ``offset``/``limit``, and natural-language ``query`` when built with
+    ``index={"dims", "embed", "fields"}``), ``list_namespaces`` (prefix, suffix,
+    ``max_depth``) and per-item TTL. Every method has its async twin on the same
+    connection. Each namespace is one Redis Cluster slot; a batch runs as a few pipelines
+    (reads, then writes), never one command per item.
+
+    Args:
+        connection: the Redis to use; ``TieredMemory.store()`` passes the memory's own.
+        key_prefix: the key prefix, shared with the memory (default ``"tm"``).
+        index: semantic search: ``{"dims": 384, "embed": embeddings, "fields": ["text"]}``.
+        ttl: LangGraph's ``TTLConfig`` (``default_ttl`` minutes, ``refresh_on_read``).
+
+    Example:
+        >>> from langchain_tiered_memory.store import RedisStore
+        >>> with RedisStore.from_url("redis://localhost:6379/0") as store:  # doctest: +SKIP
+        ...     store.put(("alice", "memories"), "m1", {"text": "likes tea"})
+        ...     store.get(("alice", "memories"), "m1").value
+        {'text': 'likes tea'}
+    """
+
+    @classmethod
+    @contextlib.contextmanager
+    def from_url(
+        cls,
+        url: str,
+        *,
+        key_prefix: str = DEFAULT_PREFIX,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        cluster: bool | None = None,
+    ) -> Iterator[RedisStore]:
+        """A store on a new connection to ``url``, closed on exit.
+
+        Example:
+            >>> with RedisStore.from_url("redis://localhost:6379/0") as store:  # doctest: +SKIP
+            ...     store.setup()
+        """
+        store = cls(
+            RedisConnection(url, cluster=cluster), key_prefix=key_prefix, index=index, ttl=ttl
+        )
+        store._owns_connection = True
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def setup(self) -> None:
+        """Check that the server answers. There is nothing to create: keys appear on write."""
+        self.connection.ping()
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup`."""
+        with self.connection.errors():
+            await self.connection.aio.ping()
+
+    def close(self) -> None:
+        """Close the connection if :meth:`from_url` opened it."""
+        if self._owns_connection:
+            self.connection.close()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        if self._owns_connection:
+            await self.connection.aclose()
+
+    # ----- I/O: the plan's requests run here -----
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run the operations: reads see the store as it was before the batch's writes."""
+        return self._drive(self._plan(ops))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async :meth:`batch`."""
+        return await self._adrive(self._plan(ops))
+
+    def sweep_ttl(self) -> int:
+        """Delete expired items (they are already invisible to reads); return how many.
+
+        Example:
+            >>> store.sweep_ttl()  # doctest: +SKIP
+            3
+        """
+        return self._drive(self._sweep_plan())
+
+    async def asweep_ttl(self) -> int:
+        """Async :meth:`sweep_ttl`."""
+        return await self._adrive(self._sweep_plan())
+
+    def _drive(self, plan: Generator[Any, Any, Any]) -> Any:
+        reply: Any = None
+        while True:
+            try:
+                request = plan.send(reply)
+            except StopIteration as done:
+                return done.value
+            if isinstance(request, Pipeline):
+                reply = self._pipeline(request.commands)
+            else:
+                reply = self._embed(request)
+
+    async def _adrive(self, plan: Generator[Any, Any, Any]) -> Any:
+        reply: Any = None
+        while True:
+            try:
+                request = plan.send(reply)
+            except StopIteration as done:
+                return done.value
+            if isinstance(request, Pipeline):
+                reply = await self._apipeline(request.commands)
+            else:
+                reply = await self._aembed(request)
+
+    def _pipeline(self, commands: list[Command]) -> list[Any]:
+        with self.connection.errors():
+            pipe = self.connection.sync.pipeline(transaction=False)
+            for name, *args in commands:
+                getattr(pipe, name)(*args)
+            return list(pipe.execute())
+
+    async def _apipeline(self, commands: list[Command]) -> list[Any]:
+        with self.connection.errors():
+            pipe = self.connection.aio.pipeline(transaction=False)
+            for name, *args in commands:
+                getattr(pipe, name)(*args)
+            return list(await pipe.execute())
+
+    def _embed(self, request: Embed) -> list[list[float]]:
+        assert self.embeddings is not None  # the plan asks only when there is an index
+        if request.kind == "documents":
+            return self.embeddings.embed_documents(request.texts)
+        return [self.embeddings.embed_query(text) for text in request.texts]
+
+    async def _aembed(self, request: Embed) -> list[list[float]]:
+        assert self.embeddings is not None
+        if request.kind == "documents":
+            return await self.embeddings.aembed_documents(request.texts)
+        return [await self.embeddings.aembed_query(text) for text in request.texts]
