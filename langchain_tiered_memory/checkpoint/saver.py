@@ -97,7 +97,7 @@ class RedisSaver(BaseRedisSaver):
     async def asetup(self) -> None:
         """Async :meth:`setup`."""
         with self.connection.errors():
-            await self.connection.aio.ping()
+            await (await self.connection.aclient()).ping()
 
     def close(self) -> None:
         """Close the connection if :meth:`from_url` opened it."""
@@ -132,7 +132,7 @@ class RedisSaver(BaseRedisSaver):
         self, where: _Where, high: str, low: str, offset: int, num: int
     ) -> list[str]:
         with self.connection.errors():
-            found = await self.connection.aio.zrevrangebylex(
+            found = await (await self.connection.aclient()).zrevrangebylex(
                 self._thread_keys(where.thread_id)[0], high, low, start=offset, num=num
             )
         return [_text(m) for m in found]
@@ -155,7 +155,7 @@ class RedisSaver(BaseRedisSaver):
     async def alist_threads(self, *, prefix: str = "") -> AsyncIterator[str]:
         """Async :meth:`list_threads`."""
         with self.connection.errors():
-            async for key in self.connection.aio.scan_iter(
+            async for key in (await self.connection.aclient()).scan_iter(
                 match=self.keys.thread_scan_pattern(prefix), count=1000
             ):
                 thread_id = self.keys.thread_from_key(key)
@@ -304,9 +304,9 @@ class RedisSaver(BaseRedisSaver):
         thread_id = stored["configurable"]["thread_id"]
         if (marker := self._run_marker(run, thread_id)) is not None and run is not None:
             with self.connection.errors():
-                await self.connection.aio.sadd(marker[0], marker[1])
+                await (await self.connection.aclient()).sadd(marker[0], marker[1])
                 if self._ttl_ms:
-                    await self.connection.aio.pexpire(marker[0], self._ttl_ms)
+                    await (await self.connection.aclient()).pexpire(marker[0], self._ttl_ms)
             self._marked_run(run, thread_id)
         with self.connection.errors():
             await self.connection.aeval(_PUT, len(keys), *keys, *args)
@@ -350,7 +350,7 @@ class RedisSaver(BaseRedisSaver):
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""
         with self.connection.errors():
-            await self.connection.aio.delete(*self._thread_keys(str(thread_id)))
+            await (await self.connection.aclient()).delete(*self._thread_keys(str(thread_id)))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) that the given runs wrote."""
@@ -369,11 +369,11 @@ class RedisSaver(BaseRedisSaver):
         for run in map(str, run_ids):
             run_key = self.keys.run_key(run)
             with self.connection.errors():
-                threads = await self.connection.aio.smembers(run_key)
+                threads = await (await self.connection.aclient()).smembers(run_key)
             for escaped in threads:
                 await self._aeval(_DELETE, unquote(_text(escaped)), "run", run)
             with self.connection.errors():
-                await self.connection.aio.delete(run_key)
+                await (await self.connection.aclient()).delete(run_key)
         self._forget_runs(map(str, run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
@@ -395,7 +395,7 @@ class RedisSaver(BaseRedisSaver):
         for run in self._runs_of(contents[4]):
             if (marker := self._run_marker(run, target)) is not None:
                 with self.connection.errors():
-                    await self.connection.aio.sadd(marker[0], marker[1])
+                    await (await self.connection.aclient()).sadd(marker[0], marker[1])
                 self._marked_run(run, target)
         if contents[0]:
             await self._aeval(_COPY, target, *self._copy_args(self._ttl_ms, contents))
@@ -436,7 +436,9 @@ class RedisSaver(BaseRedisSaver):
             stale = self._stale_runs(contents[4], keep)
             if stale:
                 with self.connection.errors():
-                    await self.connection.aio.zrem(self._thread_keys(thread_id)[4], *stale)
+                    await (await self.connection.aclient()).zrem(
+                        self._thread_keys(thread_id)[4], *stale
+                    )
 
     @staticmethod
     def _check_strategy(strategy: str) -> None:

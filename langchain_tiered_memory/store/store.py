@@ -72,7 +72,7 @@ class RedisStore(BaseRedisStore):
     async def asetup(self) -> None:
         """Async :meth:`setup`."""
         with self.connection.errors():
-            await self.connection.aio.ping()
+            await (await self.connection.aclient()).ping()
 
     def close(self) -> None:
         """Close the connection if :meth:`from_url` opened it."""
@@ -140,7 +140,7 @@ class RedisStore(BaseRedisStore):
 
     async def _apipeline(self, commands: list[Command]) -> list[Any]:
         with self.connection.errors():
-            pipe = self.connection.aio.pipeline(transaction=False)
+            pipe = (await self.connection.aclient()).pipeline(transaction=False)
             for name, *args in commands:
                 getattr(pipe, name)(*args)
             return list(await pipe.execute())

@@ -720,7 +720,9 @@ class RedisHistoryStore(HistoryStore):
     async def athreads(self, user_id: str) -> list[str]:
         """Async :meth:`threads`."""
         with self.connection.errors():
-            raw = await self.connection.aio.smembers(self.keys.key(user_id, "threads"))
+            raw = await (await self.connection.aclient()).smembers(
+                self.keys.key(user_id, "threads")
+            )
         return sorted(r.decode() if isinstance(r, bytes) else r for r in raw)
 
     def spans(self, user_id: str) -> list[tuple[int, int, str]]:
@@ -732,7 +734,9 @@ class RedisHistoryStore(HistoryStore):
     async def aspans(self, user_id: str) -> list[tuple[int, int, str]]:
         """Async :meth:`spans`."""
         with self.connection.errors():
-            raw = await self.connection.aio.lrange(self.keys.key(user_id, "spans"), 0, -1)
+            raw = await (await self.connection.aclient()).lrange(
+                self.keys.key(user_id, "spans"), 0, -1
+            )
         return thread_spans(raw)
 
     def _forget_args(self, user_id: str, thread_id: str) -> list[Any]:
@@ -767,7 +771,7 @@ class RedisHistoryStore(HistoryStore):
             return []
         _, key, start, stop = self.tail_command(user_id, n)
         with self.connection.errors():
-            raw = await self.connection.aio.lrange(key, start, stop)
+            raw = await (await self.connection.aclient()).lrange(key, start, stop)
         return self.parse_tail(raw, self.where(user_id))
 
     def window(
@@ -808,7 +812,7 @@ class RedisHistoryStore(HistoryStore):
         """Async :meth:`length`."""
         hist, meta = self._k(user_id)
         with self.connection.errors():
-            pipe = self.connection.aio.pipeline(transaction=False)
+            pipe = (await self.connection.aclient()).pipeline(transaction=False)
             pipe.llen(hist)
             pipe.hget(meta, _BASE_FIELD)
             n, base = await pipe.execute()
@@ -850,7 +854,7 @@ class RedisHistoryStore(HistoryStore):
         pattern = self.keys.scan_pattern("history")
         found: set[str] = set()
         with self.connection.errors():
-            async for key in self.connection.aio.scan_iter(match=pattern, count=1000):
+            async for key in (await self.connection.aclient()).scan_iter(match=pattern, count=1000):
                 user = self.keys.user_from_key(key)
                 if user is not None:
                     found.add(user)

@@ -286,7 +286,7 @@ class RedisTagStore(TagStore):
     async def aget(self, user_id: str, tag: str) -> str | None:
         """Async :meth:`get`."""
         with self.connection.errors():
-            raw = await self.connection.aio.hget(self.key(user_id), tag)
+            raw = await (await self.connection.aclient()).hget(self.key(user_id), tag)
         return self._one(user_id, tag, raw)
 
     def get_all(self, user_id: str) -> dict[str, str]:
@@ -298,7 +298,7 @@ class RedisTagStore(TagStore):
     async def aget_all(self, user_id: str) -> dict[str, str]:
         """Async :meth:`get_all`."""
         with self.connection.errors():
-            raw = await self.connection.aio.hgetall(self.key(user_id))
+            raw = await (await self.connection.aclient()).hgetall(self.key(user_id))
         return _decode_hash(raw, self.where(user_id))
 
     def _set_args(self, user_id: str, values: dict[str, str], thread_id: str | None) -> list[Any]:
@@ -348,7 +348,7 @@ class RedisTagStore(TagStore):
         """Async :meth:`history`."""
         key = self.keys.key(user_id, "tags:log")
         with self.connection.errors():
-            raw = await self.connection.aio.lrange(key, 0, -1)
+            raw = await (await self.connection.aclient()).lrange(key, 0, -1)
         return _parse_changes(raw, tag, f"the tag history of user {user_id!r} (key {key})")
 
     def clear(self, user_id: str) -> int:
@@ -366,7 +366,7 @@ class RedisTagStore(TagStore):
         """Async :meth:`clear`."""
         key = self.key(user_id)
         with self.connection.errors():
-            pipe = self.connection.aio.pipeline(transaction=False)
+            pipe = (await self.connection.aclient()).pipeline(transaction=False)
             pipe.hlen(key)
             pipe.delete(key)
             pipe.delete(self.keys.key(user_id, "tags:log"))

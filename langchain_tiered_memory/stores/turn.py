@@ -92,7 +92,7 @@ class RedisTiers:
         """Async :meth:`fetch`."""
         connection = self.summaries.connection
         with connection.errors():
-            pipe = connection.aio.pipeline(transaction=False)
+            pipe = (await connection.aclient()).pipeline(transaction=False)
             for command in self._commands(user_id, max_messages):
                 pipe.execute_command(*command)
             return self._replies(await pipe.execute())
@@ -133,4 +133,4 @@ class RedisTiers:
         """Async :meth:`purge`."""
         connection = self.history.connection
         with connection.errors():
-            await connection.aio.delete(*self.history.keys.all_keys(user_id))
+            await (await connection.aclient()).delete(*self.history.keys.all_keys(user_id))

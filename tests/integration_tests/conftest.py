@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import glob
 import os
 import random
 import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,6 +25,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from helpers.postgres import postgres_server
 
 HERE = Path(__file__).resolve().parent
 HOST = "127.0.0.1"
@@ -62,20 +61,6 @@ def _redis_bin(name: str) -> str:
             return path
     _missing(name)
     raise AssertionError("unreachable")
-
-
-def _pg_bindir() -> Path:
-    found = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
-        key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0,
-    )
-    if found:
-        return Path(found[-1]).parent
-    initdb = shutil.which("initdb")
-    if initdb is None:
-        _missing("PostgreSQL (initdb under /usr/lib/postgresql/*/bin)")
-    assert initdb is not None
-    return Path(initdb).parent
 
 
 def _free_ports(n: int) -> list[int]:
@@ -293,109 +278,16 @@ def redis_cluster_url(redis_cluster_urls: list[str]) -> str:
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A throwaway PostgreSQL cluster with database ``test``, trust auth, on loopback."""
-    bindir = _pg_bindir()
-    as_root = os.geteuid() == 0
-    if as_root:
-        if shutil.which("runuser") is None:
-            _missing("runuser (util-linux)")
-        try:
-            import pwd
-
-            pg_user = pwd.getpwnam("postgres")
-        except KeyError:
-            _missing("system user `postgres` (comes with the postgresql package)")
-
-    def run_as_pg(*args: str) -> list[str]:
-        return ["runuser", "-u", "postgres", "--", *args] if as_root else list(args)
-
-    # Not under pytest's tmp dir: that is 0700 root, the postgres user could not enter it.
-    base = Path(tempfile.mkdtemp(prefix="ltm-pg-"))
-    data, sock, log = base / "data", base / "sock", base / "postgres.log"
-    sock.mkdir()
-    if as_root:
-        for p in (base, sock):
-            os.chown(p, pg_user.pw_uid, pg_user.pw_gid)
-    (port,) = _free_ports(1)
-    started = False
     try:
-        subprocess.run(
-            run_as_pg(
-                str(bindir / "initdb"),
-                "-D",
-                str(data),
-                "-U",
-                "postgres",
-                "-A",
-                "trust",
-                "-E",
-                "UTF8",
-                "--locale=C",
-                "--no-sync",
-            ),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=120,
-        )
-        opts = (
-            f"-p {port} -k {sock} -c listen_addresses={HOST} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=100"
-        )
-        start = subprocess.run(
-            run_as_pg(
-                str(bindir / "pg_ctl"),
-                "-D",
-                str(data),
-                "-l",
-                str(log),
-                "-o",
-                opts,
-                "-w",
-                "-t",
-                str(int(START_TIMEOUT)),
-                "start",
-            ),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=START_TIMEOUT + 10,
-        )
-        started = True
-        if start.returncode != 0:
-            raise RuntimeError(f"pg_ctl start failed:\n{start.stdout}\n{_tail(log)}")
-        subprocess.run(
-            [str(bindir / "createdb"), "-h", HOST, "-p", str(port), "-U", "postgres", "test"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        )
-        yield f"postgresql://postgres@{HOST}:{port}/test"
-    except subprocess.CalledProcessError as exc:
-        raise RuntimeError(f"{exc.cmd} failed:\n{exc.stdout}{exc.stderr}\n{_tail(log)}") from exc
+        server = postgres_server()
+        url = server.__enter__()
+    except FileNotFoundError as exc:
+        _missing(str(exc))
+        raise
+    try:
+        yield url
     finally:
-        if started:
-            _stop_postgres(bindir, data, run_as_pg)
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def _stop_postgres(bindir: Path, data: Path, run_as_pg: Callable[..., list[str]]) -> None:
-    pidfile = data / "postmaster.pid"
-    pid = int(pidfile.read_text().split()[0]) if pidfile.exists() else None
-    stop = subprocess.run(
-        run_as_pg(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=60,
-    )
-    if stop.returncode != 0 and pid is not None:
-        # pg_ctl setsid()s the postmaster, so its pid is also its process group
-        for kill in (os.killpg, os.kill):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                kill(pid, signal.SIGKILL)
+        server.__exit__(None, None, None)
 
 
 # --------------------------------------------------------------------------- per test

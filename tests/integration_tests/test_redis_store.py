@@ -235,8 +235,8 @@ def test_bad_values_fail_the_batch_before_any_write(embedded_url: str, key_prefi
 def test_langmem_tools_manage_and_search_memories_in_a_graph(
     embedded_url: str, key_prefix: str
 ) -> None:
+    from langchain.agents import create_agent
     from langchain_core.messages import AIMessage
-    from langgraph.prebuilt import create_react_agent
     from langmem import create_manage_memory_tool, create_search_memory_tool
 
     from langchain_tiered_memory.testing import ScriptedChatModel
@@ -261,7 +261,7 @@ def test_langmem_tools_manage_and_search_memories_in_a_graph(
     memory = TieredMemory.from_url(embedded_url, key_prefix=key_prefix, embeddings=EMBEDDINGS)
     with memory:
         store = memory.store(index={"dims": DIMS, "fields": ["content"]})
-        agent = create_react_agent(model, tools=[manage, search], store=store)
+        agent = create_agent(model, tools=[manage, search], store=store)
         config: Any = {"configurable": {"user_id": "alice"}}
         agent.invoke({"messages": [("user", "My birthday is on May 8.")]}, config)
         stored = store.search(("memories", "alice"), query="birthday")

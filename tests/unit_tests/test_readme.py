@@ -52,8 +52,8 @@ def run_block(code: str) -> str:
 
 def test_readme_has_the_examples() -> None:
     blocks = python_blocks()
-    assert len(blocks) == 4
-    memory_example, graph_example, _, _ = blocks
+    assert len(blocks) == 6
+    memory_example, graph_example, *_ = blocks
     assert len(memory_example.strip().splitlines()) <= 15
     assert len(graph_example.strip().splitlines()) < 20
 
@@ -82,6 +82,35 @@ def test_middleware_example_runs(offline: Path) -> None:
     pytest.importorskip("langchain.agents")
     out = run_block(python_blocks()[3])
     assert "{'name': 'Alice', 'age': '30'}" in out
+
+
+def test_store_example_runs(offline: Path) -> None:
+    out = run_block(python_blocks()[4]).splitlines()
+    assert out == ['["Alice\'s birthday is on May 8."]', "2"]
+
+
+def test_server_checkpointer_example_is_an_async_context_manager_of_the_saver(
+    offline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from langchain_tiered_memory import EmbeddedRedis
+    from langchain_tiered_memory.checkpoint import AsyncRedisSaver
+
+    namespace: dict[str, object] = {}
+    exec(compile(python_blocks()[5], "README.md", "exec"), namespace)
+    server = EmbeddedRedis(offline / "server").start()
+    monkeypatch.setenv("REDIS_URL", server.url)
+
+    async def enter() -> bool:
+        async with namespace["checkpointer"]() as saver:  # type: ignore[operator]
+            await saver.asetup()
+            return isinstance(saver, AsyncRedisSaver)
+
+    try:
+        assert asyncio.run(enter())
+    finally:
+        server.stop()
 
 
 def test_setup_commands_match_the_project() -> None:

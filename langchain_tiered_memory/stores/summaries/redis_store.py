@@ -289,11 +289,13 @@ class RedisSummaryStore(SummaryStore):
         conn = self.connection
         with conn.errors():
             if version is None:
-                version = await conn.aio.execute_command(*self.version_command(user_id))
+                version = await (await conn.aclient()).execute_command(
+                    *self.version_command(user_id)
+                )
             cached, todo = self._cached(user_id, version)
             if not todo:
                 return cached
-            pipe = conn.aio.pipeline(transaction=False)
+            pipe = (await conn.aclient()).pipeline(transaction=False)
             for cmd in self._fetch_commands(user_id, version, cached):
                 pipe.execute_command(*cmd)
             fetched = await pipe.execute()
@@ -437,7 +439,7 @@ class RedisSummaryStore(SummaryStore):
     async def aget_watermark(self, user_id: str) -> int:
         """Async :meth:`get_watermark`."""
         with self.connection.errors():
-            raw = await self.connection.aio.hget(self._k(user_id)[2], "watermark")
+            raw = await (await self.connection.aclient()).hget(self._k(user_id)[2], "watermark")
         return _int(raw, self.where(user_id))
 
     def get_all(self, user_id: str) -> list[Document]:
@@ -449,7 +451,7 @@ class RedisSummaryStore(SummaryStore):
     async def aget_all(self, user_id: str) -> list[Document]:
         """Async :meth:`get_all`."""
         with self.connection.errors():
-            raw = await self.connection.aio.hgetall(self._k(user_id)[0])
+            raw = await (await self.connection.aclient()).hgetall(self._k(user_id)[0])
         return _listing(raw, self.where(user_id))
 
     def get_all_count(self, user_id: str) -> int:
@@ -460,7 +462,7 @@ class RedisSummaryStore(SummaryStore):
     async def aget_all_count(self, user_id: str) -> int:
         """Async :meth:`get_all_count`."""
         with self.connection.errors():
-            return int(await self.connection.aio.hlen(self._k(user_id)[0]))
+            return int(await (await self.connection.aclient()).hlen(self._k(user_id)[0]))
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         """Delete items by id."""
