@@ -44,6 +44,7 @@ def _args() -> argparse.Namespace:
     p.add_argument("--postgres-url", help="an existing PostgreSQL (default: start one)")
     p.add_argument("--no-postgres", action="store_true", help="skip PostgresSaver")
     p.add_argument("--samples", type=int, default=None, help="timed calls per cell")
+    p.add_argument("--turns-only", action="store_true", help="only the whole-turn table")
     return p.parse_args()
 
 
@@ -182,6 +183,8 @@ def _many_threads(savers: dict[str, Any], threads: int, samples: int) -> list[li
 
 
 def _turns(savers: dict[str, Any], redis_url: str, turns: int) -> list[list[Any]]:
+    from langgraph.checkpoint.memory import InMemorySaver
+
     from langchain_tiered_memory import HashingEmbeddings, TieredMemory
     from langchain_tiered_memory.graph import create_memory_graph
     from langchain_tiered_memory.testing import ScriptedChatModel
@@ -190,13 +193,13 @@ def _turns(savers: dict[str, Any], redis_url: str, turns: int) -> list[list[Any]
     memory = TieredMemory.from_url(
         redis_url, key_prefix="bench-mem", embeddings=HashingEmbeddings()
     )
+    # InMemorySaver is the floor: what a turn costs with no storage behind its checkpoints
     with memory:
-        for name, saver in savers.items():
+        for name, saver in {**savers, "InMemorySaver (floor)": InMemorySaver()}.items():
             model = ScriptedChatModel(replies=["Noted."] * (turns + 10))
             graph = create_memory_graph(model, memory=memory, checkpointer=saver)
             config: Any = {"configurable": {"thread_id": f"turns-{name}"}}
             user = f"user-{name}"
-
             rows.append([name, *_time(partial(_turn, graph, config, user), turns)])
     return rows
 
@@ -234,6 +237,21 @@ def _ratios(rows: list[list[Any]], key: Callable[[list[Any]], Any], col: int) ->
     return out
 
 
+def _print_turns(turns: list[list[Any]]) -> None:
+    print("\n### A whole turn of the memory graph (ms)\n")
+    print(_table(["saver", "p50", "p99"], turns))
+    ours = next(r[1] for r in turns if r[0] == "RedisSaver")
+    floor = next(r[1] for r in turns if r[0].startswith("InMemorySaver"))
+    print(
+        "\nthe checkpointer's share of a turn (p50 over the floor): "
+        + ", ".join(f"{r[0]} {r[1] - floor:.2f} ms" for r in turns if r[1] is not floor)
+    )
+    print(
+        "\nper turn, over RedisSaver: "
+        + ", ".join(f"{r[0]} {r[1] / ours:.2f}x" for r in turns if r[0] != "RedisSaver")
+    )
+
+
 def main() -> None:
     args = _args()
     lengths = [10, 1_000, 10_000] if args.quick else [10, 1_000, 100_000]
@@ -244,6 +262,9 @@ def main() -> None:
     ):
         savers = setup["savers"]
         others = [s for s in savers if s != "RedisSaver"]
+        if args.turns_only:
+            _print_turns(_turns(savers, setup["redis_url"], 30 if args.quick else 100))
+            return
         print("filling threads (each saver gets the same checkpoints)...", flush=True)
         rows = _thread_rows(savers, lengths, samples)
         print("\n### One thread of n checkpoints (ms; fill: checkpoints written per second)\n")
@@ -269,19 +290,7 @@ def main() -> None:
         many = _many_threads(savers, 10_000, samples)
         print("\n### get_tuple of a random one of 10k threads (ms)\n")
         print(_table(["saver", "threads", "p50", "p99"], many))
-        turns = _turns(savers, setup["redis_url"], 30 if args.quick else 100)
-        print("\n### A whole turn of the memory graph (ms)\n")
-        print(_table(["saver", "p50", "p99"], turns))
-        ours = next(r[1] for r in turns if r[0] == "RedisSaver")
-        floor = next(r[1] for r in turns if r[0].startswith("InMemorySaver"))
-        print(
-            "\nthe checkpointer's share of a turn (p50 over the floor): "
-            + ", ".join(f"{r[0]} {r[1] - floor:.2f} ms" for r in turns if r[1] is not floor)
-        )
-        print(
-            "\nper turn, over RedisSaver: "
-            + ", ".join(f"{r[0]} {r[1] / ours:.2f}x" for r in turns if r[0] != "RedisSaver")
-        )
+        _print_turns(_turns(savers, setup["redis_url"], 30 if args.quick else 100))
         per = _redis_bytes_per_checkpoint(savers["RedisSaver"], 1_000)
         print(f"\nRedis memory per checkpoint (MEMORY USAGE, 1k checkpoints): {per:,.0f} bytes")
 

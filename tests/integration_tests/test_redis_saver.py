@@ -390,3 +390,102 @@ def test_async_calls_never_block_the_event_loop(server_url: str, key_prefix: str
                 return list(done["log"])
 
     assert asyncio.run(main()) == ["a", "approved:ok", "inner"]
+
+
+# --------------------------------------------------------------------------- TLS
+
+
+def _certificates(directory: Path) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server certificate for 127.0.0.1, as PEM files."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def cert(subject: str, key: Any, issuer: str, signer: Any, ca: bool) -> Any:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            import ipaddress
+
+            san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+            builder = builder.add_extension(san, critical=False)
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, server_key = (
+        ec.generate_private_key(ec.SECP256R1()),
+        ec.generate_private_key(ec.SECP256R1()),
+    )
+    ca = cert("test-ca", ca_key, "test-ca", ca_key, True)
+    server = cert("127.0.0.1", server_key, "test-ca", ca_key, False)
+    paths = directory / "ca.crt", directory / "server.crt", directory / "server.key"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(server.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+def test_memory_and_saver_over_tls(tmp_path: Path, key_prefix: str) -> None:
+    """rediss:// to Debian's redis-server started with a test certificate; a client that
+    does not trust its CA gets a clear error, not a hang."""
+    from helpers.servers import RedisProcess, free_port
+
+    from langchain_tiered_memory.errors import MemoryBackendError
+
+    ca, cert, key = _certificates(tmp_path)
+    tls_port = free_port()
+    server = RedisProcess(
+        tmp_path / "redis",
+        None,
+        "--tls-port",
+        str(tls_port),
+        "--tls-cert-file",
+        str(cert),
+        "--tls-key-file",
+        str(key),
+        "--tls-ca-cert-file",
+        str(ca),
+        "--tls-auth-clients",
+        "no",
+    ).start()
+    url = f"rediss://127.0.0.1:{tls_port}/0?ssl_ca_certs={ca}&ssl_cert_reqs=required"
+    try:
+        memory = TieredMemory.from_url(url, key_prefix=key_prefix, embeddings=HashingEmbeddings())
+        with memory:
+            memory.set_user_tags("alice", {"name": "Alice"})
+            graph = approval_graph(memory.checkpointer())
+            config: RunnableConfig = {"configurable": {"thread_id": "tls"}}
+            graph.invoke({"log": []}, config)
+            assert graph.invoke(Command(resume="ok"), config)["log"][-1] == "inner"
+
+            async def read() -> dict[str, str]:
+                return await memory.aget_user_tags("alice")
+
+            assert asyncio.run(read()) == {"name": "Alice"}
+        plain = TieredMemory.from_url(
+            f"rediss://127.0.0.1:{tls_port}/0?ssl_cert_reqs=required",
+            key_prefix=key_prefix,
+            embeddings=HashingEmbeddings(),
+        )
+        with plain, pytest.raises(MemoryBackendError, match="unreachable|certificate"):
+            plain.get_user_tags("alice")  # the system CAs do not know the test CA
+    finally:
+        server.stop()
