@@ -6,10 +6,11 @@ in a pipeline, a transaction or a Lua script. User ids are percent-encoded to a 
 alphabet, which makes the mapping injective (no two ids share keys) and keeps ``{``, ``}``,
 ``:`` and glob characters out of keys and SCAN patterns.
 
-The checkpointer's and the LangGraph store's keys use the same prefix with a tag that
-starts with a marker and ``:`` (``{cp:<escaped thread>}``, ``{cpr:<escaped run>}``,
-``{st:<escaped namespace>}``): an escaped user id never contains ``:``, so these can never
-be read as a user's keys, and each thread (each store namespace) lives in one slot.
+The checkpointer's, the LangGraph store's and the summarization queue's keys use the same
+prefix with a tag that starts with a marker and ``:`` (``{cp:<escaped thread>}``,
+``{cpr:<escaped run>}``, ``{st:<escaped namespace>}``, ``{wq:<shard>}``): an escaped user
+id never contains ``:``, so these can never be read as a user's keys, and each thread
+(each store namespace, each queue shard) lives in one slot.
 """
 
 from __future__ import annotations
@@ -204,6 +205,19 @@ class KeyBuilder:
     def run_key(self, run_id: object) -> str:
         """The key listing the checkpoints one LangGraph run wrote (for ``delete_for_runs``)."""
         return f"{self.prefix}:{{cpr:{escape_id(run_id, 'run_id')}}}:cp:run"
+
+    def queue_key(self, shard: int, kind: Literal["stream", "queued", "pending", "wm"]) -> str:
+        """A key of one shard of the summarization queue (one slot per shard).
+
+        Example:
+            >>> KeyBuilder("tm").queue_key(3, "stream")
+            'tm:{wq:3}:wq:stream'
+        """
+        return f"{self.prefix}:{{wq:{shard}}}:wq:{kind}"
+
+    def queue_marker_key(self) -> str:
+        """Set once the pending index covers every user (after a full sweep)."""
+        return f"{self.prefix}:{{wq:}}:wq:indexed"
 
     def store_registry_key(self) -> str:
         """The LangGraph store's sorted set of every namespace (``{st:}``: never a user's)."""

@@ -36,6 +36,7 @@ from langchain_tiered_memory.errors import (
     SummarizationError,
     WatermarkConflict,
 )
+from langchain_tiered_memory.queue import QueueEntry, SummaryQueue
 from langchain_tiered_memory.stores.history import (
     HistoryStore,
     InMemoryHistoryStore,
@@ -106,9 +107,12 @@ class TieredMemory:
         tags: TagStore,
         summaries: SummaryStore,
         history_retention: int | None = None,
+        summarize_after: int | None = None,
+        user_ttl: float | None = None,
         redis_url: str | None = None,
         _connection: RedisConnection | None = None,
         _server: EmbeddedRedis | None = None,
+        _queue: SummaryQueue | None = None,
     ) -> None:
         """Wrap three stores.
 
@@ -118,6 +122,12 @@ class TieredMemory:
             summaries: the long-term fuzzy store of summary items.
             history_retention: after each summarization keep at most this many messages
                 of a user's history (never dropping unsummarized ones); ``None`` keeps all.
+            summarize_after: on Redis, a turn that leaves a user with this many
+                unsummarized messages puts the user on the summarization queue, for
+                ``tiered-memory worker`` (``None``: no queue; the pending index is kept).
+            user_ttl: data minimisation: seconds after a user's last write or load that
+                all of the user's keys expire together (``None``: never). Unsummarized
+                messages expire with the rest: pick it longer than the worker's lag.
             redis_url: the URL of the Redis in use, for a checkpointer or another process.
 
         """
@@ -125,6 +135,15 @@ class TieredMemory:
         self.tags = tags
         self.summaries = summaries
         self.history_retention = history_retention
+        if summarize_after is not None and (
+            not isinstance(summarize_after, int) or summarize_after < 1
+        ):
+            raise ValueError(f"summarize_after must be a positive int, got {summarize_after!r}.")
+        if user_ttl is not None and not (isinstance(user_ttl, (int, float)) and user_ttl > 0):
+            raise ValueError(f"user_ttl must be a positive number of seconds, got {user_ttl!r}.")
+        self.summarize_after = summarize_after
+        self.user_ttl = user_ttl
+        self.queue = _queue
         self.redis_url = redis_url
         self._connection = _connection
         self._server = _server
@@ -144,6 +163,8 @@ class TieredMemory:
         key_prefix: str = DEFAULT_PREFIX,
         history_retention: int | None = None,
         cluster: bool | None = None,
+        summarize_after: int | None = None,
+        user_ttl: float | None = None,
     ) -> TieredMemory:
         """Memory on a Redis/Valkey server or Redis Cluster (``redis_url`` or ``$REDIS_URL``).
 
@@ -162,6 +183,8 @@ class TieredMemory:
             tag_schema=tag_schema,
             key_prefix=key_prefix,
             history_retention=history_retention,
+            summarize_after=summarize_after,
+            user_ttl=user_ttl,
         )
 
     @classmethod
@@ -174,6 +197,8 @@ class TieredMemory:
         key_prefix: str = DEFAULT_PREFIX,
         history_retention: int | None = None,
         appendfsync: str | None = None,
+        summarize_after: int | None = None,
+        user_ttl: float | None = None,
     ) -> TieredMemory:
         """Memory on an embedded real redis-server persisting under ``data_dir``.
 
@@ -200,6 +225,8 @@ class TieredMemory:
             tag_schema=tag_schema,
             key_prefix=key_prefix,
             history_retention=history_retention,
+            summarize_after=summarize_after,
+            user_ttl=user_ttl,
         )
         memory._server = server
         return memory
@@ -237,6 +264,8 @@ class TieredMemory:
         tag_schema: type[BaseModel] | None,
         key_prefix: str,
         history_retention: int | None,
+        summarize_after: int | None = None,
+        user_ttl: float | None = None,
     ) -> TieredMemory:
         keys = KeyBuilder(key_prefix)
         return cls(
@@ -246,8 +275,11 @@ class TieredMemory:
                 connection, keys=keys, embeddings=embeddings or _default_embeddings()
             ),
             history_retention=history_retention,
+            summarize_after=summarize_after,
+            user_ttl=user_ttl,
             redis_url=connection.url,
             _connection=connection,
+            _queue=SummaryQueue(connection, keys=keys),
         )
 
     @property
@@ -383,13 +415,17 @@ class TieredMemory:
                 nothing was written.
 
         """
-        self.history.append(
+        length = self.history.append(
             user_id,
             messages,
             thread_id=thread_id,
             thread_position=thread_position,
             on_invalid=on_invalid,
         )
+        if self.queue is not None and messages:
+            self.queue.note(user_id, length=length, threshold=self.summarize_after)
+        if self.user_ttl is not None:
+            self._touch(user_id)
 
     async def aadd_session_log(
         self,
@@ -401,13 +437,17 @@ class TieredMemory:
         on_invalid: OnInvalid = "raise",
     ) -> None:
         """Async :meth:`add_session_log`."""
-        await self.history.aappend(
+        length = await self.history.aappend(
             user_id,
             messages,
             thread_id=thread_id,
             thread_position=thread_position,
             on_invalid=on_invalid,
         )
+        if self.queue is not None and messages:
+            await self.queue.anote(user_id, length=length, threshold=self.summarize_after)
+        if self.user_ttl is not None:
+            await self._atouch(user_id)
 
     # ----- long-term exact -----
 
@@ -439,13 +479,19 @@ class TieredMemory:
             InvalidTagError: unknown tag or invalid value; nothing was written.
 
         """
-        return self.tags.set(user_id, mapping, thread_id=thread_id)
+        stored = self.tags.set(user_id, mapping, thread_id=thread_id)
+        if self.user_ttl is not None:
+            self._touch(user_id)
+        return stored
 
     async def aset_user_tags(
         self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
     ) -> dict[str, str]:
         """Async :meth:`set_user_tags`."""
-        return await self.tags.aset(user_id, mapping, thread_id=thread_id)
+        stored = await self.tags.aset(user_id, mapping, thread_id=thread_id)
+        if self.user_ttl is not None:
+            await self._atouch(user_id)
+        return stored
 
     def get_tag_history(self, user_id: str, tag: str) -> list[TagChange]:
         """Every change of ``tag``, oldest first: ``value``, ``previous``, ``changed_at``,
@@ -482,9 +528,12 @@ class TieredMemory:
         ``supersedes={i: [ids]}`` marks stored items that ``items[i]`` makes no longer true
         (see :meth:`SummaryStore.add`).
         """
-        return self.summaries.add(
+        ids = self.summaries.add(
             user_id, items, created_at=created_at, metadata=metadata, supersedes=supersedes
         )
+        if self.user_ttl is not None:
+            self._touch(user_id)
+        return ids
 
     async def aadd_summaries(
         self,
@@ -496,9 +545,12 @@ class TieredMemory:
         supersedes: Mapping[int, Sequence[str]] | None = None,
     ) -> list[str]:
         """Async :meth:`add_summaries`."""
-        return await self.summaries.aadd(
+        ids = await self.summaries.aadd(
             user_id, items, created_at=created_at, metadata=metadata, supersedes=supersedes
         )
+        if self.user_ttl is not None:
+            await self._atouch(user_id)
+        return ids
 
     def recall_summaries(
         self, user_id: str, query: str, n: int = 3, *, include_superseded: bool = False
@@ -520,6 +572,27 @@ class TieredMemory:
             user_id, query, n, include_superseded=include_superseded
         )
 
+    # ----- retention -----
+
+    def _touch(self, user_id: str) -> None:
+        """Restart the clock of every key of the user (``user_ttl``): they expire together."""
+        if self._connection is None or self.user_ttl is None:
+            return
+        keys = self._keys().all_keys(user_id)
+        with self._connection.errors():
+            self._connection.eval(_TOUCH, len(keys), *keys, int(self.user_ttl * 1000))
+
+    async def _atouch(self, user_id: str) -> None:
+        if self._connection is None or self.user_ttl is None:
+            return
+        keys = self._keys().all_keys(user_id)
+        with self._connection.errors():
+            await self._connection.aeval(_TOUCH, len(keys), *keys, int(self.user_ttl * 1000))
+
+    def _keys(self) -> KeyBuilder:
+        keys = getattr(self.history, "keys", None)
+        return keys if isinstance(keys, KeyBuilder) else KeyBuilder(self._prefix())
+
     # ----- one turn's read -----
 
     @property
@@ -538,6 +611,8 @@ class TieredMemory:
         empty, so the other tiers still reach the model; the store's own methods raise it.
         """
         user_id = validate_user_id(user_id)
+        if self.user_ttl is not None:
+            self._touch(user_id)
         want_recall = bool(query) and k > 0
         tiers = self._tiers
         if tiers is None:
@@ -566,6 +641,8 @@ class TieredMemory:
     ) -> MemorySnapshot:
         """Async :meth:`load`."""
         user_id = validate_user_id(user_id)
+        if self.user_ttl is not None:
+            await self._atouch(user_id)
         want_recall = bool(query) and k > 0
         tiers = self._tiers
         if tiers is None:
@@ -628,6 +705,62 @@ class TieredMemory:
                 stored and the watermark did not move.
 
         """
+        try:
+            return self._summarize_once(
+                user_id,
+                model,
+                max_messages=max_messages,
+                extractive_fallback=extractive_fallback,
+                grounded=grounded,
+                reconcile=reconcile,
+            )
+        finally:
+            if self.queue is not None:
+                self._settle(user_id)
+
+    def _settle(
+        self, user_id: str, entry: QueueEntry | None = None, *, requeue: bool = True
+    ) -> None:
+        """Tell the queue where the user's summarization stands (ack ``entry``); with
+        ``requeue``, a user still due goes back on the queue. After a failed attempt it
+        does not: the user's next turn queues it again, so a user the model cannot
+        summarize does not spin the workers.
+        """
+        assert self.queue is not None
+        if self.user_ttl is not None:
+            self._touch(user_id)  # the summarization wrote items: they share the clock
+        self.queue.settle(
+            user_id,
+            watermark=self.summaries.get_watermark(user_id),
+            length=self.history.length(user_id),
+            threshold=self.summarize_after if requeue else None,
+            entry=entry,
+        )
+
+    async def _asettle(
+        self, user_id: str, entry: QueueEntry | None = None, *, requeue: bool = True
+    ) -> None:
+        assert self.queue is not None
+        if self.user_ttl is not None:
+            await self._atouch(user_id)
+        await self.queue.asettle(
+            user_id,
+            watermark=await self.summaries.aget_watermark(user_id),
+            length=await self.history.alength(user_id),
+            threshold=self.summarize_after if requeue else None,
+            entry=entry,
+        )
+
+    def _summarize_once(
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        *,
+        max_messages: int,
+        extractive_fallback: bool,
+        grounded: bool,
+        reconcile: bool,
+    ) -> list[str]:
         watermark = self.summaries.get_watermark(user_id)
         first, end, messages = self.history.window(user_id, watermark, max_messages)
         if end == first:
@@ -670,6 +803,29 @@ class TieredMemory:
         reconcile: bool = True,
     ) -> list[str]:
         """Async :meth:`summarize_history`."""
+        try:
+            return await self._asummarize_once(
+                user_id,
+                model,
+                max_messages=max_messages,
+                extractive_fallback=extractive_fallback,
+                grounded=grounded,
+                reconcile=reconcile,
+            )
+        finally:
+            if self.queue is not None:
+                await self._asettle(user_id)
+
+    async def _asummarize_once(
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        *,
+        max_messages: int,
+        extractive_fallback: bool,
+        grounded: bool,
+        reconcile: bool,
+    ) -> list[str]:
         watermark = await self.summaries.aget_watermark(user_id)
         first, end, messages = await self.history.awindow(user_id, watermark, max_messages)
         if end == first:
@@ -769,9 +925,14 @@ class TieredMemory:
     def pending_users(self, min_messages: int = 20) -> list[str]:
         """Users with at least ``min_messages`` unsummarized messages.
 
-        A user whose counters are unreadable (:class:`CorruptMemoryError`) is logged and
-        left out, so one bad record cannot hide every other user's work.
+        On Redis, once :meth:`sweep_pending` has indexed every user (the worker does it at
+        start), this reads the pending index: O(result), never touching idle users. Before
+        that it SCANs every user. A user whose counters are unreadable
+        (:class:`CorruptMemoryError`) is logged and left out, so one bad record cannot hide
+        every other user's work.
         """
+        if self.queue is not None and self.queue.indexed():
+            return self.queue.pending_users(min_messages)
         out = []
         for user_id in self.history.users():
             try:
@@ -786,6 +947,8 @@ class TieredMemory:
 
     async def apending_users(self, min_messages: int = 20) -> list[str]:
         """Async :meth:`pending_users`."""
+        if self.queue is not None and await self.queue.aindexed():
+            return await self.queue.apending_users(min_messages)
         out = []
         for user_id in await self.history.ausers():
             try:
@@ -797,6 +960,44 @@ class TieredMemory:
             if length - watermark >= min_messages:
                 out.append(user_id)
         return out
+
+    def sweep_pending(self) -> int:
+        """Index every user's pending count (and queue the due ones) with one SCAN.
+
+        Recovers what a crash between a turn's write and its queue note lost; after the
+        first sweep :meth:`pending_users` reads the index. Returns the users swept.
+
+        Example:
+            >>> memory.sweep_pending()  # doctest: +SKIP
+            1042
+        """
+        if self.queue is None:
+            return 0
+        n = 0
+        for user_id in self.history.users():
+            try:
+                self._settle(user_id)
+            except CorruptMemoryError:
+                logger.exception("cannot index the pending messages of %r", user_id)
+                continue
+            n += 1
+        self.queue.mark_indexed()
+        return n
+
+    async def asweep_pending(self) -> int:
+        """Async :meth:`sweep_pending`."""
+        if self.queue is None:
+            return 0
+        n = 0
+        for user_id in await self.history.ausers():
+            try:
+                await self._asettle(user_id)
+            except CorruptMemoryError:
+                logger.exception("cannot index the pending messages of %r", user_id)
+                continue
+            n += 1
+        await self.queue.amark_indexed()
+        return n
 
     def summarize_pending(
         self,
@@ -894,6 +1095,8 @@ class TieredMemory:
             removed["store_items"] = store_items
         if self._tiers is not None:
             self._tiers.purge(user_id)
+        if self.queue is not None:
+            self._settle(user_id)  # nothing left: out of the pending index
         return removed
 
     async def aforget_user(
@@ -924,6 +1127,8 @@ class TieredMemory:
             removed["store_items"] = store_items
         if self._tiers is not None:
             await self._tiers.apurge(user_id)
+        if self.queue is not None:
+            await self._asettle(user_id)
         return removed
 
     def forget_thread(
@@ -1043,6 +1248,11 @@ class TieredMemory:
 
 
 _T = TypeVar("_T")
+# PEXPIRE every key of a user (KEYS) by ARGV[1] ms: they expire together.
+_TOUCH = """
+for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
+return #KEYS
+"""
 # list_namespaces / search page size when collecting a user's store items
 _STORE_PAGE = 1000
 

@@ -28,6 +28,7 @@ from langchain_tiered_memory.cli.commands import (
     cmd_forget,
     cmd_inspect,
     cmd_summarize,
+    cmd_worker,
 )
 from langchain_tiered_memory.cli.common import _CHAT_HELP, EXIT_ERROR, EXIT_INTERRUPTED
 from langchain_tiered_memory.errors import TieredMemoryError
@@ -50,6 +51,7 @@ examples:
   {PROG} chat --user alice             talk; /help lists the slash commands
   {PROG} inspect --user alice          what memory holds about alice
   {PROG} summarize --all               the offline summarization job
+  {PROG} worker --concurrency 8        the same job as a worker on the Redis queue
   {PROG} export --user alice > a.json  every tier of alice as JSON
   {PROG} forget --user alice           erase alice from every tier
 
@@ -225,6 +227,45 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --all: only users with at least N unsummarized messages (default: 1)",
     )
     summarize.set_defaults(func=cmd_summarize)
+
+    worker = sub.add_parser(
+        "worker",
+        parents=[common],
+        formatter_class=fmt,
+        help="summarize queued users until stopped (run many, anywhere)",
+        description=_para(
+            "The offline summarization job as a worker on the Redis Streams queue: "
+            "summarizes the users whose turns left them with enough unsummarized "
+            "messages, N at a time, until SIGTERM (which finishes the users in "
+            "progress). Run as many workers as you like on one Redis; a dead worker's "
+            "users are taken over by the others."
+        ),
+    )
+    worker.add_argument(
+        "--concurrency",
+        metavar="N",
+        type=int,
+        default=8,
+        help="users summarized at the same time (default: 8)",
+    )
+    worker.add_argument(
+        "--once", action="store_true", help="drain the queue and exit (the cron form)"
+    )
+    worker.add_argument(
+        "--min-messages",
+        metavar="N",
+        type=int,
+        default=20,
+        help="a user is due with N unsummarized messages (default: 20)",
+    )
+    worker.add_argument(
+        "--claim-after",
+        metavar="S",
+        type=float,
+        default=300.0,
+        help="take over a user another worker has held S seconds (default: 300)",
+    )
+    worker.set_defaults(func=cmd_worker)
 
     forget = sub.add_parser(
         "forget",

@@ -142,6 +142,64 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     return EXIT_ERROR if failed else EXIT_OK
 
 
+def cmd_worker(args: argparse.Namespace) -> int:
+    """``worker [--concurrency N] [--once] [--claim-after S]``."""
+    import asyncio
+    import signal
+
+    from langchain_tiered_memory.summarizer import small_model_options
+    from langchain_tiered_memory.worker import SummaryWorker, WorkerStats
+
+    console = _console(stderr=True)
+    with _open_memory(args) as memory:
+        memory.summarize_after = args.min_messages
+        with console.status("loading the chat model..."):
+            model, small = load_chat_model(args.model)
+        options = small_model_options(small)
+        worker = SummaryWorker(
+            memory,
+            model,
+            concurrency=args.concurrency,
+            claim_after=args.claim_after,
+            extractive_fallback=options["extractive_fallback"],
+            grounded=options["grounded"],
+            reconcile=options["reconcile"],
+        )
+        console.print(
+            f"worker {worker.consumer}: model {_esc(describe_model(model))}, "
+            f"{args.concurrency} at a time, memory {_esc(str(memory.redis_url))}",
+            highlight=False,
+        )
+        last = [0.0]
+
+        def progress(stats: WorkerStats) -> None:
+            import time
+
+            now = time.monotonic()
+            if now - last[0] >= 1.0:
+                last[0] = now
+                console.print(
+                    f"done {stats.done}  failed {stats.failed}  claimed {stats.claimed}  "
+                    f"items {stats.items}  ({stats.rate:.1f} users/s)",
+                    highlight=False,
+                )
+
+        async def main() -> WorkerStats:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                # finish the users in progress, then return (a second signal kills)
+                loop.add_signal_handler(sig, worker.stop)
+            try:
+                return await worker.run(once=args.once, on_progress=progress)
+            finally:
+                await memory.aclose()
+
+        stats = asyncio.run(main())
+        last[0] = 0.0
+        progress(stats)
+    return EXIT_ERROR if stats.failed else EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """``demo``."""
     from langchain_tiered_memory.cli.demo import run_demo

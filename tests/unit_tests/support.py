@@ -27,3 +27,26 @@ def all_keys(memory: TieredMemory) -> set[str]:
         return {k.decode() for k in client.scan_iter(count=1000)}
     finally:
         client.close()
+
+
+def data_keys(memory: TieredMemory) -> set[str]:
+    """:func:`all_keys` without the summarization queue's shard keys, which are shared by
+    all users (a shard's sorted sets vanish when their last member leaves)."""
+    return {k for k in all_keys(memory) if ":{wq:" not in k}
+
+
+def queue_members(memory: TieredMemory) -> set[str]:
+    """Every user named in the summarization queue's index (pending, watermarks, queued)."""
+    assert memory.redis_url is not None
+    client = raw_client(memory.redis_url)
+    try:
+        members: set[str] = set()
+        for key in client.scan_iter(match="*:{wq:*}:wq:*", count=1000):
+            kind = key.decode().rsplit(":", 1)[1]
+            if kind in ("pending", "wm"):
+                members |= {m.decode() for m in client.zrange(key, 0, -1)}
+            elif kind == "queued":
+                members |= {m.decode() for m in client.smembers(key)}
+        return members
+    finally:
+        client.close()

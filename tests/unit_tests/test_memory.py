@@ -19,7 +19,7 @@ from langchain_core.messages import (
     ToolMessage,
     messages_from_dict,
 )
-from support import MemoryFactory, all_keys, raw_client
+from support import MemoryFactory, all_keys, data_keys, queue_members, raw_client
 
 from langchain_tiered_memory import (
     EmbeddedRedis,
@@ -265,7 +265,7 @@ def test_forget_user_removes_every_key_and_only_those(
     memory.add_session_log(
         victim, [HumanMessage("from a thread")], thread_id="t-1", thread_position=0
     )
-    keys_before = all_keys(memory)
+    keys_before = data_keys(memory)
     exports_before = {u: memory.export_user(u) for u in others}
     victim_keys = set(KeyBuilder().all_keys(victim))
     assert victim_keys <= keys_before  # every kind of key was there to delete
@@ -275,12 +275,13 @@ def test_forget_user_removes_every_key_and_only_those(
     # capable model's items are validated for form, not for word overlap)
     assert removed == {"threads": 1, "history": 4, "tags": 2, "summaries": 4}
 
-    assert all_keys(memory) == keys_before - victim_keys
+    assert data_keys(memory) == keys_before - victim_keys
     assert {u: memory.export_user(u) for u in others} == exports_before
+    assert victim not in queue_members(memory) and others[0] in queue_members(memory)
     assert memory.load(victim, "Lyon") == MemorySnapshot()
     assert memory.export_user(victim)["watermark"] == 0
     assert memory.forget_user(victim) == {"threads": 0, "history": 0, "tags": 0, "summaries": 0}
-    assert all_keys(memory) == keys_before - victim_keys
+    assert data_keys(memory) == keys_before - victim_keys
 
 
 async def test_aforget_user_removes_every_key(embedded_memory: TieredMemory) -> None:
@@ -293,7 +294,8 @@ async def test_aforget_user_removes_every_key(embedded_memory: TieredMemory) -> 
         "tags": 2,
         "summaries": 2,
     }
-    assert all_keys(embedded_memory) == bob_keys
+    assert data_keys(embedded_memory) == bob_keys
+    assert queue_members(embedded_memory) == {"bob"}
 
 
 def test_forget_user_in_memory(memory: TieredMemory) -> None:

@@ -1,0 +1,15 @@
+"""Key helpers for the integration tests: a user's keys, found with SCAN (never KEYS)."""
+
+from __future__ import annotations
+
+from langchain_tiered_memory import TieredMemory
+from langchain_tiered_memory._keys import KeyBuilder
+
+
+def user_keys(memory: TieredMemory, user_id: str) -> set[str]:
+    """The keys of ``user_id`` that exist, under the memory's prefix."""
+    assert memory._connection is not None
+    client = memory._connection.sync
+    prefix = memory._prefix()
+    escaped = KeyBuilder(prefix).key(user_id, "meta").split("}")[0] + "}"
+    return {k.decode() for k in client.scan_iter(match=f"{escaped}:*", count=1000)}
