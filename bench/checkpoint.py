@@ -283,9 +283,9 @@ def main() -> None:
                 rows,
             )
         )
-        print("\n### get_tuple p50, each saver over RedisSaver (x times slower)\n")
+        print("\n### get_tuple p50, each saver's over RedisSaver's (above 1: RedisSaver faster)\n")
         print(_table(["n", *others], _ratios(rows, lambda r: r[1], 4)))
-        print("\n### put p50, each saver over RedisSaver\n")
+        print("\n### put p50, each saver's over RedisSaver's (above 1: RedisSaver faster)\n")
         print(_table(["n", *others], _ratios(rows, lambda r: r[1], 2)))
         many = _many_threads(savers, 10_000, samples)
         print("\n### get_tuple of a random one of 10k threads (ms)\n")
