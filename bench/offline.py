@@ -270,7 +270,7 @@ def main() -> None:
         print("\n### Finding work: pending_users(20) (ms); pending = 1% of the largest size\n")
         print(
             _table(
-                ["idle users", "pending", "SCAN (ms)", "index (ms)", "SCAN / index", "one sweep (s)"],
+                ["idle users", "pending", "SCAN (ms)", "index (ms)", "ratio", "one sweep (s)"],
                 found,
             )
         )

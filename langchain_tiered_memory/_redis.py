@@ -415,6 +415,40 @@ def _str(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+class ConnectionOwner:
+    """``setup``/``close`` of a saver or store on a :class:`RedisConnection`.
+
+    Closes the connection only if it opened it (``from_url``); one passed in (the
+    memory's, say) stays open for its owner.
+    """
+
+    connection: RedisConnection
+    _owns_connection: bool = False
+
+    def setup(self) -> None:
+        """Check that the server answers. There is nothing to create: keys appear on write.
+
+        Raises:
+            MemoryBackendError: Redis is unreachable or refused the command.
+        """
+        self.connection.ping()
+
+    async def asetup(self) -> None:
+        """Async :meth:`setup`."""
+        with self.connection.errors():
+            await (await self.connection.aclient()).ping()
+
+    def close(self) -> None:
+        """Close the connection if :meth:`from_url` opened it."""
+        if self._owns_connection:
+            self.connection.close()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        if self._owns_connection:
+            await self.connection.aclose()
+
+
 @functools.lru_cache(maxsize=64)
 def _sha1(script: str) -> str:
     return hashlib.sha1(script.encode()).hexdigest()

@@ -17,7 +17,7 @@ from langgraph.checkpoint.base import (
 )
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX
-from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory._redis import ConnectionOwner, RedisConnection
 from langchain_tiered_memory.checkpoint.base import (
     _COPY,
     _DELETE,
@@ -36,7 +36,7 @@ from langchain_tiered_memory.checkpoint.base import (
 __all__ = ["RedisSaver"]
 
 
-class RedisSaver(BaseRedisSaver):
+class RedisSaver(BaseRedisSaver, ConnectionOwner):
     """A LangGraph checkpointer on Redis core commands: no modules, no admin commands.
 
     Runs on Redis 6.2+, Valkey, Redis Cluster (each thread is one hash slot) and managed
@@ -85,29 +85,6 @@ class RedisSaver(BaseRedisSaver):
             yield saver
         finally:
             saver.close()
-
-    def setup(self) -> None:
-        """Check that the server answers. There is nothing to create: keys appear on write.
-
-        Raises:
-            MemoryBackendError: Redis is unreachable or refused the command.
-        """
-        self.connection.ping()
-
-    async def asetup(self) -> None:
-        """Async :meth:`setup`."""
-        with self.connection.errors():
-            await (await self.connection.aclient()).ping()
-
-    def close(self) -> None:
-        """Close the connection if :meth:`from_url` opened it."""
-        if self._owns_connection:
-            self.connection.close()
-
-    async def aclose(self) -> None:
-        """Async :meth:`close`."""
-        if self._owns_connection:
-            await self.connection.aclose()
 
     # ----- I/O -----
 

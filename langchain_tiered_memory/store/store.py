@@ -9,13 +9,13 @@ from typing import Any
 from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX
-from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory._redis import ConnectionOwner, RedisConnection
 from langchain_tiered_memory.store.base import BaseRedisStore, Command, Embed, Pipeline
 
 __all__ = ["RedisStore"]
 
 
-class RedisStore(BaseRedisStore):
+class RedisStore(BaseRedisStore, ConnectionOwner):
     """A LangGraph store (``BaseStore``) on Redis core commands, beside the memory.
 
     For LangGraph apps and LangMem: ``get``/``put``/``delete``/``search`` (metadata
@@ -64,25 +64,6 @@ class RedisStore(BaseRedisStore):
             yield store
         finally:
             store.close()
-
-    def setup(self) -> None:
-        """Check that the server answers. There is nothing to create: keys appear on write."""
-        self.connection.ping()
-
-    async def asetup(self) -> None:
-        """Async :meth:`setup`."""
-        with self.connection.errors():
-            await (await self.connection.aclient()).ping()
-
-    def close(self) -> None:
-        """Close the connection if :meth:`from_url` opened it."""
-        if self._owns_connection:
-            self.connection.close()
-
-    async def aclose(self) -> None:
-        """Async :meth:`close`."""
-        if self._owns_connection:
-            await self.connection.aclose()
 
     # ----- I/O: the plan's requests run here -----
 
