@@ -25,11 +25,10 @@ An enqueue lost to a crash between a turn's write and its note is recovered by
 from __future__ import annotations
 
 import logging
+import time
 import zlib
 from dataclasses import dataclass
 from typing import Any
-
-import redis
 
 from langchain_tiered_memory._keys import KeyBuilder
 from langchain_tiered_memory._redis import RedisConnection
@@ -281,19 +280,27 @@ class SummaryQueue:
         with self.connection.errors():
             await client.set(self.keys.queue_marker_key(), "1")
 
-    async def astats(self) -> dict[str, int]:
-        """Queued entries, delivered but unacknowledged ones, and users pending at all."""
+    async def astats(self, *, lag: bool = False) -> dict[str, int]:
+        """Queued users, delivered but unacknowledged entries, users pending at all, and
+        with ``lag`` the age in seconds of the oldest queued entry (``lag_s``).
+        """
         client = await self.connection.aclient()
         queued = unacked = pending = 0
+        oldest: int | None = None
         for shard in range(self.shards):
             await self._agroup(shard)
             keys = self._shard_keys(shard)
             with self.connection.errors():
                 queued += int(await client.scard(keys[1]))
                 pending += int(await client.zcard(keys[2]))
-                try:
-                    summary = await client.xpending(keys[0], GROUP)
-                    unacked += int(summary.get("pending", 0) if summary else 0)
-                except redis.exceptions.ResponseError:  # no group yet
-                    pass
-        return {"queued": queued, "unacked": unacked, "pending_users": pending}
+                summary = await client.xpending(keys[0], GROUP)
+                unacked += int(summary.get("pending", 0) if summary else 0)
+                if lag:
+                    first = await client.xrange(keys[0], "-", "+", count=1)
+                    if first:
+                        ms = int(_text(first[0][0]).split("-")[0])
+                        oldest = ms if oldest is None else min(oldest, ms)
+        stats = {"queued": queued, "unacked": unacked, "pending_users": pending}
+        if lag:
+            stats["lag_s"] = 0 if oldest is None else max(0, int(time.time() - oldest / 1000))
+        return stats

@@ -32,12 +32,16 @@ __all__ = ["SummaryWorker", "WorkerStats"]
 
 @dataclass
 class WorkerStats:
-    """What one worker did: users summarized, failed, claimed from dead workers."""
+    """What one worker did (users summarized, failed, claimed from dead workers, items
+    stored) and, refreshed every few seconds, the queue as a whole (``queue``: queued,
+    unacked, pending_users, lag_s).
+    """
 
     done: int = 0
     failed: int = 0
     claimed: int = 0
     items: int = 0
+    queue: dict[str, int] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -121,8 +125,11 @@ class SummaryWorker:
         running: set[asyncio.Task[None]] = set()
         shard = 0
         idle_rounds = 0
-        last_claim = 0.0
+        last_claim = last_stats = 0.0
         while not self._stop.is_set():
+            if on_progress is not None and time.monotonic() - last_stats >= 2.0:
+                last_stats = time.monotonic()
+                self.stats.queue = await self.queue.astats(lag=True)
             free = self.concurrency - len(running)
             found: list[QueueEntry] = []
             if free > 0:

@@ -178,9 +178,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
             now = time.monotonic()
             if now - last[0] >= 1.0:
                 last[0] = now
+                queue = stats.queue
                 console.print(
                     f"done {stats.done}  failed {stats.failed}  claimed {stats.claimed}  "
-                    f"items {stats.items}  ({stats.rate:.1f} users/s)",
+                    f"items {stats.items}  ({stats.rate:.1f} users/s)  queued "
+                    f"{queue.get('queued', '?')}  pending {queue.get('pending_users', '?')}  "
+                    f"lag {queue.get('lag_s', '?')} s",
                     highlight=False,
                 )
 

@@ -224,3 +224,38 @@ def test_the_queue_shards_over_the_cluster(redis_cluster_url: str, key_prefix: s
     assert stats.done == len(users) and after["unacked"] == 0
     with _memory(redis_cluster_url, key_prefix) as check:
         _assert_each_message_summarized_once(check, users, 1)
+
+
+def test_worker_command_drains_once_and_stops_on_sigterm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import signal
+
+    import langchain_tiered_memory.cli.commands as commands
+    from langchain_tiered_memory.cli import main
+
+    data_dir = tmp_path / "data"
+    memory = TieredMemory.embedded(data_dir, embeddings=RandomEmbeddings(), summarize_after=4)
+    with memory:
+        _talk(memory, ["w1", "w2"], 3)
+    monkeypatch.setattr(commands, "load_chat_model", lambda *a, **k: (EchoSummarizer(), False))
+    common = ["--data-dir", str(data_dir), "--embeddings", "hashing"]
+    code = main(["worker", "--once", "--min-messages", "4", "--concurrency", "2", *common])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "done 2  failed 0" in " ".join(err.split("\n"))
+    with TieredMemory.embedded(data_dir, embeddings=RandomEmbeddings()) as check:
+        _assert_each_message_summarized_once(check, ["w1", "w2"], 3)
+
+    # without --once it waits for work until SIGTERM, then exits cleanly
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "langchain_tiered_memory.cli", "worker", "--model", "fake", *common],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3.0)
+    assert proc.poll() is None  # still waiting for work
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "done 0  failed 0" in err

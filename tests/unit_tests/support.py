@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
@@ -43,10 +44,12 @@ def queue_members(memory: TieredMemory) -> set[str]:
         members: set[str] = set()
         for key in client.scan_iter(match="*:{wq:*}:wq:*", count=1000):
             kind = key.decode().rsplit(":", 1)[1]
+            found: Any = ()
             if kind in ("pending", "wm"):
-                members |= {m.decode() for m in client.zrange(key, 0, -1)}
+                found = client.zrange(key, 0, -1)
             elif kind == "queued":
-                members |= {m.decode() for m in client.smembers(key)}
+                found = client.smembers(key)
+            members |= {m.decode() if isinstance(m, bytes) else str(m) for m in found}
         return members
     finally:
         client.close()
