@@ -34,6 +34,13 @@ def embedded_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
+@pytest.fixture(params=["embedded", "cluster"])
+def any_url(request: pytest.FixtureRequest) -> str:
+    """The kill -9 and race cases run on the embedded server and on the 3-master Cluster."""
+    fixture = {"embedded": "embedded_url", "cluster": "redis_cluster_url"}[request.param]
+    return str(request.getfixturevalue(fixture))
+
+
 def _memory(url: str, prefix: str, **options: Any) -> TieredMemory:
     return TieredMemory.from_url(url, key_prefix=prefix, embeddings=RandomEmbeddings(), **options)
 
@@ -110,8 +117,8 @@ def test_pending_users_reads_the_index_and_touches_no_idle_user(
         assert memory.pending_users(10) == []  # settled by the in-process summarization
 
 
-def test_two_workers_racing_summarize_each_message_once(embedded_url: str, key_prefix: str) -> None:
-    memory = _memory(embedded_url, key_prefix, summarize_after=2)
+def test_two_workers_racing_summarize_each_message_once(any_url: str, key_prefix: str) -> None:
+    memory = _memory(any_url, key_prefix, summarize_after=2)
     users = [f"r{i}" for i in range(40)]
     _talk(memory, users, 2)
     memory.close()
@@ -120,18 +127,28 @@ def test_two_workers_racing_summarize_each_message_once(embedded_url: str, key_p
             [
                 sys.executable,
                 str(HERE / "helpers" / "queue_worker.py"),
-                embedded_url,
+                any_url,
                 key_prefix,
                 "4",
-                "0.01",
+                "0.02",
                 "--once",
+                "--go",
             ],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
         for _ in range(2)
     ]
+    for proc in procs:  # both connected before either starts: a real race
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
     outputs = [p.communicate(timeout=120)[0] for p in procs]
+    for p in procs:
+        assert p.returncode == 0
     done = [
         int(line.split()[1])
         for out in outputs
@@ -139,14 +156,14 @@ def test_two_workers_racing_summarize_each_message_once(embedded_url: str, key_p
         if line.startswith("stats")
     ]
     assert sum(done) >= len(users) and all(d > 0 for d in done), outputs  # both worked
-    with _memory(embedded_url, key_prefix) as check:
+    with _memory(any_url, key_prefix) as check:
         _assert_each_message_summarized_once(check, users, 2)
 
 
 def test_a_killed_workers_users_are_claimed_and_summarized_once(
-    embedded_url: str, key_prefix: str
+    any_url: str, key_prefix: str
 ) -> None:
-    memory = _memory(embedded_url, key_prefix, summarize_after=2)
+    memory = _memory(any_url, key_prefix, summarize_after=2)
     users = [f"k{i}" for i in range(16)]
     _talk(memory, users, 2)
     memory.close()
@@ -154,7 +171,7 @@ def test_a_killed_workers_users_are_claimed_and_summarized_once(
         [
             sys.executable,
             str(HERE / "helpers" / "queue_worker.py"),
-            embedded_url,
+            any_url,
             key_prefix,
             "4",
             "0.4",
@@ -166,7 +183,7 @@ def test_a_killed_workers_users_are_claimed_and_summarized_once(
     time.sleep(1.0)  # it holds users, some summarized, some mid-call
     victim.kill()  # SIGKILL: no ack for the users it held
     victim.wait(10)
-    with _memory(embedded_url, key_prefix) as memory:
+    with _memory(any_url, key_prefix) as memory:
         unacked = asyncio.run(memory.queue.astats())["unacked"]  # type: ignore[union-attr]
     assert unacked > 0  # it died holding users
     time.sleep(1.1)  # past claim_after
@@ -174,7 +191,7 @@ def test_a_killed_workers_users_are_claimed_and_summarized_once(
         [
             sys.executable,
             str(HERE / "helpers" / "queue_worker.py"),
-            embedded_url,
+            any_url,
             key_prefix,
             "4",
             "0.0",
@@ -185,7 +202,7 @@ def test_a_killed_workers_users_are_claimed_and_summarized_once(
         timeout=120,
     )
     assert rescuer.returncode == 0, rescuer.stderr
-    with _memory(embedded_url, key_prefix) as check:
+    with _memory(any_url, key_prefix) as check:
         _assert_each_message_summarized_once(check, users, 2)
         assert asyncio.run(check.queue.astats()) == {"queued": 0, "unacked": 0, "pending_users": 0}  # type: ignore[union-attr]
 

@@ -1,9 +1,10 @@
 """A summarization worker process on the Redis queue, for the kill -9 and race tests.
 
-Usage: python queue_worker.py REDIS_URL KEY_PREFIX CONCURRENCY DELAY_S [--once]
+Usage: python queue_worker.py REDIS_URL KEY_PREFIX CONCURRENCY DELAY_S [--once] [--go]
 
 Runs :class:`SummaryWorker` with the echo summarizer, each call taking ``DELAY_S``; prints
-``ready`` once running and ``stats <done> <items>`` when it returns.
+``ready`` once connected (with ``--go``, then waits for a line on stdin, so that racing
+workers start together) and ``stats <done> <items>`` when it returns.
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ async def main() -> None:
             claim_after=1.0,
             reconcile=False,
         )
+        await memory.queue.astats()  # type: ignore[union-attr]  # connected
         print("ready", flush=True)
+        if "--go" in sys.argv:
+            await asyncio.to_thread(sys.stdin.readline)
         stats = await worker.run(once=once, sweep=False, poll_interval=0.1)
         print("stats", stats.done, stats.items, flush=True)
 
