@@ -336,7 +336,7 @@ class TieredMemory:
         """
         from langchain_tiered_memory.checkpoint import RedisSaver
 
-        return RedisSaver(self._redis("checkpointer"), key_prefix=self._prefix(), ttl=ttl)
+        return RedisSaver(self._redis("checkpointer"), key_prefix=self._keys().prefix, ttl=ttl)
 
     def acheckpointer(self, *, ttl: CheckpointTTL | None = None) -> AsyncRedisSaver:
         """:meth:`checkpointer` as an ``AsyncRedisSaver`` (the same storage, for asyncio apps).
@@ -346,7 +346,9 @@ class TieredMemory:
         """
         from langchain_tiered_memory.checkpoint import AsyncRedisSaver
 
-        return AsyncRedisSaver(self._redis("acheckpointer"), key_prefix=self._prefix(), ttl=ttl)
+        return AsyncRedisSaver(
+            self._redis("acheckpointer"), key_prefix=self._keys().prefix, ttl=ttl
+        )
 
     def store(
         self, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
@@ -368,7 +370,9 @@ class TieredMemory:
 
         if index is not None and "embed" not in index:
             index = {**index, "embed": self.summaries.embeddings}
-        return RedisStore(self._redis("store"), key_prefix=self._prefix(), index=index, ttl=ttl)
+        return RedisStore(
+            self._redis("store"), key_prefix=self._keys().prefix, index=index, ttl=ttl
+        )
 
     def _redis(self, what: str) -> RedisConnection:
         if self._connection is None:
@@ -378,9 +382,13 @@ class TieredMemory:
             )
         return self._connection
 
-    def _prefix(self) -> str:
+    def _ttl_ms(self) -> int | None:
+        return int(self.user_ttl * 1000) if self.user_ttl is not None else None
+
+    def _keys(self) -> KeyBuilder:
+        """The key builder of the Redis stores (the default prefix for other stores)."""
         keys = getattr(self.history, "keys", None)
-        return keys.prefix if isinstance(keys, KeyBuilder) else DEFAULT_PREFIX
+        return keys if isinstance(keys, KeyBuilder) else KeyBuilder()
 
     # ----- short-term -----
 
@@ -580,18 +588,14 @@ class TieredMemory:
             return
         keys = self._keys().all_keys(user_id)
         with self._connection.errors():
-            self._connection.eval(_TOUCH, len(keys), *keys, int(self.user_ttl * 1000))
+            self._connection.eval(_TOUCH, len(keys), *keys, self._ttl_ms())
 
     async def _atouch(self, user_id: str) -> None:
         if self._connection is None or self.user_ttl is None:
             return
         keys = self._keys().all_keys(user_id)
         with self._connection.errors():
-            await self._connection.aeval(_TOUCH, len(keys), *keys, int(self.user_ttl * 1000))
-
-    def _keys(self) -> KeyBuilder:
-        keys = getattr(self.history, "keys", None)
-        return keys if isinstance(keys, KeyBuilder) else KeyBuilder(self._prefix())
+            await self._connection.aeval(_TOUCH, len(keys), *keys, self._ttl_ms())
 
     # ----- one turn's read -----
 
@@ -611,11 +615,11 @@ class TieredMemory:
         empty, so the other tiers still reach the model; the store's own methods raise it.
         """
         user_id = validate_user_id(user_id)
-        if self.user_ttl is not None:
-            self._touch(user_id)
         want_recall = bool(query) and k > 0
         tiers = self._tiers
         if tiers is None:
+            if self.user_ttl is not None:
+                self._touch(user_id)
             return MemorySnapshot(
                 tags=_tier(user_id, "tags", {}, self.tags.get_all, user_id),
                 history=_tier(user_id, "history", [], self.history.tail, user_id, max_messages),
@@ -625,7 +629,7 @@ class TieredMemory:
                     else []
                 ),
             )
-        replies = tiers.fetch(user_id, max_messages)
+        replies = tiers.fetch(user_id, max_messages, touch_ms=self._ttl_ms())
         return MemorySnapshot(
             tags=_tier(user_id, "tags", {}, tiers.tags, user_id, replies),
             history=_tier(user_id, "history", [], tiers.messages, user_id, replies),
@@ -641,11 +645,11 @@ class TieredMemory:
     ) -> MemorySnapshot:
         """Async :meth:`load`."""
         user_id = validate_user_id(user_id)
-        if self.user_ttl is not None:
-            await self._atouch(user_id)
         want_recall = bool(query) and k > 0
         tiers = self._tiers
         if tiers is None:
+            if self.user_ttl is not None:
+                await self._atouch(user_id)
             return MemorySnapshot(
                 tags=await _atier(user_id, "tags", {}, self.tags.aget_all(user_id)),
                 history=await _atier(
@@ -659,7 +663,7 @@ class TieredMemory:
                     else []
                 ),
             )
-        replies = await tiers.afetch(user_id, max_messages)
+        replies = await tiers.afetch(user_id, max_messages, touch_ms=self._ttl_ms())
         return MemorySnapshot(
             tags=_tier(user_id, "tags", {}, tiers.tags, user_id, replies),
             history=_tier(user_id, "history", [], tiers.messages, user_id, replies),
@@ -727,8 +731,6 @@ class TieredMemory:
         summarize does not spin the workers.
         """
         assert self.queue is not None
-        if self.user_ttl is not None:
-            self._touch(user_id)  # the summarization wrote items: they share the clock
         self.queue.settle(
             user_id,
             watermark=self.summaries.get_watermark(user_id),
@@ -741,8 +743,6 @@ class TieredMemory:
         self, user_id: str, entry: QueueEntry | None = None, *, requeue: bool = True
     ) -> None:
         assert self.queue is not None
-        if self.user_ttl is not None:
-            await self._atouch(user_id)
         await self.queue.asettle(
             user_id,
             watermark=await self.summaries.aget_watermark(user_id),
@@ -790,6 +790,8 @@ class TieredMemory:
             return []
         if self.history_retention is not None:
             self.history.trim(user_id, keep_last=self.history_retention, not_after=end)
+        if self.user_ttl is not None:
+            self._touch(user_id)  # new items join the user's clock
         return ids
 
     async def asummarize_history(
@@ -855,6 +857,8 @@ class TieredMemory:
             return []
         if self.history_retention is not None:
             await self.history.atrim(user_id, keep_last=self.history_retention, not_after=end)
+        if self.user_ttl is not None:
+            await self._atouch(user_id)
         return ids
 
     def summarize_in_background(

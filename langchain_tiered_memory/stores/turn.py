@@ -62,21 +62,28 @@ class RedisTiers:
             return cls(history, tags, summaries)
         return None
 
-    def _commands(self, user_id: str, max_messages: int) -> list[tuple[Any, ...]]:
+    def _commands(
+        self, user_id: str, max_messages: int, touch_ms: int | None
+    ) -> list[tuple[Any, ...]]:
         commands: list[tuple[Any, ...]] = [
             ("HGETALL", self.tags_store.key(user_id)),
             self.summaries.version_command(user_id),
         ]
         if max_messages > 0:
             commands.append(self.history.tail_command(user_id, max_messages))
+        if touch_ms:  # the user's retention clock, in the same round trip (same slot)
+            commands += [("PEXPIRE", k, touch_ms) for k in self.history.keys.all_keys(user_id)]
         return commands
 
     @staticmethod
-    def _replies(raw: list[Any]) -> TurnReplies:
-        return TurnReplies(tags=raw[0], version=raw[1], history=raw[2] if len(raw) > 2 else None)
+    def _replies(raw: list[Any], max_messages: int) -> TurnReplies:
+        return TurnReplies(
+            tags=raw[0], version=raw[1], history=raw[2] if max_messages > 0 else None
+        )
 
-    def fetch(self, user_id: str, max_messages: int) -> TurnReplies:
-        """Send the turn's commands in one pipeline (no transaction) and return the replies.
+    def fetch(self, user_id: str, max_messages: int, *, touch_ms: int | None = None) -> TurnReplies:
+        """Send the turn's commands in one pipeline (no transaction) and return the replies;
+        with ``touch_ms``, restart the expiry of every key of the user in it too.
 
         Raises:
             MemoryBackendError: Redis is unreachable or refused a command.
@@ -84,18 +91,20 @@ class RedisTiers:
         connection = self.summaries.connection
         with connection.errors():
             pipe = connection.sync.pipeline(transaction=False)
-            for command in self._commands(user_id, max_messages):
+            for command in self._commands(user_id, max_messages, touch_ms):
                 pipe.execute_command(*command)
-            return self._replies(pipe.execute())
+            return self._replies(pipe.execute(), max_messages)
 
-    async def afetch(self, user_id: str, max_messages: int) -> TurnReplies:
+    async def afetch(
+        self, user_id: str, max_messages: int, *, touch_ms: int | None = None
+    ) -> TurnReplies:
         """Async :meth:`fetch`."""
         connection = self.summaries.connection
         with connection.errors():
             pipe = (await connection.aclient()).pipeline(transaction=False)
-            for command in self._commands(user_id, max_messages):
+            for command in self._commands(user_id, max_messages, touch_ms):
                 pipe.execute_command(*command)
-            return self._replies(await pipe.execute())
+            return self._replies(await pipe.execute(), max_messages)
 
     def tags(self, user_id: str, replies: TurnReplies) -> dict[str, str]:
         """The user's tags from the replies (raises ``CorruptMemoryError`` on bad data)."""

@@ -10,6 +10,6 @@ def user_keys(memory: TieredMemory, user_id: str) -> set[str]:
     """The keys of ``user_id`` that exist, under the memory's prefix."""
     assert memory._connection is not None
     client = memory._connection.sync
-    prefix = memory._prefix()
+    prefix = memory._keys().prefix
     escaped = KeyBuilder(prefix).key(user_id, "meta").split("}")[0] + "}"
     return {k.decode() for k in client.scan_iter(match=f"{escaped}:*", count=1000)}
