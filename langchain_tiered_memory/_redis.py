@@ -405,14 +405,15 @@ async def _aserver_mode(client: aredis.Redis) -> str:
 
 def _hello_mode(reply: Any) -> str:
     if isinstance(reply, dict):
-        fields = {_str(k): v for k, v in reply.items()}
+        fields = {as_text(k): v for k, v in reply.items()}
     else:
-        fields = {_str(reply[i]): reply[i + 1] for i in range(0, len(reply) - 1, 2)}
-    return _str(fields.get("mode", "standalone"))
+        fields = {as_text(reply[i]): reply[i + 1] for i in range(0, len(reply) - 1, 2)}
+    return as_text(fields.get("mode", "standalone"))
 
 
-def _str(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+def as_text(value: Any) -> str:
+    """A Redis reply (bytes without ``decode_responses``) as text."""
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
 class ConnectionOwner:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_tiered_memory._keys import KeyBuilder
-from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory._redis import RedisConnection, as_text
 
 logger = logging.getLogger(__name__)
 
@@ -92,10 +92,6 @@ class QueueEntry:
     shard: int
     entry_id: str
     user_id: str
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
 class SummaryQueue:
@@ -222,7 +218,7 @@ class SummaryQueue:
             )
         messages = reply[1] if reply else []
         return [
-            QueueEntry(shard, _text(entry_id), _text(fields.get(b"user", fields.get("user"))))
+            QueueEntry(shard, as_text(entry_id), as_text(fields.get(b"user", fields.get("user"))))
             for entry_id, fields in messages
             if fields  # an entry deleted meanwhile comes back empty
         ]
@@ -234,7 +230,7 @@ class SummaryQueue:
             for entry_id, fields in messages:
                 user = fields.get(b"user", fields.get("user"))
                 if user is not None:
-                    out.append(QueueEntry(shard, _text(entry_id), _text(user)))
+                    out.append(QueueEntry(shard, as_text(entry_id), as_text(user)))
         return out
 
     # ----- what is pending -----
@@ -246,7 +242,7 @@ class SummaryQueue:
             for shard in range(self.shards):
                 pipe.zrangebyscore(self.keys.queue_key(shard, "pending"), min_messages, "+inf")
             replies = pipe.execute()
-        return sorted(_text(u) for reply in replies for u in reply)
+        return sorted(as_text(u) for reply in replies for u in reply)
 
     async def apending_users(self, min_messages: int) -> list[str]:
         """Async :meth:`pending_users`."""
@@ -256,7 +252,7 @@ class SummaryQueue:
             for shard in range(self.shards):
                 pipe.zrangebyscore(self.keys.queue_key(shard, "pending"), min_messages, "+inf")
             replies = await pipe.execute()
-        return sorted(_text(u) for reply in replies for u in reply)
+        return sorted(as_text(u) for reply in replies for u in reply)
 
     def indexed(self) -> bool:
         """Whether the pending index covers every user (a sweep has run on this Redis)."""
@@ -298,7 +294,7 @@ class SummaryQueue:
                 if lag:
                     first = await client.xrange(keys[0], "-", "+", count=1)
                     if first:
-                        ms = int(_text(first[0][0]).split("-")[0])
+                        ms = int(as_text(first[0][0]).split("-")[0])
                         oldest = ms if oldest is None else min(oldest, ms)
         stats = {"queued": queued, "unacked": unacked, "pending_users": pending}
         if lag:

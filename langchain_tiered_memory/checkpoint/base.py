@@ -36,7 +36,7 @@ from langgraph.checkpoint.base import (
 )
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, escape_id
-from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory._redis import RedisConnection, as_text
 
 __all__ = ["BaseRedisSaver", "CheckpointTTL"]
 
@@ -179,10 +179,6 @@ class _Where(NamedTuple):
     checkpoint_id: str | None
 
 
-def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
-
 def _check_part(value: str, what: str) -> str:
     if SEP in value:
         raise ValueError(f"{what} {value!r} contains a NUL character; use printable ids.")
@@ -308,6 +304,12 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
             return None
         return self.keys.run_key(run), escape_id(thread_id, "thread_id")
 
+    def _marker_commands(self, run_key: str, escaped_thread: str) -> list[tuple[Any, ...]]:
+        commands: list[tuple[Any, ...]] = [("SADD", run_key, escaped_thread)]
+        if self._ttl_ms:
+            commands.append(("PEXPIRE", run_key, self._ttl_ms))
+        return commands
+
     def _marked_run(self, run: str, thread_id: str) -> None:
         if len(self._marked) >= MARKED_RUNS:
             self._marked.pop(next(iter(self._marked)))
@@ -331,7 +333,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
 
     def _decode(self, thread_id: str, entry: Sequence[Any]) -> CheckpointTuple:
         member, record, fields, values = entry
-        ns, _, checkpoint_id = _text(member).partition(SEP)
+        ns, _, checkpoint_id = as_text(member).partition(SEP)
         ctype, cbytes, mtype, mbytes, parent = ormsgpack.unpackb(record)
         checkpoint = cast(Checkpoint, self.serde.loads_typed((ctype, cbytes)))
         metadata = cast(CheckpointMetadata, self.serde.loads_typed((mtype, mbytes)))
@@ -339,7 +341,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         for field, value in zip(fields, values, strict=True):
             if value is None:
                 continue  # its hash field is gone: a delete raced this read
-            _, _, task_id, idx = _text(field).split(SEP)
+            _, _, task_id, idx = as_text(field).split(SEP)
             channel, vtype, vbytes, task_path = ormsgpack.unpackb(value)
             pending.append(
                 (
@@ -384,7 +386,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
     def _keep_latest(members: Iterable[Any]) -> tuple[set[str], list[str]]:
         """Split a thread's members into the newest of each namespace and the rest."""
         newest: dict[str, str] = {}
-        all_members = [_text(m) for m in members]
+        all_members = [as_text(m) for m in members]
         for member in all_members:
             ns, _, checkpoint_id = member.partition(SEP)
             if checkpoint_id > newest.get(ns, ""):
@@ -411,11 +413,11 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
 
     @staticmethod
     def _runs_of(runs: Iterable[Any]) -> set[str]:
-        return {_text(entry).partition(SEP)[0] for entry in runs}
+        return {as_text(entry).partition(SEP)[0] for entry in runs}
 
     @staticmethod
     def _stale_runs(runs: Iterable[Any], keep: set[str]) -> list[str]:
-        return [e for e in map(_text, runs) if e.partition(SEP)[2] not in keep]
+        return [e for e in map(as_text, runs) if e.partition(SEP)[2] not in keep]
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """A new channel version: a zero-padded counter and a random tie-breaker.

@@ -17,7 +17,7 @@ from langgraph.checkpoint.base import (
 )
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX
-from langchain_tiered_memory._redis import ConnectionOwner, RedisConnection
+from langchain_tiered_memory._redis import ConnectionOwner, RedisConnection, as_text
 from langchain_tiered_memory.checkpoint.base import (
     _COPY,
     _DELETE,
@@ -29,7 +29,6 @@ from langchain_tiered_memory.checkpoint.base import (
     PAGE,
     BaseRedisSaver,
     CheckpointTTL,
-    _text,
     _Where,
 )
 
@@ -103,7 +102,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             found = self.connection.sync.zrevrangebylex(
                 self._thread_keys(where.thread_id)[0], high, low, start=offset, num=num
             )
-        return [_text(m) for m in found]
+        return [as_text(m) for m in found]
 
     async def _amembers(
         self, where: _Where, high: str, low: str, offset: int, num: int
@@ -112,7 +111,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             found = await (await self.connection.aclient()).zrevrangebylex(
                 self._thread_keys(where.thread_id)[0], high, low, start=offset, num=num
             )
-        return [_text(m) for m in found]
+        return [as_text(m) for m in found]
 
     def list_threads(self, *, prefix: str = "") -> Iterator[str]:
         """The ids of the stored threads that start with ``prefix`` (a SCAN, in no order).
@@ -138,6 +137,27 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
                 thread_id = self.keys.thread_from_key(key)
                 if thread_id is not None and thread_id.startswith(prefix):
                     yield thread_id
+
+    def _mark(self, run: str | None, thread_id: str) -> None:
+        """Record once per process that ``run`` wrote to ``thread_id`` (SADD, and the TTL)."""
+        if (marker := self._run_marker(run, thread_id)) is None or run is None:
+            return
+        with self.connection.errors():
+            pipe = self.connection.sync.pipeline(transaction=False)
+            for command in self._marker_commands(*marker):
+                pipe.execute_command(*command)
+            pipe.execute()
+        self._marked_run(run, thread_id)
+
+    async def _amark(self, run: str | None, thread_id: str) -> None:
+        if (marker := self._run_marker(run, thread_id)) is None or run is None:
+            return
+        with self.connection.errors():
+            pipe = (await self.connection.aclient()).pipeline(transaction=False)
+            for command in self._marker_commands(*marker):
+                pipe.execute_command(*command)
+            await pipe.execute()
+        self._marked_run(run, thread_id)
 
     # ----- reads -----
 
@@ -257,14 +277,8 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
     ) -> RunnableConfig:
         """Store a checkpoint: one atomic script (a reader sees all of it or nothing)."""
         keys, args, stored, run = self._put_args(config, checkpoint, metadata)
-        thread_id = stored["configurable"]["thread_id"]
-        if (marker := self._run_marker(run, thread_id)) is not None and run is not None:
-            # First, so a crash in between leaves a harmless marker, never a lost one.
-            with self.connection.errors():
-                self.connection.sync.sadd(marker[0], marker[1])
-                if self._ttl_ms:
-                    self.connection.sync.pexpire(marker[0], self._ttl_ms)
-            self._marked_run(run, thread_id)
+        # The run marker first, so a crash in between leaves a harmless marker, not a lost one.
+        self._mark(run, stored["configurable"]["thread_id"])
         with self.connection.errors():
             self.connection.eval(_PUT, len(keys), *keys, *args)
         return stored
@@ -278,13 +292,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
     ) -> RunnableConfig:
         """Async :meth:`put`."""
         keys, args, stored, run = self._put_args(config, checkpoint, metadata)
-        thread_id = stored["configurable"]["thread_id"]
-        if (marker := self._run_marker(run, thread_id)) is not None and run is not None:
-            with self.connection.errors():
-                await (await self.connection.aclient()).sadd(marker[0], marker[1])
-                if self._ttl_ms:
-                    await (await self.connection.aclient()).pexpire(marker[0], self._ttl_ms)
-            self._marked_run(run, thread_id)
+        await self._amark(run, stored["configurable"]["thread_id"])
         with self.connection.errors():
             await self.connection.aeval(_PUT, len(keys), *keys, *args)
         return stored
@@ -336,7 +344,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             with self.connection.errors():
                 threads = self.connection.sync.smembers(run_key)
             for escaped in threads:
-                self._eval(_DELETE, unquote(_text(escaped)), "run", run)
+                self._eval(_DELETE, unquote(as_text(escaped)), "run", run)
             with self.connection.errors():
                 self.connection.sync.delete(run_key)
         self._forget_runs(map(str, run_ids))
@@ -348,7 +356,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             with self.connection.errors():
                 threads = await (await self.connection.aclient()).smembers(run_key)
             for escaped in threads:
-                await self._aeval(_DELETE, unquote(_text(escaped)), "run", run)
+                await self._aeval(_DELETE, unquote(as_text(escaped)), "run", run)
             with self.connection.errors():
                 await (await self.connection.aclient()).delete(run_key)
         self._forget_runs(map(str, run_ids))
@@ -358,10 +366,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         contents = self._eval(_READ_ALL, str(source_thread_id))
         target = str(target_thread_id)
         for run in self._runs_of(contents[4]):
-            if (marker := self._run_marker(run, target)) is not None:
-                with self.connection.errors():
-                    self.connection.sync.sadd(marker[0], marker[1])
-                self._marked_run(run, target)
+            self._mark(run, target)
         if contents[0]:
             self._eval(_COPY, target, *self._copy_args(self._ttl_ms, contents))
 
@@ -370,10 +375,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         contents = await self._aeval(_READ_ALL, str(source_thread_id))
         target = str(target_thread_id)
         for run in self._runs_of(contents[4]):
-            if (marker := self._run_marker(run, target)) is not None:
-                with self.connection.errors():
-                    await (await self.connection.aclient()).sadd(marker[0], marker[1])
-                self._marked_run(run, target)
+            await self._amark(run, target)
         if contents[0]:
             await self._aeval(_COPY, target, *self._copy_args(self._ttl_ms, contents))
 

@@ -49,7 +49,7 @@ from langchain_tiered_memory._keys import (
     decode_namespace,
     encode_namespace,
 )
-from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory._redis import RedisConnection, as_text
 
 __all__ = ["BaseRedisStore"]
 
@@ -85,10 +85,6 @@ class _Stored(NamedTuple):
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
 class BaseRedisStore(BaseStore):
@@ -160,7 +156,7 @@ class BaseRedisStore(BaseStore):
                 if stored is not None and op.refresh_ttl:
                     refresh += self._refresh(stored, now)
             elif isinstance(op, (SearchOp, ListNamespacesOp)):
-                namespaces = [decode_namespace(_text(m)) for m in next(replies)]
+                namespaces = [decode_namespace(as_text(m)) for m in next(replies)]
                 if isinstance(op, ListNamespacesOp):
                     namespaces = [n for n in namespaces if _matches_all(op.match_conditions, n)]
                 for namespace in namespaces:
@@ -289,7 +285,7 @@ class BaseRedisStore(BaseStore):
     def _live_items(
         self, namespace: tuple[str, ...], raw: dict[Any, Any], now: float
     ) -> list[_Stored]:
-        found = (self._parse(namespace, _text(k), v, now) for k, v in raw.items())
+        found = (self._parse(namespace, as_text(k), v, now) for k, v in raw.items())
         return [stored for stored in found if stored is not None]
 
     def _refresh(self, stored: _Stored, now: float) -> list[Command]:
@@ -310,7 +306,7 @@ class BaseRedisStore(BaseStore):
         """Delete expired items of every namespace; return how many."""
         registry = self.keys.store_registry_key()
         (members,) = yield Pipeline([("zrangebylex", registry, "-", "+")])
-        namespaces = [decode_namespace(_text(m)) for m in members]
+        namespaces = [decode_namespace(as_text(m)) for m in members]
         if not namespaces:
             return 0
         contents = yield Pipeline(
