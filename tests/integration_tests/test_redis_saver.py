@@ -539,3 +539,64 @@ def test_delta_channel_state_is_rebuilt_as_with_langgraphs_own_saver(
     got = run(lambda: RedisSaver.from_url(server_url, key_prefix=key_prefix))
     assert got == expected
     assert len(expected[0]) == 15  # 5 turns x (input, a, b)
+
+
+# --------------------------------------------------------------------------- a stalled server
+
+
+def test_a_stalled_server_is_waited_out_or_a_clear_error_and_nothing_is_torn(
+    tmp_path: Path,
+) -> None:
+    """CLIENT PAUSE: a 2 s stall (below the 5 s reply timeout) is waited out by the saver
+    and the store; a 7 s stall is a MemoryBackendError in bounded time, and afterwards the
+    thread's head is a whole checkpoint and the run goes on."""
+    import threading
+
+    from helpers.servers import RedisProcess, raw_client
+
+    from langchain_tiered_memory.errors import MemoryBackendError
+    from langchain_tiered_memory.store import RedisStore
+
+    server = RedisProcess(tmp_path / "redis").start()
+    config: RunnableConfig = {"configurable": {"thread_id": "stall"}, "recursion_limit": 100}
+
+    def pause(seconds: int) -> threading.Thread:
+        def run() -> None:
+            with raw_client(server.url, timeout=seconds + 5) as r:
+                r.execute_command("CLIENT", "PAUSE", seconds * 1000, "ALL")
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()  # the pause is in force when this returns
+        return thread
+
+    try:
+        with (
+            RedisSaver.from_url(server.url, key_prefix="st") as saver,
+            RedisStore.from_url(server.url, key_prefix="st") as store,
+        ):
+            saver.setup()
+            store.setup()
+            pause(2)
+            started = time.monotonic()
+            assert counting_graph(saver, 5).invoke({"n": 0, "trail": []}, config)["n"] == 5
+            store.put(("ns",), "k", {"v": 1})
+            assert 1.0 < time.monotonic() - started < 5.0  # it waited, it did not fail
+            assert store.get(("ns",), "k") is not None
+
+            graph = counting_graph(saver, 10)
+            pause(7)
+            started = time.monotonic()
+            with pytest.raises(MemoryBackendError, match="timed out"):
+                graph.invoke({"n": 5, "trail": [1, 2, 3, 4, 5]}, config)  # on to 10
+            assert time.monotonic() - started < 7.0  # bounded by the reply timeout
+            time.sleep(max(0.0, 7.5 - (time.monotonic() - started)))
+            head = saver.get_tuple(config)
+            assert head is not None
+            values = head.checkpoint["channel_values"]
+            assert values["trail"] == list(range(1, values["n"] + 1))  # whole
+            # resume the interrupted run, or start it again if its input never landed
+            again = None if graph.get_state(config).next else dict(values)
+            assert graph.invoke(again, config)["trail"] == list(range(1, 11))
+    finally:
+        server.stop()
