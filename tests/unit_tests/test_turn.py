@@ -56,7 +56,7 @@ def test_one_round_trip_reads_what_each_store_reads(embedded_server: EmbeddedRed
         touched = tiers.fetch("alice", max_messages=0, touch_ms=60_000)
         assert touched.history is None and tiers.tags("alice", touched)["name"] == "Alice"
         raw = tiers.history.connection.sync
-        live = [k for k in memory.history.keys.all_keys("alice") if raw.exists(k)]
+        live = [k for k in tiers.history.keys.all_keys("alice") if raw.exists(k)]
         assert live and all(0 < raw.pttl(k) <= 60_000 for k in live)
         memory.forget_user("alice")
         scan = list(tiers.history.connection.sync.scan_iter(match="turn:*alice*"))
