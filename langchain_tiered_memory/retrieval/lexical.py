@@ -110,6 +110,18 @@ class LexicalIndex:
         n = len(self)
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
+    def query_score(self, terms: Sequence[str]) -> float:
+        """The score of a document of average length holding each term once: the sum of
+        the terms' IDF (terms in no document count with the highest IDF).
+
+        Example:
+            >>> lex = LexicalIndex()
+            >>> lex.add(["Alice adopted a cat", "Bob likes dogs"])
+            >>> round(lex.query_score(tokenize("cat")), 3)
+            0.693
+        """
+        return sum(self.idf(term) for term in dict.fromkeys(terms))
+
     def scores(self, terms: Sequence[str]) -> np.ndarray:
         """BM25 score of every document for the query ``terms`` (repeats count once)."""
         n = len(self)

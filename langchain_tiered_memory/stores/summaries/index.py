@@ -11,13 +11,17 @@ from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 
+from langchain_tiered_memory.embeddings import embeddings_model_id
 from langchain_tiered_memory.errors import (
     CorruptMemoryError,
+    EmbeddingsMismatchError,
     InvalidSummaryError,
     SummaryLimitError,
 )
 from langchain_tiered_memory.retrieval import HybridIndex, RetrievalConfig, to_epoch
+from langchain_tiered_memory.text import restatement_key
 
 MAX_SUMMARY_CHARS = 2000
 # Per user: a first recall of 121k items took 11 s and 1 GB; a person's memory of one user
@@ -27,7 +31,8 @@ DEFAULT_MAX_ITEMS = 10_000
 DEFAULT_MAX_CACHED_USERS = 256
 DEFAULT_MAX_CACHE_BYTES = 256 * 1024 * 1024
 _RECORD_OVERHEAD = 400
-# Cosine similarity above which a new item counts as a restatement of a stored one.
+# Cosine similarity from which a new item saying the same words as a stored one (see _dedup)
+# counts as a restatement of it.
 DEDUP_THRESHOLD = 0.95
 
 __all__ = [
@@ -60,6 +65,19 @@ def normalize_created_at(value: datetime | date | str | None) -> str:
                 f"created_at {value!r} is not ISO-8601; pass a datetime or '2023-05-08T13:56'."
             ) from exc
     raise InvalidSummaryError(f"created_at must be a datetime, date or ISO string, not {value!r}.")
+
+
+def check_embeddings_model(stored: str, embeddings: Embeddings, where: str) -> None:
+    """Raise :class:`EmbeddingsMismatchError` unless ``embeddings`` is the model that
+    embedded the stored items (``stored``, as :func:`embeddings_model_id` named it).
+    """
+    current = embeddings_model_id(embeddings)
+    if stored and stored != current:
+        raise EmbeddingsMismatchError(
+            f"{where} were embedded by {stored!r}, this store embeds with {current!r}: "
+            "their vectors cannot be compared. Open the store with the model the items were "
+            "stored with, or forget the user's summaries (forget_user) and store them again."
+        )
 
 
 def validate_items(items: Sequence[str]) -> list[str]:
@@ -163,12 +181,15 @@ class _UserIndex:
         gen: int = 0,
         next_id: int = 0,
         config: RetrievalConfig | None = None,
+        dense_scripts: frozenset[str] | None = None,
+        model: str = "",
     ) -> None:
         self.dim = dim
+        self.model = model  # the embeddings model of the vectors ("": not recorded)
         self.gen = gen
         self.next_id = next_id
         self.records: list[_Record] = []
-        self.hybrid = HybridIndex(dim, config)
+        self.hybrid = HybridIndex(dim, config, dense_scripts=dense_scripts)
         self.lock = threading.RLock()
         self._loaded_upto = -1  # highest numeric id appended (Redis ids only grow)
         self.nbytes = 0  # estimated memory held (see add)
@@ -201,10 +222,10 @@ class _UserIndex:
         with self.lock:
             return self.hybrid.vectors()
 
-    def nearest(self, vectors: np.ndarray) -> np.ndarray:
-        """Best cosine similarity of each row against the stored items (-1 if none)."""
+    def nearest(self, vectors: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` most similar stored items of each row: (cosines, positions)."""
         with self.lock:
-            return self.hybrid.nearest(vectors)
+            return self.hybrid.nearest(vectors, k)
 
     def search(
         self,
@@ -272,14 +293,35 @@ def _newer_first(hits: list[Any], vectors: np.ndarray, index: _UserIndex) -> lis
     return [hits[i] for i in order]
 
 
-def _dedup(new: np.ndarray, existing: _UserIndex | None, threshold: float) -> list[int]:
-    """Positions of rows in ``new`` that restate neither a stored item nor an earlier row."""
+# How many stored neighbours of a new item are checked for a restatement.
+_DEDUP_NEIGHBOURS = 4
+
+
+def _dedup(
+    new: np.ndarray, texts: Sequence[str], existing: _UserIndex | None, threshold: float
+) -> list[int]:
+    """Positions of rows in ``new`` that restate neither a stored item nor an earlier row.
+
+    A restatement is as similar as ``threshold`` (cosine) *and* says the same words
+    (:func:`~langchain_tiered_memory.text.restatement_key`): the cosine alone merges facts
+    that differ in one word, the more so for models whose cosines are all high (the
+    multilingual-e5 vectors of "用户的妈妈住在杭州" and "用户的爸爸住在杭州": 0.99).
+    """
     if existing is not None and len(new) and existing.dim != new.shape[1]:
-        raise InvalidSummaryError(
+        raise EmbeddingsMismatchError(
             f"stored items have {existing.dim}-dimensional embeddings, these {new.shape[1]}: "
             "use the same embeddings model, or forget the user's summaries first."
         )
-    best = existing.nearest(new) if existing is not None else np.full(len(new), -1.0)
+    keys = [restatement_key(t) for t in texts]
+    stored: list[set[tuple[str, ...]]] = [set() for _ in texts]
+    if existing is not None and len(existing.records):
+        scores, positions = existing.nearest(new, min(_DEDUP_NEIGHBOURS, len(existing.records)))
+        for i in range(len(texts)):
+            stored[i] = {
+                restatement_key(existing.records[int(p)].text)
+                for s, p in zip(scores[i], positions[i])
+                if p >= 0 and s >= threshold
+            }
     # Rows restating an earlier kept row: similarities a block of rows at a time, then a
     # greedy pass in order (the same result as comparing each row with every kept one).
     keep: list[int] = []
@@ -289,7 +331,10 @@ def _dedup(new: np.ndarray, existing: _UserIndex | None, threshold: float) -> li
         stop = min(start + block, len(new))
         close = (new[start:stop] @ new[:stop].T) >= threshold
         for i in range(start, stop):
-            if best[i] >= threshold or bool(np.any(close[i - start, :i] & kept[:i])):
+            if keys[i] in stored[i]:
+                continue
+            earlier = np.flatnonzero(close[i - start, :i] & kept[:i])
+            if any(keys[int(j)] == keys[i] for j in earlier):
                 continue
             keep.append(i)
             kept[i] = True

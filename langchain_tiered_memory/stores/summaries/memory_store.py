@@ -12,8 +12,9 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory.embeddings import embeddings_model_id, embeddings_scripts
 from langchain_tiered_memory.errors import (
-    InvalidSummaryError,
+    EmbeddingsMismatchError,
     WatermarkConflict,
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
@@ -27,6 +28,7 @@ from langchain_tiered_memory.stores.summaries.index import (
     _Record,
     _superseded,
     _UserIndex,
+    check_embeddings_model,
     validate_items,
 )
 
@@ -75,16 +77,25 @@ class InMemorySummaryStore(SummaryStore):
                         f"summarization watermark moved to {current}; nothing was stored."
                     )
             index = self._indexes.get(user_id)
-            if index is not None and records and index.dim != vecs.shape[1]:
-                raise InvalidSummaryError("embedding size differs from the stored items'.")
-            keep = _dedup(vecs, index, self.dedup_threshold) if records else []
+            if index is not None and records:
+                check_embeddings_model(index.model, self._embedder(), "the stored items")
+                if index.dim != vecs.shape[1]:
+                    raise EmbeddingsMismatchError("embedding size differs from the stored items'.")
+            keep = (
+                _dedup(vecs, [r.text for r in records], index, self.dedup_threshold)
+                if records
+                else []
+            )
             have = len(index.records) if index is not None else 0
             if keep and self.max_items is not None and have + len(keep) > self.max_items:
                 raise _limit_error(have, len(keep), self.max_items)
             if keep:
                 if index is None:
                     index = self._indexes[user_id] = _UserIndex(
-                        dim=vecs.shape[1], config=self.retrieval
+                        dim=vecs.shape[1],
+                        config=self.retrieval,
+                        dense_scripts=embeddings_scripts(self._embedder()),
+                        model=embeddings_model_id(self._embedder()),
                     )
                 updates = _superseded(index, records, keep, supersedes)
                 kept = []
@@ -149,6 +160,7 @@ class InMemorySummaryStore(SummaryStore):
         index = self._indexes.get(user_id)
         if index is None or k <= 0:
             return []
+        check_embeddings_model(index.model, self._embedder(), "the stored items")
         if vector is None:
             vector = self.embed_query(query)
         with self._lock:
@@ -197,7 +209,13 @@ class InMemorySummaryStore(SummaryStore):
             removed = len(index.records) - len(keep)
             if removed:
                 vectors = index.vectors()
-                rebuilt = _UserIndex(dim=index.dim, next_id=index.next_id, config=self.retrieval)
+                rebuilt = _UserIndex(
+                    dim=index.dim,
+                    next_id=index.next_id,
+                    config=self.retrieval,
+                    dense_scripts=index.hybrid.dense_scripts,
+                    model=index.model,
+                )
                 rebuilt.add([index.records[i] for i in keep], vectors[keep])
                 self._indexes[user_id] = rebuilt
             return removed

@@ -21,10 +21,11 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_tiered_memory._keys import KeyBuilder
-from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory._redis import RedisConnection, as_text
+from langchain_tiered_memory.embeddings import embeddings_model_id, embeddings_scripts
 from langchain_tiered_memory.errors import (
     CorruptMemoryError,
-    InvalidSummaryError,
+    EmbeddingsMismatchError,
     WatermarkConflict,
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
@@ -43,6 +44,7 @@ from langchain_tiered_memory.stores.summaries.index import (
     _superseded,
     _superseding_json,
     _UserIndex,
+    check_embeddings_model,
     validate_items,
 )
 
@@ -52,15 +54,21 @@ if ARGV[1] ~= '' then
   if wm ~= ARGV[1] then return {-1, wm} end
 end
 local m = tonumber(ARGV[6])
-local off = 6 + 2 * m
+local off = 7 + 2 * m
 local n = (#ARGV - off) / 2
 if n > 0 then
   if ARGV[5] ~= '' then
     local have = redis.call('HLEN', KEYS[1])
     if have + n > tonumber(ARGV[5]) then return {-3, tostring(have)} end
   end
+  -- the vectors of one user come from one model: its size and its name are recorded with
+  -- the first item; items stored before 0.2 have no name and keep none (see the README)
+  local stored = redis.call('HLEN', KEYS[2]) > 0
   local d = redis.call('HGET', KEYS[3], 'dim')
-  if d and d ~= ARGV[3] and redis.call('HLEN', KEYS[2]) > 0 then return {-2, d} end
+  if stored and d and d ~= ARGV[3] then return {-2, d} end
+  local model = redis.call('HGET', KEYS[3], 'model')
+  if stored and model and model ~= ARGV[7] then return {-4, model} end
+  if not stored or model then redis.call('HSET', KEYS[3], 'model', ARGV[7]) end
   redis.call('HSET', KEYS[3], 'dim', ARGV[3])
   redis.call('HSETNX', KEYS[3], 'gen', ARGV[4])
 end
@@ -72,9 +80,9 @@ end
 -- superseded items: their new JSON names the new item as @@NEW<k>@@ (k: its batch index)
 local changed = false
 for j = 0, m - 1 do
-  local id = ARGV[7 + 2 * j]
+  local id = ARGV[8 + 2 * j]
   if redis.call('HEXISTS', KEYS[1], id) == 1 then
-    local json = string.gsub(ARGV[8 + 2 * j], '@@NEW(%d+)@@', function(k)
+    local json = string.gsub(ARGV[9 + 2 * j], '@@NEW(%d+)@@', function(k)
       return tostring(first + tonumber(k))
     end)
     redis.call('HSET', KEYS[1], id, json)
@@ -99,7 +107,7 @@ return n
 _CLEAR_LUA = """
 local n = redis.call('HLEN', KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('HDEL', KEYS[3], 'watermark', 'dim')
+redis.call('HDEL', KEYS[3], 'watermark', 'dim', 'model')
 redis.call('HSETNX', KEYS[3], 'gen', ARGV[1])
 redis.call('HINCRBY', KEYS[3], 'gen', 1)
 return n
@@ -167,9 +175,11 @@ class RedisSummaryStore(SummaryStore):
 
     # ----- cache: shared by the sync and async paths; only the Redis I/O differs -----
 
-    def version_command(self, user_id: str) -> tuple[str, str, str, str, str]:
-        """The ``HMGET`` that reads the cache version, for callers batching a pipeline."""
-        return ("HMGET", self._k(user_id)[2], "gen", "next_id", "dim")
+    def version_command(self, user_id: str) -> tuple[str, ...]:
+        """The ``HMGET`` that reads the cache version (and the items' embedding model), for
+        callers batching a pipeline.
+        """
+        return ("HMGET", self._k(user_id)[2], "gen", "next_id", "dim", "model")
 
     def where(self, user_id: str) -> str:
         """How errors name the user's items: the user id and the Redis keys."""
@@ -228,7 +238,13 @@ class RedisSummaryStore(SummaryStore):
         vecs: Mapping[bytes, bytes],
         where: str,
     ) -> _UserIndex:
-        index = _UserIndex(dim=dim, gen=gen, next_id=next_id, config=self.retrieval)
+        index = _UserIndex(
+            dim=dim,
+            gen=gen,
+            next_id=next_id,
+            config=self.retrieval,
+            dense_scripts=embeddings_scripts(self._embedder()),
+        )
         # Items added after the version was read belong to the next delta, not this build.
         current = {k: v for k, v in items.items() if _item_id(k, where) < next_id}
         _extend(index, current, vecs, where=where)
@@ -258,6 +274,13 @@ class RedisSummaryStore(SummaryStore):
         self._store_cache(user_id, index)
         return index
 
+    def _check_model(self, user_id: str, version: Sequence[Any]) -> None:
+        """Refuse to search items embedded by another model than this store's."""
+        stored = version[3] if len(version) > 3 else None
+        if stored is None:
+            return  # nothing stored, or items from before 0.2 (no model recorded)
+        check_embeddings_model(as_text(stored), self._embedder(), self.where(user_id))
+
     def _fetch_commands(
         self, user_id: str, version: Sequence[Any], cached: _UserIndex | None
     ) -> list[tuple[Any, ...]]:
@@ -273,6 +296,7 @@ class RedisSummaryStore(SummaryStore):
         with conn.errors():
             if version is None:
                 version = conn.sync.execute_command(*self.version_command(user_id))
+            self._check_model(user_id, version)
             cached, todo = self._cached(user_id, version)
             if not todo:
                 return cached
@@ -292,6 +316,7 @@ class RedisSummaryStore(SummaryStore):
                 version = await (await conn.aclient()).execute_command(
                     *self.version_command(user_id)
                 )
+            self._check_model(user_id, version)
             cached, todo = self._cached(user_id, version)
             if not todo:
                 return cached
@@ -318,6 +343,7 @@ class RedisSummaryStore(SummaryStore):
             _new_gen(),
             "" if self.max_items is None else str(self.max_items),
             len(superseding),
+            embeddings_model_id(self._embedder()),
         ]
         for stored_id, new_json in superseding:
             args += [stored_id, new_json]
@@ -332,10 +358,12 @@ class RedisSummaryStore(SummaryStore):
                 f"summarization watermark moved to {_int(info)} meanwhile; nothing was stored."
             )
         if first == -2:
-            raise InvalidSummaryError(
+            raise EmbeddingsMismatchError(
                 f"stored items have {_int(info)}-dimensional embeddings; these have a different "
                 "size. Use the same embeddings model, or forget the user's summaries first."
             )
+        if first == -4:
+            check_embeddings_model(as_text(info), self._embedder(), "the stored summary items")
         if first == -3:
             raise _limit_error(_int(info), n, self.max_items)
         return [str(first + i) for i in range(n)]
@@ -358,7 +386,7 @@ class RedisSummaryStore(SummaryStore):
         vectors = self._embedder().embed_documents(texts) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
         existing = self.index_for(user_id) if texts else None
-        keep = _dedup(vecs, existing, self.dedup_threshold) if texts else []
+        keep = _dedup(vecs, texts, existing, self.dedup_threshold) if texts else []
         if not keep and watermark is None:
             return []
         superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
@@ -384,7 +412,7 @@ class RedisSummaryStore(SummaryStore):
         vectors = await self._embedder().aembed_documents(texts) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
         existing = await self.aindex_for(user_id) if texts else None
-        keep = _dedup(vecs, existing, self.dedup_threshold) if texts else []
+        keep = _dedup(vecs, texts, existing, self.dedup_threshold) if texts else []
         if not keep and watermark is None:
             return []
         superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
