@@ -70,6 +70,9 @@ from langchain_tiered_memory.summarizer import (
     summarize_messages,
 )
 
+# Where a user's items live in a LangGraph store, for erasure and export: LangMem's layout.
+DEFAULT_STORE_NAMESPACES: tuple[tuple[str, ...], ...] = (("memories", "{user_id}"),)
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["TieredMemory", "MemorySnapshot"]
@@ -1067,13 +1070,18 @@ class TieredMemory:
         *,
         checkpointer: BaseCheckpointSaver | None = None,
         store: BaseStore | None = None,
+        store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
     ) -> dict[str, int]:
         """Erase every tier of the user; return how much of each was removed.
 
         With ``checkpointer``, the conversation threads the user's turns came from (as
         recorded by the graph) are deleted from it first. With ``store`` (any LangGraph
-        ``BaseStore``), every item of every namespace that has the user id as one of its
-        labels (LangMem's ``("memories", "{user_id}")``, LangGraph's ``(user_id, ...)``).
+        ``BaseStore``), every item of the user's namespaces: those that start with one of
+        ``store_namespaces`` once ``"{user_id}"`` is replaced by the user id (default
+        LangMem's ``("memories", "{user_id}")``; pass ``[("{user_id}",)]`` for LangGraph's
+        ``(user_id, ...)`` layout). The user id is matched at that position only, never as
+        any label: a user called ``"memories"`` erases ``("memories", "memories")``, not
+        everyone's ``("memories", <id>)``.
 
         Example:
             >>> memory.forget_user("alice", checkpointer=saver, store=store)  # doctest: +SKIP
@@ -1086,7 +1094,7 @@ class TieredMemory:
                 checkpointer.delete_thread(thread_id)
         store_items = 0
         if store is not None:
-            items = _store_items_of(store, user_id)
+            items = _store_items_of(store, user_id, store_namespaces)
             store.batch([PutOp(item.namespace, item.key, None) for item in items])
             store_items = len(items)
         removed = {
@@ -1109,6 +1117,7 @@ class TieredMemory:
         *,
         checkpointer: BaseCheckpointSaver | None = None,
         store: BaseStore | None = None,
+        store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
     ) -> dict[str, int]:
         """Async :meth:`forget_user`."""
         user_id = validate_user_id(user_id)
@@ -1118,7 +1127,7 @@ class TieredMemory:
                 await checkpointer.adelete_thread(thread_id)
         store_items = 0
         if store is not None:
-            items = await _astore_items_of(store, user_id)
+            items = await _astore_items_of(store, user_id, store_namespaces)
             await store.abatch([PutOp(item.namespace, item.key, None) for item in items])
             store_items = len(items)
         removed = {
@@ -1182,6 +1191,7 @@ class TieredMemory:
         *,
         checkpointer: BaseCheckpointSaver | None = None,
         store: BaseStore | None = None,
+        store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
     ) -> dict[str, Any]:
         """A JSON-serializable copy of every tier of the user.
 
@@ -1202,7 +1212,8 @@ class TieredMemory:
                 for t in self.history.threads(user_id)
             ]
         if store is not None:
-            extra["store"] = [_jsonable(i.dict()) for i in _store_items_of(store, user_id)]
+            items = _store_items_of(store, user_id, store_namespaces)
+            extra["store"] = [_jsonable(i.dict()) for i in items]
         return {
             "user_id": user_id,
             "tags": self.tags.get_all(user_id),
@@ -1223,6 +1234,7 @@ class TieredMemory:
         *,
         checkpointer: BaseCheckpointSaver | None = None,
         store: BaseStore | None = None,
+        store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
     ) -> dict[str, Any]:
         """Async :meth:`export_user`."""
         user_id = validate_user_id(user_id)
@@ -1234,7 +1246,7 @@ class TieredMemory:
                 for t in await self.history.athreads(user_id)
             ]
         if store is not None:
-            items = await _astore_items_of(store, user_id)
+            items = await _astore_items_of(store, user_id, store_namespaces)
             extra["store"] = [_jsonable(i.dict()) for i in items]
         return {
             "user_id": user_id,
@@ -1261,19 +1273,40 @@ return #KEYS
 _STORE_PAGE = 1000
 
 
-def _user_namespace(namespace: tuple[str, ...], user_id: str) -> bool:
-    return user_id in namespace
+def _user_prefixes(user_id: str, templates: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The namespace prefixes of ``user_id``: each template with ``"{user_id}"`` filled."""
+    if isinstance(templates, tuple) and templates and isinstance(templates[0], str):
+        templates = [templates]  # type: ignore[list-item]  # one template given bare
+    prefixes = []
+    for template in templates:
+        if not any("{user_id}" in label for label in template):
+            raise ValueError(
+                f"store namespace template {template!r} has no '{{user_id}}' label: it would "
+                "match other users' items. Write it as e.g. ('memories', '{user_id}')."
+            )
+        prefixes.append(tuple(label.replace("{user_id}", user_id) for label in template))
+    return list(dict.fromkeys(prefixes))
 
 
-def _store_items_of(store: BaseStore, user_id: str) -> list[Item]:
-    """Every item of every store namespace that has ``user_id`` as a label."""
+def _under(page: Sequence[tuple[str, ...]], prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The namespaces of ``page`` that start with ``prefix`` label for label: a store reads
+    ``"*"`` in a prefix as any label, and a user id may be ``"*"``.
+    """
+    return [tuple(n) for n in page if tuple(n[: len(prefix)]) == prefix]
+
+
+def _store_items_of(
+    store: BaseStore, user_id: str, templates: Sequence[tuple[str, ...]]
+) -> list[Item]:
+    """Every item of every store namespace under one of the user's prefixes."""
     namespaces: list[tuple[str, ...]] = []
-    offset = 0
-    while page := store.list_namespaces(limit=_STORE_PAGE, offset=offset):
-        namespaces += [n for n in page if _user_namespace(n, user_id)]
-        offset += len(page)
+    for prefix in _user_prefixes(user_id, templates):
+        offset = 0
+        while page := store.list_namespaces(prefix=prefix, limit=_STORE_PAGE, offset=offset):
+            namespaces += _under(page, prefix)
+            offset += len(page)
     items: list[Item] = []
-    for namespace in namespaces:
+    for namespace in dict.fromkeys(namespaces):
         offset = 0
         while found := store.search(namespace, limit=_STORE_PAGE, offset=offset):
             items += [i for i in found if tuple(i.namespace) == namespace]
@@ -1281,14 +1314,17 @@ def _store_items_of(store: BaseStore, user_id: str) -> list[Item]:
     return items
 
 
-async def _astore_items_of(store: BaseStore, user_id: str) -> list[Item]:
+async def _astore_items_of(
+    store: BaseStore, user_id: str, templates: Sequence[tuple[str, ...]]
+) -> list[Item]:
     namespaces: list[tuple[str, ...]] = []
-    offset = 0
-    while page := await store.alist_namespaces(limit=_STORE_PAGE, offset=offset):
-        namespaces += [n for n in page if _user_namespace(n, user_id)]
-        offset += len(page)
+    for prefix in _user_prefixes(user_id, templates):
+        offset = 0
+        while page := await store.alist_namespaces(prefix=prefix, limit=_STORE_PAGE, offset=offset):
+            namespaces += _under(page, prefix)
+            offset += len(page)
     items: list[Item] = []
-    for namespace in namespaces:
+    for namespace in dict.fromkeys(namespaces):
         offset = 0
         while found := await store.asearch(namespace, limit=_STORE_PAGE, offset=offset):
             items += [i for i in found if tuple(i.namespace) == namespace]

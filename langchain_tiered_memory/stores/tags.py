@@ -103,9 +103,12 @@ class TagStore(ABC):
 
     @cached_property
     def _adapters(self) -> dict[str, TypeAdapter[Any]]:
-        # Annotated[..., FieldInfo] keeps the field's constraints (ge, max_length, ...).
+        # Annotated[..., FieldInfo] keeps the field's constraints (ge, max_length, ...). Built
+        # through an untyped alias: a runtime annotation is no type to mypy, and how it says
+        # so changed with pydantic 2.14's TypeForm stubs (no ignore fits both).
+        annotated: Any = Annotated
         return {
-            name: TypeAdapter(Annotated[field.annotation, field])  # type: ignore[name-defined]
+            name: TypeAdapter(annotated[field.annotation, field])
             for name, field in self.schema.model_fields.items()
         }
 

@@ -54,7 +54,12 @@ def require_local_model(modules: tuple[str, ...]) -> None:
     missing = [m for m in needed if importlib.util.find_spec(m) is None]
     if missing:
         msg = f"{', '.join(missing)} not installed: pip install 'langchain-tiered-memory[local]'"
-        if os.environ.get("CI"):
+        # the test command installs the transformers backend; llama.cpp (a compile) only
+        # with LLAMA_CPP=1: a missing part of what it installed fails the run
+        installed_by_the_test_command = "llama_cpp" not in modules or (
+            os.environ.get("LLAMA_CPP") == "1"
+        )
+        if os.environ.get("CI") and installed_by_the_test_command:
             pytest.fail(msg, pytrace=False)
         pytest.skip(msg)
 

@@ -269,8 +269,12 @@ class _UserIndex:
         return out
 
 
-# Recalled items this similar say the same thing: the newer is the current one.
-NEAR_DUPLICATE = 0.85
+# Recalled items this similar say the same thing: the newer is the current one. On the
+# relative scale of HybridIndex.relative_similarity (0: two typical items of the user, 1: the
+# same vector), which is what 0.85 (the cosine this used before 0.2) is for all-MiniLM-L6-v2
+# on the LoCoMo users (typical cosine 0.34-0.38); as a raw cosine it made nearly every pair
+# of multilingual-e5 items "near-duplicates" (typical cosine 0.83), ordering recall by date.
+NEAR_DUPLICATE = 0.75
 
 
 def _newer_first(hits: list[Any], vectors: np.ndarray, index: _UserIndex) -> list[Any]:
@@ -279,14 +283,11 @@ def _newer_first(hits: list[Any], vectors: np.ndarray, index: _UserIndex) -> lis
     near-duplicate ever precedes it, and placed hits keep their order).
     """
     epochs = [to_epoch(index.records[h.position].created_at) for h in hits]
+    similar = index.hybrid.relative_similarity(vectors @ vectors.T) >= NEAR_DUPLICATE
     order: list[int] = []
     for i in range(len(hits)):
         at = next(
-            (
-                p
-                for p, j in enumerate(order)
-                if epochs[i] > epochs[j] and float(vectors[i] @ vectors[j]) >= NEAR_DUPLICATE
-            ),
+            (p for p, j in enumerate(order) if epochs[i] > epochs[j] and similar[i, j]),
             len(order),
         )
         order.insert(at, i)
