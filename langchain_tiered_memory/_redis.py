@@ -45,6 +45,10 @@ SERVER_ENV = "TIERED_MEMORY_SERVER"
 # Bounded waits: a dead or unreachable Redis must surface as an error, never as a hang.
 DEFAULT_SOCKET_TIMEOUT = 5.0
 DEFAULT_CONNECT_TIMEOUT = 2.0
+# Connections per client (per node on a Cluster), and how long a caller waits for one when
+# all are busy before a MemoryBackendError: concurrency past the pool waits, it never fails.
+DEFAULT_MAX_CONNECTIONS = 100
+DEFAULT_POOL_TIMEOUT = 20.0
 _UNIX_SOCKET_MAX = 100  # sun_path is 108 bytes on Linux; leave room
 _FSYNC_MODES = frozenset({"always", "everysec", "no"})
 # Lock files in the data dir (see EmbeddedRedis): start/stop serialization, the server's
@@ -61,19 +65,35 @@ def translate_errors(url: str) -> Iterator[None]:
         yield
     except MemoryBackendError:
         raise  # already translated (e.g. by the cluster probe on first use)
+    except redis.exceptions.ConnectionError as exc:
+        if str(exc) != _POOL_EXHAUSTED:
+            raise _unreachable(url, exc) from exc
+        raise MemoryBackendError(
+            f"Redis at {url}: every pooled connection stayed busy for the pool's whole wait "
+            "(too many concurrent calls for max_connections). Raise max_connections or "
+            "pool_timeout of the memory / RedisConnection, or run fewer calls at once."
+        ) from exc
     except (redis.exceptions.TimeoutError, TimeoutError) as exc:
         # The command may still run once the server catches up: do not claim it did not.
         raise MemoryBackendError(
             f"Redis at {url} timed out ({exc}). The server is overloaded or paused; a write "
             "in flight may or may not have been applied (a turn is all or nothing)."
         ) from exc
-    except (redis.exceptions.ConnectionError, OSError) as exc:
-        raise MemoryBackendError(
-            f"Redis at {url} is unreachable ({exc}). Check that the server runs "
-            "and that the URL (redis_url / REDIS_URL) is right."
-        ) from exc
+    except OSError as exc:
+        raise _unreachable(url, exc) from exc
     except redis.exceptions.RedisError as exc:
         raise MemoryBackendError(f"Redis at {url} refused a command: {exc}") from exc
+
+
+# What redis-py's blocking pools raise when no connection came free in time.
+_POOL_EXHAUSTED = "No connection available."
+
+
+def _unreachable(url: str, exc: BaseException) -> MemoryBackendError:
+    return MemoryBackendError(
+        f"Redis at {url} is unreachable ({exc}). Check that the server runs "
+        "and that the URL (redis_url / REDIS_URL) is right."
+    )
 
 
 def _client_kwargs(client_name: str | None = None, *, aio: bool = False) -> dict[str, Any]:
@@ -255,9 +275,18 @@ class RedisConnection:
         cluster: bool | None = None,
         client_name: str | None = None,
         revive: Callable[[], bool] | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        pool_timeout: float = DEFAULT_POOL_TIMEOUT,
     ) -> None:
         if url is None and client is None:
             raise ValueError("RedisConnection needs a url or a client.")
+        if max_connections < 1 or not pool_timeout > 0:
+            raise ValueError(
+                f"max_connections must be >= 1 and pool_timeout > 0 seconds, got "
+                f"{max_connections!r} and {pool_timeout!r}."
+            )
+        self.max_connections = max_connections
+        self.pool_timeout = pool_timeout
         self.url = url or _describe(client)
         self._cluster = cluster
         self._client_name = client_name
@@ -292,9 +321,18 @@ class RedisConnection:
                     kwargs = _client_kwargs(self._client_name)
                     kwargs["connection_class"] = _sync_connection_class(self.url, self._revive)
                     if self.is_cluster:
+                        kwargs["max_connections"] = self.max_connections  # per node
                         self._sync = RedisCluster.from_url(self.url, **kwargs)
                     else:
-                        self._sync = redis.Redis.from_url(self.url, **kwargs)
+                        # a blocking pool: past max_connections a caller waits up to
+                        # pool_timeout for one to come free, instead of failing at once
+                        pool = redis.BlockingConnectionPool.from_url(
+                            self.url,
+                            max_connections=self.max_connections,
+                            timeout=self.pool_timeout,
+                            **kwargs,
+                        )
+                        self._sync = redis.Redis(connection_pool=pool)
         return self._sync
 
     @property
@@ -309,16 +347,21 @@ class RedisConnection:
                 if self._async is None:
                     kwargs = _client_kwargs(self._client_name, aio=True)
                     if self.is_cluster:
+                        kwargs["max_connections"] = self.max_connections  # per node
                         self._async = AsyncRedisCluster.from_url(self.url, **kwargs)
                     else:
+                        # redis-py's asyncio pool *raises* past its 100 connections; the
+                        # blocking one makes a caller wait up to pool_timeout instead
+                        options = {**kwargs, **aredis_parse_url(self.url)}
                         connection_class = _async_connection_class(self.url, self._revive)
-                        if connection_class is None:
-                            self._async = aredis.Redis.from_url(self.url, **kwargs)
-                        else:
-                            # asyncio's from_url lets the URL's scheme pick the class
-                            options = {**kwargs, **aredis_parse_url(self.url)}
+                        if connection_class is not None:
                             options["connection_class"] = connection_class
-                            self._async = aredis.Redis.from_pool(aredis.ConnectionPool(**options))
+                        pool = aredis.BlockingConnectionPool(
+                            max_connections=self.max_connections,
+                            timeout=self.pool_timeout,
+                            **options,
+                        )
+                        self._async = aredis.Redis.from_pool(pool)
         return self._async
 
     async def aclient(self) -> aredis.Redis | AsyncRedisCluster:

@@ -29,7 +29,12 @@ from langgraph.store.base import BaseStore, Item, PutOp
 from pydantic import BaseModel
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, validate_user_id
-from langchain_tiered_memory._redis import EmbeddedRedis, RedisConnection
+from langchain_tiered_memory._redis import (
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_POOL_TIMEOUT,
+    EmbeddedRedis,
+    RedisConnection,
+)
 from langchain_tiered_memory.errors import (
     CorruptMemoryError,
     MemoryBackendError,
@@ -168,10 +173,15 @@ class TieredMemory:
         cluster: bool | None = None,
         summarize_after: int | None = None,
         user_ttl: float | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        pool_timeout: float = DEFAULT_POOL_TIMEOUT,
     ) -> TieredMemory:
         """Memory on a Redis/Valkey server or Redis Cluster (``redis_url`` or ``$REDIS_URL``).
 
-        No connection is made until the first call.
+        No connection is made until the first call. Each of the sync and the async client
+        holds up to ``max_connections`` (per node on a Cluster); past that a call waits up
+        to ``pool_timeout`` seconds for one to come free, then fails with a
+        :class:`MemoryBackendError` that says so (a Cluster client fails at once).
 
         Example:
             >>> memory = TieredMemory.from_url("redis://localhost:6379/0", key_prefix="app")
@@ -181,7 +191,9 @@ class TieredMemory:
         if not url:
             raise ValueError("pass redis_url= or set REDIS_URL, or use TieredMemory.embedded().")
         return cls._on_connection(
-            RedisConnection(url, cluster=cluster),
+            RedisConnection(
+                url, cluster=cluster, max_connections=max_connections, pool_timeout=pool_timeout
+            ),
             embeddings=embeddings,
             tag_schema=tag_schema,
             key_prefix=key_prefix,
@@ -202,6 +214,8 @@ class TieredMemory:
         appendfsync: str | None = None,
         summarize_after: int | None = None,
         user_ttl: float | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        pool_timeout: float = DEFAULT_POOL_TIMEOUT,
     ) -> TieredMemory:
         """Memory on an embedded real redis-server persisting under ``data_dir``.
 
@@ -220,7 +234,12 @@ class TieredMemory:
         """
         server = EmbeddedRedis(data_dir, appendfsync=appendfsync).start()
         connection = RedisConnection(
-            server.url, cluster=False, client_name=server.client_name, revive=server.revive
+            server.url,
+            cluster=False,
+            client_name=server.client_name,
+            revive=server.revive,
+            max_connections=max_connections,
+            pool_timeout=pool_timeout,
         )
         memory = cls._on_connection(
             connection,

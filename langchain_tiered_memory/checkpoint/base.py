@@ -96,6 +96,7 @@ return 1
 # mode "latest": ARGV[3] is a namespace; "members": ARGV[3..] are members.
 # Returns {member, record, write fields, write values} per member that exists.
 _LOAD = r"""
+local CHUNK = 1000
 local members
 if ARGV[2] == 'latest' then
   local ns = ARGV[3]
@@ -110,8 +111,12 @@ for _, m in ipairs(members) do
   local rec = redis.call('HGET', KEYS[2], m)
   if rec then
     local fields = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. m .. '\0', '(' .. m .. '\1')
+    -- HMGET in chunks: unpack() of more than ~8,000 fields overflows Lua's stack
     local values = {}
-    if #fields > 0 then values = redis.call('HMGET', KEYS[3], unpack(fields)) end
+    for i = 1, #fields, CHUNK do
+      local got = redis.call('HMGET', KEYS[3], unpack(fields, i, math.min(i + CHUNK - 1, #fields)))
+      for _, v in ipairs(got) do values[#values + 1] = v end
+    end
     out[#out + 1] = {m, rec, fields, values}
   end
 end
@@ -125,6 +130,7 @@ return out
 # ARGV: mode, args. mode "members": delete those
 # checkpoints and their writes; "run": ARGV[2] is a run id, delete its checkpoints.
 _DELETE = r"""
+local CHUNK = 1000
 local members = {}
 if ARGV[1] == 'run' then
   local r = ARGV[2]
@@ -140,7 +146,9 @@ for _, m in ipairs(members) do
   local lo, hi = '[' .. m .. '\0', '(' .. m .. '\1'
   local fields = redis.call('ZRANGEBYLEX', KEYS[4], lo, hi)
   if #fields > 0 then
-    redis.call('HDEL', KEYS[3], unpack(fields))
+    for i = 1, #fields, CHUNK do
+      redis.call('HDEL', KEYS[3], unpack(fields, i, math.min(i + CHUNK - 1, #fields)))
+    end
     redis.call('ZREMRANGEBYLEX', KEYS[4], lo, hi)
   end
 end
@@ -239,7 +247,8 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         ns = configurable.get("checkpoint_ns")
         if ns is not None:
             ns = _check_part(str(ns), "checkpoint_ns")
-        checkpoint_id = get_checkpoint_id(config)
+        # "" means the latest, as InMemorySaver and SqliteSaver read it (a falsy id)
+        checkpoint_id = get_checkpoint_id(config) or None
         if checkpoint_id is not None:
             checkpoint_id = _check_part(str(checkpoint_id), "checkpoint_id")
         return _Where(thread_id, ns, checkpoint_id)
@@ -378,7 +387,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         return not filter or all(metadata.get(k) == v for k, v in filter.items())
 
     def _before(self, before: RunnableConfig | None) -> str | None:
-        return get_checkpoint_id(before) if before else None
+        return (get_checkpoint_id(before) or None) if before else None
 
     # ----- maintenance plans -----
 

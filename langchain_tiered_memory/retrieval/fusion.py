@@ -270,13 +270,14 @@ class HybridIndex:
         Models differ in it (all-MiniLM-L6-v2: 0.08-0.38 for one user's items here;
         multilingual-e5: 0.76-0.85), so "similar" is measured against it
         (:meth:`relative_similarity`), never as a fixed cosine. From the vectors' sum:
-        ``|sum|^2 = n + sum of the off-diagonal cosines``.
+        ``|sum|^2 = n + sum of the off-diagonal cosines``; shrunk toward 0 for a user with
+        few items (as the query centering is), whose items are no sample of anything.
         """
         n = len(self)
         if n < 2:
             return 0.0
         mean = (float(self._sum @ self._sum) - n) / (n * (n - 1))
-        return min(max(mean, 0.0), 0.99)
+        return min(max(mean * n / (n + CENTERING_PRIOR_ITEMS), 0.0), 0.99)
 
     def relative_similarity(self, cosines: np.ndarray) -> np.ndarray:
         """Cosines rescaled so that this index's typical pair is 0 and identity 1."""

@@ -600,3 +600,35 @@ def test_a_stalled_server_is_waited_out_or_a_clear_error_and_nothing_is_torn(
             assert graph.invoke(again, config)["trail"] == list(range(1, 11))
     finally:
         server.stop()
+
+
+def test_a_checkpoint_with_9000_pending_writes_loads_and_deletes(
+    server_url: str, key_prefix: str
+) -> None:
+    """A wide Send fan-out leaves thousands of writes on one checkpoint: the load and the
+    delete scripts read and drop them in chunks (one unpack() of all of them overflowed
+    Lua's stack past about 8,000 and the thread could never be read again)."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    with RedisSaver.from_url(server_url, key_prefix=key_prefix) as saver:
+        config: RunnableConfig = {"configurable": {"thread_id": "wide", "checkpoint_ns": ""}}
+        stored = saver.put(config, empty_checkpoint(), {"step": 1}, {})
+        n = 9000
+        for start in range(0, n, 1000):
+            for task in range(start, start + 1000):
+                saver.put_writes(stored, [("results", task)], task_id=f"task-{task:05d}")
+        got = saver.get_tuple(stored)
+        assert got is not None and got.pending_writes is not None
+        assert len(got.pending_writes) == n
+        assert sorted(v for _, _, v in got.pending_writes) == list(range(n))
+        # "" as the checkpoint id reads the latest, as InMemorySaver does
+        latest = saver.get_tuple({"configurable": {**config["configurable"], "checkpoint_id": ""}})
+        assert latest is not None and latest.config == got.config
+        assert [
+            c.config
+            for c in saver.list({"configurable": {"thread_id": "wide", "checkpoint_id": ""}})
+        ] == [got.config]
+        saver.delete_thread("wide")
+        assert saver.get_tuple(config) is None
+        raw = saver.connection.sync
+        assert not any(raw.exists(k) for k in KeyBuilder(key_prefix).thread_keys("wide"))

@@ -471,6 +471,7 @@ def test_newer_first_orders_every_near_duplicate_pair_and_keeps_the_rest() -> No
     vectors = np.array([[1.0, 0.0], [0.0, 1.0], [0.99, 0.141], [0.98, 0.199]])
     index = SimpleNamespace(records=[SimpleNamespace(created_at=d) for d in dates])
     hits = [SimpleNamespace(position=i) for i in range(4)]
-    order = [h.position for h in _newer_first(hits, vectors, index)]  # type: ignore[arg-type]
+    similar = vectors @ vectors.T >= 0.85
+    order = [h.position for h in _newer_first(hits, similar, index)]  # type: ignore[arg-type]
     assert order == [3, 2, 0, 1]  # d, c, a newest first; b, unrelated, stays after a
-    assert [h.position for h in _newer_first(hits[1:2], vectors, index)] == [1]  # type: ignore[arg-type]
+    assert [h.position for h in _newer_first(hits[1:2], similar[1:2, 1:2], index)] == [1]  # type: ignore[arg-type]

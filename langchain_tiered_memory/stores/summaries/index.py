@@ -258,7 +258,9 @@ class _UserIndex:
             hits = self.hybrid.search(query or "", vector, k, now=now, exclude=hidden)
             if len(hits) > 1:
                 positions = np.array([h.position for h in hits], dtype=np.int64)
-                hits = _newer_first(hits, self.hybrid.vectors(positions), self)
+                vectors = self.hybrid.vectors(positions)
+                similar = self.hybrid.relative_similarity(vectors @ vectors.T) >= NEAR_DUPLICATE
+                hits = _newer_first(hits, similar, self)
             records = [self.records[h.position] for h in hits]
         out = []
         for hit, record in zip(hits, records):
@@ -277,13 +279,13 @@ class _UserIndex:
 NEAR_DUPLICATE = 0.75
 
 
-def _newer_first(hits: list[Any], vectors: np.ndarray, index: _UserIndex) -> list[Any]:
-    """``hits`` with every near-duplicate pair ordered newer first, stable otherwise: each
+def _newer_first(hits: list[Any], similar: np.ndarray, index: _UserIndex) -> list[Any]:
+    """``hits`` with every near-duplicate pair (``similar[i, j]``) ordered newer first, stable
+    otherwise: each
     hit goes before the first older near-duplicate already placed (so no older
     near-duplicate ever precedes it, and placed hits keep their order).
     """
     epochs = [to_epoch(index.records[h.position].created_at) for h in hits]
-    similar = index.hybrid.relative_similarity(vectors @ vectors.T) >= NEAR_DUPLICATE
     order: list[int] = []
     for i in range(len(hits)):
         at = next(

@@ -1,0 +1,81 @@
+"""Many concurrent callers on one memory: past the connection pool they wait, never fail.
+
+redis-py's asyncio pool holds 100 connections and *raises* when they are all taken, which
+was reported as "Redis ... is unreachable": 101 concurrent ``aput``s on one store failed
+one, 300 failed 200. The pools are now blocking, with a bounded wait and a clear error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+
+from langchain_tiered_memory import MemoryBackendError, TieredMemory
+from langchain_tiered_memory._redis import RedisConnection
+
+
+async def test_300_concurrent_store_and_saver_writes_all_succeed(
+    embedded_memory: TieredMemory,
+) -> None:
+    store = embedded_memory.store()
+    saver = embedded_memory.acheckpointer()
+    n = 300
+
+    async def put(i: int) -> None:
+        await store.aput(("memories", f"u{i}"), "k", {"content": f"fact {i}"})
+
+    async def checkpoint(i: int) -> None:
+        config = {"configurable": {"thread_id": f"t{i}", "checkpoint_ns": ""}}
+        await saver.aput(config, empty_checkpoint(), {"step": i}, {})  # type: ignore[arg-type]
+
+    results = await asyncio.gather(
+        *(put(i) for i in range(n)), *(checkpoint(i) for i in range(n)), return_exceptions=True
+    )
+    assert [r for r in results if r is not None] == []
+    assert len(await store.asearch(("memories",), limit=1000)) == n
+    found = [await saver.aget_tuple({"configurable": {"thread_id": f"t{i}"}}) for i in range(n)]
+    assert all(t is not None for t in found)
+
+
+async def test_an_exhausted_pool_waits_then_says_what_happened(
+    embedded_memory: TieredMemory,
+) -> None:
+    assert embedded_memory.redis_url is not None
+    conn = RedisConnection(embedded_memory.redis_url, max_connections=2, pool_timeout=0.3)
+    client = await conn.aclient()
+    # two callers hold both connections for 1 s: a third waits 0.3 s, then a clear error
+    blockers = [asyncio.create_task(client.blpop(["never-pushed"], timeout=1)) for _ in range(2)]
+    await asyncio.sleep(0.1)
+    started = time.perf_counter()
+    with pytest.raises(MemoryBackendError, match="busy.*max_connections"), conn.errors():
+        await client.ping()
+    assert 0.25 < time.perf_counter() - started < 0.9
+    await asyncio.gather(*blockers)
+    with conn.errors():  # freed: the pool serves again
+        assert await client.ping()
+    await conn.aclose()
+
+
+def test_the_sync_pool_waits_for_a_free_connection(embedded_memory: TieredMemory) -> None:
+    assert embedded_memory.redis_url is not None
+    conn = RedisConnection(embedded_memory.redis_url, max_connections=1, pool_timeout=5)
+    holder = threading.Thread(target=lambda: conn.sync.blpop(["never-pushed"], timeout=0.5))
+    holder.start()
+    time.sleep(0.1)
+    started = time.perf_counter()
+    with conn.errors():
+        assert conn.sync.ping()  # waited for the one connection, did not fail
+    assert time.perf_counter() - started > 0.2
+    holder.join()
+    conn.close()
+
+
+def test_pool_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="max_connections"):
+        RedisConnection("redis://localhost", max_connections=0)
+    with pytest.raises(ValueError, match="pool_timeout"):
+        RedisConnection("redis://localhost", pool_timeout=0)
