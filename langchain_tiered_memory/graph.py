@@ -52,8 +52,8 @@ from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
 from langchain_tiered_memory.prompt import (
     DEFAULT_SYSTEM_PROMPT,
-    SMALL_MODEL_SYSTEM_PROMPT,
     MemoryRenderer,
+    base_system_prompt,
     render_compact_memory,
     render_memory_section,
 )
@@ -546,7 +546,7 @@ def create_memory_graph(
         memory_prompt = render_compact_memory if small_model else render_memory_section
     if max_context_messages is None:
         max_context_messages = 0 if small_model else 20  # small: the current turn only
-    default_prompt = SMALL_MODEL_SYSTEM_PROMPT if small_model else DEFAULT_SYSTEM_PROMPT
+    default_prompt = base_system_prompt(small_model)
     nodes = MemoryNodes(
         memory=memory,
         system_prompt=system_prompt or default_prompt,

@@ -1170,23 +1170,27 @@ class TieredMemory:
 
         Deletes the thread's messages from the history, the summary items made only from
         that thread (items that also came from other threads stay), and, with
-        ``checkpointer``, the thread's checkpoints. Tags stay: they are the user's, and
-        their history says which thread set them.
+        ``checkpointer``, the thread's checkpoints, but only for a thread recorded for this
+        user (another user's thread id is left alone: 0 checkpoints). Tags stay: they are
+        the user's, and their history says which thread set them.
 
         Example:
             >>> memory.forget_thread("alice", "t-2", checkpointer=saver)  # doctest: +SKIP
-            {'messages': 4, 'summaries': 1, 'checkpoints': 1}
+            {'messages': 4, 'summaries': 1, 'checkpoints': 3}
 
         """
         user_id = validate_user_id(user_id)
-        if checkpointer is not None:
+        checkpoints = 0
+        if checkpointer is not None and thread_id in self.history.threads(user_id):
+            config = _thread_config(thread_id, any_namespace=True)
+            checkpoints = sum(1 for _ in checkpointer.list(config))
             checkpointer.delete_thread(thread_id)
         messages = self.history.forget_thread(user_id, thread_id)
         derived = _derived_only_from(self.summaries.get_all(user_id), thread_id)
         return {
             "messages": messages,
             "summaries": self.summaries.delete(user_id, derived),
-            "checkpoints": int(checkpointer is not None),
+            "checkpoints": checkpoints,
         }
 
     async def aforget_thread(
@@ -1194,14 +1198,17 @@ class TieredMemory:
     ) -> dict[str, int]:
         """Async :meth:`forget_thread`."""
         user_id = validate_user_id(user_id)
-        if checkpointer is not None:
+        checkpoints = 0
+        if checkpointer is not None and thread_id in await self.history.athreads(user_id):
+            config = _thread_config(thread_id, any_namespace=True)
+            checkpoints = len([c async for c in checkpointer.alist(config)])
             await checkpointer.adelete_thread(thread_id)
         messages = await self.history.aforget_thread(user_id, thread_id)
         derived = _derived_only_from(await self.summaries.aget_all(user_id), thread_id)
         return {
             "messages": messages,
             "summaries": await self.summaries.adelete(user_id, derived),
-            "checkpoints": int(checkpointer is not None),
+            "checkpoints": checkpoints,
         }
 
     def export_user(
@@ -1351,7 +1358,9 @@ async def _astore_items_of(
     return items
 
 
-def _thread_config(thread_id: str) -> RunnableConfig:
+def _thread_config(thread_id: str, *, any_namespace: bool = False) -> RunnableConfig:
+    if any_namespace:  # list() over every namespace of the thread (subgraphs too)
+        return {"configurable": {"thread_id": thread_id}}
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 

@@ -124,7 +124,7 @@ class _ChatSession:
     def command(self, text: str) -> bool:
         """Run a slash command; ``False`` to leave the chat."""
         from langchain_tiered_memory.errors import SummarizationError
-        from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
+        from langchain_tiered_memory.prompt import base_system_prompt
         from langchain_tiered_memory.summarizer import small_model_options
 
         name, _, rest = text.partition(" ")
@@ -156,8 +156,9 @@ class _ChatSession:
         elif name == "/prompt":
             state = self.graph.get_state({"configurable": {"thread_id": self.thread_id}})
             memory_prompt = str(state.values.get("memory_prompt") or "")
+            # what the graph sends this model (chat builds it with small_model=self.small)
             line(self.console, "base system prompt:", style="bold")
-            for row in DEFAULT_SYSTEM_PROMPT.splitlines():
+            for row in base_system_prompt(self.small).splitlines():
                 line(self.console, f"  | {row}")
             print_memory_section(self.console, memory_prompt, self.user)
         elif name == "/forget":

@@ -389,6 +389,7 @@ def test_unwritable_data_dir_is_one_line(tmp_path: Path) -> None:
 
 def test_fake_demo_model_answers_only_from_its_prompt() -> None:
     from langchain_core.messages import SystemMessage
+    from langchain_core.runnables import RunnableConfig
 
     model = fake_demo_model()
     call = model.invoke([HumanMessage("Hi, my name is Alice and I am 30 years old.")])
@@ -455,3 +456,49 @@ def test_chat_forget_erases_the_user_and_its_threads(
         assert user_thread_ids(saver, "alice") == []
     _, out, _ = run_cli(capsys, "export", "--user", "alice", *opts(data_dir))
     assert json.loads(out)["tags"] == {}
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_the_prompt_command_shows_the_base_prompt_the_model_is_sent(small: bool) -> None:
+    """/prompt printed DEFAULT_SYSTEM_PROMPT while a small model was sent the small one."""
+    from io import StringIO
+
+    from langchain_core.messages import SystemMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.memory import InMemorySaver
+    from rich.console import Console
+
+    from langchain_tiered_memory import TieredMemory
+    from langchain_tiered_memory.cli.chat import _ChatSession
+    from langchain_tiered_memory.graph import create_memory_graph
+    from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT, SMALL_MODEL_SYSTEM_PROMPT
+    from langchain_tiered_memory.testing import ScriptedChatModel
+
+    model = ScriptedChatModel(replies=["Hello Alice."])
+    memory = TieredMemory.in_memory()
+    graph = create_memory_graph(
+        model, memory=memory, checkpointer=InMemorySaver(), small_model=small
+    )
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": [("user", "Hi, I am Alice.")]}, config, context={"user_id": "alice"})
+    sent = [p[0] for p in model.prompts if isinstance(p[0], SystemMessage)]
+    out = StringIO()
+    console = Console(file=out, width=200)
+    session = _ChatSession(
+        console=console,
+        memory=memory,
+        model=model,
+        graph=graph,
+        saver=None,
+        user="alice",
+        thread_id="t",
+        show_prompt=False,
+        small=small,
+    )
+    session.command("/prompt")
+    shown = out.getvalue()
+    expected = SMALL_MODEL_SYSTEM_PROMPT if small else DEFAULT_SYSTEM_PROMPT
+    other = DEFAULT_SYSTEM_PROMPT if small else SMALL_MODEL_SYSTEM_PROMPT
+    assert any(str(m.content).startswith(expected.splitlines()[0]) for m in sent)
+    assert all(f"| {row}" in shown for row in expected.splitlines() if row)
+    assert f"| {other.splitlines()[0]}" not in shown

@@ -99,3 +99,32 @@ def test_bad_thread_id_is_refused_and_nothing_written(
     with pytest.raises(ValueError):
         memory.add_session_log("fred", [HumanMessage("x")], thread_id=bad)  # type: ignore[arg-type]
     assert memory.history.length("fred") == 0
+
+
+async def test_forget_thread_deletes_only_a_thread_of_that_user_and_counts_it(
+    memory_factory: Callable[..., TieredMemory],
+) -> None:
+    memory = memory_factory()
+    saver = InMemorySaver()
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=saver
+    )
+    _run(graph, "alice", "a1", "hello")
+    _run(graph, "bob", "b1", "hi")
+    written = len(list(saver.list({"configurable": {"thread_id": "a1"}})))
+    assert written >= 2
+    # bob's thread named by alice: nothing of it is touched, and nothing is claimed
+    assert memory.forget_thread("alice", "b1", checkpointer=saver) == {
+        "messages": 0,
+        "summaries": 0,
+        "checkpoints": 0,
+    }
+    assert saver.get_tuple({"configurable": {"thread_id": "b1"}}) is not None
+    assert memory.forget_thread("nobody-here", "zzz", checkpointer=saver)["checkpoints"] == 0
+    removed = memory.forget_thread("alice", "a1", checkpointer=saver)
+    assert removed["checkpoints"] == written and removed["messages"] == 2
+    assert saver.get_tuple({"configurable": {"thread_id": "a1"}}) is None
+    _run(graph, "alice", "a2", "again")
+    assert (await memory.aforget_thread("bob", "a2", checkpointer=saver))["checkpoints"] == 0
+    assert (await memory.aforget_thread("alice", "a2", checkpointer=saver))["checkpoints"] > 0
+    assert saver.get_tuple({"configurable": {"thread_id": "a2"}}) is None
