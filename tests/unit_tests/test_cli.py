@@ -389,7 +389,6 @@ def test_unwritable_data_dir_is_one_line(tmp_path: Path) -> None:
 
 def test_fake_demo_model_answers_only_from_its_prompt() -> None:
     from langchain_core.messages import SystemMessage
-    from langchain_core.runnables import RunnableConfig
 
     model = fake_demo_model()
     call = model.invoke([HumanMessage("Hi, my name is Alice and I am 30 years old.")])
