@@ -48,7 +48,10 @@ async def test_an_exhausted_pool_waits_then_says_what_happened(
     conn = RedisConnection(embedded_memory.redis_url, max_connections=2, pool_timeout=0.3)
     client = await conn.aclient()
     # two callers hold both connections for 1 s: a third waits 0.3 s, then a clear error
-    blockers = [asyncio.create_task(client.blpop(["never-pushed"], timeout=1)) for _ in range(2)]
+    async def hold() -> None:
+        await client.blpop(["never-pushed"], timeout=1)  # type: ignore[misc]
+
+    blockers = [asyncio.create_task(hold()) for _ in range(2)]
     await asyncio.sleep(0.1)
     started = time.perf_counter()
     with pytest.raises(MemoryBackendError, match="busy.*max_connections"), conn.errors():
