@@ -256,7 +256,8 @@ class _UserIndex:
             if not include_superseded and self.superseded.any():
                 hidden = self.superseded.copy()
             hits = self.hybrid.search(query or "", vector, k, now=now, exclude=hidden)
-            if len(hits) > 1:
+            # near-duplicates are told by the vectors: not for text the model cannot read
+            if len(hits) > 1 and self.hybrid.dense_weight(query or "") >= 0.5:
                 positions = np.array([h.position for h in hits], dtype=np.int64)
                 vectors = self.hybrid.vectors(positions)
                 similar = self.hybrid.relative_similarity(vectors @ vectors.T) >= NEAR_DUPLICATE
