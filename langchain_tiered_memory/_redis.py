@@ -8,6 +8,7 @@ caller sees *which* Redis failed and what to check.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import fcntl
 import functools
@@ -21,6 +22,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -250,6 +252,20 @@ def _async_connection_class(url: str, revive: Callable[[], bool] | None) -> type
         (_AsyncReviving, aredis.UnixDomainSocketConnection),
         {"revive": staticmethod(revive)},
     )
+
+
+# Embedded servers this process is attached to: detached at interpreter exit, so a script
+# that never calls close() does not leave the server running (the last one out stops it).
+_ATTACHED: weakref.WeakSet[EmbeddedRedis] = weakref.WeakSet()
+
+
+@atexit.register
+def _detach_at_exit() -> None:
+    for server in list(_ATTACHED):
+        try:
+            server.stop()
+        except Exception:  # at exit: say so, and let the rest detach
+            logger.warning("could not stop the embedded server at %s", server.url, exc_info=True)
 
 
 class RedisConnection:
@@ -722,6 +738,7 @@ class EmbeddedRedis:
             except BaseException:
                 self._detach()
                 raise
+        _ATTACHED.add(self)
         return self
 
     def revive(self) -> bool:
@@ -885,6 +902,7 @@ class EmbeddedRedis:
 
     def stop(self) -> None:
         """Detach; the last attached object shuts the server down (saving its data)."""
+        _ATTACHED.discard(self)
         if self._attach_fd is None:
             return
         with self._start_lock():

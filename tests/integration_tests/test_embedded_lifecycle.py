@@ -448,3 +448,56 @@ def _checkpoint_with(values: dict[str, Any]) -> Any:
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"] = values
     return checkpoint
+
+
+_NO_CLOSE = textwrap.dedent(
+    """
+    import sys
+    from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+    memory = TieredMemory.embedded(sys.argv[1], embeddings=HashingEmbeddings())
+    memory.set_user_tags("alice", {"name": "Alice"})
+    print("attached", flush=True)
+    if sys.argv[2] == "wait":
+        sys.stdin.read()  # hold on until the parent closes stdin
+    # no close(): the interpreter exits with the memory open
+    """
+)
+
+
+def test_a_script_that_never_closes_stops_its_server_at_exit(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_CLOSE, str(data), "exit"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not EmbeddedRedis(data)._ping()  # stopped at exit, its data saved
+    with TieredMemory.embedded(data, embeddings=HashingEmbeddings()) as memory:
+        assert memory.get_user_tags("alice") == {"name": "Alice"}
+
+
+def test_exit_leaves_the_server_to_a_process_still_attached(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _NO_CLOSE, str(data), "wait"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "attached"
+        done = subprocess.run(
+            [sys.executable, "-c", _NO_CLOSE, str(data), "exit"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert EmbeddedRedis(data)._ping()  # the other process still uses it
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert not EmbeddedRedis(data)._ping()  # the last one out stopped it

@@ -47,6 +47,7 @@ async def test_an_exhausted_pool_waits_then_says_what_happened(
     assert embedded_memory.redis_url is not None
     conn = RedisConnection(embedded_memory.redis_url, max_connections=2, pool_timeout=0.3)
     client = await conn.aclient()
+
     # two callers hold both connections for 1 s: a third waits 0.3 s, then a clear error
     async def hold() -> None:
         await client.blpop(["never-pushed"], timeout=1)  # type: ignore[misc]

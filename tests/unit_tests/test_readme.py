@@ -143,3 +143,13 @@ def test_readme_lists_every_cli_command() -> None:
         if name != "demo-step":
             assert f"tiered-memory {name}" in README
     assert "snap-research/LoCoMo" in README and "CC BY-NC 4.0" in README
+
+
+def test_the_middleware_example_says_how_to_install_what_it_imports() -> None:
+    """From a clone, the example failed with "No module named 'langchain'" until the
+    [middleware] extra was installed: the install line stands in a block of its own."""
+    section = README.split("### Middleware for `create_agent`", 1)[1].split("\n### ", 1)[0]
+    bash, python = section.index("```bash\n"), section.index("```python\n")
+    assert bash < python
+    assert 'pip install -e ".[middleware]"' in section[bash:python]
+    assert "from langchain.agents import" in section[python:]

@@ -287,6 +287,26 @@ def test_a_writer_with_another_model_is_refused_by_the_script(
     assert texts(store.get_all("alice")) == FACTS[:2]
 
 
+def test_legacy_384_dimensional_items_are_taken_as_minilms(
+    embedded_memory: TieredMemory,
+) -> None:
+    """0.1 recorded no model; its 384-d items came from all-MiniLM-L6-v2, the default then.
+    The new default (multilingual-e5-small) is 384-d too: it must not search them."""
+    store = embedded_memory.summaries
+    assert isinstance(store, RedisSummaryStore)
+    store.embeddings = HashingEmbeddings(dim=384)
+    embedded_memory.add_summaries("alice", FACTS[:2])
+    assert embedded_memory.redis_url is not None
+    raw_client(embedded_memory.redis_url).hdel(store.keys.key("alice", "meta"), "model")
+    store._cache.clear()
+    with pytest.raises(EmbeddingsMismatchError, match="all-minilm-l6-v2"):
+        embedded_memory.recall_summaries("alice", "birthday")
+    minilm_named = HashingEmbeddings(dim=384)
+    minilm_named.model_id = "all-minilm-l6-v2"
+    store.embeddings = minilm_named
+    assert embedded_memory.recall_summaries("alice", "birthday")
+
+
 def test_items_stored_before_models_were_recorded_still_load(
     embedded_memory: TieredMemory,
 ) -> None:

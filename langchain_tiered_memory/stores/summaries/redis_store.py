@@ -115,6 +115,10 @@ return n
 
 __all__ = ["RedisSummaryStore"]
 
+# What 0.1 stores held when they recorded no model: the then default's name and size.
+LEGACY_MODEL = "all-minilm-l6-v2"
+LEGACY_DIM = 384
+
 
 def _int(raw: bytes | str | None, where: str = "a summary meta hash") -> int:
     try:
@@ -278,7 +282,12 @@ class RedisSummaryStore(SummaryStore):
         """Refuse to search items embedded by another model than this store's."""
         stored = version[3] if len(version) > 3 else None
         if stored is None:
-            return  # nothing stored, or items from before 0.2 (no model recorded)
+            # Items from before 0.2 carry no model name. 384-dimensional ones came from the
+            # 0.1 default, all-MiniLM-L6-v2, whose vectors the new default's (also 384)
+            # must not be mixed with; other sizes are told apart by the size check.
+            if _int(version[2]) != LEGACY_DIM:
+                return
+            stored = LEGACY_MODEL
         check_embeddings_model(as_text(stored), self._embedder(), self.where(user_id))
 
     def _fetch_commands(

