@@ -47,6 +47,12 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from typing_extensions import NotRequired, TypedDict
 
+from langchain_tiered_memory.capture import (
+    AfterTurnCapture,
+    TagCapture,
+    summarize_call,
+    summary_reply,
+)
 from langchain_tiered_memory.context import MemoryContext, resolve_user_id, thread_of
 from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
@@ -476,6 +482,7 @@ def create_memory_graph(
     summary_model: BaseChatModel | None = None,
     small_model: bool | None = None,
     force_tag_capture: bool | None = None,
+    tag_capture: TagCapture | None = None,
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
     extractive_summary_fallback: bool | None = None,
     name: str | None = None,
@@ -515,7 +522,16 @@ def create_memory_graph(
             force a ``user_tag`` call (``tool_choice``) and keep only values the user
             literally said; ``user_tag`` is then not offered to the model otherwise, so a
             weak model cannot record guesses. For small local models that never choose
-            tools on their own. ``None``: follows ``small_model``.
+            tools on their own. Kept for compatibility: ``True`` is
+            ``tag_capture="forced"``, ``False`` ``"tool"``.
+        tag_capture: how stated facts reach the tag store: ``"tool"`` (the model calls
+            ``user_tag`` when it chooses), ``"forced"`` (as ``force_tag_capture``), or
+            ``"after_turn"``: the model is offered ``user_tag`` as with ``"tool"``, and when
+            a turn's message states a fact but no call came, one forced extraction runs
+            after the reply (:class:`~langchain_tiered_memory.capture.AfterTurnCapture`).
+            ``None`` (default): ``"forced"`` for small models; ``"after_turn"`` for the
+            others: many capable models skip the tool now and then, and the extraction
+            costs a call only on such turns.
         max_tool_rounds: after this many tool-calling replies in one turn the model is
             called without tools and must answer, so a model stuck calling tools cannot
             loop until the recursion limit (and lose the turn).
@@ -538,8 +554,16 @@ def create_memory_graph(
         from langchain_tiered_memory.local import is_small_local_model
 
         small_model = is_small_local_model(model)
-    if force_tag_capture is None:
-        force_tag_capture = small_model
+    if tag_capture is None:
+        if force_tag_capture is not None:
+            tag_capture = "forced" if force_tag_capture else "tool"
+        else:
+            tag_capture = "forced" if small_model else "after_turn"
+    if tag_capture not in ("tool", "forced", "after_turn"):
+        raise ValueError(
+            f"tag_capture must be 'tool', 'forced' or 'after_turn', not {tag_capture!r}."
+        )
+    force_tag_capture = tag_capture == "forced"
     if extractive_summary_fallback is None:
         extractive_summary_fallback = small_model
     if memory_prompt is None:
@@ -562,22 +586,31 @@ def create_memory_graph(
         grounded_summaries=small_model,
     )
     tag_tool = UserTagTool(memory=memory)
-    all_tools: list[BaseTool] = [
-        tag_tool,
-        SummarizeTool(
-            memory=memory,
-            model=summary_model,
-            extractive_fallback=extractive_summary_fallback,
-            grounded=small_model,
-            reconcile=not small_model,  # a small model cannot judge updates
-        ),
-        *tools,
-    ]
+    summarize_tool = SummarizeTool(
+        memory=memory,
+        model=summary_model,
+        extractive_fallback=extractive_summary_fallback,
+        grounded=small_model,
+        reconcile=not small_model,  # a small model cannot judge updates
+    )
+    all_tools: list[BaseTool] = [tag_tool, summarize_tool, *tools]
     offered = [t for t in all_tools if t is not tag_tool] if force_tag_capture else all_tools
     bound = model.bind_tools(offered)
     forced = model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL) if force_tag_capture else None
 
     step = ModelStep(max_tool_rounds=max_tool_rounds, force_tag_capture=force_tag_capture)
+    after_turn = (
+        AfterTurnCapture(
+            memory=memory,
+            model=model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL),
+            ground=_grounded if small_model else None,
+            summarize=summarize_tool,
+        )
+        if tag_capture == "after_turn"
+        else None
+    )
+    # small models: a request to summarize runs the tool, and the reply is its report
+    summarize_on_request = small_model
 
     def _free_model(state: dict[str, Any]) -> tuple[Any, bool]:
         exhausted = step.exhausted(state.get("messages", []))
@@ -602,7 +635,15 @@ def create_memory_graph(
     ) -> dict[str, Any]:
         return await nodes.aload(state, _user(runtime, config))
 
+    def _scripted(state: dict[str, Any]) -> dict[str, Any] | None:
+        if not summarize_on_request:
+            return None
+        reply = summary_reply(state["messages"]) or summarize_call(state["messages"])
+        return None if reply is None else {"messages": [reply]}
+
     def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        if (scripted := _scripted(state)) is not None:
+            return scripted
         messages = nodes.compose(state)
         human = step.wants_capture(state["messages"])
         if human is not None and forced is not None:
@@ -613,6 +654,8 @@ def create_memory_graph(
         return _finish(free.invoke(messages, config), state, exhausted)
 
     async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        if (scripted := _scripted(state)) is not None:
+            return scripted
         messages = nodes.compose(state)
         human = step.wants_capture(state["messages"])
         if human is not None and forced is not None:
@@ -625,12 +668,18 @@ def create_memory_graph(
     def save_memory(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
     ) -> dict[str, Any]:
-        return nodes.save(state, _user(runtime, config), thread_of(config))
+        user, thread = _user(runtime, config), thread_of(config)
+        if after_turn is not None:
+            after_turn.run(state["messages"], user, thread, config)
+        return nodes.save(state, user, thread)
 
     async def asave_memory(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
     ) -> dict[str, Any]:
-        return await nodes.asave(state, _user(runtime, config), thread_of(config))
+        user, thread = _user(runtime, config), thread_of(config)
+        if after_turn is not None:
+            await after_turn.arun(state["messages"], user, thread, config)
+        return await nodes.asave(state, user, thread)
 
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(MemoryState, context_schema=MemoryContext)
     # A sync and an async body per node (invoke and ainvoke each run their own), with the

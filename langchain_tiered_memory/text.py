@@ -24,6 +24,7 @@ __all__ = [
     "STOPWORDS",
     "is_cjk",
     "is_first_person",
+    "asks_to_summarize",
     "is_question",
     "restatement_key",
     "script_of",
@@ -192,6 +193,26 @@ def tokenize(text: str) -> list[str]:
             else:
                 tokens.append(run)
     return tokens
+
+
+_SUMMARIZE_REQUEST = re.compile(
+    r"\b(summari[sz]e|summary|recap)\b|总结|概括|归纳|摘要|總結|まとめ|要約|요약|"
+    r"\b(zusammenfass\w*|résum\w*|resum\w*|riassum\w*)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_to_summarize(text: str) -> bool:
+    """Whether a message asks for the conversation to be summarized (several languages).
+
+    Example:
+        >>> asks_to_summarize("Please summarize our conversation.")
+        True
+        >>> [asks_to_summarize(t) for t in ["请总结一下我们的对话。", "I like tea."]]
+        [True, False]
+
+    """
+    return bool(_SUMMARIZE_REQUEST.search(text))
 
 
 def restatement_key(text: str) -> tuple[str, ...]:

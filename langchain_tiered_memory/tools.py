@@ -162,10 +162,13 @@ class SummarizeTool(BaseTool):
         super().__init__(memory=memory, model=model, **kwargs)
 
     @staticmethod
-    def _report(ids: list[str]) -> str:
+    def _report(ids: list[str], docs: list[Any]) -> str:
         if not ids:
             return "Nothing new to summarize: the memory is up to date."
-        return f"Stored {len(ids)} memory item(s) from the conversation."
+        wanted = set(ids)
+        texts = [d.page_content for d in docs if d.id in wanted]
+        listed = "".join(f"\n- {t}" for t in texts)
+        return f"Stored {len(ids)} memory item(s) from the conversation:{listed}"
 
     def _model(self) -> BaseChatModel:
         if self.model is None:
@@ -175,29 +178,28 @@ class SummarizeTool(BaseTool):
     def _run(self, config: RunnableConfig, **kwargs: Any) -> str:
         user_id = _user_id(config)
         try:
-            return self._report(
-                self.memory.summarize_history(
-                    user_id,
-                    self._model(),
-                    extractive_fallback=self.extractive_fallback,
-                    grounded=self.grounded,
-                    reconcile=self.reconcile,
-                )
+            ids = self.memory.summarize_history(
+                user_id,
+                self._model(),
+                extractive_fallback=self.extractive_fallback,
+                grounded=self.grounded,
+                reconcile=self.reconcile,
             )
+            return self._report(ids, self.memory.summaries.get_all(user_id) if ids else [])
         except SummarizationError as exc:
             raise ToolException(f"Summarizing failed, nothing was stored: {exc}") from exc
 
     async def _arun(self, config: RunnableConfig, **kwargs: Any) -> str:
         user_id = _user_id(config)
         try:
-            return self._report(
-                await self.memory.asummarize_history(
-                    user_id,
-                    self._model(),
-                    extractive_fallback=self.extractive_fallback,
-                    grounded=self.grounded,
-                    reconcile=self.reconcile,
-                )
+            ids = await self.memory.asummarize_history(
+                user_id,
+                self._model(),
+                extractive_fallback=self.extractive_fallback,
+                grounded=self.grounded,
+                reconcile=self.reconcile,
             )
+            docs = await self.memory.summaries.aget_all(user_id) if ids else []
+            return self._report(ids, docs)
         except SummarizationError as exc:
             raise ToolException(f"Summarizing failed, nothing was stored: {exc}") from exc

@@ -750,7 +750,9 @@ def test_no_auto_summarize_by_default(embedded_memory: TieredMemory) -> None:
     for i in range(3):
         ask(graph, f"My birthday is on May {i + 1}.")
     embedded_memory.wait_for_background(WAIT)
-    assert len(model.prompts) == 3  # only the turns' own calls
+    # only the turns' own calls (and the after-turn tag extraction of each statement)
+    own = [b for b in model.bindings if b.get("tool_choice") != "user_tag"]
+    assert len(own) == 3 and len(model.prompts) == 6
     assert embedded_memory.summaries.get_watermark("alice") == 0
 
 

@@ -1,0 +1,127 @@
+"""Facts and summaries that do not depend on the model choosing a tool.
+
+``tag_capture="after_turn"`` (the default for capable models): a turn whose message states
+a fact and got no ``user_tag`` call is followed by one forced extraction; the same for a
+request to summarize that got no ``summarize`` call. Small models: a request to summarize
+runs the tool directly, and the reply names what was stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_tiered_memory import TieredMemory
+from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+ALICE = "Hi, my name is Alice and I am 30 years old."
+
+
+def ask(graph: Any, text: str, thread: str = "t1") -> dict[str, Any]:
+    return graph.invoke(
+        {"messages": [HumanMessage(text)]},
+        context={"user_id": "alice"},
+        config={"configurable": {"thread_id": thread}},
+    )
+
+
+def tag_call(**args: Any) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": "user_tag", "args": args, "id": "c1"}])
+
+
+def forced(model: ScriptedChatModel) -> list[dict[str, Any]]:
+    return [b for b in model.bindings if b.get("tool_choice") == "user_tag"]
+
+
+async def test_a_capable_model_that_never_calls_a_tool_still_gets_the_facts_stored(
+    memory: TieredMemory,
+) -> None:
+    # the free reply ignores the tool; the after-turn extraction is forced to call it
+    model = ScriptedChatModel(replies=["Nice to meet you, Alice!", tag_call(name="Alice", age=30)])
+    graph = create_memory_graph(model, memory=memory)  # capable: after_turn by default
+    result = ask(graph, ALICE)
+    assert result["messages"][-1].content == "Nice to meet you, Alice!"
+    assert memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
+    assert len(forced(model)) == 1
+    # a capable model's values are not grounded: "thirty" would be kept as the model wrote it
+    assert memory.get_tag_history("alice", "age")[0]["thread_id"] == "t1"
+    # async too, and a question states nothing: no extraction
+    model.replies += ["You are 30.", "You are 30."]
+    await graph.ainvoke(
+        {"messages": [HumanMessage("How old am I?")]},
+        context={"user_id": "alice"},
+        config={"configurable": {"thread_id": "t1"}},
+    )
+    assert len(forced(model)) == 1
+
+
+def test_no_extraction_when_the_model_called_the_tool_itself(memory: TieredMemory) -> None:
+    model = ScriptedChatModel(replies=[tag_call(name="Alice", age=30), "Noted, Alice."])
+    graph = create_memory_graph(model, memory=memory)
+    ask(graph, ALICE)
+    assert memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
+    assert forced(model) == []  # the extraction costs a call only when no call came
+
+
+def test_tool_mode_keeps_the_old_behaviour(memory: TieredMemory) -> None:
+    model = ScriptedChatModel(replies=["Nice to meet you!"])
+    graph = create_memory_graph(model, memory=memory, tag_capture="tool")
+    ask(graph, ALICE)
+    assert memory.get_user_tags("alice") == {} and forced(model) == []
+    with pytest.raises(ValueError, match="tag_capture"):
+        create_memory_graph(model, memory=memory, tag_capture="sometimes")  # type: ignore[arg-type]
+
+
+def test_a_small_models_extraction_keeps_only_what_the_user_said(memory: TieredMemory) -> None:
+    # a small model asked for after_turn explicitly: its guesses are dropped by grounding
+    model = ScriptedChatModel(replies=["Hello!", tag_call(name="Alice", age=31)])
+    graph = create_memory_graph(model, memory=memory, small_model=True, tag_capture="after_turn")
+    ask(graph, ALICE)
+    assert memory.get_user_tags("alice") == {"name": "Alice"}  # 31 is not in the message
+
+
+def test_an_unanswered_request_to_summarize_runs_the_summarize_tool(memory: TieredMemory) -> None:
+    from langchain_tiered_memory.summarizer import SummaryItems
+
+    summary = AIMessage(
+        content="",
+        tool_calls=[
+            {
+                "name": SummaryItems.__name__,
+                "args": {"items": ["The user is Alice, 30 years old."]},
+                "id": "s1",
+            }
+        ],
+    )
+    model = ScriptedChatModel(replies=["Nice to meet you!", tag_call(name="Alice", age=30)])
+    graph = create_memory_graph(model, memory=memory)
+    ask(graph, ALICE)
+    model.replies += ["I don't have enough information to summarize.", summary]
+    ask(graph, "Please summarize our conversation.")
+    items = [d.page_content for d in memory.summaries.get_all("alice")]
+    assert items == ["The user is Alice, 30 years old."]
+
+
+def test_a_small_model_asked_to_summarize_stores_items_and_the_reply_names_them(
+    memory: TieredMemory,
+) -> None:
+    # SmolLM2-like: its free text is nonsense and its structured output empty, so the
+    # extractive fallback stores the user's own statements; the reply is the tool's report
+    model = ScriptedChatModel(replies=["I'm excited to share a moment in my career with you."])
+    graph = create_memory_graph(model, memory=memory, small_model=True)
+    ask(graph, "My birthday is on May 8. I live in Lyon.")
+    calls_before = len(model.prompts)
+    result = ask(graph, "Please summarize our conversation.")
+    stored = [d.page_content for d in memory.summaries.get_all("alice")]
+    assert stored, "nothing was stored"
+    reply = result["messages"][-1]
+    assert isinstance(reply, AIMessage) and "career" not in reply.text
+    assert reply.text.startswith(f"Stored {len(stored)} memory item(s)")
+    assert all(item in reply.text for item in stored)
+    # the summarize call was made by the graph, not by the model's free text
+    tool_calls = [m for m in result["messages"] if isinstance(m, AIMessage) and m.tool_calls]
+    assert tool_calls and tool_calls[-1].tool_calls[0]["name"] == "summarize"
+    assert len(model.prompts) > calls_before  # the summarizer ran on the model
