@@ -206,7 +206,9 @@ class KeyBuilder:
         """The key listing the checkpoints one LangGraph run wrote (for ``delete_for_runs``)."""
         return f"{self.prefix}:{{cpr:{escape_id(run_id, 'run_id')}}}:cp:run"
 
-    def queue_key(self, shard: int, kind: Literal["stream", "queued", "pending", "wm"]) -> str:
+    def queue_key(
+        self, shard: int, kind: Literal["stream", "queued", "pending", "wm", "dead"]
+    ) -> str:
         """A key of one shard of the summarization queue (one slot per shard).
 
         Example:

@@ -85,6 +85,10 @@ return 0
 """
 
 
+# Dead-letter entries kept per shard (older ones are trimmed).
+DEAD_LETTERS = 1000
+
+
 @dataclass(frozen=True)
 class QueueEntry:
     """One queued user: its shard, stream entry id and how often it was delivered."""
@@ -202,6 +206,25 @@ class SummaryQueue:
         with self.connection.errors():
             reply = await client.xreadgroup(GROUP, consumer, {stream: ">"}, count=count)
         return self._entries(shard, reply)
+
+    async def adead_letter(self, entry: QueueEntry, reason: str) -> None:
+        """Acknowledge an entry no worker can ever process (an invalid user id) and record
+        it in the shard's dead-letter stream (the last ``DEAD_LETTERS`` kept), so that it
+        neither fails every claim forever nor vanishes unseen.
+        """
+        client = await self.connection.aclient()
+        stream = self.keys.queue_key(entry.shard, "stream")
+        with self.connection.errors():
+            pipe = client.pipeline(transaction=False)
+            pipe.xack(stream, GROUP, entry.entry_id)
+            pipe.xdel(stream, entry.entry_id)
+            pipe.xadd(
+                self.keys.queue_key(entry.shard, "dead"),
+                {"user": entry.user_id[:300], "entry": entry.entry_id, "reason": reason[:300]},
+                maxlen=DEAD_LETTERS,
+                approximate=True,
+            )
+            await pipe.execute()
 
     async def aclaim(
         self, shard: int, consumer: str, *, min_idle_ms: int, count: int

@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 
 from langchain_core.language_models import BaseChatModel
 
-from langchain_tiered_memory.errors import MemoryBackendError, SummarizationError
+from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory.errors import (
+    InvalidUserIdError,
+    MemoryBackendError,
+    SummarizationError,
+)
 from langchain_tiered_memory.memory import DEFAULT_SUMMARY_BATCH, TieredMemory
 from langchain_tiered_memory.queue import QueueEntry
 
@@ -179,6 +184,14 @@ class SummaryWorker:
 
     async def _one(self, entry: QueueEntry) -> None:
         user = entry.user_id
+        try:
+            validate_user_id(user)
+        except InvalidUserIdError as exc:
+            # no worker can ever summarize it: acknowledged and recorded, not retried
+            logger.error("dead-lettered queue entry %s (%s)", entry.entry_id, exc)
+            self.stats.failed += 1
+            await self.queue.adead_letter(entry, str(exc))
+            return
         ok = False
         try:
             ids = await self.memory._asummarize_once(

@@ -277,3 +277,29 @@ def test_worker_command_drains_once_and_stops_on_sigterm(
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "done 0  failed 0" in err
+
+
+@pytest.mark.parametrize("bad", ["", "x" * 300])
+def test_an_entry_with_an_invalid_user_id_is_dead_lettered_once(
+    embedded_url: str, key_prefix: str, bad: str
+) -> None:
+    """It failed every claim forever; now it is acknowledged, recorded and not retried."""
+    memory = _memory(embedded_url, key_prefix, summarize_after=2)
+    queue = memory.queue
+    assert queue is not None
+    _talk(memory, ["good"], 2)
+    raw = memory._connection.sync  # type: ignore[union-attr]
+    raw.xadd(queue.keys.queue_key(0, "stream"), {"user": bad})  # planted: no turn writes it
+    stats, after = _drain(memory, concurrency=2)
+    assert stats.done == 1 and stats.failed == 1
+    assert after["unacked"] == 0 and after["queued"] == 0
+    check = _memory(embedded_url, key_prefix)
+    with check:
+        conn = check._connection.sync  # type: ignore[union-attr]
+        dead: Any = conn.xrange(queue.keys.queue_key(0, "dead"))
+        assert [fields[b"user"].decode() for _, fields in dead] == [bad[:300]]
+        assert b"user_id" in dead[0][1][b"reason"]
+        assert conn.xlen(queue.keys.queue_key(0, "stream")) == 0
+    # a second drain finds nothing to do or to claim
+    stats, after = _drain(_memory(embedded_url, key_prefix), concurrency=2, claim_after=0.01)
+    assert stats.done == 0 and stats.failed == 0 and stats.claimed == 0
