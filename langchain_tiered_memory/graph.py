@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -33,7 +34,7 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
-from langchain_core.messages.tool import invalid_tool_call
+from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
@@ -65,7 +66,7 @@ from langchain_tiered_memory.prompt import (
 )
 from langchain_tiered_memory.stores.history import check_portable
 from langchain_tiered_memory.summarizer import states_a_fact
-from langchain_tiered_memory.text import is_cjk, is_first_person
+from langchain_tiered_memory.text import is_cjk, is_first_person, stated_age
 from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool
 
 logger = logging.getLogger(__name__)
@@ -410,6 +411,9 @@ class ModelStep:
 
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
     force_tag_capture: bool = False
+    # The tag schema has an ``age``: forced capture adds the age the message states when
+    # the small model's call left it out ("我叫李明，今年28岁" -> the name only).
+    fill_age: bool = False
 
     def exhausted(self, messages: Sequence[BaseMessage]) -> bool:
         """Whether this turn has used its tool rounds: the model must answer now."""
@@ -424,11 +428,16 @@ class ModelStep:
             return last
         return None
 
-    @staticmethod
-    def captured(response: Any, human: HumanMessage) -> AIMessage | None:
+    def captured(self, response: Any, human: HumanMessage) -> AIMessage | None:
         """The forced call's reply reduced to one grounded ``user_tag`` call, or ``None``."""
         calls = _ground_tag_calls(getattr(response, "tool_calls", None) or [], human.text)
         calls = [c for c in calls if c["name"] == USER_TAG_TOOL]
+        age = stated_age(human.text) if self.fill_age else None
+        if age is not None and not (calls and calls[0]["args"].get("age") not in (None, "")):
+            if calls:
+                calls[0] = {**calls[0], "args": {**calls[0]["args"], "age": age}}
+            else:
+                calls = [tool_call(name=USER_TAG_TOOL, args={"age": age}, id=_call_id())]
         if not calls:
             return None
         # Non-empty content: OpenAI-compatible servers such as llama.cpp's reject an
@@ -453,6 +462,10 @@ class ModelStep:
             if len(calls) != len(response.tool_calls):
                 response = response.model_copy(update={"tool_calls": calls})
         return response
+
+
+def _call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:12]}"
 
 
 def _route_after_model(state: dict[str, Any]) -> str:
@@ -598,7 +611,11 @@ def create_memory_graph(
     bound = model.bind_tools(offered)
     forced = model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL) if force_tag_capture else None
 
-    step = ModelStep(max_tool_rounds=max_tool_rounds, force_tag_capture=force_tag_capture)
+    step = ModelStep(
+        max_tool_rounds=max_tool_rounds,
+        force_tag_capture=force_tag_capture,
+        fill_age="age" in memory.tags.schema.model_fields,
+    )
     after_turn = (
         AfterTurnCapture(
             memory=memory,

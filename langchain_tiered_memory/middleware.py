@@ -133,7 +133,11 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             from langchain_tiered_memory.local import is_small_local_model
 
             small = is_small_local_model(request.model)
-        return ModelStep(max_tool_rounds=self.max_tool_rounds, force_tag_capture=small)
+        return ModelStep(
+            max_tool_rounds=self.max_tool_rounds,
+            force_tag_capture=small,
+            fill_age="age" in self.nodes.memory.tags.schema.model_fields,
+        )
 
     def _plan(self, request: ModelRequest) -> _ModelCall:
         """Everything about this model call but its I/O (shared by the sync and async paths)."""

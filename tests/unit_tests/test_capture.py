@@ -125,3 +125,29 @@ def test_a_small_model_asked_to_summarize_stores_items_and_the_reply_names_them(
     tool_calls = [m for m in result["messages"] if isinstance(m, AIMessage) and m.tool_calls]
     assert tool_calls and tool_calls[-1].tool_calls[0]["name"] == "summarize"
     assert len(model.prompts) > calls_before  # the summarizer ran on the model
+
+
+@pytest.mark.parametrize(
+    ("message", "name", "age"),
+    [
+        ("我叫李明，今年28岁，我的生日是十月三日。", "李明", "28"),
+        ("我叫李明，我二十八岁了。", "李明", "28"),
+        ("Hi, my name is Alice and I am 30 years old.", "Alice", "30"),
+    ],
+)
+def test_a_small_models_forced_capture_adds_the_stated_age_it_left_out(
+    memory: TieredMemory, message: str, name: str, age: str
+) -> None:
+    # SmolLM2 on the Chinese message: user_tag(name='李明') only, the age lost
+    model = ScriptedChatModel(replies=[tag_call(name=name), "你好！"])
+    graph = create_memory_graph(model, memory=memory, small_model=True)
+    ask(graph, message)
+    assert memory.get_user_tags("alice") == {"name": name, "age": age}
+
+
+def test_an_age_that_is_someone_elses_is_not_the_users(memory: TieredMemory) -> None:
+    model = ScriptedChatModel(replies=[tag_call(), "好的。"])
+    graph = create_memory_graph(model, memory=memory, small_model=True)
+    ask(graph, "我的儿子今年5岁。")
+    ask(graph, "My son is 5 years old and I am tired.")
+    assert memory.get_user_tags("alice") == {}
