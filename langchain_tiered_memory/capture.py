@@ -14,7 +14,10 @@ Many models, capable ones included, answer "Nice to meet you, Alice!" without ca
   after the reply.
 - for small models, a request to summarize ("Please summarize our conversation.",
   "请总结一下") runs the ``summarize`` tool directly (:func:`summarize_call`), and the reply
-  says what was stored (:func:`summary_reply`) instead of the model's free text.
+  says what was stored (:func:`summary_reply`) instead of the model's free text; likewise
+  a forced ``user_tag`` capture is answered by saying what was recorded
+  (:func:`capture_reply`): SmolLM2-135M's own reply to "Hi, my name is Alice ..." was
+  "I'm a helpful assistant. I'll be ready to assist you with any questions".
 """
 
 from __future__ import annotations
@@ -32,12 +35,23 @@ from langchain_core.tools import BaseTool
 from langchain_tiered_memory.errors import InvalidTagError
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.summarizer import states_a_fact
-from langchain_tiered_memory.text import asks_to_summarize
+from langchain_tiered_memory.text import asks_to_summarize, is_cjk
 from langchain_tiered_memory.tools import SUMMARIZE_TOOL, USER_TAG_TOOL
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AfterTurnCapture", "TagCapture", "summarize_call", "summary_reply"]
+__all__ = [
+    "CAPTURE_NOTE",
+    "AfterTurnCapture",
+    "TagCapture",
+    "capture_reply",
+    "summarize_call",
+    "summary_reply",
+]
+
+# The content of a forced user_tag call's AI message (non-empty: OpenAI-compatible servers
+# such as llama.cpp's reject an assistant message whose content is null).
+CAPTURE_NOTE = "(recording what you told me)"
 
 TagCapture = Literal["tool", "forced", "after_turn"]
 """How facts reach ``user_tag``: the model's own choice (``"tool"``), a forced call before
@@ -202,3 +216,29 @@ def summary_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
     if not (isinstance(call, AIMessage) and call.content == SUMMARIZE_NOTE):
         return None
     return AIMessage(content=str(messages[-1].content))
+
+
+_ZH_LABELS = {"name": "名字", "age": "年龄"}
+
+
+def capture_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
+    """For a small model: the reply after a forced ``user_tag`` capture that succeeded,
+    saying what was recorded in the user's script, or ``None`` when the last messages are
+    not that.
+    """
+    if len(messages) < 3 or getattr(messages[-1], "type", "") != "tool":
+        return None
+    call, result = messages[-2], messages[-1]
+    if not (isinstance(call, AIMessage) and call.content == CAPTURE_NOTE and call.tool_calls):
+        return None
+    if getattr(result, "status", "success") == "error":
+        return None
+    args = {k: v for k, v in (call.tool_calls[0].get("args") or {}).items() if v not in (None, "")}
+    human, _ = _turn(messages)
+    if not args or human is None:
+        return None
+    if any(is_cjk(c) for c in human.text):
+        facts = "，".join(f"{_ZH_LABELS.get(k, k)}：{v}" for k, v in sorted(args.items()))
+        return AIMessage(content=f"好的，我记住了（{facts}）。")
+    facts = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(args.items()))
+    return AIMessage(content=f"Got it, I'll remember that ({facts}).")

@@ -49,8 +49,10 @@ from langgraph.store.base import BaseStore
 from typing_extensions import NotRequired, TypedDict
 
 from langchain_tiered_memory.capture import (
+    CAPTURE_NOTE,
     AfterTurnCapture,
     TagCapture,
+    capture_reply,
     summarize_call,
     summary_reply,
 )
@@ -89,7 +91,6 @@ SAVE_MEMORY = "save_memory"
 DEFAULT_MEMORY_TOKEN_BUDGET = 1000
 DEFAULT_CONTEXT_TOKEN_BUDGET = 8000
 DEFAULT_MAX_TOOL_ROUNDS = 5
-CAPTURE_NOTE = "(recording what you told me)"
 
 
 class MemoryState(TypedDict):
@@ -655,7 +656,8 @@ def create_memory_graph(
     def _scripted(state: dict[str, Any]) -> dict[str, Any] | None:
         if not summarize_on_request:
             return None
-        reply = summary_reply(state["messages"]) or summarize_call(state["messages"])
+        messages = state["messages"]
+        reply = summary_reply(messages) or capture_reply(messages) or summarize_call(messages)
         return None if reply is None else {"messages": [reply]}
 
     def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:

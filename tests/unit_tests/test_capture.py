@@ -151,3 +151,29 @@ def test_an_age_that_is_someone_elses_is_not_the_users(memory: TieredMemory) -> 
     ask(graph, "我的儿子今年5岁。")
     ask(graph, "My son is 5 years old and I am tired.")
     assert memory.get_user_tags("alice") == {}
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (ALICE, "Got it, I'll remember that (age: 30, name: Alice)."),
+        ("我叫李明，今年28岁。", "好的，我记住了（年龄：28，名字：李明）。"),
+    ],
+)
+def test_a_small_model_acknowledges_what_it_recorded(
+    memory: TieredMemory, message: str, expected: str
+) -> None:
+    """SmolLM2's free reply to a statement of facts was "I'm a helpful assistant ...": the
+    forced capture's result is the reply instead, in the user's script."""
+    name = "Alice" if "Alice" in message else "李明"
+    model = ScriptedChatModel(replies=[tag_call(name=name), "I'm a helpful assistant."])
+    graph = create_memory_graph(model, memory=memory, small_model=True)
+    result = ask(graph, message)
+    assert result["messages"][-1].content == expected
+    assert len(model.prompts) == 1  # the forced call only: no free generation
+
+
+def test_a_capable_model_still_answers_in_its_own_words(memory: TieredMemory) -> None:
+    model = ScriptedChatModel(replies=[tag_call(name="Alice", age=30), "Nice to meet you, Alice!"])
+    graph = create_memory_graph(model, memory=memory)
+    assert ask(graph, ALICE)["messages"][-1].content == "Nice to meet you, Alice!"
