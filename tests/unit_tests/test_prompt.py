@@ -145,5 +145,5 @@ def test_compact_section_states_tags_as_quoted_sentences() -> None:
     # the value stays one quoted JSON string on its own line: it cannot start a new line
     assert lines[2] == f"The user's name is {json.dumps(hostile, ensure_ascii=False)}."
     assert not any(line.startswith("SYSTEM:") for line in lines)
-    assert lines[3] == '- [2024-05-08] "Alice has a cat."'
+    assert lines[3] == '"Alice has a cat."'  # no date: SmolLM2 answered with it
     assert prompt_tags(section) == {"name": hostile, "age": "30"}  # the demo reads it back
