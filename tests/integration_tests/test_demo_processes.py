@@ -64,8 +64,9 @@ def test_demo_in_three_processes(data_dir: Path) -> None:
     assert two["bindings"][1] == {"tool_names": ["SummaryItems"], "tool_choice": "SummaryItems"}
     assert INTRO in two["prompts"][1][-1]["text"]
     tool_reply = next(m for m in two["result"] if m["type"] == "tool")
-    assert tool_reply["text"] == "Stored 2 memory item(s) from the conversation."
+    assert tool_reply["text"].startswith("Stored 2 memory item(s) from the conversation:\n- ")
     assert sorted(two["summaries"]) == sorted([BIRTHDAY_ITEM, NAME_ITEM])
+    assert all(f"- {item}" in tool_reply["text"] for item in two["summaries"])  # named
     assert two["tags"] == {"name": "Alice", "age": "30"}
 
     # (3) Another process resumes thread t1 and asks about her birthday.
@@ -99,7 +100,7 @@ def test_the_seed_scenario_in_chinese_in_three_processes(data_dir: Path) -> None
     two = run_step(2, data_dir, "zh")
     assert '"name": "李明"' in two["prompts"][0][0]["text"]
     tool_reply = next(m for m in two["result"] if m["type"] == "tool")
-    assert tool_reply["text"] == "Stored 3 memory item(s) from the conversation."
+    assert tool_reply["text"].startswith("Stored 3 memory item(s) from the conversation:\n- ")
     assert {"用户名叫李明，今年三十岁。", "用户的生日是五月八日。", "用户喜欢下围棋。"} <= set(
         two["summaries"]
     )
