@@ -376,6 +376,9 @@ def _check_step2(
     turns: list[TurnResult],
     tags_before: dict[str, str],
 ) -> bool:
+    from langchain_tiered_memory.local import is_small_local_model
+
+    small = is_small_local_model(model)
     turn = turns[0]
     shown_ok, detail = _tags_in_prompt(turn.memory_prompt, tags_before)
     tags_ok = _verdict(
@@ -386,7 +389,9 @@ def _check_step2(
     )
     items = memory.summaries.get_all(user)
     if turn.called(SUMMARIZE_TOOL) and items:
-        line(console, "path: the model called the summarize tool itself")
+        # small models: the graph runs the tool for a request to summarize (capture.py)
+        who = "the small-model policy ran" if small else "the model called"
+        line(console, f"path: {who} the summarize tool")
     else:
         why = (
             "the model called summarize but nothing was stored"
@@ -394,9 +399,6 @@ def _check_step2(
             else "the model did not call the summarize tool"
         )
         line(console, f"path: {why}; the demo calls memory.summarize_history() directly")
-        from langchain_tiered_memory.local import is_small_local_model
-
-        small = is_small_local_model(model)
         try:
             memory.summarize_history(user, model, **small_model_options(small))
         except SummarizationError as exc:

@@ -60,7 +60,7 @@ def test_demo_with_the_fake_model_passes_every_step() -> None:
     # the memory section was printed at each step, with the tags after the first
     assert out.count("memory section of the system prompt:") == 4
     assert out.count('{"age": "30", "name": "Alice"}') >= 3
-    assert "path: the model called the summarize tool itself" in out
+    assert "path: the model called the summarize tool" in out
     assert "From my notes: The user's birthday is on May 8." in out
 
 
