@@ -37,6 +37,7 @@ from langgraph.checkpoint.base import (
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, escape_id
 from langchain_tiered_memory._redis import RedisConnection, as_text
+from langchain_tiered_memory.errors import CorruptMemoryError
 
 __all__ = ["BaseRedisSaver", "CheckpointTTL"]
 
@@ -341,6 +342,23 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         return [self._read_ttl_ms, "members", *members]
 
     def _decode(self, thread_id: str, entry: Sequence[Any]) -> CheckpointTuple:
+        """One loaded checkpoint; a record this saver did not write is a
+        :class:`CorruptMemoryError` naming the thread and the key, never a raw decode error.
+        """
+        member = as_text(entry[0])
+        try:
+            return self._decode_entry(thread_id, entry)
+        except CorruptMemoryError:
+            raise
+        except Exception as exc:  # ormsgpack, the serializer, a wrong shape: all "corrupt"
+            data_key, writes_key = self.keys.thread_keys(thread_id)[1:3]
+            raise CorruptMemoryError(
+                f"checkpoint {member!r} of thread {thread_id!r} cannot be read (keys "
+                f"{data_key}, {writes_key}): {type(exc).__name__}: {exc}. It was not written "
+                "by this saver; delete the thread (delete_thread) or restore the keys."
+            ) from exc
+
+    def _decode_entry(self, thread_id: str, entry: Sequence[Any]) -> CheckpointTuple:
         member, record, fields, values = entry
         ns, _, checkpoint_id = as_text(member).partition(SEP)
         ctype, cbytes, mtype, mbytes, parent = ormsgpack.unpackb(record)

@@ -632,3 +632,28 @@ def test_a_checkpoint_with_9000_pending_writes_loads_and_deletes(
         assert saver.get_tuple(config) is None
         raw = saver.connection.sync
         assert not any(raw.exists(k) for k in KeyBuilder(key_prefix).thread_keys("wide"))
+
+
+@pytest.mark.parametrize("planted", [b"\x00not msgpack", b"\x93\x01\x02\x03", b""])
+def test_a_malformed_checkpoint_record_is_corrupt_memory_naming_thread_and_key(
+    server_url: str, key_prefix: str, planted: bytes
+) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from langchain_tiered_memory import CorruptMemoryError
+
+    with RedisSaver.from_url(server_url, key_prefix=key_prefix) as saver:
+        for thread in ("broken", "fine"):
+            config: RunnableConfig = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+            stored = saver.put(config, empty_checkpoint(), {"step": 1}, {})
+        raw = saver.connection.sync
+        data_key = KeyBuilder(key_prefix).thread_keys("broken")[1]
+        (member,) = raw.hkeys(data_key)
+        raw.hset(data_key, member, planted)
+        broken: RunnableConfig = {"configurable": {"thread_id": "broken"}}
+        for read in (lambda: saver.get_tuple(broken), lambda: list(saver.list(broken))):
+            with pytest.raises(CorruptMemoryError, match=f"thread 'broken'.*{data_key}"):
+                read()
+        assert saver.get_tuple(stored) is not None  # the other thread still loads
+        saver.delete_thread("broken")  # and the broken one can be removed
+        assert saver.get_tuple(broken) is None
