@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages.tool import tool_call
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool
 
@@ -45,6 +46,7 @@ __all__ = [
     "AfterTurnCapture",
     "TagCapture",
     "capture_reply",
+    "new_call_id",
     "summarize_call",
     "summary_reply",
 ]
@@ -63,6 +65,11 @@ EXTRACTION_PROMPT = (
     "`user_tag` with only the fields they said, in their words. If they state none of "
     "these facts, call it with no fields."
 )
+
+
+def new_call_id() -> str:
+    """An id for a tool call the graph makes itself (not the model)."""
+    return f"call_{uuid.uuid4().hex[:12]}"
 
 
 def _turn(messages: Sequence[BaseMessage]) -> tuple[HumanMessage | None, list[BaseMessage]]:
@@ -202,8 +209,8 @@ def summarize_call(messages: Sequence[BaseMessage]) -> AIMessage | None:
         return None
     if not asks_to_summarize(messages[-1].text):
         return None
-    call = {"name": SUMMARIZE_TOOL, "args": {}, "id": f"call_{uuid.uuid4().hex[:12]}"}
-    return AIMessage(content=SUMMARIZE_NOTE, tool_calls=[call])  # type: ignore[list-item]
+    call = tool_call(name=SUMMARIZE_TOOL, args={}, id=new_call_id())
+    return AIMessage(content=SUMMARIZE_NOTE, tool_calls=[call])
 
 
 def summary_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:

