@@ -40,6 +40,8 @@ KINDS: tuple[KeyKind, ...] = (
 
 ThreadKeyKind = Literal["cp:ids", "cp:data", "cp:writes", "cp:wkeys", "cp:runs"]
 THREAD_KINDS: tuple[ThreadKeyKind, ...] = ("cp:ids", "cp:data", "cp:writes", "cp:wkeys", "cp:runs")
+# "queued": the pre-0.2 set of queued users, still cleaned up
+QueueKeyKind = Literal["stream", "entries", "owners", "pending", "wm", "dead", "queued"]
 MAX_THREAD_ID_LENGTH = 1024
 
 # RFC 3986 unreserved characters stay readable; everything else, '%' included, is escaped.
@@ -207,7 +209,9 @@ class KeyBuilder:
         return f"{self.prefix}:{{cpr:{escape_id(run_id, 'run_id')}}}:cp:run"
 
     def queue_key(
-        self, shard: int, kind: Literal["stream", "queued", "pending", "wm", "dead"]
+        self,
+        shard: int,
+        kind: QueueKeyKind,
     ) -> str:
         """A key of one shard of the summarization queue (one slot per shard).
 
@@ -224,6 +228,27 @@ class KeyBuilder:
     def store_registry_key(self) -> str:
         """The LangGraph store's sorted set of every namespace (``{st:}``: never a user's)."""
         return f"{self.prefix}:{{st:}}:st:ns"
+
+    def store_versions_key(self) -> str:
+        """The LangGraph store's hash of namespace -> write count (``{st:}``, beside the
+        registry): an emptied namespace leaves the registry only if no put came since.
+        """
+        return f"{self.prefix}:{{st:}}:st:nsv"
+
+    def store_scan_pattern(self, prefix: tuple[str, ...]) -> str:
+        """A SCAN pattern of the store keys of every namespace under ``prefix`` (escaped
+        labels hold no glob characters).
+        """
+        return f"{self.prefix}:{{st:{encode_namespace(prefix)}*"
+
+    def store_namespace_from_key(self, key: str | bytes) -> tuple[str, ...] | None:
+        """The namespace of a store key (``None`` for any other key)."""
+        text = key.decode() if isinstance(key, bytes) else key
+        head = f"{self.prefix}:{{st:"
+        if not text.startswith(head) or "}" not in text[len(head) :]:
+            return None
+        encoded = text[len(head) :].split("}", 1)[0]
+        return decode_namespace(encoded) if encoded else None
 
     def store_key(self, namespace: tuple[str, ...], kind: Literal["items", "vecs"]) -> str:
         """The LangGraph store's key of ``kind`` for one namespace (one slot per namespace).

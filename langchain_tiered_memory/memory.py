@@ -16,7 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -42,6 +42,7 @@ from langchain_tiered_memory.errors import (
     WatermarkConflict,
 )
 from langchain_tiered_memory.queue import QueueEntry, SummaryQueue
+from langchain_tiered_memory.store import RedisStore
 from langchain_tiered_memory.stores.history import (
     HistoryStore,
     InMemoryHistoryStore,
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
     from langgraph.store.base import IndexConfig, TTLConfig
 
     from langchain_tiered_memory.checkpoint import AsyncRedisSaver, CheckpointTTL, RedisSaver
-    from langchain_tiered_memory.store import RedisStore
 from langchain_tiered_memory.summarizer import (
     areconcile_items,
     asummarize_messages,
@@ -346,7 +346,9 @@ class TieredMemory:
     def checkpointer(self, *, ttl: CheckpointTTL | None = None) -> RedisSaver:
         """A LangGraph checkpointer keeping threads in this memory's Redis (same key prefix).
 
-        It shares the memory's connection: closing the memory closes it.
+        It shares the memory's connection: closing the memory closes it. With the memory's
+        ``user_ttl`` and no ``ttl``, a thread expires ``user_ttl`` after its last write or
+        read, as the user's other keys do (the checkpoints hold the messages too).
 
         Raises:
             ValueError: this memory is not on Redis (``TieredMemory.in_memory()``).
@@ -358,7 +360,9 @@ class TieredMemory:
         """
         from langchain_tiered_memory.checkpoint import RedisSaver
 
-        return RedisSaver(self._redis("checkpointer"), key_prefix=self._keys().prefix, ttl=ttl)
+        return RedisSaver(
+            self._redis("checkpointer"), key_prefix=self._keys().prefix, ttl=self._thread_ttl(ttl)
+        )
 
     def acheckpointer(self, *, ttl: CheckpointTTL | None = None) -> AsyncRedisSaver:
         """:meth:`checkpointer` as an ``AsyncRedisSaver`` (the same storage, for asyncio apps).
@@ -369,8 +373,13 @@ class TieredMemory:
         from langchain_tiered_memory.checkpoint import AsyncRedisSaver
 
         return AsyncRedisSaver(
-            self._redis("acheckpointer"), key_prefix=self._keys().prefix, ttl=ttl
+            self._redis("acheckpointer"), key_prefix=self._keys().prefix, ttl=self._thread_ttl(ttl)
         )
+
+    def _thread_ttl(self, ttl: CheckpointTTL | None) -> CheckpointTTL | None:
+        if ttl is None and self.user_ttl is not None:
+            return {"default_ttl": self.user_ttl / 60, "refresh_on_read": True}
+        return ttl
 
     def store(
         self, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
@@ -388,8 +397,6 @@ class TieredMemory:
             >>> store = memory.store(index={"dims": 384, "fields": ["content"]})  # doctest: +SKIP
             >>> store.put(("memories", "alice"), "m1", {"content": "likes tea"})  # doctest: +SKIP
         """
-        from langchain_tiered_memory.store import RedisStore
-
         if index is not None and "embed" not in index:
             index = {**index, "embed": self.summaries.embeddings}
         return RedisStore(
@@ -990,7 +997,8 @@ class TieredMemory:
     def sweep_pending(self) -> int:
         """Index every user's pending count (and queue the due ones) with one SCAN.
 
-        Recovers what a crash between a turn's write and its queue note lost; after the
+        Recovers what a crash between a turn's write and its queue note lost, and drops
+        from the queue the users whose data is gone (expired by ``user_ttl``); after the
         first sweep :meth:`pending_users` reads the index. Returns the users swept.
 
         Example:
@@ -1000,13 +1008,17 @@ class TieredMemory:
         if self.queue is None:
             return 0
         n = 0
-        for user_id in self.history.users():
+        indexed = self.queue.indexed_users()  # before the SCAN: a user new since is kept
+        users = self.history.users()
+        for user_id in users:
             try:
                 self._settle(user_id)
             except CorruptMemoryError:
                 logger.exception("cannot index the pending messages of %r", user_id)
                 continue
             n += 1
+        for gone in sorted(indexed - set(users)):
+            self.queue.forget(gone)  # its data expired (user_ttl) or was deleted by hand
         self.queue.mark_indexed()
         return n
 
@@ -1015,13 +1027,17 @@ class TieredMemory:
         if self.queue is None:
             return 0
         n = 0
-        for user_id in await self.history.ausers():
+        indexed = await self.queue.aindexed_users()
+        users = await self.history.ausers()
+        for user_id in users:
             try:
                 await self._asettle(user_id)
             except CorruptMemoryError:
                 logger.exception("cannot index the pending messages of %r", user_id)
                 continue
             n += 1
+        for gone in sorted(indexed - set(users)):
+            await self.queue.aforget(gone)
         await self.queue.amark_indexed()
         return n
 
@@ -1108,12 +1124,17 @@ class TieredMemory:
         """
         user_id = validate_user_id(user_id)
         threads = self.history.threads(user_id)
+        prefixes = _user_prefixes(user_id, store_namespaces)
+        # another store's items are collected before anything is deleted: a read that
+        # fails then leaves the user whole, not half erased
+        items = _store_items_of(store, prefixes) if _generic(store) else []
         if checkpointer is not None:
             for thread_id in threads:
                 checkpointer.delete_thread(thread_id)
         store_items = 0
-        if store is not None:
-            items = _store_items_of(store, user_id, store_namespaces)
+        if isinstance(store, RedisStore):
+            store_items = sum(store.purge(prefix) for prefix in prefixes)
+        elif store is not None:
             store.batch([PutOp(item.namespace, item.key, None) for item in items])
             store_items = len(items)
         removed = {
@@ -1127,7 +1148,7 @@ class TieredMemory:
         if self._tiers is not None:
             self._tiers.purge(user_id)
         if self.queue is not None:
-            self._settle(user_id)  # nothing left: out of the pending index
+            self.queue.forget(user_id)  # its entry, the pending index, the watermark copy
         return removed
 
     async def aforget_user(
@@ -1141,12 +1162,15 @@ class TieredMemory:
         """Async :meth:`forget_user`."""
         user_id = validate_user_id(user_id)
         threads = await self.history.athreads(user_id)
+        prefixes = _user_prefixes(user_id, store_namespaces)
+        items = await _astore_items_of(store, prefixes) if _generic(store) else []
         if checkpointer is not None:
             for thread_id in threads:
                 await checkpointer.adelete_thread(thread_id)
         store_items = 0
-        if store is not None:
-            items = await _astore_items_of(store, user_id, store_namespaces)
+        if isinstance(store, RedisStore):
+            store_items = sum([await store.apurge(prefix) for prefix in prefixes])
+        elif store is not None:
             await store.abatch([PutOp(item.namespace, item.key, None) for item in items])
             store_items = len(items)
         removed = {
@@ -1160,7 +1184,7 @@ class TieredMemory:
         if self._tiers is not None:
             await self._tiers.apurge(user_id)
         if self.queue is not None:
-            await self._asettle(user_id)
+            await self.queue.aforget(user_id)
         return removed
 
     def forget_thread(
@@ -1238,7 +1262,7 @@ class TieredMemory:
                 for t in self.history.threads(user_id)
             ]
         if store is not None:
-            items = _store_items_of(store, user_id, store_namespaces)
+            items = _store_items_of(store, _user_prefixes(user_id, store_namespaces))
             extra["store"] = [_jsonable(i.dict()) for i in items]
         return {
             "user_id": user_id,
@@ -1272,7 +1296,7 @@ class TieredMemory:
                 for t in await self.history.athreads(user_id)
             ]
         if store is not None:
-            items = await _astore_items_of(store, user_id, store_namespaces)
+            items = await _astore_items_of(store, _user_prefixes(user_id, store_namespaces))
             extra["store"] = [_jsonable(i.dict()) for i in items]
         return {
             "user_id": user_id,
@@ -1321,12 +1345,15 @@ def _under(page: Sequence[tuple[str, ...]], prefix: tuple[str, ...]) -> list[tup
     return [tuple(n) for n in page if tuple(n[: len(prefix)]) == prefix]
 
 
-def _store_items_of(
-    store: BaseStore, user_id: str, templates: Sequence[tuple[str, ...]]
-) -> list[Item]:
+def _generic(store: BaseStore | None) -> TypeGuard[BaseStore]:
+    """Whether ``store`` is another ``BaseStore`` (erased item by item, not by key)."""
+    return store is not None and not isinstance(store, RedisStore)
+
+
+def _store_items_of(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> list[Item]:
     """Every item of every store namespace under one of the user's prefixes."""
     namespaces: list[tuple[str, ...]] = []
-    for prefix in _user_prefixes(user_id, templates):
+    for prefix in prefixes:
         offset = 0
         while page := store.list_namespaces(prefix=prefix, limit=_STORE_PAGE, offset=offset):
             namespaces += _under(page, prefix)
@@ -1340,11 +1367,9 @@ def _store_items_of(
     return items
 
 
-async def _astore_items_of(
-    store: BaseStore, user_id: str, templates: Sequence[tuple[str, ...]]
-) -> list[Item]:
+async def _astore_items_of(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> list[Item]:
     namespaces: list[tuple[str, ...]] = []
-    for prefix in _user_prefixes(user_id, templates):
+    for prefix in prefixes:
         offset = 0
         while page := await store.alist_namespaces(prefix=prefix, limit=_STORE_PAGE, offset=offset):
             namespaces += _under(page, prefix)

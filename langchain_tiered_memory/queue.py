@@ -9,12 +9,18 @@ keeps two workers from summarizing the same messages even when they race.
 Per shard (a fixed number, default 16; each shard is one Redis Cluster slot, so no slot
 carries all the traffic), in one hash tag ``{wq:<shard>}``:
 
-- ``wq:stream``: the queue (entries ``user=<id>``);
-- ``wq:queued``: users with an entry not yet acknowledged (at most one entry each);
+- ``wq:stream``: the queue. Its entries hold no user data (one field ``e``): a stream
+  keeps the bytes of a deleted entry until its whole node is gone, and erasure must leave
+  none of a user's id behind;
+- ``wq:owners`` (hash): entry id -> user; ``wq:entries`` (hash): user -> its entry id
+  (at most one entry per user while not acknowledged);
 - ``wq:pending``: sorted set, user -> unsummarized messages (``pending_users`` reads it:
   O(log n + result), never touching idle users);
 - ``wq:wm``: sorted set, user -> the watermark as of its last summarization (a copy of the
   user's own, so a turn can count its pending messages in the shard's slot).
+
+Entries written before 0.2 (field ``user``, membership in the set ``wq:queued``) are still
+read and acknowledged.
 
 The copy of the watermark can only lag (a crash between a summarization and its ack): the
 user then looks more pending than it is, is summarized (nothing new), and the ack fixes it.
@@ -30,7 +36,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_tiered_memory._keys import KeyBuilder
+from langchain_tiered_memory._keys import KeyBuilder, QueueKeyKind
 from langchain_tiered_memory._redis import RedisConnection, as_text
 
 logger = logging.getLogger(__name__)
@@ -40,48 +46,96 @@ __all__ = ["DEFAULT_SHARDS", "QueueEntry", "SummaryQueue"]
 DEFAULT_SHARDS = 16
 GROUP = "summarizers"
 
-# KEYS: stream, queued, pending, wm. ARGV: user, history length, threshold (0: index only).
-_NOTE = r"""
-local wm = tonumber(redis.call('ZSCORE', KEYS[4], ARGV[1]) or '0')
-local pending = tonumber(ARGV[2]) - wm
-if pending > 0 then
-  redis.call('ZADD', KEYS[3], pending, ARGV[1])
-else
-  redis.call('ZREM', KEYS[3], ARGV[1])
-end
-local threshold = tonumber(ARGV[3])
-if threshold > 0 and pending >= threshold and redis.call('SADD', KEYS[2], ARGV[1]) == 1 then
-  redis.call('XADD', KEYS[1], '*', 'user', ARGV[1])
+# Every script takes a shard's keys: stream, entries, owners, pending, wm, legacy queued.
+# _ENQUEUE (a prelude): queue ARGV[1] unless it has an entry already.
+_ENQUEUE = r"""
+local function enqueue(user)
+  if redis.call('HEXISTS', KEYS[2], user) == 1 or redis.call('SISMEMBER', KEYS[6], user) == 1 then
+    return 0
+  end
+  local id = redis.call('XADD', KEYS[1], '*', 'e', '1')
+  redis.call('HSET', KEYS[2], user, id)
+  redis.call('HSET', KEYS[3], id, user)
   return 1
 end
-return 0
 """
 
-# KEYS: stream, queued, pending, wm. ARGV: entry id ('' = none), user, watermark, history
-# length, threshold (0: do not queue). Acknowledges the entry, records the watermark, and
-# queues the user again if still due (messages arrived meanwhile, or more than one batch
-# was pending) and not queued already. A forgotten user (length 0) leaves the index.
-_SETTLE = r"""
+# ARGV: user, history length, threshold (0: index only).
+_NOTE = (
+    _ENQUEUE
+    + r"""
+local wm = tonumber(redis.call('ZSCORE', KEYS[5], ARGV[1]) or '0')
+local pending = tonumber(ARGV[2]) - wm
+if pending > 0 then
+  redis.call('ZADD', KEYS[4], pending, ARGV[1])
+else
+  redis.call('ZREM', KEYS[4], ARGV[1])
+end
+local threshold = tonumber(ARGV[3])
+if threshold > 0 and pending >= threshold then return enqueue(ARGV[1]) end
+return 0
+"""
+)
+
+# ARGV: entry id ('' = none), user, watermark, history length, threshold (0: do not
+# queue). Acknowledges the entry, records the watermark, and queues the user again if
+# still due (messages arrived meanwhile, or more than one batch was pending). A forgotten
+# user (length 0) leaves the index.
+_SETTLE = (
+    _ENQUEUE
+    + r"""
 if ARGV[1] ~= '' then
   redis.call('XACK', KEYS[1], 'summarizers', ARGV[1])
   redis.call('XDEL', KEYS[1], ARGV[1])
-  redis.call('SREM', KEYS[2], ARGV[2])
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  if redis.call('HGET', KEYS[2], ARGV[2]) == ARGV[1] then redis.call('HDEL', KEYS[2], ARGV[2]) end
+  redis.call('SREM', KEYS[6], ARGV[2])
 end
 local wm = tonumber(ARGV[3])
-redis.call('ZADD', KEYS[4], wm, ARGV[2])
+redis.call('ZADD', KEYS[5], wm, ARGV[2])
 local pending = tonumber(ARGV[4]) - wm
 if pending > 0 then
-  redis.call('ZADD', KEYS[3], pending, ARGV[2])
+  redis.call('ZADD', KEYS[4], pending, ARGV[2])
 else
-  redis.call('ZREM', KEYS[3], ARGV[2])
-  if tonumber(ARGV[4]) == 0 then redis.call('ZREM', KEYS[4], ARGV[2]) end
+  redis.call('ZREM', KEYS[4], ARGV[2])
+  if tonumber(ARGV[4]) == 0 then redis.call('ZREM', KEYS[5], ARGV[2]) end
 end
 local threshold = tonumber(ARGV[5])
-if threshold > 0 and pending >= threshold and redis.call('SADD', KEYS[2], ARGV[2]) == 1 then
-  redis.call('XADD', KEYS[1], '*', 'user', ARGV[2])
-  return 1
-end
+if threshold > 0 and pending >= threshold then return enqueue(ARGV[2]) end
 return 0
+"""
+)
+
+# ARGV: user, then entry ids to drop besides its own (pre-0.2 entries naming it). Erases
+# the user from the shard: its entry (acknowledged and deleted), the index, the watermark.
+_FORGET = r"""
+local removed = 0
+local own = redis.call('HGET', KEYS[2], ARGV[1])
+local ids = {}
+if own then ids[1] = own end
+for i = 2, #ARGV do ids[#ids + 1] = ARGV[i] end
+for _, id in ipairs(ids) do
+  redis.call('XACK', KEYS[1], 'summarizers', id)
+  removed = removed + redis.call('XDEL', KEYS[1], id)
+  redis.call('HDEL', KEYS[3], id)
+end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('SREM', KEYS[6], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZREM', KEYS[5], ARGV[1])
+return removed
+"""
+
+# ARGV: user. Queue it unless queued.
+_QUEUE = _ENQUEUE + "return enqueue(ARGV[1])"
+
+# ARGV: entry ids whose owner is gone (erased meanwhile): acknowledge and delete them.
+_DROP = r"""
+for i = 1, #ARGV do
+  redis.call('XACK', KEYS[1], 'summarizers', ARGV[i])
+  redis.call('XDEL', KEYS[1], ARGV[i])
+end
+return #ARGV
 """
 
 
@@ -131,7 +185,8 @@ class SummaryQueue:
         return zlib.crc32(user_id.encode("utf-8")) % self.shards
 
     def _shard_keys(self, shard: int) -> list[str]:
-        return [self.keys.queue_key(shard, k) for k in ("stream", "queued", "pending", "wm")]
+        kinds: tuple[QueueKeyKind, ...] = ("stream", "entries", "owners", "pending", "wm", "queued")
+        return [self.keys.queue_key(shard, k) for k in kinds]
 
     # ----- the write side: a turn, a summarization -----
 
@@ -142,14 +197,14 @@ class SummaryQueue:
         """
         keys = self._shard_keys(self.shard_of(user_id))
         with self.connection.errors():
-            return bool(self.connection.eval(_NOTE, 4, *keys, user_id, length, threshold or 0))
+            return bool(self.connection.eval(_NOTE, 6, *keys, user_id, length, threshold or 0))
 
     async def anote(self, user_id: str, *, length: int, threshold: int | None) -> bool:
         """Async :meth:`note`."""
         keys = self._shard_keys(self.shard_of(user_id))
         with self.connection.errors():
             return bool(
-                await self.connection.aeval(_NOTE, 4, *keys, user_id, length, threshold or 0)
+                await self.connection.aeval(_NOTE, 6, *keys, user_id, length, threshold or 0)
             )
 
     def settle(
@@ -165,7 +220,7 @@ class SummaryQueue:
         keys = self._shard_keys(self.shard_of(user_id))
         args = [entry.entry_id if entry else "", user_id, watermark, length, threshold or 0]
         with self.connection.errors():
-            return bool(self.connection.eval(_SETTLE, 4, *keys, *args))
+            return bool(self.connection.eval(_SETTLE, 6, *keys, *args))
 
     async def asettle(
         self,
@@ -180,7 +235,29 @@ class SummaryQueue:
         keys = self._shard_keys(self.shard_of(user_id))
         args = [entry.entry_id if entry else "", user_id, watermark, length, threshold or 0]
         with self.connection.errors():
-            return bool(await self.connection.aeval(_SETTLE, 4, *keys, *args))
+            return bool(await self.connection.aeval(_SETTLE, 6, *keys, *args))
+
+    def forget(self, user_id: str) -> int:
+        """Erase the user from its shard: its entry (acknowledged and deleted, even if a
+        worker holds it), the pending index and the watermark copy. Returns the number
+        of stream entries deleted.
+        """
+        keys = self._shard_keys(self.shard_of(user_id))
+        with self.connection.errors():
+            legacy: list[str] = []
+            if self.connection.sync.sismember(keys[5], user_id):
+                legacy = _legacy_ids(self.connection.sync.xrange(keys[0]), user_id)
+            return int(self.connection.eval(_FORGET, 6, *keys, user_id, *legacy))
+
+    async def aforget(self, user_id: str) -> int:
+        """Async :meth:`forget`."""
+        keys = self._shard_keys(self.shard_of(user_id))
+        client = await self.connection.aclient()
+        with self.connection.errors():
+            legacy: list[str] = []
+            if await client.sismember(keys[5], user_id):  # type: ignore[misc]
+                legacy = _legacy_ids(await client.xrange(keys[0]), user_id)
+            return int(await self.connection.aeval(_FORGET, 6, *keys, user_id, *legacy))
 
     # ----- the read side: workers -----
 
@@ -205,7 +282,7 @@ class SummaryQueue:
         stream = self.keys.queue_key(shard, "stream")
         with self.connection.errors():
             reply = await client.xreadgroup(GROUP, consumer, {stream: ">"}, count=count)
-        return self._entries(shard, reply)
+        return await self._aowned(shard, [m for _stream, ms in reply or [] for m in ms])
 
     async def adead_letter(self, entry: QueueEntry, reason: str) -> None:
         """Acknowledge an entry no worker can ever process (an invalid user id) and record
@@ -218,6 +295,8 @@ class SummaryQueue:
             pipe = client.pipeline(transaction=False)
             pipe.xack(stream, GROUP, entry.entry_id)
             pipe.xdel(stream, entry.entry_id)
+            pipe.hdel(self.keys.queue_key(entry.shard, "owners"), entry.entry_id)
+            pipe.hdel(self.keys.queue_key(entry.shard, "entries"), entry.user_id)
             pipe.xadd(
                 self.keys.queue_key(entry.shard, "dead"),
                 {"user": entry.user_id[:300], "entry": entry.entry_id, "reason": reason[:300]},
@@ -239,21 +318,30 @@ class SummaryQueue:
             reply = await client.xautoclaim(
                 stream, GROUP, consumer, min_idle_time=min_idle_ms, start_id="0-0", count=count
             )
-        messages = reply[1] if reply else []
-        return [
-            QueueEntry(shard, as_text(entry_id), as_text(fields.get(b"user", fields.get("user"))))
-            for entry_id, fields in messages
-            if fields  # an entry deleted meanwhile comes back empty
-        ]
+        # an entry deleted meanwhile comes back without fields
+        return await self._aowned(shard, [m for m in (reply[1] if reply else []) if m[1]])
 
-    @staticmethod
-    def _entries(shard: int, reply: Any) -> list[QueueEntry]:
-        out = []
-        for _stream, messages in reply or []:
-            for entry_id, fields in messages:
-                user = fields.get(b"user", fields.get("user"))
-                if user is not None:
-                    out.append(QueueEntry(shard, as_text(entry_id), as_text(user)))
+    async def _aowned(self, shard: int, messages: list[Any]) -> list[QueueEntry]:
+        """The entries with their users (from ``owners``; a pre-0.2 entry names its own).
+        Entries whose user was erased meanwhile are acknowledged and dropped.
+        """
+        if not messages:
+            return []
+        keys = self._shard_keys(shard)
+        ids = [as_text(entry_id) for entry_id, _fields in messages]
+        client = await self.connection.aclient()
+        with self.connection.errors():
+            owners = await client.hmget(keys[2], ids)  # type: ignore[misc]
+        out, orphans = [], []
+        for entry_id, (_id, fields), owner in zip(ids, messages, owners, strict=True):
+            user = owner if owner is not None else fields.get(b"user", fields.get("user"))
+            if user is None:
+                orphans.append(entry_id)
+            else:
+                out.append(QueueEntry(shard, entry_id, as_text(user)))
+        if orphans:
+            with self.connection.errors():
+                await self.connection.aeval(_DROP, 1, keys[0], *orphans)
         return out
 
     # ----- what is pending -----
@@ -276,6 +364,47 @@ class SummaryQueue:
                 pipe.zrangebyscore(self.keys.queue_key(shard, "pending"), min_messages, "+inf")
             replies = await pipe.execute()
         return sorted(as_text(u) for reply in replies for u in reply)
+
+    def indexed_users(self) -> set[str]:
+        """Every user the queue names (pending, watermark copy, entry), over all shards."""
+        with self.connection.errors():
+            pipe = self.connection.sync.pipeline(transaction=False)
+            for shard in range(self.shards):
+                _index_reads(pipe, self._shard_keys(shard))
+            return _index_members(pipe.execute())
+
+    async def aindexed_users(self) -> set[str]:
+        """Async :meth:`indexed_users`."""
+        client = await self.connection.aclient()
+        with self.connection.errors():
+            pipe = client.pipeline(transaction=False)
+            for shard in range(self.shards):
+                _index_reads(pipe, self._shard_keys(shard))
+            return _index_members(await pipe.execute())
+
+    def enqueue_due(self, threshold: int) -> int:
+        """Queue every indexed user with at least ``threshold`` pending messages that is
+        not queued yet (a worker started with a lower threshold than the app's); return
+        how many were queued.
+        """
+        n = 0
+        for shard in range(self.shards):
+            keys = self._shard_keys(shard)
+            with self.connection.errors():
+                for user in self.connection.sync.zrangebyscore(keys[3], threshold, "+inf"):
+                    n += int(self.connection.eval(_QUEUE, 6, *keys, as_text(user)))
+        return n
+
+    async def aenqueue_due(self, threshold: int) -> int:
+        """Async :meth:`enqueue_due`."""
+        client = await self.connection.aclient()
+        n = 0
+        for shard in range(self.shards):
+            keys = self._shard_keys(shard)
+            with self.connection.errors():
+                for user in await client.zrangebyscore(keys[3], threshold, "+inf"):
+                    n += int(await self.connection.aeval(_QUEUE, 6, *keys, as_text(user)))
+        return n
 
     def indexed(self) -> bool:
         """Whether the pending index covers every user (a sweep has run on this Redis)."""
@@ -310,8 +439,9 @@ class SummaryQueue:
             await self._agroup(shard)
             keys = self._shard_keys(shard)
             with self.connection.errors():
-                queued += int(await client.scard(keys[1]))
-                pending += int(await client.zcard(keys[2]))
+                queued += int(await client.hlen(keys[1]))  # type: ignore[misc]
+                queued += int(await client.scard(keys[5]))  # type: ignore[misc]
+                pending += int(await client.zcard(keys[3]))
                 summary = await client.xpending(keys[0], GROUP)
                 unacked += int(summary.get("pending", 0) if summary else 0)
                 if lag:
@@ -323,3 +453,23 @@ class SummaryQueue:
         if lag:
             stats["lag_s"] = 0 if oldest is None else max(0, int(time.time() - oldest / 1000))
         return stats
+
+
+def _legacy_ids(entries: Any, user_id: str) -> list[str]:
+    """The ids of pre-0.2 stream entries that name ``user_id`` in their ``user`` field."""
+    return [
+        as_text(entry_id)
+        for entry_id, fields in entries
+        if as_text(fields.get(b"user", fields.get("user", b""))) == user_id
+    ]
+
+
+def _index_reads(pipe: Any, keys: list[str]) -> None:
+    pipe.zrange(keys[3], 0, -1)
+    pipe.zrange(keys[4], 0, -1)
+    pipe.hkeys(keys[1])
+    pipe.smembers(keys[5])
+
+
+def _index_members(replies: list[Any]) -> set[str]:
+    return {as_text(member) for reply in replies for member in reply}

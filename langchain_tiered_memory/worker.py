@@ -122,16 +122,31 @@ class SummaryWorker:
 
         ``sweep`` (default: if no sweep ever ran on this Redis) first indexes every user's
         pending count and queues the due ones: what a crash between a turn and its queue
-        note lost.
+        note lost. Then every indexed user with ``memory.summarize_after`` pending
+        messages is queued: a worker may use a lower threshold than the app that wrote
+        the turns. With the memory's ``user_ttl``, the sweep runs again every
+        ``user_ttl`` (at least every 10 minutes' worth), so users whose data expired
+        leave the queue's index too.
         """
         if sweep or (sweep is None and not await self.queue.aindexed()):
             swept = await self.memory.asweep_pending()
             logger.info("indexed the pending messages of %d users", swept)
+        if self.memory.summarize_after is not None:
+            due = await self.queue.aenqueue_due(self.memory.summarize_after)
+            if due:
+                logger.info(
+                    "queued %d users already due at %d messages", due, self.memory.summarize_after
+                )
+        sweep_every = max(self.memory.user_ttl, 600.0) if self.memory.user_ttl else None
+        last_sweep = time.monotonic()
         running: set[asyncio.Task[None]] = set()
         shard = 0
         idle_rounds = 0
         last_claim = last_stats = 0.0
         while not self._stop.is_set():
+            if sweep_every is not None and time.monotonic() - last_sweep >= sweep_every:
+                last_sweep = time.monotonic()
+                await self.memory.asweep_pending()
             if on_progress is not None and time.monotonic() - last_stats >= 2.0:
                 last_stats = time.monotonic()
                 self.stats.queue = await self.queue.astats(lag=True)

@@ -328,14 +328,31 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
     # ----- deletes and copies -----
 
     def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint and write of a thread (all namespaces)."""
+        """Delete every checkpoint and write of a thread (all namespaces), and its name
+        from the run indexes (``delete_for_runs``), so that no key names it afterwards.
+        """
+        keys = self._thread_keys(str(thread_id))
         with self.connection.errors():
-            self.connection.sync.delete(*self._thread_keys(str(thread_id)))
+            runs = self._runs_of(self.connection.sync.zrange(keys[4], 0, -1))
+            pipe = self.connection.sync.pipeline(transaction=False)
+            for key in keys:  # one key a command: a cluster pipeline's DEL takes one
+                pipe.delete(key)
+            for run_key, escaped in self._run_unmarks(runs, str(thread_id)):
+                pipe.srem(run_key, escaped)
+            pipe.execute()
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""
+        keys = self._thread_keys(str(thread_id))
+        client = await self.connection.aclient()
         with self.connection.errors():
-            await (await self.connection.aclient()).delete(*self._thread_keys(str(thread_id)))
+            runs = self._runs_of(await client.zrange(keys[4], 0, -1))
+            pipe = client.pipeline(transaction=False)
+            for key in keys:  # one key a command: a cluster pipeline's DEL takes one
+                pipe.delete(key)
+            for run_key, escaped in self._run_unmarks(runs, str(thread_id)):
+                pipe.srem(run_key, escaped)
+            await pipe.execute()
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) that the given runs wrote."""

@@ -2,8 +2,11 @@
 
 Layout (core commands only; one hash slot per namespace):
 
-- ``{st:}:st:ns`` (sorted set, scores 0): every namespace ever written, encoded so that a
-  namespace prefix is a lexical range (:func:`~langchain_tiered_memory._keys.encode_namespace`);
+- ``{st:}:st:ns`` (sorted set, scores 0): every namespace with items, encoded so that a
+  namespace prefix is a lexical range (:func:`~langchain_tiered_memory._keys.encode_namespace`).
+  A put registers its namespace *before* writing the item (a killed batch cannot leave an
+  item that searches never see); a delete that empties a namespace unregisters it, unless
+  a put came meanwhile (``{st:}:st:nsv``: namespace -> write count, checked by a script);
 - ``{st:<ns>}:st:items`` (hash): key -> JSON ``{"v": value, "c": created, "u": updated,
   "e": expiry epoch or null, "t": ttl minutes or null}``;
 - ``{st:<ns>}:st:vecs`` (hash): key -> msgpack ``{path: float32 bytes}`` (only with an index).
@@ -16,6 +19,7 @@ store run the same plan and differ only in who does the I/O.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from collections.abc import Generator, Iterable, Sequence
@@ -50,8 +54,11 @@ from langchain_tiered_memory._keys import (
     encode_namespace,
 )
 from langchain_tiered_memory._redis import RedisConnection, as_text
+from langchain_tiered_memory.errors import CorruptMemoryError
 
 __all__ = ["BaseRedisStore"]
+
+logger = logging.getLogger(__name__)
 
 _MAX_TTL_MINUTES = 100 * 365.25 * 24 * 60
 # One command of a pipeline: (redis-py method name, args...).
@@ -66,6 +73,13 @@ class Pipeline:
 
 
 @dataclass
+class Scan:
+    """A request of the plan: the keys matching this SCAN pattern (every node)."""
+
+    pattern: str
+
+
+@dataclass
 class Embed:
     """A request of the plan: embed these texts (documents or one query each)."""
 
@@ -74,6 +88,23 @@ class Embed:
 
 
 Plan = Generator[Pipeline | Embed, Any, list[Result]]
+
+# Values nest at most this deep (a deeper one could be written but never read back: the
+# JSON decoder's recursion limit).
+MAX_VALUE_DEPTH = 100
+
+# KEYS: registry, versions. ARGV: (encoded namespace, write count at the check) pairs:
+# unregister each namespace found empty, unless a put has counted a write since.
+_PRUNE = r"""
+local n = 0
+for i = 1, #ARGV, 2 do
+  if (redis.call('HGET', KEYS[2], ARGV[i]) or '') == ARGV[i + 1] then
+    n = n + redis.call('ZREM', KEYS[1], ARGV[i])
+    redis.call('HDEL', KEYS[2], ARGV[i])
+  end
+end
+return n
+"""
 
 
 class _Stored(NamedTuple):
@@ -140,7 +171,7 @@ class BaseRedisStore(BaseStore):
             elif isinstance(op, SearchOp):
                 reads.append(("zrangebylex", registry, *_lex_range(op.namespace_prefix)))
             elif isinstance(op, ListNamespacesOp):
-                reads.append(("zrangebylex", registry, "-", "+"))
+                reads.append(("zrangebylex", registry, *_lex_range(_fixed_prefix(op))))
         replies = iter((yield Pipeline(reads)) if reads else [])
 
         # 2. the namespaces searches and listings touch
@@ -160,8 +191,11 @@ class BaseRedisStore(BaseStore):
                 if isinstance(op, ListNamespacesOp):
                     namespaces = [n for n in namespaces if _matches_all(op.match_conditions, n)]
                 for namespace in namespaces:
+                    if isinstance(op, ListNamespacesOp):  # listed without reading items
+                        second.append(("hlen", self.keys.store_key(namespace, "items")))
+                        continue
                     second.append(("hgetall", self.keys.store_key(namespace, "items")))
-                    if isinstance(op, SearchOp) and op.query and self.embeddings:
+                    if op.query and self.embeddings:
                         second.append(("hgetall", self.keys.store_key(namespace, "vecs")))
                 pending.append((i, op, namespaces))
         contents = iter((yield Pipeline(second)) if second else [])
@@ -176,7 +210,7 @@ class BaseRedisStore(BaseStore):
             vectors = {q: _unit(v) for q, v in zip(queries, embedded, strict=True)}
         for i, op, namespaces in pending:
             if isinstance(op, ListNamespacesOp):
-                live = [n for n in namespaces if self._live_items(n, next(contents), now)]
+                live = [n for n in namespaces if int(next(contents)) > 0]
                 results[i] = _list_namespaces(op, live)
                 continue
             candidates: list[tuple[_Stored, dict[str, np.ndarray]]] = []
@@ -222,22 +256,84 @@ class BaseRedisStore(BaseStore):
                 )
             for (k, path), vector in zip(where, embedded, strict=True):
                 by_key.setdefault(k, {})[path] = np.asarray(vector, dtype=np.float32).tobytes()
-        writes = list(refresh)
+        # registered (and counted) before any item is written: see the module docstring
+        writes: list[Command] = []
+        versions = self.keys.store_versions_key()
+        for namespace in dict.fromkeys(op.namespace for op in puts.values() if op.value):
+            member = encode_namespace(namespace)
+            writes += [("hincrby", versions, member, 1), ("zadd", registry, {member: 0})]
+        writes += refresh
+        emptied: list[tuple[str, ...]] = []
         for k, op in puts.items():
             items_key = self.keys.store_key(op.namespace, "items")
             vecs_key = self.keys.store_key(op.namespace, "vecs")
             if op.value is None:
                 writes += [("hdel", items_key, op.key), ("hdel", vecs_key, op.key)]
+                emptied.append(op.namespace)
                 continue
             writes.append(("hset", items_key, op.key, encoded[k]))
             if k in by_key:
                 writes.append(("hset", vecs_key, op.key, ormsgpack.packb(by_key[k])))
             else:
                 writes.append(("hdel", vecs_key, op.key))
-            writes.append(("zadd", registry, {encode_namespace(op.namespace): 0}))
         if writes:
             yield Pipeline(writes)
+        if emptied:
+            yield from self._prune_plan(list(dict.fromkeys(emptied)))
         return results
+
+    def _prune_plan(self, namespaces: list[tuple[str, ...]]) -> Generator[Pipeline, Any, int]:
+        """Unregister those of ``namespaces`` that are empty; return how many. The write
+        count is read *before* the emptiness, so a put racing this check keeps its
+        namespace registered.
+        """
+        versions = self.keys.store_versions_key()
+        members = [encode_namespace(n) for n in namespaces]
+        counts = yield Pipeline([("hget", versions, m) for m in members])
+        sizes = yield Pipeline([("hlen", self.keys.store_key(n, "items")) for n in namespaces])
+        args: list[str] = []
+        for member, count, size in zip(members, counts, sizes, strict=True):
+            if int(size) == 0:
+                args += [member, as_text(count) if count is not None else ""]
+        if not args:
+            return 0
+        registry = self.keys.store_registry_key()
+        (pruned,) = yield Pipeline([("eval", _PRUNE, 2, registry, versions, *args)])
+        return int(pruned)
+
+    def _purge_plan(self, prefix: tuple[str, ...]) -> Generator[Pipeline | Scan, Any, int]:
+        """Delete every namespace under ``prefix`` by key, without reading a value (an
+        unreadable item cannot stop an erasure); return the items removed, expired ones
+        included. The registry is read and the keyspace scanned (for items an older
+        version wrote before registering them).
+        """
+        registry = self.keys.store_registry_key()
+        (members,) = yield Pipeline([("zrangebylex", registry, *_lex_range(prefix))])
+        found = {decode_namespace(as_text(m)) for m in members}
+        for key in (yield Scan(self.keys.store_scan_pattern(prefix))):
+            namespace = self.keys.store_namespace_from_key(key)
+            if namespace is not None and namespace[: len(prefix)] == prefix:
+                found.add(namespace)
+        namespaces = sorted(found)
+        if not namespaces:
+            return 0
+        versions = self.keys.store_versions_key()
+        members = [encode_namespace(n) for n in namespaces]
+        counts = yield Pipeline([("hget", versions, m) for m in members])
+        commands: list[Command] = []
+        for namespace in namespaces:
+            items_key = self.keys.store_key(namespace, "items")
+            commands += [("hlen", items_key), ("delete", items_key)]
+            commands.append(("delete", self.keys.store_key(namespace, "vecs")))
+        replies = yield Pipeline(commands)
+        sizes = yield Pipeline([("hlen", self.keys.store_key(n, "items")) for n in namespaces])
+        args: list[str] = []
+        for member, count, size in zip(members, counts, sizes, strict=True):
+            if int(size) == 0:
+                args += [member, as_text(count) if count is not None else ""]
+        if args:
+            yield Pipeline([("eval", _PRUNE, 2, registry, versions, *args)])
+        return sum(int(r) for r in replies[0::3])
 
     # ----- codec -----
 
@@ -252,6 +348,11 @@ class BaseRedisStore(BaseStore):
             raise ValueError(
                 f"ttl of key {op.key!r} must be a positive number of minutes below "
                 f"{_MAX_TTL_MINUTES:.0f} (100 years), or None for no expiry; got {ttl!r}."
+            )
+        if _depth(op.value) > MAX_VALUE_DEPTH:
+            raise ValueError(
+                f"store value of key {op.key!r} nests deeper than {MAX_VALUE_DEPTH} levels; "
+                "flatten it (a value that deep could not be read back)."
             )
         record = {
             "v": op.value,
@@ -268,19 +369,26 @@ class BaseRedisStore(BaseStore):
                 "plain dicts of str, numbers, bools, lists and dicts."
             ) from exc
 
-    @staticmethod
-    def _parse(namespace: tuple[str, ...], key: str, raw: Any, now: float) -> _Stored | None:
-        record = json.loads(raw)
-        if record.get("e") is not None and record["e"] <= now:
-            return None  # expired; the next sweep deletes it
-        item = Item(
-            value=record["v"],
-            key=key,
-            namespace=namespace,
-            created_at=datetime.fromisoformat(record["c"]),
-            updated_at=datetime.fromisoformat(record["u"]),
-        )
-        return _Stored(item, record.get("t"))
+    def _parse(self, namespace: tuple[str, ...], key: str, raw: Any, now: float) -> _Stored | None:
+        try:
+            record = json.loads(raw)
+            if record.get("e") is not None and record["e"] <= now:
+                return None  # expired; the next sweep deletes it
+            item = Item(
+                value=record["v"],
+                key=key,
+                namespace=namespace,
+                created_at=datetime.fromisoformat(record["c"]),
+                updated_at=datetime.fromisoformat(record["u"]),
+            )
+            return _Stored(item, record.get("t"))
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            where = self.keys.store_key(namespace, "items")
+            raise CorruptMemoryError(
+                f"store item {key!r} of namespace {namespace!r} (field {key!r} of {where}) "
+                f"is not a record this store wrote ({type(exc).__name__}: {exc}). Delete "
+                "it (store.delete(namespace, key)); forget_user erases it without reading it."
+            ) from exc
 
     def _live_items(
         self, namespace: tuple[str, ...], raw: dict[Any, Any], now: float
@@ -314,15 +422,48 @@ class BaseRedisStore(BaseStore):
         )
         now = time.time()
         deletes: list[Command] = []
+        emptied: list[tuple[str, ...]] = []
         for namespace, raw in zip(namespaces, contents, strict=True):
             for key, value in raw.items():
-                expires = json.loads(value).get("e")
-                if expires is not None and expires <= now:
+                try:
+                    expired = self._parse(namespace, as_text(key), value, now) is None
+                except CorruptMemoryError as exc:
+                    logger.warning("the TTL sweep skipped an unreadable item: %s", exc)
+                    continue
+                if expired:
                     deletes.append(("hdel", self.keys.store_key(namespace, "items"), key))
                     deletes.append(("hdel", self.keys.store_key(namespace, "vecs"), key))
+                    emptied.append(namespace)
         if deletes:
             yield Pipeline(deletes)
+        if emptied:
+            yield from self._prune_plan(list(dict.fromkeys(emptied)))
         return len(deletes) // 2
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (a scalar is 0), without recursing."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        current, level = stack.pop()
+        children = current.values() if isinstance(current, dict) else current
+        if isinstance(current, (dict, list, tuple)):
+            deepest = max(deepest, level)
+            if level <= MAX_VALUE_DEPTH:
+                stack += [(child, level + 1) for child in children]
+    return deepest
+
+
+def _fixed_prefix(op: ListNamespacesOp) -> tuple[str, ...]:
+    """The leading labels every listed namespace must have (a prefix condition up to its
+    first wildcard), to read only that range of the registry.
+    """
+    for condition in op.match_conditions or ():
+        if condition.match_type == "prefix":
+            labels = tuple(condition.path)
+            cut = labels.index("*") if "*" in labels else len(labels)
+            return labels[:cut]
+    return ()
 
 
 def _lex_range(prefix: tuple[str, ...]) -> tuple[str, str]:

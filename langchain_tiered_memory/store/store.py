@@ -10,7 +10,7 @@ from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX
 from langchain_tiered_memory._redis import ConnectionOwner, RedisConnection
-from langchain_tiered_memory.store.base import BaseRedisStore, Command, Embed, Pipeline
+from langchain_tiered_memory.store.base import BaseRedisStore, Command, Embed, Pipeline, Scan
 
 __all__ = ["RedisStore"]
 
@@ -88,6 +88,24 @@ class RedisStore(BaseRedisStore, ConnectionOwner):
         """Async :meth:`sweep_ttl`."""
         return await self._adrive(self._sweep_plan())
 
+    def purge(self, prefix: tuple[str, ...]) -> int:
+        """Delete every namespace under ``prefix`` (and its items, expired ones too) by
+        key, without reading a value; return how many items were removed.
+
+        The erasure of a user's namespaces (``TieredMemory.forget_user(store=...)`` calls
+        it): O(the namespaces under the prefix) plus one SCAN of the keyspace for items an
+        older version wrote before registering them.
+
+        Example:
+            >>> store.purge(("memories", "alice"))  # doctest: +SKIP
+            12
+        """
+        return int(self._drive(self._purge_plan(tuple(prefix))))
+
+    async def apurge(self, prefix: tuple[str, ...]) -> int:
+        """Async :meth:`purge`."""
+        return int(await self._adrive(self._purge_plan(tuple(prefix))))
+
     def _drive(self, plan: Generator[Any, Any, Any]) -> Any:
         reply: Any = None
         while True:
@@ -97,6 +115,9 @@ class RedisStore(BaseRedisStore, ConnectionOwner):
                 return done.value
             if isinstance(request, Pipeline):
                 reply = self._pipeline(request.commands)
+            elif isinstance(request, Scan):
+                with self.connection.errors():
+                    reply = list(self.connection.sync.scan_iter(match=request.pattern, count=1000))
             else:
                 reply = self._embed(request)
 
@@ -109,6 +130,10 @@ class RedisStore(BaseRedisStore, ConnectionOwner):
                 return done.value
             if isinstance(request, Pipeline):
                 reply = await self._apipeline(request.commands)
+            elif isinstance(request, Scan):
+                client = await self.connection.aclient()
+                with self.connection.errors():
+                    reply = [k async for k in client.scan_iter(match=request.pattern, count=1000)]
             else:
                 reply = await self._aembed(request)
 

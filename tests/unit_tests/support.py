@@ -37,7 +37,7 @@ def data_keys(memory: TieredMemory) -> set[str]:
 
 
 def queue_members(memory: TieredMemory) -> set[str]:
-    """Every user named in the summarization queue's index (pending, watermarks, queued)."""
+    """Every user named in the summarization queue (pending, watermarks, entries, owners)."""
     assert memory.redis_url is not None
     client = raw_client(memory.redis_url)
     try:
@@ -47,8 +47,12 @@ def queue_members(memory: TieredMemory) -> set[str]:
             found: Any = ()
             if kind in ("pending", "wm"):
                 found = client.zrange(key, 0, -1)
-            elif kind == "queued":
+            elif kind == "queued":  # pre-0.2 entries
                 found = client.smembers(key)
+            elif kind == "entries":
+                found = client.hkeys(key)
+            elif kind == "owners":
+                found = client.hvals(key)
             members |= {m.decode() if isinstance(m, bytes) else str(m) for m in found}
         return members
     finally:
