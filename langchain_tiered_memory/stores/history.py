@@ -495,14 +495,21 @@ redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 return n
 """
 
+# A thread's replay mark keeps the ids of this many last saved messages (a turn's worth).
+MARK_IDS = 32
+
 # One script: the whole turn lands or none of it. RPUSH per element because unpack() of a
 # large ARGV overflows Lua's C stack (about 8000 values).
 # ARGV: thread id ('' = none), thread position of the first message ('' = none), n, then
-# n message ids, then n payloads. KEYS[4] maps a thread to "<saved position>:<last id>":
-# a batch starting before the saved position whose message there has that id is a replay
-# (a save that timed out after it was applied), and its stored prefix is skipped. A batch
-# from a fork of the thread (time travel) has another message there and is stored whole.
+# n message ids, then n payloads. KEYS[4] maps a thread to its mark: "<saved position>:"
+# then the ids of the last saved messages (up to MARK_IDS, NUL-separated; the thread
+# positions just before the saved one). A batch is a replay of what is stored (a save
+# that timed out after it was applied, or a save applied while the step's checkpoint was
+# lost) when it reaches the saved position with the id stored there, or starts with ids
+# stored at its positions: that prefix is skipped. A batch from a fork of the thread (time
+# travel) has other ids there and is stored whole. See replayed_prefix, its twin.
 _APPEND_LUA = """
+local MARK_IDS = @MARK_IDS@
 local n = tonumber(ARGV[3])
 local skip = 0
 local tracked = ARGV[1] ~= '' and ARGV[2] ~= ''
@@ -510,9 +517,28 @@ if tracked then
   local mark = redis.call('HGET', KEYS[4], ARGV[1])
   if mark then
     local sep = string.find(mark, ':', 1, true)
-    local k = tonumber(string.sub(mark, 1, sep - 1)) - tonumber(ARGV[2])
-    local last = string.sub(mark, sep + 1)
-    if k > 0 and k <= n and last ~= '' and ARGV[3 + k] == last then skip = k end
+    local saved = tonumber(string.sub(mark, 1, sep - 1))
+    local ids, at = {}, sep + 1
+    while true do
+      local nul = string.find(mark, '\0', at, true)
+      if not nul then ids[#ids + 1] = string.sub(mark, at); break end
+      ids[#ids + 1] = string.sub(mark, at, nul - 1)
+      at = nul + 1
+    end
+    local start = tonumber(ARGV[2])
+    local k = saved - start
+    if k > 0 and k <= n and ids[#ids] ~= '' and ARGV[3 + k] == ids[#ids] then
+      skip = k
+    else
+      local first = saved - #ids
+      while skip < n do
+        local q = start + skip
+        if q < first or q >= saved then break end
+        local stored = ids[q - first + 1]
+        if stored == '' or ARGV[4 + skip] ~= stored then break end
+        skip = skip + 1
+      end
+    end
   end
 end
 local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
@@ -524,10 +550,12 @@ if n > skip and ARGV[1] ~= '' then
   redis.call('RPUSH', KEYS[5], (base + before) .. ':' .. (base + len) .. ':' .. ARGV[1])
 end
 if tracked and n > skip then
-  redis.call('HSET', KEYS[4], ARGV[1], (tonumber(ARGV[2]) + n) .. ':' .. ARGV[3 + n])
+  local kept = {}
+  for i = math.max(1, n - MARK_IDS + 1), n do kept[#kept + 1] = ARGV[3 + i] end
+  redis.call('HSET', KEYS[4], ARGV[1], (tonumber(ARGV[2]) + n) .. ':' .. table.concat(kept, '\0'))
 end
 return {len + base, skip}
-"""
+""".replace("@MARK_IDS@", str(MARK_IDS))
 
 # Forget one thread: its messages become tombstones (positions stay, so the watermark and
 # the other threads' spans keep their meaning), its records go. KEYS: history, meta,
@@ -576,17 +604,33 @@ def _position_arg(thread_id: str | None, thread_position: int | None) -> str:
     return "" if thread_id is None else str(thread_position)
 
 
-def replayed_prefix(mark: tuple[int, str] | None, start: int, ids: Sequence[str]) -> int:
+def replayed_prefix(mark: tuple[int, Sequence[str]] | None, start: int, ids: Sequence[str]) -> int:
     """How many leading messages of a batch at thread position ``start`` are already
-    stored, given the thread's ``(saved position, id of the last saved message)`` mark
+    stored, given the thread's mark: ``(saved position, ids of the last saved messages)``
     (the in-memory twin of the check in the append script).
+
+    Either the batch reaches the saved position with the id stored there (a replay of
+    everything saved), or its leading ids are those stored at its positions (a save
+    applied while the step's checkpoint was lost: the next turn starts with the same
+    human message, then a new reply).
+
+    Example:
+        >>> replayed_prefix((2, ("h1", "a1")), 0, ["h1", "a1-regenerated", "h2"])
+        1
     """
     if mark is None:
         return 0
-    k = mark[0] - start
-    if 0 < k <= len(ids) and mark[1] and ids[k - 1] == mark[1]:
+    saved, stored = mark
+    k = saved - start
+    if 0 < k <= len(ids) and stored and stored[-1] and ids[k - 1] == stored[-1]:
         return k
-    return 0
+    first, skip = saved - len(stored), 0
+    while skip < len(ids) and first <= start + skip < saved:
+        expected = stored[start + skip - first]
+        if not expected or ids[skip] != expected:
+            break
+        skip += 1
+    return skip
 
 
 def _thread_arg(thread_id: str | None) -> str:
@@ -896,7 +940,7 @@ class InMemoryHistoryStore(HistoryStore):
         self._base: dict[str, int] = {}
         self._threads: dict[str, set[str]] = {}
         # user -> thread -> (saved thread position, id of the last saved message)
-        self._marks: dict[str, dict[str, tuple[int, str]]] = {}
+        self._marks: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {}
         self._spans: dict[str, list[tuple[int, int, str]]] = {}
         self._lock = threading.Lock()
 
@@ -927,7 +971,7 @@ class InMemoryHistoryStore(HistoryStore):
                     end = start + len(payload) - skip
                     self._spans.setdefault(user_id, []).append((start, end, thread))
                 if position:
-                    marks[thread] = (int(position) + len(payload), ids[-1])
+                    marks[thread] = (int(position) + len(payload), tuple(ids[-MARK_IDS:]))
             return len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
 
     async def aappend(

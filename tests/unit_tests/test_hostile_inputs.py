@@ -104,13 +104,39 @@ def test_append_is_idempotent_per_thread_position_and_a_fork_is_stored(
     assert _texts(memory, "u") == ["a", "b", "c", "d", "a"]
 
 
+def test_a_turn_saved_before_its_checkpoint_was_lost_keeps_one_human_message(
+    memory_factory: MemoryFactory,
+) -> None:
+    """LangGraph's async durability: save_memory applied, the step's checkpoint lost. The
+    next run starts from the input checkpoint, so its batch at the same thread position
+    starts with the same human message id and goes on with a regenerated reply.
+    """
+    memory = memory_factory()
+    h1, a1 = HumanMessage("hi", id="h1"), AIMessage("hello", id="a1")
+    h2, a2 = HumanMessage("how are you", id="h2"), AIMessage("fine", id="a2")
+    memory.add_session_log("u", [h1, a1], thread_id="t", thread_position=0)
+    memory.add_session_log("u", [h2, a2], thread_id="t", thread_position=2)
+    again = AIMessage("fine, thanks", id="a2-regenerated")
+    memory.add_session_log("u", [h2, again], thread_id="t", thread_position=2)
+    assert _texts(memory, "u") == ["hi", "hello", "how are you", "fine", "fine, thanks"]
+    # and the next turn after it is stored once
+    h3 = HumanMessage("bye", id="h3")
+    memory.add_session_log("u", [h3], thread_id="t", thread_position=4)
+    memory.add_session_log("u", [h3], thread_id="t", thread_position=4)
+    assert _texts(memory, "u")[-2:] == ["fine, thanks", "bye"]
+
+
 def test_replayed_prefix_only_skips_an_exact_match() -> None:
     assert replayed_prefix(None, 0, ["a"]) == 0
-    assert replayed_prefix((2, "b"), 0, ["a", "b", "c"]) == 2
-    assert replayed_prefix((2, "x"), 0, ["a", "b", "c"]) == 0  # a fork
-    assert replayed_prefix((2, ""), 0, ["", "", "c"]) == 0  # no ids: cannot tell
-    assert replayed_prefix((5, "b"), 0, ["a", "b"]) == 0  # beyond the batch
-    assert replayed_prefix((1, "a"), 1, ["b"]) == 0  # batch starts at the mark
+    assert replayed_prefix((2, ("b",)), 0, ["a", "b", "c"]) == 2
+    assert replayed_prefix((2, ("x",)), 0, ["a", "b", "c"]) == 0  # a fork
+    assert replayed_prefix((2, ("",)), 0, ["", "", "c"]) == 0  # no ids: cannot tell
+    assert replayed_prefix((5, ("b",)), 0, ["a", "b"]) == 0  # beyond the batch
+    assert replayed_prefix((1, ("a",)), 1, ["b"]) == 0  # batch starts at the mark
+    # the stored prefix of ids at the batch's positions: the same human message, a new reply
+    assert replayed_prefix((4, ("h2", "a2")), 2, ["h2", "a2-new", "h3"]) == 1
+    assert replayed_prefix((4, ("h2", "a2")), 2, ["x", "a3"]) == 0  # a fork at the first
+    assert replayed_prefix((4, ("", "a2")), 2, ["", "a2-new"]) == 0  # an id-less message
 
 
 # --------------------------------------------------------------------------- 4. poison

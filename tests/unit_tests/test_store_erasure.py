@@ -1,0 +1,134 @@
+"""The Redis store's registry and erasure: what a killed batch, a planted value or a deep
+value cannot break, and what erasure and listing cost (the user's keys, not everyone's).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from langchain_tiered_memory import CorruptMemoryError, TieredMemory
+from langchain_tiered_memory.store import RedisStore
+from langchain_tiered_memory.store.base import _PRUNE, MAX_VALUE_DEPTH
+
+
+def nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(depth - 1):
+        value = {"n": value}
+    return value
+
+
+@pytest.fixture
+def store(embedded_memory: TieredMemory) -> RedisStore:
+    return embedded_memory.store()
+
+
+def registered(store: RedisStore) -> list[bytes]:
+    return list(store.connection.sync.zrange(store.keys.store_registry_key(), 0, -1))
+
+
+def test_values_nest_at_most_the_cap_and_what_is_stored_reads_back(store: RedisStore) -> None:
+    store.put(("a",), "deep", nested(MAX_VALUE_DEPTH))
+    item = store.get(("a",), "deep")
+    assert item is not None and item.value == nested(MAX_VALUE_DEPTH)
+    with pytest.raises(ValueError, match="nests deeper than 100"):
+        store.put(("a",), "deeper", nested(985))
+    assert store.get(("a",), "deeper") is None
+
+
+def test_an_unreadable_item_names_its_key_and_erasure_still_removes_it(
+    embedded_memory: TieredMemory, store: RedisStore
+) -> None:
+    for user in ("alice", "bob"):
+        store.put(("memories", user), "fact", {"content": f"{user} likes tea"})
+    items_key = store.keys.store_key(("memories", "alice"), "items")
+    store.connection.sync.hset(items_key, "planted", b"\xff\x00not json")
+    with pytest.raises(CorruptMemoryError, match="'planted'.*memories"):
+        store.search(("memories", "alice"))
+    with pytest.raises(CorruptMemoryError, match="planted"):
+        embedded_memory.export_user("alice", store=store)
+    # the other user is untouched by the bad item: export and erasure work for them
+    assert embedded_memory.export_user("bob", store=store)["store"][0]["key"] == "fact"
+    removed = embedded_memory.forget_user("alice", store=store)
+    assert removed["store_items"] == 2  # the planted one is counted and gone
+    assert not store.connection.sync.exists(items_key)
+    assert store.list_namespaces() == [("memories", "bob")]
+
+
+def test_a_put_registers_its_namespace_before_writing_the_item(store: RedisStore) -> None:
+    sent: list[list[tuple[Any, ...]]] = []
+    run = store._pipeline
+
+    def record(commands: list[tuple[Any, ...]]) -> list[Any]:
+        sent.append(commands)
+        return run(commands)
+
+    store._pipeline = record  # type: ignore[method-assign]
+    store.put(("memories", "alice"), "m1", {"content": "x"})
+    writes = [c[0] for c in sent[-1]]
+    # a batch killed after any prefix of these commands leaves no unregistered item
+    assert writes.index("zadd") < writes.index("hset")
+
+
+def test_erasure_finds_items_no_registry_names(
+    embedded_memory: TieredMemory, store: RedisStore
+) -> None:
+    """What a pre-0.2 batch killed between its item and its registry write left behind."""
+    store.put(("memories", "alice"), "m1", {"content": "registered"})
+    stray = store.keys.store_key(("memories", "alice", "old"), "items")
+    store.connection.sync.hset(stray, "m2", '{"v": {}, "c": "x", "u": "x"}')
+    assert embedded_memory.forget_user("alice", store=store)["store_items"] == 2
+    assert not store.connection.sync.exists(stray)
+
+
+def test_deleting_the_last_item_unregisters_the_namespace(store: RedisStore) -> None:
+    store.put(("memories", "alice"), "m1", {"content": "x"})
+    store.put(("memories", "alice"), "m2", {"content": "y"})
+    store.delete(("memories", "alice"), "m1")
+    assert registered(store) == [b"memories/alice/"]
+    store.delete(("memories", "alice"), "m2")
+    assert registered(store) == []
+    assert store.list_namespaces() == []
+
+
+def test_a_put_racing_the_prune_keeps_its_namespace(store: RedisStore) -> None:
+    """The prune script unregisters only if no put has counted a write since the check."""
+    store.put(("ns",), "k", {"v": 1})
+    client = store.connection.sync
+    versions, registry = store.keys.store_versions_key(), store.keys.store_registry_key()
+    seen = client.hget(versions, "ns/").decode()
+    client.hincrby(versions, "ns/", 1)  # a put registered meanwhile
+    assert client.eval(_PRUNE, 2, registry, versions, "ns/", seen) == 0
+    assert registered(store) == [b"ns/"]
+    now = client.hget(versions, "ns/").decode()
+    assert client.eval(_PRUNE, 2, registry, versions, "ns/", now) == 1
+    assert registered(store) == []
+
+
+def test_listing_and_erasure_read_only_the_user_range(
+    embedded_memory: TieredMemory, store: RedisStore
+) -> None:
+    for i in range(50):
+        store.put(("memories", f"user{i}"), "m", {"content": str(i)})
+    store.put(("memories", "alice"), "m", {"content": "a"})
+    commands: list[tuple[Any, ...]] = []
+    run = store._pipeline
+
+    def record(batch: list[tuple[Any, ...]]) -> list[Any]:
+        commands.extend(batch)
+        return run(batch)
+
+    store._pipeline = record  # type: ignore[method-assign]
+    assert store.list_namespaces(prefix=("memories", "alice")) == [("memories", "alice")]
+    assert not [c for c in commands if c[0] == "hgetall"]  # listing reads no item
+    assert len([c for c in commands if c[0] == "hlen"]) == 1  # only the range asked for
+    commands.clear()
+    embedded_memory.forget_user("alice", store=store)
+    touched = {c[1] for c in commands if c[0] in ("hlen", "delete", "hgetall")}
+    assert touched == {
+        store.keys.store_key(("memories", "alice"), "items"),
+        store.keys.store_key(("memories", "alice"), "vecs"),
+    }
+    assert len(store.list_namespaces(limit=100)) == 50
