@@ -702,12 +702,26 @@ class EmbeddedRedis:
         return False
 
     @contextlib.contextmanager
-    def _start_lock(self) -> Iterator[None]:
+    def _start_lock(self, deadline: float | None = None) -> Iterator[None]:
         # Serializes start, attach, revive and stop across processes on this data dir.
+        # Held only for short steps (never while waiting on a busy server), and waited
+        # for until the caller's deadline, not forever.
         self.data_dir.mkdir(parents=True, exist_ok=True)
         fd = self._lock_file(_START_LOCK)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise MemoryBackendError(
+                            f"Another process has held the start lock of the embedded "
+                            f"redis-server of {self.data_dir} for over "
+                            f"{self.busy_timeout:.0f}s (starting or stopping it). Retry "
+                            "later, or raise busy_timeout."
+                        ) from None
+                    time.sleep(0.02)
             yield
         finally:
             os.close(fd)
@@ -727,17 +741,16 @@ class EmbeddedRedis:
         self._wait_server_gone(5.0)
 
     def start(self) -> EmbeddedRedis:
-        """Attach to the server of this data dir, starting it if none is alive."""
-        with self._start_lock():
-            if self._attach_fd is None:
-                fd = self._lock_file(_CLIENTS_LOCK)
-                fcntl.flock(fd, fcntl.LOCK_SH)
-                self._attach_fd = fd
-            try:
-                self._ensure_server()
-            except BaseException:
-                self._detach()
-                raise
+        """Attach to the server of this data dir, starting it if none is alive.
+
+        Waits at most ``busy_timeout`` in all (for the start lock and for a live server
+        that does not answer), then raises ``MemoryBackendError``.
+        """
+        try:
+            self._serve(time.monotonic() + self.busy_timeout, attach=True)
+        except BaseException:
+            self._detach()
+            raise
         _ATTACHED.add(self)
         return self
 
@@ -749,44 +762,55 @@ class EmbeddedRedis:
         """
         if self._attach_fd is None:
             return False
-        with self._start_lock():
-            if self._attach_fd is None:
-                return False
-            if self._ensure_server():
-                logger.warning("embedded redis-server at %s had stopped; restarted", self.url)
-        return True
+        return self._serve(time.monotonic() + self.busy_timeout, attach=False) is not None
 
-    def _ensure_server(self) -> bool:
-        """With the start lock held: wait for the live server, or start one; return
-        whether one was started.
+    def _serve(self, deadline: float, *, attach: bool) -> bool | None:
+        """Make a server answer: attach (``attach``) and start one if none is alive, or
+        wait, *without* the start lock, for a live one that is busy. Returns whether one
+        was started; ``None`` if this object is (no longer) attached and ``attach`` is off.
+        """
+        while True:
+            with self._start_lock(deadline):
+                if attach and self._attach_fd is None:
+                    fd = self._lock_file(_CLIENTS_LOCK)
+                    fcntl.flock(fd, fcntl.LOCK_SH)
+                    self._attach_fd = fd
+                if self._attach_fd is None:
+                    return None
+                state = self._ensure_server()
+            if state == "launched":
+                if not attach:
+                    logger.warning("embedded redis-server at %s had stopped; restarted", self.url)
+                return True
+            if state == "ready" or self._wait_answering(deadline):
+                self._apply_settings()
+                return False
+            # it died while we waited: take the lock again and start it
+
+    def _ensure_server(self) -> str:
+        """With the start lock held: ``"ready"`` if the server answers, ``"launched"``
+        if none was alive and one was started, ``"wait"`` if one is alive but busy.
         """
         if self.server_alive():
-            launched = self._wait_answering()
-            self._apply_settings()
-            return launched
+            return "ready" if self._probe(1.0) == "up" else "wait"
         state = self._probe(1.0)
         if state == "up":  # a server not started by this package (or an older version)
-            self._apply_settings()
-            return False
+            return "ready"
         if state == "busy":
             # Nobody holds the lock, yet something is connected and not answering: wait
             # for it rather than start a second server on the same files.
-            return self._wait_answering()
+            return "wait"
         self._launch()
-        return True
+        return "launched"
 
-    def _wait_answering(self) -> bool:
-        """Wait until the server answers; return whether it died meanwhile and was
-        started again.
-        """
-        deadline = time.monotonic() + self.busy_timeout
+    def _wait_answering(self, deadline: float) -> bool:
+        """Wait (no lock held) until the server answers (``True``) or is gone (``False``)."""
         while True:
             state = self._probe(1.0)
             if state == "up":
-                return False
-            if state == "down" and not self.server_alive():
-                self._launch()  # it died while we waited
                 return True
+            if state == "down" and not self.server_alive():
+                return False
             if time.monotonic() > deadline:
                 raise MemoryBackendError(
                     f"The embedded redis-server of {self.data_dir} is running but has not "

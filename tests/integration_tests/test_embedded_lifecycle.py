@@ -150,6 +150,46 @@ def test_a_second_start_while_alive_but_silent_waits_then_errors_clearly(
         server.stop()
 
 
+_OPEN_STALLED = """
+import sys, time
+from langchain_tiered_memory import EmbeddedRedis, MemoryBackendError
+started = time.monotonic()
+try:
+    EmbeddedRedis(sys.argv[1], busy_timeout=float(sys.argv[2])).start()
+    print("attached")
+except MemoryBackendError as exc:
+    print(f"{time.monotonic() - started:.2f}", "raise busy_timeout" in str(exc))
+"""
+
+
+def test_processes_opening_a_stalled_server_each_wait_one_deadline(data_dir: Path) -> None:
+    """The start lock is not held while waiting on a busy server: four processes give up
+    together after about one busy_timeout, not one after another (4x as long).
+    """
+    server = EmbeddedRedis(data_dir).start()
+    budget = 3.0
+    try:
+        os.kill(_server_pids(data_dir)[0], signal.SIGSTOP)
+        try:
+            openers = [
+                subprocess.Popen(
+                    [sys.executable, "-c", _OPEN_STALLED, str(data_dir), str(budget)],
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+                for _ in range(4)
+            ]
+            outs = [p.communicate(timeout=120)[0].split() for p in openers]
+        finally:
+            os.kill(_server_pids(data_dir)[0], signal.SIGCONT)
+        assert all(out[1] == "True" for out in outs), outs  # each: the clear error
+        waited = sorted(float(out[0]) for out in outs)
+        assert waited[0] >= budget  # none gave up early
+        assert waited[-1] < 2 * budget + 2  # in turn they would take 4 x budget
+    finally:
+        server.stop()
+
+
 # --------------------------------------------------------------------------- 2. attachment
 
 _ATTACH_THEN_WAIT = """
