@@ -311,6 +311,7 @@ class RedisConnection:
         self._async = async_client
         self._owns_sync = client is None
         self._owns_async = async_client is None
+        self._async_loop: asyncio.AbstractEventLoop | None = None  # the one _async is bound to
         self._lock = threading.Lock()
 
     @property
@@ -386,6 +387,17 @@ class RedisConnection:
         Every async method goes through this (not :attr:`aio`): a blocking probe on the
         loop stalls every other task, and servers such as ``langgraph dev`` refuse it.
         """
+        loop = asyncio.get_running_loop()
+        if self._async is not None and self._async_loop not in (None, loop):
+            assert self._async_loop is not None
+            if not (self._owns_async and self._async_loop.is_closed()):
+                raise MemoryBackendError(
+                    f"The asyncio connection to {self.url} belongs to another event loop, "
+                    "which is still running (another thread). Use one memory, saver or "
+                    "store per event loop."
+                )
+            # A new asyncio.run(): the old loop closed with its connections; start afresh.
+            self._async = None
         if self._cluster is None and self._sync is None and self._async is None:
             probe = aredis.Redis.from_url(self.url, **_client_kwargs(self._client_name, aio=True))
             try:
@@ -393,7 +405,9 @@ class RedisConnection:
                     self._cluster = await _aserver_mode(probe) == "cluster"
             finally:
                 await probe.aclose()
-        return self.aio
+        client = self.aio
+        self._async_loop = loop
+        return client
 
     def errors(self) -> contextlib.AbstractContextManager[None]:
         """Context manager translating Redis errors for this connection."""
@@ -434,8 +448,10 @@ class RedisConnection:
     async def aclose(self) -> None:
         """Close both clients this object created."""
         if self._owns_async and self._async is not None:
-            await self._async.aclose()
-            self._async = None
+            if self._async_loop in (None, asyncio.get_running_loop()):
+                await self._async.aclose()
+            self._async = None  # bound to a loop that is gone: its connections went with it
+            self._async_loop = None
         self.close()
 
 

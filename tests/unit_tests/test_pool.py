@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
-from langchain_tiered_memory import MemoryBackendError, TieredMemory
+from langchain_tiered_memory import HashingEmbeddings, MemoryBackendError, TieredMemory
 from langchain_tiered_memory._redis import RedisConnection
 
 
@@ -83,3 +84,44 @@ def test_pool_options_are_checked() -> None:
         RedisConnection("redis://localhost", max_connections=0)
     with pytest.raises(ValueError, match="pool_timeout"):
         RedisConnection("redis://localhost", pool_timeout=0)
+
+
+def test_one_memory_serves_two_asyncio_run_calls(tmp_path: Path) -> None:
+    """A script that calls asyncio.run() twice (a notebook, a CLI with two phases): the
+    asyncio connection of the first, closed loop is replaced, not reused ("Event loop is
+    closed"); the saver and the store on the same connection follow.
+    """
+    with TieredMemory.embedded(tmp_path / "data", embeddings=HashingEmbeddings()) as memory:
+        saver, store = memory.acheckpointer(), memory.store()
+
+        async def write(n: int) -> None:
+            await memory.aset_user_tags("alice", {"age": 30 + n})
+            await store.aput(("memories", "alice"), f"m{n}", {"text": str(n)})
+            config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+            await saver.aput(config, empty_checkpoint(), {}, {})
+
+        asyncio.run(write(1))
+        asyncio.run(write(2))
+        assert memory.get_user_tags("alice") == {"age": "32"}
+        assert len(store.search(("memories", "alice"))) == 2
+
+
+def test_a_connection_used_from_a_second_running_loop_says_so(tmp_path: Path) -> None:
+    with TieredMemory.embedded(tmp_path / "data", embeddings=HashingEmbeddings()) as memory:
+        entered, release = threading.Event(), threading.Event()
+
+        async def hold() -> None:
+            await memory.aget_user_tags("alice")
+            entered.set()
+            while not release.is_set():
+                await asyncio.sleep(0.01)
+
+        other = threading.Thread(target=asyncio.run, args=(hold(),))
+        other.start()
+        try:
+            assert entered.wait(30)
+            with pytest.raises(MemoryBackendError, match="another event loop"):
+                asyncio.run(memory.aget_user_tags("alice"))
+        finally:
+            release.set()
+            other.join(30)
