@@ -25,6 +25,7 @@ from langchain_tiered_memory.cli.render import (
     _items_table,
     _messages_table,
     _tags_table,
+    position_range,
 )
 
 __all__ = ["cmd_demo", "cmd_demo_step", "cmd_export", "cmd_forget", "cmd_inspect", "cmd_summarize"]
@@ -36,7 +37,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     console = _console()
     with _open_memory(args) as memory:
         tags = memory.get_user_tags(user)
-        total = memory.history.length(user)
+        total = memory.history.length(user)  # positions: every message ever written
+        kept = len(memory.history.since(user, 0)[1])  # not trimmed, not forgotten
         last = memory.load_context(user, max(args.last, 0))
         items = memory.summaries.get_all(user)
         watermark = memory.summaries.get_watermark(user)
@@ -49,7 +51,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             _messages_table(
                 last,
                 max(total - len(last), 0),
-                f"last {len(last)} of {total} messages (summarized up to #{watermark})",
+                f"last {len(last)} of {kept} kept messages ({total} written; summarized: "
+                f"{position_range(0, watermark)})",
             )
         )
         console.print(_items_table(items, f"summary items ({len(items)})"))

@@ -54,7 +54,7 @@ def _items_table(docs: Sequence[Any], title: str, *, score: bool = False) -> Any
         meta = doc.metadata
         row = [
             str(meta.get("created_at", ""))[:19],
-            f"{meta.get('source_start', '')}-{meta.get('source_end', '')}"
+            position_range(int(meta["source_start"]), int(meta.get("source_end", 0)))
             if "source_start" in meta
             else "",
             escape(doc.page_content)
@@ -71,6 +71,15 @@ def _items_table(docs: Sequence[Any], title: str, *, score: bool = False) -> Any
     if not docs:
         table.add_row(*([""] * (3 if score else 2)), "[dim](none)[/dim]")
     return table
+
+
+def position_range(start: int, end: int) -> str:
+    """Message positions ``start`` (inclusive) to ``end`` (exclusive) as people read them:
+    ``#0-#3`` (an item's source, what a watermark of 4 covers), ``#5``, or ``none``.
+    """
+    if end <= start:
+        return "none"
+    return f"#{start}" if end - start == 1 else f"#{start}-#{end - 1}"
 
 
 def _messages_table(messages: Sequence[Any], first: int, title: str) -> Any:

@@ -381,7 +381,8 @@ class HistoryStore(ABC):
 
     @abstractmethod
     def clear(self, user_id: str) -> int:
-        """Delete the user's kept messages and thread records; return how many messages.
+        """Delete the user's kept messages and thread records; return how many messages
+        (those already forgotten with their thread are not counted again).
 
         Positions keep counting (:meth:`length` is unchanged), so the summarizer's
         watermark stays valid for messages appended afterwards.
@@ -485,14 +486,19 @@ return drop
 
 # Clearing keeps positions counting: the summarizer's watermark (an absolute position)
 # stays meaningful, so messages added after a clear are summarized, not skipped.
+# Returns the messages deleted: forgotten ones (tombstones) are not counted again.
 _CLEAR_LUA = """
 local n = redis.call('LLEN', KEYS[1])
+local kept = n
 if n > 0 then
+  for _, entry in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+    if entry == ARGV[2] then kept = kept - 1 end
+  end
   redis.call('HINCRBY', KEYS[2], ARGV[1], n)
   redis.call('DEL', KEYS[1])
 end
 redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
-return n
+return kept
 """
 
 # A thread's replay mark keeps the ids of this many last saved messages (a turn's worth).
@@ -910,7 +916,7 @@ class RedisHistoryStore(HistoryStore):
         with self.connection.errors():
             return int(
                 self.connection.eval(
-                    _CLEAR_LUA, 5, hist, meta, *self._records(user_id), _BASE_FIELD
+                    _CLEAR_LUA, 5, hist, meta, *self._records(user_id), _BASE_FIELD, TOMBSTONE
                 )
             )
 
@@ -920,7 +926,7 @@ class RedisHistoryStore(HistoryStore):
         with self.connection.errors():
             return int(
                 await self.connection.aeval(
-                    _CLEAR_LUA, 5, hist, meta, *self._records(user_id), _BASE_FIELD
+                    _CLEAR_LUA, 5, hist, meta, *self._records(user_id), _BASE_FIELD, TOMBSTONE
                 )
             )
 
@@ -1103,10 +1109,10 @@ class InMemoryHistoryStore(HistoryStore):
             self._threads.pop(user_id, None)
             self._marks.pop(user_id, None)
             self._spans.pop(user_id, None)
-            n = len(self._data.pop(user_id, []))
-            if n:
-                self._base[user_id] = self._base.get(user_id, 0) + n
-            return n
+            data = self._data.pop(user_id, [])
+            if data:
+                self._base[user_id] = self._base.get(user_id, 0) + len(data)
+            return sum(1 for raw in data if raw not in _TOMBSTONES)
 
     async def aclear(self, user_id: str) -> int:
         """Async :meth:`clear`."""

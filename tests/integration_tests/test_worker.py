@@ -99,6 +99,24 @@ def test_turns_enqueue_each_due_user_once_and_a_worker_drains_them(
             assert check._connection.sync.xlen(queue.keys.queue_key(shard, "stream")) == 0  # type: ignore[union-attr]
 
 
+def test_a_worker_with_a_lower_threshold_summarizes_users_the_app_did_not_queue(
+    embedded_url: str, key_prefix: str
+) -> None:
+    """``tiered-memory worker --once --min-messages 1``: the app queues at 20 messages; a
+    user with 4 is indexed but not queued, and the worker's own threshold makes it due.
+    """
+    app = _memory(embedded_url, key_prefix, summarize_after=20)
+    _talk(app, ["dana"], 2)
+    app.sweep_pending()  # a sweep ran before (at the app's threshold): none at start now
+    assert app.queue is not None and app.queue.indexed_users() == {"dana"}
+    app.close()
+    worker_memory = _memory(embedded_url, key_prefix, summarize_after=1)
+    stats, after = _drain(worker_memory)
+    assert stats.done == 1 and after["pending_users"] == 0
+    with _memory(embedded_url, key_prefix) as check:
+        _assert_each_message_summarized_once(check, ["dana"], 2)
+
+
 def test_pending_users_reads_the_index_and_touches_no_idle_user(
     embedded_url: str, key_prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,6 +24,7 @@ from langchain_tiered_memory.checkpoint import RedisSaver
 from langchain_tiered_memory.cli import build_parser, main
 from langchain_tiered_memory.cli.common import checkpoint_thread_id, user_thread_ids
 from langchain_tiered_memory.cli.demo import fake_demo_model, prompt_tags
+from langchain_tiered_memory.cli.render import position_range
 
 COMMON = ("--redis-url", "--data-dir", "--model", "--embeddings")
 SUBCOMMAND_OPTIONS = {
@@ -161,7 +162,7 @@ def test_inspect_shows_tags_messages_and_items(
     assert code == 0, err
     flat = " ".join(out.split())
     assert "Alice" in flat and "30" in flat
-    assert "last 3 of 4 messages" in flat
+    assert "last 3 of 4 kept messages (4 written; summarized: none)" in flat
     assert "Alps" in flat
     assert "May 8" in flat
     assert "summary items (1)" in flat
@@ -201,6 +202,43 @@ def test_forget_one_thread_keeps_the_rest(capsys: pytest.CaptureFixture[str], se
     texts = [m["data"]["content"] for m in data["history"]["messages"]]
     assert "My secret plan." not in texts and len(texts) == 4
     assert data["tags"] == {"name": "Alice", "age": "30"} and data["threads"] == []
+
+
+def test_counts_agree_after_every_thread_is_forgotten(
+    capsys: pytest.CaptureFixture[str], data_dir: Path
+) -> None:
+    """After forget --thread, inspect and forget --user count what is there, and an
+    item's source range reads as the watermark does (#0-#3: the four summarized).
+    """
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        for t in range(4):
+            memory.add_session_log(
+                "ann",
+                [HumanMessage(f"question {t}", id=f"h{t}"), AIMessage(f"answer {t}", id=f"a{t}")],
+                thread_id="t1",
+                thread_position=2 * t,
+            )
+        memory.summaries.add(
+            "ann",
+            ["The user asks questions."],
+            metadata={"source_start": 0, "source_end": 4},
+            watermark=(0, 4),
+        )
+    run_cli(capsys, "forget", "--user", "ann", "--thread", "t1", "--yes", *opts(data_dir))
+    code, out, err = run_cli(capsys, "inspect", "--user", "ann", *opts(data_dir))
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "last 0 of 0 kept messages (8 written; summarized: #0-#3)" in flat
+    assert "#0-#3" in flat.split("summary items")[1]  # the item's source, same reading
+    code, out, err = run_cli(capsys, "forget", "--user", "ann", "--yes", *opts(data_dir))
+    assert code == 0, err
+    assert "0 history" in out  # the thread's messages were already gone
+
+
+def test_an_items_source_reads_as_inclusive_positions() -> None:
+    assert position_range(0, 4) == "#0-#3"
+    assert position_range(5, 6) == "#5"
+    assert position_range(3, 3) == "none"
 
 
 def test_summarize_one_user_and_all(capsys: pytest.CaptureFixture[str], seeded: Path) -> None:
