@@ -28,6 +28,7 @@ from langchain_tiered_memory.text import (
     is_cjk,
     is_first_person,
     is_question,
+    said_item,
     split_sentences,
 )
 
@@ -162,6 +163,7 @@ _INSTRUCTION_GRAMS = char_grams(SUMMARY_SYSTEM_PROMPT + " Conversation List the 
 
 
 _USER_LABEL, _ASSISTANT_LABEL = "User:", "Assistant:"  # render_transcript's speakers
+_THE_USER_LABEL = re.compile(r"the user\s*:\s*", re.IGNORECASE)
 
 
 def clean_items(candidates: Sequence[Any], source_text: str | None = None) -> list[str]:
@@ -185,6 +187,10 @@ def clean_items(candidates: Sequence[Any], source_text: str | None = None) -> li
         if text.startswith(_ASSISTANT_LABEL):
             continue
         text = text.removeprefix(_USER_LABEL).strip()
+        # "The user: I am 30 ..." (a small model copying a line under a label): the one
+        # form of a quoted statement, as the extractive fallback writes it
+        if (label := _THE_USER_LABEL.match(text)) and is_first_person(text[label.end() :]):
+            text = said_item(text[label.end() :])
         if not (MIN_ITEM_CHARS <= len(text) <= MAX_ITEM_CHARS):
             continue
         if not any(c.isalpha() for c in text) or _copies_instructions(text):
@@ -242,7 +248,7 @@ def extract_user_statements(messages: Sequence[BaseMessage]) -> list[str]:
             if MIN_ITEM_CHARS <= len(sentence) <= MAX_ITEM_CHARS - 20 and states_a_fact(sentence):
                 # No quotation marks: rendered as a quoted string they nest, and SmolLM2
                 # answered the birthday question 4/10 with nested quotes, 8/10 without.
-                item = f"The user said: {sentence}"
+                item = said_item(sentence)
                 if item not in out:
                     out.append(item)
     return out[:MAX_ITEMS]

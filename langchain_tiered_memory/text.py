@@ -28,6 +28,7 @@ __all__ = [
     "stated_age",
     "is_question",
     "restatement_key",
+    "said_item",
     "script_of",
     "script_share",
     "split_sentences",
@@ -79,6 +80,36 @@ def script_of(char: str) -> str | None:
 
 
 _SCRIPT_NAMES = {"CJK": "han", "HIRAGANA": "kana", "KATAKANA": "kana", "HALFWIDTH": "kana"}
+
+
+# "The user said: ..." in the language of the sentence, by its main script (kana before
+# han: Japanese is written with both).
+_SAID = {
+    "kana": "ユーザーは言った：",
+    "han": "用户说：",
+    "hangul": "사용자가 말했다: ",
+    "cyrillic": "Пользователь сказал: ",
+}
+_SAID_DEFAULT = "The user said: "
+
+
+def said_item(sentence: str) -> str:
+    """A summary item quoting the user's own sentence, one form per language: the
+    extractive fallback's item (no model involved, so nothing is invented).
+
+    Example:
+        >>> said_item("I live in Lyon.")
+        'The user said: I live in Lyon.'
+        >>> said_item("我叫李明，今年28岁。")
+        '用户说：我叫李明，今年28岁。'
+    """
+    sentence = sentence.strip()
+    for script in ("kana", "han", "hangul", "cyrillic"):
+        # Japanese mixes kana with han: its share counts both
+        letters = {script, "han"} if script == "kana" else {script}
+        if any(script_of(c) == script for c in sentence) and script_share(sentence, letters) >= 0.5:
+            return _SAID[script] + sentence
+    return _SAID_DEFAULT + sentence
 
 
 def script_share(text: str, scripts: frozenset[str] | set[str]) -> float:

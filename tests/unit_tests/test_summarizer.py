@@ -96,6 +96,28 @@ def test_extract_ignores_assistant_text_and_dedupes() -> None:
     assert extract_user_statements(messages) == ["The user said: I live in Lyon."]
 
 
+@pytest.mark.parametrize(
+    ("said", "item"),
+    [
+        ("I am 30 years old.", "The user said: I am 30 years old."),
+        ("我叫李明，今年28岁。", "用户说：我叫李明，今年28岁。"),
+        ("私は東京に住んでいます。", "ユーザーは言った：私は東京に住んでいます。"),
+        ("Я живу в Москве.", "Пользователь сказал: Я живу в Москве."),
+    ],
+)
+def test_extractive_items_have_one_form_in_the_users_language(said: str, item: str) -> None:
+    assert extract_user_statements([HumanMessage(said)]) == [item]
+
+
+def test_a_labelled_copy_of_the_users_words_takes_the_same_form() -> None:
+    """A small model's "The user: <the user's sentence>" is the quoted-statement form."""
+    assert clean_items(["The user: Alice, I am 30 years old and my birthday is on May 8."]) == [
+        "The user said: Alice, I am 30 years old and my birthday is on May 8."
+    ]
+    assert clean_items(["The user: 我今年28岁。"]) == ["用户说：我今年28岁。"]
+    assert clean_items(["The user is a nurse."]) == ["The user is a nurse."]  # a statement
+
+
 def test_assistant_chatter_sharing_one_word_with_the_user_is_not_memory() -> None:
     # Seen with SmolLM2: its own earlier reply came back as a "fact".
     chatter = "- The user_tag tool is not currently available. Please try again later."
