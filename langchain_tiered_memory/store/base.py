@@ -190,10 +190,9 @@ class BaseRedisStore(BaseStore):
                 namespaces = [decode_namespace(as_text(m)) for m in next(replies)]
                 if isinstance(op, ListNamespacesOp):
                     namespaces = [n for n in namespaces if _matches_all(op.match_conditions, n)]
+                    pending.append((i, op, namespaces))  # listed below, items unread
+                    continue
                 for namespace in namespaces:
-                    if isinstance(op, ListNamespacesOp):  # listed without reading items
-                        second.append(("hlen", self.keys.store_key(namespace, "items")))
-                        continue
                     second.append(("hgetall", self.keys.store_key(namespace, "items")))
                     if op.query and self.embeddings:
                         second.append(("hgetall", self.keys.store_key(namespace, "vecs")))
@@ -210,8 +209,7 @@ class BaseRedisStore(BaseStore):
             vectors = {q: _unit(v) for q, v in zip(queries, embedded, strict=True)}
         for i, op, namespaces in pending:
             if isinstance(op, ListNamespacesOp):
-                live = [n for n in namespaces if int(next(contents)) > 0]
-                results[i] = _list_namespaces(op, live)
+                results[i] = yield from self._list_plan(op, namespaces)
                 continue
             candidates: list[tuple[_Stored, dict[str, np.ndarray]]] = []
             for namespace in namespaces:
@@ -281,6 +279,29 @@ class BaseRedisStore(BaseStore):
         if emptied:
             yield from self._prune_plan(list(dict.fromkeys(emptied)))
         return results
+
+    def _list_plan(
+        self, op: ListNamespacesOp, registered: list[tuple[str, ...]]
+    ) -> Generator[Pipeline, Any, list[Any]]:
+        """One page of ``list_namespaces``: the registered namespaces in order, each checked
+        to hold an item (``HLEN``; a registry entry can outlive its items for a moment) in
+        growing chunks until the page is full: O(registry) names, O(page) keys read.
+        """
+        ordered = sorted(set(registered))
+        want = op.offset + op.limit
+        found: list[tuple[str, ...]] = []
+        at, chunk = 0, max(2 * want, 64)
+        while at < len(ordered) and len(found) < want:
+            part = ordered[at : at + chunk]
+            at, chunk = at + chunk, chunk * 2
+            sizes = yield Pipeline([("hlen", self.keys.store_key(n, "items")) for n in part])
+            for namespace, size in zip(part, sizes, strict=True):
+                if int(size) > 0:
+                    # sorted namespaces give sorted, consecutive truncations: dedup in order
+                    shown = namespace[: op.max_depth] if op.max_depth is not None else namespace
+                    if not found or found[-1] != shown:
+                        found.append(shown)
+        return found[op.offset : want]
 
     def _prune_plan(self, namespaces: list[tuple[str, ...]]) -> Generator[Pipeline, Any, int]:
         """Unregister those of ``namespaces`` that are empty; return how many. The write
@@ -490,14 +511,6 @@ def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     else:
         raise ValueError(f"match_type must be 'prefix' or 'suffix', not {condition.match_type!r}.")
     return all(p == "*" or n == p for n, p in pairs)
-
-
-def _list_namespaces(op: ListNamespacesOp, namespaces: list[tuple[str, ...]]) -> list[Any]:
-    if op.max_depth is not None:
-        found = sorted({n[: op.max_depth] for n in namespaces})
-    else:
-        found = sorted(set(namespaces))
-    return found[op.offset : op.offset + op.limit]
 
 
 def _filter_ok(value: dict[str, Any], filter: dict[str, Any] | None) -> bool:  # noqa: A002
