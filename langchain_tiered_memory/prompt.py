@@ -15,6 +15,8 @@ from typing import Protocol
 from langchain_core.documents import Document
 from langchain_core.messages.utils import count_tokens_approximately
 
+from langchain_tiered_memory.text import timestamp
+
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
     "SMALL_MODEL_SYSTEM_PROMPT",
@@ -74,24 +76,28 @@ def quote(text: str) -> str:
 
 
 def _date(doc: Document) -> str:
-    created = str(doc.metadata.get("created_at", ""))
-    return created[:10] if created else "unknown date"
+    return timestamp(doc.metadata.get("created_at")) or "unknown date"
 
 
 def _item_lines(
     recalled: Sequence[Document], before: str, token_budget: int | None, *, dated: bool = True
 ) -> list[str]:
-    """``- [date] "item"`` lines, best first, while the section stays within the budget."""
+    """``- [time] "item"`` lines: the best items while the section stays within the
+    budget, shown oldest first when dated, so that of two conflicting notes the current
+    one comes last, as the section's header says (undated: best first).
+    """
     used = count_tokens_approximately([("system", before)]) if before else 0
-    lines: list[str] = []
+    chosen: list[tuple[str, str]] = []
     for doc in recalled:
         line = f"- [{_date(doc)}] {quote(doc.page_content)}" if dated else quote(doc.page_content)
         cost = count_tokens_approximately([("system", line)])
         if token_budget is not None and used + cost > token_budget:
             break
-        lines.append(line)
+        chosen.append((str(doc.metadata.get("created_at") or ""), line))
         used += cost
-    return lines
+    if dated:
+        chosen.sort(key=lambda pair: pair[0])  # stable: one time keeps the relevance order
+    return [line for _, line in chosen]
 
 
 def render_memory_section(

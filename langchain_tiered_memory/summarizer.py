@@ -10,10 +10,12 @@ left, :class:`SummarizationError` is raised so the caller stores nothing.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -21,7 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.utils.json import parse_partial_json
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.text import (
@@ -29,7 +31,9 @@ from langchain_tiered_memory.text import (
     is_first_person,
     is_question,
     said_item,
+    script_of,
     split_sentences,
+    timestamp,
 )
 
 logger = logging.getLogger(__name__)
@@ -70,10 +74,28 @@ SUMMARY_SYSTEM_PROMPT = (
     "and the assistant and list the facts about the user worth remembering later: who they "
     "are, dates, preferences, plans, people and events they mention. Write each fact as one "
     'short self-contained sentence in the third person ("The user ..."), in the language '
-    "the user writes in. Do not invent anything. Do not include greetings or small talk. "
-    "Answer by calling SummaryItems, or, if you cannot call it, with one fact per line "
-    "starting with '- '."
+    "the user writes in. Only facts the user stated about themselves and the people in "
+    "their life: never what the assistant told them, offered or promised. Keep how a person "
+    'relates to the user ("The user\'s sister Emma lives in Lyon.", not "Emma lives in '
+    'Lyon."); a person the user mentions is not the user. Keep what the user does not do '
+    '("The user does not eat meat."). State each fact once. Do not invent anything. Do not '
+    "include greetings or small talk. Answer by calling SummaryItems, or, if you cannot "
+    "call it, with one fact per line starting with '- '."
 )
+
+# The language to name in the request, by the script most of the user's words are in
+# (a Latin-script language cannot be told from its letters: the prompt's general rule).
+_LANGUAGES = {
+    "han": "Chinese",
+    "kana": "Japanese",
+    "hangul": "Korean",
+    "cyrillic": "Russian",
+    "arabic": "Arabic",
+    "hebrew": "Hebrew",
+    "greek": "Greek",
+    "thai": "Thai",
+    "devanagari": "Hindi",
+}
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022\u30fb]|\d+[.)\u3001])\s*(.*\S)\s*$")
 
@@ -95,12 +117,38 @@ def render_transcript(messages: Sequence[BaseMessage]) -> str:
     return transcript[-MAX_TRANSCRIPT_CHARS:]
 
 
-def build_request(transcript: str) -> list[BaseMessage]:
-    """The prompt sent to the summarizer model for a :func:`render_transcript` text."""
+def build_request(transcript: str, language: str | None = None) -> list[BaseMessage]:
+    """The prompt sent to the summarizer model for a :func:`render_transcript` text;
+    with ``language`` (:func:`user_language`), the facts are asked for in it.
+    """
+    ask = "List the facts to remember."
+    if language:
+        ask += f" The user writes in {language}: write every fact in {language}."
     return [
         SystemMessage(SUMMARY_SYSTEM_PROMPT),
-        HumanMessage(f"Conversation:\n<<<\n{transcript}\n>>>\nList the facts to remember."),
+        HumanMessage(f"Conversation:\n<<<\n{transcript}\n>>>\n{ask}"),
     ]
+
+
+def user_language(messages: Sequence[BaseMessage]) -> str | None:
+    """The language the user writes in, if its script tells (most of the user's letters):
+    ``"Chinese"``, ``"Japanese"`` (kana with or without kanji), ``"Korean"``, ``"Russian"``,
+    ... ``None`` for Latin script or a mix.
+
+    Example:
+        >>> user_language([HumanMessage("我叫李明，今年28岁。")])
+        'Chinese'
+        >>> user_language([HumanMessage("I live in Lyon.")]) is None
+        True
+    """
+    text = user_text(messages)
+    scripts = Counter(script for c in text if (script := script_of(c)) is not None)
+    if not scripts:
+        return None
+    if scripts["kana"] and (scripts["kana"] + scripts["han"]) * 2 > sum(scripts.values()):
+        return "Japanese"
+    script, count = scripts.most_common(1)[0]
+    return _LANGUAGES.get(script) if count * 2 > sum(scripts.values()) else None
 
 
 def user_text(messages: Sequence[BaseMessage]) -> str:
@@ -159,16 +207,35 @@ def _copies_instructions(item: str) -> bool:
     return bool(grams) and len(grams & _INSTRUCTION_GRAMS) >= 0.8 * len(grams)
 
 
-_INSTRUCTION_GRAMS = char_grams(SUMMARY_SYSTEM_PROMPT + " Conversation List the facts to remember")
+# The prompt's own wording, without its quoted examples: an item may well say what an
+# example says ("The user does not eat meat.").
+_INSTRUCTION_GRAMS = char_grams(
+    re.sub(r'"[^"]*"', " ", SUMMARY_SYSTEM_PROMPT) + " Conversation List the facts to remember"
+)
 
 
 _USER_LABEL, _ASSISTANT_LABEL = "User:", "Assistant:"  # render_transcript's speakers
 _THE_USER_LABEL = re.compile(r"the user\s*:\s*", re.IGNORECASE)
+_ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z]+);", re.IGNORECASE)
+# What the assistant says of itself is not a fact about the user: "The assistant will keep
+# the allergy in mind.", "I will keep that in mind.", "助手会记住。"
+_ABOUT_THE_ASSISTANT = re.compile(
+    r"(?:the |your )?assistant\b"
+    r"|I(?: will|'ll| shall) (?:keep|remember|note|make sure|remind)\b"
+    r"|I have (?:noted|recorded|saved|remembered)\b"
+    r"|助手|助理|我会记住|我会记得",
+    re.IGNORECASE,
+)
 
 
-def clean_items(candidates: Sequence[Any], source_text: str | None = None) -> list[str]:
+def clean_items(
+    candidates: Sequence[Any], source_text: str | None = None, transcript: str | None = None
+) -> list[str]:
     """Validate candidate items by form, in any language: text, 4-300 characters, with a
-    letter, not a copy of the summarizer's instructions, no duplicates, at most 20.
+    letter, not a copy of the summarizer's instructions, not the assistant's words about
+    itself ("The assistant will ...", "I will keep that in mind"), no duplicates, at most 20.
+    HTML entities (``&#39;``, ``&amp;``: a server's chat template escaped the prompt and
+    the model copied them) are decoded unless the ``transcript`` itself holds them.
 
     With ``source_text`` (the small-model junk guard), an item must also be grounded in
     it (:func:`is_grounded`): what a weak model echoes from the assistant, or invents, is
@@ -187,6 +254,10 @@ def clean_items(candidates: Sequence[Any], source_text: str | None = None) -> li
         if text.startswith(_ASSISTANT_LABEL):
             continue
         text = text.removeprefix(_USER_LABEL).strip()
+        if "&" in text and _ENTITY.search(text) and not _ENTITY.search(transcript or ""):
+            text = html.unescape(text)
+        if _ABOUT_THE_ASSISTANT.match(text):
+            continue
         # "The user: I am 30 ..." (a small model copying a line under a label): the one
         # form of a quoted statement, as the extractive fallback writes it
         if (label := _THE_USER_LABEL.match(text)) and is_first_person(text[label.end() :]):
@@ -324,11 +395,12 @@ def summarize_messages(
     transcript = render_transcript(messages)
     if not transcript:
         return []
-    request, grounding = build_request(transcript), _grounding(messages, transcript, grounded)
+    request = build_request(transcript, user_language(messages))
+    grounding = _grounding(messages, transcript, grounded)
     try:
-        items = clean_items(_candidates(_bind(model).invoke(request)), grounding)
+        items = clean_items(_candidates(_bind(model).invoke(request)), grounding, transcript)
         if not items:
-            items = clean_items(_candidates(model.invoke(request)), grounding)
+            items = clean_items(_candidates(model.invoke(request)), grounding, transcript)
     except Exception as exc:  # any model/provider failure: nothing may be stored
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
     return _or_fallback(items, messages, extractive_fallback)
@@ -345,11 +417,12 @@ async def asummarize_messages(
     transcript = render_transcript(messages)
     if not transcript:
         return []
-    request, grounding = build_request(transcript), _grounding(messages, transcript, grounded)
+    request = build_request(transcript, user_language(messages))
+    grounding = _grounding(messages, transcript, grounded)
     try:
-        items = clean_items(_candidates(await _bind(model).ainvoke(request)), grounding)
+        items = clean_items(_candidates(await _bind(model).ainvoke(request)), grounding, transcript)
         if not items:
-            items = clean_items(_candidates(await model.ainvoke(request)), grounding)
+            items = clean_items(_candidates(await model.ainvoke(request)), grounding, transcript)
     except Exception as exc:  # any model/provider failure: nothing may be stored
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
     return _or_fallback(items, messages, extractive_fallback)
@@ -369,8 +442,23 @@ class NoteDecision(BaseModel):
         )
     )
     stored_id: str | None = Field(
-        default=None, description="The id of the stored note it duplicates or supersedes."
+        default=None,
+        description="The id of the stored note it duplicates or supersedes (required then).",
     )
+
+    # A real model writes the id it was shown (id="0") as a number too, and the action in
+    # any case: neither may throw the whole answer away.
+    @field_validator("stored_id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _action_folded(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
 
 
 class NoteDecisions(BaseModel):
@@ -385,7 +473,9 @@ RECONCILE_SYSTEM_PROMPT = (
     "note decide: 'new' if it adds something the stored notes do not say; 'duplicate' if a "
     "stored note already says the same; 'supersedes' if it makes a stored note no longer "
     "true (the user moved, changed jobs, ended a relationship, changed a preference), "
-    "giving that note's id. Answer by calling NoteDecisions with one decision per new note."
+    "giving that note's id (a 'supersedes' without an id changes nothing). Notes are dated to "
+    "the minute: of two that conflict, the later one is current. Answer by calling "
+    "NoteDecisions with one decision per new note."
 )
 
 
@@ -397,25 +487,61 @@ def build_reconcile_request(
     for i, (item, docs) in enumerate(zip(items, similar)):
         lines.append(f"New note {i}: {json.dumps(item, ensure_ascii=False)}")
         for doc in docs:
-            date = str(doc.metadata.get("created_at", ""))[:10] or "unknown date"
+            when = timestamp(doc.metadata.get("created_at")) or "unknown date"
             text = json.dumps(doc.page_content, ensure_ascii=False)
-            lines.append(f"  stored id={doc.id} ({date}): {text}")
+            lines.append(f"  stored id={json.dumps(str(doc.id))} ({when}): {text}")
         if not docs:
             lines.append("  (no similar stored notes)")
     return [SystemMessage(RECONCILE_SYSTEM_PROMPT), HumanMessage("\n".join(lines))]
 
 
-def _decisions(response: Any) -> list[NoteDecision]:
+def _decisions(response: Any) -> tuple[list[NoteDecision], str | None]:
+    """The decisions in a reply, and why none could be used (``None`` if some could): a
+    ``NoteDecisions`` tool call, its cut-off arguments, or the same JSON written as text
+    (``NoteDecisions: {...}``, a fenced block), as the summary items are read. Each
+    decision is validated on its own: one bad decision does not void the others.
+    """
     if isinstance(response, NoteDecisions):
-        return list(response.decisions)
+        return list(response.decisions), None
     if not isinstance(response, AIMessage):
-        return []
-    for call in response.tool_calls:
-        try:
-            return list(NoteDecisions.model_validate(call.get("args") or {}).decisions)
-        except ValueError:
+        return [], f"the reply was a {type(response).__name__}"
+    payloads: list[Any] = [call.get("args") for call in response.tool_calls]
+    payloads += [parse_partial_json(c.get("args") or "") for c in response.invalid_tool_calls]
+    payloads += _json_values(response.text if isinstance(response.text, str) else "")
+    for payload in payloads:
+        raw = payload.get("decisions") if isinstance(payload, dict) else payload
+        if isinstance(raw, dict):
+            raw = [raw]  # one decision, not in a list
+        if not isinstance(raw, list):
             continue
-    return []
+        decisions = []
+        for entry in raw:
+            try:
+                decisions.append(NoteDecision.model_validate(entry))
+            except ValueError:
+                continue
+        if decisions:
+            return decisions, None
+    return [], "no NoteDecisions call and no decisions in the text"
+
+
+def _json_values(text: str) -> list[Any]:
+    """The JSON objects and arrays written in ``text`` (each outermost one), in order."""
+    decoder, found, at = json.JSONDecoder(), [], 0
+    while (start := _next_json(text, at)) >= 0:
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            at = start + 1
+            continue
+        found.append(value)
+        at = end
+    return found
+
+
+def _next_json(text: str, at: int) -> int:
+    hits = [i for i in (text.find("{", at), text.find("[", at)) if i >= 0]
+    return min(hits) if hits else -1
 
 
 def apply_decisions(
@@ -425,15 +551,29 @@ def apply_decisions(
 ) -> tuple[list[str], dict[int, list[str]]]:
     """Items to store (duplicates dropped) and ``{index in that list: [superseded ids]}``.
 
-    A decision naming a note or a stored id that was not shown counts as "new".
+    A "duplicate" or "supersedes" without an id takes the one stored note shown with that
+    new note, if only one was; one naming a note or an id that was not shown counts as
+    "new". Each such fallback is logged (one warning per answer).
     """
-    shown = [{str(d.id) for d in docs} for docs in similar]
+    shown = [[str(d.id) for d in docs] for docs in similar]
     action: dict[int, NoteDecision] = {}
+    problems: list[str] = []
     for decision in decisions:
-        if 0 <= decision.note < len(items) and decision.note not in action:
-            valid = decision.action == "new" or (decision.stored_id in shown[decision.note])
-            if valid:
-                action[decision.note] = decision
+        if not (0 <= decision.note < len(items)) or decision.note in action:
+            problems.append(f"note {decision.note} is not a new note (or decided twice)")
+            continue
+        candidates = shown[decision.note]
+        if decision.action != "new" and decision.stored_id is None and len(candidates) == 1:
+            decision = decision.model_copy(update={"stored_id": candidates[0]})
+        if decision.action != "new" and decision.stored_id not in candidates:
+            problems.append(
+                f"note {decision.note}: {decision.action} of id {decision.stored_id!r}, "
+                f"shown {candidates}; stored as new"
+            )
+            continue
+        action[decision.note] = decision
+    if problems:
+        logger.warning("the update step's answer was partly unusable: %s", "; ".join(problems))
     kept: list[str] = []
     supersedes: dict[int, list[str]] = {}
     for i, item in enumerate(items):
@@ -472,7 +612,16 @@ def reconcile_items(
     except Exception:  # the update step is an improvement, never a reason to lose notes
         logger.warning("the update check failed; storing the items as new", exc_info=True)
         return list(items), {}
-    return apply_decisions(items, similar, _decisions(response))
+    return _applied(items, similar, response)
+
+
+def _applied(
+    items: Sequence[str], similar: Sequence[Sequence[Document]], response: Any
+) -> tuple[list[str], dict[int, list[str]]]:
+    decisions, why = _decisions(response)
+    if why is not None:
+        logger.warning("the update step's answer could not be used (%s); storing as new", why)
+    return apply_decisions(items, similar, decisions)
 
 
 async def areconcile_items(
@@ -487,4 +636,4 @@ async def areconcile_items(
     except Exception:
         logger.warning("the update check failed; storing the items as new", exc_info=True)
         return list(items), {}
-    return apply_decisions(items, similar, _decisions(response))
+    return _applied(items, similar, response)

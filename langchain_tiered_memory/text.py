@@ -33,6 +33,7 @@ __all__ = [
     "script_share",
     "split_sentences",
     "stem",
+    "timestamp",
     "tokenize",
 ]
 
@@ -419,3 +420,17 @@ def split_sentences(text: str) -> list[str]:
         if sentence:
             out.append(sentence)
     return out
+
+
+def timestamp(value: object) -> str:
+    """An item's ``created_at`` to the minute, as notes are shown (``"2026-12-01 14:03"``;
+    a date alone stays a date; ``""`` if there is none): two notes of one day still order.
+
+    Example:
+        >>> timestamp("2026-12-01T14:03:59.120+00:00"), timestamp("2026-03-01")
+        ('2026-12-01 14:03', '2026-03-01')
+    """
+    text = str(value or "").strip()
+    if len(text) >= 16 and text[10] in "T ":
+        return f"{text[:10]} {text[11:16]}"
+    return text[:10]

@@ -32,9 +32,7 @@ SECRET = "xylophone-marmalade"  # in every tier of USER, in no byte of OTHER's
 
 
 @pytest.fixture(params=["redis-server", "embedded"])
-def url(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
+def url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if request.param == "redis-server":
         yield str(request.getfixturevalue("redis_server_url"))
         return
@@ -107,7 +105,10 @@ def test_forget_user_leaves_no_trace_and_no_change_to_others(url: str, key_prefi
 def test_user_ttl_expires_threads_and_leaves_the_queue(url: str, key_prefix: str) -> None:
     client = redis.Redis.from_url(url)
     memory = TieredMemory.from_url(
-        url, key_prefix=key_prefix, embeddings=HashingEmbeddings(), summarize_after=1,
+        url,
+        key_prefix=key_prefix,
+        embeddings=HashingEmbeddings(),
+        summarize_after=1,
         user_ttl=1.0,
     )
     try:

@@ -37,6 +37,7 @@ from langchain_tiered_memory.graph import (
 )
 from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
 from langchain_tiered_memory.testing import ScriptedChatModel
+from langchain_tiered_memory.text import timestamp
 
 WAIT = 10.0  # seconds: only a bound against hanging, never a performance assertion
 
@@ -192,7 +193,7 @@ def test_happy_path_tags_summary_then_recall_in_the_next_system_prompt(
     assert isinstance(system, SystemMessage)
     assert system.text.startswith(DEFAULT_SYSTEM_PROMPT)
     assert '"name": "Alice"' in system.text and '"age": "30"' in system.text
-    assert f"- [{created[:10]}] {json.dumps(BIRTHDAY_ITEM)}" in system.text
+    assert f"- [{timestamp(created)}] {json.dumps(BIRTHDAY_ITEM)}" in system.text  # to the minute
     assert model.prompts[-1][-1].text == "When is my birthday?"
 
 

@@ -56,7 +56,10 @@ def test_hostile_tag_and_summary_stay_quoted_inside_their_sections() -> None:
     assert section.count("\n## ") == 1  # only our own second header starts a line
     parsed_tags, items = parse(section)
     assert parsed_tags == tags
-    assert items == [("2024-05-08", EVIL_ITEM), ("2024-05-08", "The user likes tea.")]
+    assert items == [
+        ("2024-05-08 10:00", EVIL_ITEM),
+        ("2024-05-08 10:00", "The user likes tea."),
+    ]
     # The sections come in order, tags first.
     assert section.index("</user_tags>") < section.index("<memories>")
 
@@ -68,7 +71,7 @@ def test_line_separators_cannot_start_a_line_of_their_own() -> None:
     assert len(section.splitlines()) == len(plain.splitlines())
     parsed_tags, items = parse(section)
     assert parsed_tags == {"name": sneaky}
-    assert items == [("2024-05-08", sneaky)]
+    assert items == [("2024-05-08 10:00", sneaky)]
 
 
 @settings(max_examples=150, deadline=None)
@@ -88,12 +91,22 @@ def test_any_text_round_trips_and_never_closes_a_section(
         assert "<" not in quote(text) and ">" not in quote(text)
 
 
-def test_dates_are_shown_per_item() -> None:
+def test_times_are_shown_per_item_and_conflicting_notes_read_oldest_first() -> None:
+    """To the minute: "the newest note is current" can order two notes of one day."""
     section = render_memory_section(
-        {}, [doc("Birthday on May 8.", "2023-01-02T03:04:05+00:00"), doc("No date.", None)]
+        {},
+        [
+            doc("The user lives in Berlin.", "2026-12-01T14:05:00+00:00", score=0.9),
+            doc("The user lives in Paris.", "2026-12-01T09:30:00+00:00", score=0.8),
+            doc("No date.", None, score=0.1),
+        ],
     )
     _, items = parse(section)
-    assert items == [("2023-01-02", "Birthday on May 8."), ("unknown date", "No date.")]
+    assert items == [
+        ("unknown date", "No date."),
+        ("2026-12-01 09:30", "The user lives in Paris."),
+        ("2026-12-01 14:05", "The user lives in Berlin."),
+    ]
 
 
 def test_token_budget_drops_the_lowest_ranked_items_first_and_keeps_tags() -> None:

@@ -380,7 +380,7 @@ async def test_an_update_supersedes_the_old_item_and_keeps_it(
         (paris,) = await memory.asummarize_history("u", model)
     # the update step was shown the stored item most like the new one
     shown = model.prompts[1][-1].text
-    assert "The user lives in Paris." in shown and f"id={berlin}" in shown
+    assert "The user lives in Paris." in shown and f'id="{berlin}"' in shown
 
     recalled = [d.page_content for d in memory.recall_summaries("u", "Where does the user live?")]
     assert "The user lives in Paris." in recalled and "The user lives in Berlin." not in recalled
