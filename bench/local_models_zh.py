@@ -23,6 +23,7 @@ from langchain_core.messages import HumanMessage
 from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory.graph import create_memory_graph
 from langchain_tiered_memory.local import ChatLocalTransformers
+from langchain_tiered_memory.text import answer_states
 
 PHRASINGS = [
     ("我叫李明，今年28岁，我的生日是十月三日。", "我几岁？", "我的生日是哪天？"),
@@ -72,8 +73,8 @@ def main() -> None:
                 "name": tags.get("name") == "李明",
                 "age": tags.get("age") == "28",
                 "birthday item": any(BIRTHDAY.search(i) for i in items),
-                "age answer": bool(AGE.search(age_answer)),
-                "birthday answer": bool(BIRTHDAY.search(birthday_answer)),
+                "age answer": answer_states(age_answer, AGE),
+                "birthday answer": answer_states(birthday_answer, BIRTHDAY),
                 "seconds": time.perf_counter() - started,
                 "transcript": (statement, summary_reply, age_answer, birthday_answer),
             }

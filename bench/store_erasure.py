@@ -126,7 +126,7 @@ def main() -> None:
                     store.connection.sync.flushdb()
                 rows.append(measure(name, store, memory, size, args))
                 print(f"  measured {name} at {size}", file=sys.stderr, flush=True)
-    print(f"| store | namespaces | list_namespaces(100) ms | export_user ms | forget_user ms |")
+    print("| store | namespaces | list_namespaces(100) ms | export_user ms | forget_user ms |")
     print("|---|---:|---:|---:|---:|")
     for row in rows:
         print(

@@ -281,7 +281,7 @@ class SummaryQueue:
         client = await self.connection.aclient()
         stream = self.keys.queue_key(shard, "stream")
         with self.connection.errors():
-            reply = await client.xreadgroup(GROUP, consumer, {stream: ">"}, count=count)
+            reply: Any = await client.xreadgroup(GROUP, consumer, {stream: ">"}, count=count)
         return await self._aowned(shard, [m for _stream, ms in reply or [] for m in ms])
 
     async def adead_letter(self, entry: QueueEntry, reason: str) -> None:

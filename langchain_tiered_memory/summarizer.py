@@ -16,7 +16,7 @@ import logging
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any, Literal
 
 from langchain_core.documents import Document
@@ -32,6 +32,7 @@ from langchain_tiered_memory.text import (
     is_question,
     said_item,
     script_of,
+    script_share,
     split_sentences,
     timestamp,
 )
@@ -128,6 +129,47 @@ def build_request(transcript: str, language: str | None = None) -> list[BaseMess
         SystemMessage(SUMMARY_SYSTEM_PROMPT),
         HumanMessage(f"Conversation:\n<<<\n{transcript}\n>>>\n{ask}"),
     ]
+
+
+def in_language(items: Sequence[str], language: str) -> bool:
+    """Whether most ``items`` are written in ``language``'s script (:func:`user_language`).
+
+    Example:
+        >>> in_language(["用户叫李明。", "The user is 28."], "Chinese")
+        False
+    """
+    scripts = {script for script, name in _LANGUAGES.items() if name == language}
+    if language == "Japanese":
+        scripts.add("han")
+    written = sum(1 for item in items if script_share(item, scripts) >= 0.5)
+    return written * 2 > len(items)
+
+
+def rewrite_request(
+    request: Sequence[BaseMessage], items: Sequence[str], language: str
+) -> list[BaseMessage]:
+    """The summarizer's request once more, asking for ``items`` in the user's language."""
+    listed = "\n".join(f"- {item}" for item in items)
+    return [
+        *request,
+        AIMessage(listed),
+        HumanMessage(
+            f"These facts are not in {language}, the language the user writes in. Write each "
+            f"of them in {language}, keeping names as the user wrote them."
+        ),
+    ]
+
+
+def _rewritten(items: list[str], rewrite: list[str], language: str) -> list[str]:
+    """The rewrite if it is in the language, else the items as they were (and a warning):
+    a fact in the wrong language is better than a fact lost.
+    """
+    if rewrite and in_language(rewrite, language):
+        return rewrite
+    logger.warning(
+        "the summarizer wrote %d items not in %s, also when asked again", len(items), language
+    )
+    return items
 
 
 def user_language(messages: Sequence[BaseMessage]) -> str | None:
@@ -243,6 +285,7 @@ def clean_items(
     vegetarian") is kept without it.
     """
     source = char_grams(source_text) if source_text is not None else None
+    relations = people_of(transcript or "")
     out: list[str] = []
     seen: set[str] = set()
     for raw in candidates:
@@ -258,6 +301,11 @@ def clean_items(
             text = html.unescape(text)
         if _ABOUT_THE_ASSISTANT.match(text):
             continue
+        if relations:
+            related = _with_relation(text, relations)
+            if related is None:
+                continue  # "The user is Emma" when Emma is the user's sister
+            text = related
         # "The user: I am 30 ..." (a small model copying a line under a label): the one
         # form of a quoted statement, as the extractive fallback writes it
         if (label := _THE_USER_LABEL.match(text)) and is_first_person(text[label.end() :]):
@@ -274,6 +322,56 @@ def clean_items(
         seen.add(key)
         out.append(text)
     return out[:MAX_ITEMS]
+
+
+# People the user introduces by their relation: "my sister Emma", "我妹妹叫Emma".
+_RELATION_WORDS = (
+    "sister|brother|mother|mom|mum|father|dad|wife|husband|partner|son|daughter|friend|"
+    "boss|colleague|cousin|aunt|uncle|grandmother|grandfather|girlfriend|boyfriend|neighbou?r"
+)
+_RELATION_EN = re.compile(
+    rf"\b[Mm]y (?:(?:little|big|older|younger|best) )?({_RELATION_WORDS}),?\s+(?:is\s+)?"
+    r"(?:named\s+|called\s+)?([A-Z][\w'-]+)"
+)
+_RELATION_ZH = re.compile(
+    r"我的?(妹妹|姐姐|哥哥|弟弟|妈妈|母亲|爸爸|父亲|妻子|老婆|丈夫|老公|儿子|女儿|朋友|同事|老板)"
+    r"(?:叫|名叫|是)([\u4e00-\u9fff]{1,3}|[A-Za-z][\w'-]*)"
+)
+
+
+_IS_THE_USER = r"(?:the user(?:'s name)? is (?:named |called )?|用户(?:名叫|叫|是))"
+
+
+def people_of(transcript: str) -> dict[str, str]:
+    """The people the user introduces by relation in ``transcript``'s user lines: name ->
+    relation (``{"Emma": "sister"}``), in English and Chinese.
+
+    Example:
+        >>> people_of("User: I don't eat meat. My sister Emma lives in Lyon.")
+        {'Emma': 'sister'}
+    """
+    said = "\n".join(
+        line.removeprefix(_USER_LABEL)
+        for line in transcript.splitlines()
+        if line.startswith(_USER_LABEL)
+    )
+    found = {name: rel.lower() for rel, name in _RELATION_EN.findall(said)}
+    found.update({name: rel for rel, name in _RELATION_ZH.findall(said)})
+    return found
+
+
+def _with_relation(item: str, people: dict[str, str]) -> str | None:
+    """An item about a person the user introduced by relation, with the relation kept:
+    ``None`` for one that makes the user that person ("The user is Emma."), the item with
+    "The user's sister" put back for one that lost it ("Emma lives in Lyon.").
+    """
+    for name, relation in people.items():
+        if re.fullmatch(rf"{_IS_THE_USER}{re.escape(name)}[.。]?", item, re.IGNORECASE):
+            return None
+        if item.startswith(name) and relation not in item:
+            cjk = any(is_cjk(c) for c in relation)
+            return f"用户的{relation}{item}" if cjk else f"The user's {relation} {item}"
+    return item
 
 
 def _candidates(response: Any) -> list[Any]:
@@ -361,6 +459,30 @@ def small_model_options(small: bool) -> dict[str, bool]:
     return {"extractive_fallback": small, "grounded": small, "reconcile": not small}
 
 
+# What summarize_messages asks: (bound to SummaryItems?, the messages); the reply comes
+# back. The sync and async functions run the same plan and differ only in the call.
+SummaryPlan = Generator[tuple[bool, list[BaseMessage]], Any, "list[str] | None"]
+
+
+def _summary_plan(messages: Sequence[BaseMessage], grounded: bool) -> SummaryPlan:
+    """Ask for items (a ``SummaryItems`` call, then plain text), and once more in the
+    user's language if most came back in another; ``None``: nothing to summarize.
+    """
+    transcript = render_transcript(messages)
+    if not transcript:
+        return None
+    language = user_language(messages)
+    request = build_request(transcript, language)
+    grounding = _grounding(messages, transcript, grounded)
+    items = clean_items(_candidates((yield True, request)), grounding, transcript)
+    if not items:
+        items = clean_items(_candidates((yield False, request)), grounding, transcript)
+    if language and items and not in_language(items, language):
+        again = yield True, rewrite_request(request, items, language)
+        items = _rewritten(items, clean_items(_candidates(again), grounding, transcript), language)
+    return items
+
+
 def summarize_messages(
     model: BaseChatModel,
     messages: Sequence[BaseMessage],
@@ -392,17 +514,20 @@ def summarize_messages(
         ['The user's birthday is on May 8.']
 
     """
-    transcript = render_transcript(messages)
-    if not transcript:
-        return []
-    request = build_request(transcript, user_language(messages))
-    grounding = _grounding(messages, transcript, grounded)
+    plan = _summary_plan(messages, grounded)
+    reply: Any = None
     try:
-        items = clean_items(_candidates(_bind(model).invoke(request)), grounding, transcript)
-        if not items:
-            items = clean_items(_candidates(model.invoke(request)), grounding, transcript)
+        while True:
+            try:
+                bound, request = plan.send(reply)
+            except StopIteration as done:
+                items: list[str] | None = done.value
+                break
+            reply = (_bind(model) if bound else model).invoke(request)
     except Exception as exc:  # any model/provider failure: nothing may be stored
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
+    if items is None:
+        return []
     return _or_fallback(items, messages, extractive_fallback)
 
 
@@ -414,17 +539,20 @@ async def asummarize_messages(
     grounded: bool = False,
 ) -> list[str]:
     """Async :func:`summarize_messages`."""
-    transcript = render_transcript(messages)
-    if not transcript:
-        return []
-    request = build_request(transcript, user_language(messages))
-    grounding = _grounding(messages, transcript, grounded)
+    plan = _summary_plan(messages, grounded)
+    reply: Any = None
     try:
-        items = clean_items(_candidates(await _bind(model).ainvoke(request)), grounding, transcript)
-        if not items:
-            items = clean_items(_candidates(await model.ainvoke(request)), grounding, transcript)
+        while True:
+            try:
+                bound, request = plan.send(reply)
+            except StopIteration as done:
+                items: list[str] | None = done.value
+                break
+            reply = await (_bind(model) if bound else model).ainvoke(request)
     except Exception as exc:  # any model/provider failure: nothing may be stored
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
+    if items is None:
+        return []
     return _or_fallback(items, messages, extractive_fallback)
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "STOPWORDS",
     "is_cjk",
     "is_first_person",
+    "answer_states",
     "asks_to_summarize",
     "stated_age",
     "is_question",
@@ -107,7 +108,7 @@ def said_item(sentence: str) -> str:
     sentence = sentence.strip()
     for script in ("kana", "han", "hangul", "cyrillic"):
         # Japanese mixes kana with han: its share counts both
-        letters = {script, "han"} if script == "kana" else {script}
+        letters: set[str] = {script, "han"} if script == "kana" else {script}
         if any(script_of(c) == script for c in sentence) and script_share(sentence, letters) >= 0.5:
             return _SAID[script] + sentence
     return _SAID_DEFAULT + sentence
@@ -434,3 +435,36 @@ def timestamp(value: object) -> str:
     if len(text) >= 16 and text[10] in "T ":
         return f"{text[:10]} {text[11:16]}"
     return text[:10]
+
+
+# A reply that is a tool call written as text, or JSON, states nothing to the user.
+_CALL_TEXT = re.compile(r'^\s*[\[{]|<tool_call>|"arguments"\s*:|"name"\s*:\s*"user_tag"|^\s*\w+\(')
+_UNSURE = re.compile(
+    r"\b(?:i\s+(?:do\s*n[o']t|don't|cannot|can't)\s+(?:know|remember|recall|tell)"
+    r"|not\s+sure|no\s+idea)\b|不知道|不确定|不清楚",
+    re.IGNORECASE,
+)
+_CLAUSE_END = re.compile(r"[.!?\n。！？]")
+
+
+def answer_states(reply: str, fact: re.Pattern[str] | str) -> bool:
+    """Whether ``reply`` *states* ``fact`` (a regex, or a word such as ``"30"`` matched as
+    a whole word): in a sentence that is not a question, in a reply that is not a JSON blob
+    or a tool call written as text, and that does not say it does not know.
+
+    Example:
+        >>> answer_states("You are 30 years old.", "30")
+        True
+        >>> [answer_states(r, "30") for r in ("You are 300.", "Are you 30?", '{"age": 30}')]
+        [False, False, False]
+    """
+    # a whole word, also between CJK characters (where \b sees no boundary: both are \w)
+    if isinstance(fact, str):
+        fact = re.compile(rf"(?<![0-9A-Za-z]){re.escape(fact)}(?![0-9A-Za-z])")
+    if not reply.strip() or _CALL_TEXT.search(reply) or _UNSURE.search(reply):
+        return False
+    for match in fact.finditer(reply):
+        end = _CLAUSE_END.search(reply, match.end())
+        if end is None or end.group() not in "?？":
+            return True
+    return False

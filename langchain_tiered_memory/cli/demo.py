@@ -71,6 +71,7 @@ from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.prompt import quote
 from langchain_tiered_memory.summarizer import SUMMARY_SYSTEM_PROMPT, small_model_options
 from langchain_tiered_memory.testing import ScriptedChatModel
+from langchain_tiered_memory.text import answer_states
 from langchain_tiered_memory.tools import SUMMARIZE_TOOL, USER_TAG_TOOL
 
 __all__ = [
@@ -422,15 +423,15 @@ def _check_step3(
     age_turn, birthday_turn = turns
     age_ok = _verdict(
         console,
-        "30" in age_turn.reply,
+        answer_states(age_turn.reply, "30"),
         3,
-        f"the answer to {STEP_MESSAGES[3][0]!r} says 30 ({age_turn.reply[:80]!r})",
+        f"the answer to {STEP_MESSAGES[3][0]!r} states 30 ({age_turn.reply[:80]!r})",
     )
     birthday_ok = _verdict(
         console,
-        bool(_MAY_8.search(birthday_turn.reply)),
+        answer_states(birthday_turn.reply, _MAY_8),
         3,
-        f"the answer to {STEP_MESSAGES[3][1]!r} says May 8 ({birthday_turn.reply[:80]!r})",
+        f"the answer to {STEP_MESSAGES[3][1]!r} states May 8 ({birthday_turn.reply[:80]!r})",
     )
     prompt = birthday_turn.memory_prompt
     shown_ok, detail = _tags_in_prompt(age_turn.memory_prompt, tags_before)
