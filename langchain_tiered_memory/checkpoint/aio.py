@@ -56,3 +56,13 @@ class AsyncRedisSaver(RedisSaver):
             yield saver
         finally:
             await saver.aclose()
+
+    from_conn_string = from_url  # type: ignore[assignment]  # as LangGraph's async savers open
+
+    async def setup(self) -> None:  # type: ignore[override]
+        """Check that the server answers (awaitable, as LangGraph's async savers' is).
+
+        Example:
+            >>> await AsyncRedisSaver(connection).setup()  # doctest: +SKIP
+        """
+        await self.asetup()

@@ -85,6 +85,9 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         finally:
             saver.close()
 
+    # LangGraph's savers (SqliteSaver, PostgresSaver, langgraph-redis) open this way
+    from_conn_string = from_url
+
     # ----- I/O -----
 
     def _eval(self, script: str, thread_id: str, *args: Any) -> Any:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 
 from langgraph.store.base import IndexConfig, TTLConfig
@@ -12,6 +14,8 @@ from langchain_tiered_memory._redis import RedisConnection
 from langchain_tiered_memory.store.store import RedisStore
 
 __all__ = ["AsyncRedisStore"]
+
+logger = logging.getLogger(__name__)
 
 
 class AsyncRedisStore(RedisStore):
@@ -51,3 +55,49 @@ class AsyncRedisStore(RedisStore):
             yield store
         finally:
             await store.aclose()
+
+    from_conn_string = from_url  # type: ignore[assignment]  # as AsyncPostgresStore opens
+
+    async def setup(self) -> None:  # type: ignore[override]
+        """Check that the server answers (awaitable, as ``AsyncPostgresStore``'s is)."""
+        await self.asetup()
+
+    async def sweep_ttl(self) -> int:  # type: ignore[override]
+        """Delete expired items; return how many (awaitable, as ``AsyncPostgresStore``'s)."""
+        return await self.asweep_ttl()
+
+    async def start_ttl_sweeper(  # type: ignore[override]
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """Sweep expired items every ``sweep_interval_minutes`` (default: the TTL config's
+        ``sweep_interval_minutes``, else 5) in a task on the running loop, as
+        ``AsyncPostgresStore`` does; :meth:`stop_ttl_sweeper` ends it.
+
+        Example:
+            >>> task = await store.start_ttl_sweeper(1)  # doctest: +SKIP
+            >>> await store.stop_ttl_sweeper()  # doctest: +SKIP
+            True
+        """
+        if self._task is not None and not self._task.done():
+            return self._task
+        interval = self._sweep_interval(sweep_interval_minutes)
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                try:
+                    await self.asweep_ttl()
+                except Exception:
+                    logger.exception("the TTL sweep failed; retrying in %.0f s", interval)
+
+        self._task = asyncio.get_running_loop().create_task(loop())
+        return self._task
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
+        """Cancel the sweeper task; return whether it ended within ``timeout`` seconds."""
+        task, self._task = self._task, None
+        if task is None:
+            return True
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        return bool(done)

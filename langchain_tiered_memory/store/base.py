@@ -140,11 +140,20 @@ class BaseRedisStore(BaseStore):
         if index:
             if not isinstance(index.get("dims"), int):
                 raise ValueError('index needs "dims": the embeddings\' dimension (e.g. 384).')
+            distance = index.get("distance_type", "cosine")
+            if distance != "cosine":
+                raise ValueError(
+                    f"index distance_type {distance!r} is not supported: RedisStore ranks by "
+                    "cosine similarity. Leave distance_type out (or 'cosine'); for inner "
+                    "product, normalized embeddings rank the same under cosine."
+                )
             self.embeddings = ensure_embeddings(index.get("embed"))
             self._fields = [
                 (p, tokenize_path(p) if p != "$" else p) for p in (index.get("fields") or ["$"])
             ]
         self._owns_connection = False
+        self._sweeper: tuple[Any, Any] | None = None  # RedisStore's TTL thread
+        self._task: Any = None  # AsyncRedisStore's TTL task
 
     # ----- the plan -----
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import logging
+import threading
 from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
@@ -13,6 +16,8 @@ from langchain_tiered_memory._redis import ConnectionOwner, RedisConnection
 from langchain_tiered_memory.store.base import BaseRedisStore, Command, Embed, Pipeline, Scan
 
 __all__ = ["RedisStore"]
+
+logger = logging.getLogger(__name__)
 
 
 class RedisStore(BaseRedisStore, ConnectionOwner):
@@ -64,6 +69,58 @@ class RedisStore(BaseRedisStore, ConnectionOwner):
             yield store
         finally:
             store.close()
+
+    from_conn_string = from_url  # as LangGraph's PostgresStore opens
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep expired items every ``sweep_interval_minutes`` (default: the TTL config's
+        ``sweep_interval_minutes``, else 5) in a daemon thread, as ``PostgresStore`` does;
+        :meth:`stop_ttl_sweeper` ends it. A failed sweep is logged and retried.
+
+        Example:
+            >>> store.start_ttl_sweeper(1)  # doctest: +SKIP
+            >>> store.stop_ttl_sweeper()  # doctest: +SKIP
+            True
+        """
+        if self._sweeper is not None and not self._sweeper[0].done():
+            return self._sweeper[0]
+        interval = self._sweep_interval(sweep_interval_minutes)
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        stop = threading.Event()
+
+        def loop() -> None:
+            while not stop.wait(interval):
+                try:
+                    self.sweep_ttl()
+                except Exception:
+                    logger.exception("the TTL sweep failed; retrying in %.0f s", interval)
+            done.set_result(None)
+
+        threading.Thread(target=loop, name="redis-store-ttl-sweeper", daemon=True).start()
+        self._sweeper = (done, stop)
+        return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; return whether it ended within ``timeout`` seconds."""
+        if self._sweeper is None:
+            return True
+        done, stop = self._sweeper
+        stop.set()
+        try:
+            done.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            return False
+        self._sweeper = None
+        return True
+
+    def _sweep_interval(self, minutes: float | None) -> float:
+        if minutes is None:
+            minutes = (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        if not minutes > 0:
+            raise ValueError(f"sweep_interval_minutes must be positive, got {minutes!r}.")
+        return float(minutes) * 60
 
     # ----- I/O: the plan's requests run here -----
 
