@@ -38,6 +38,7 @@ from langchain_core.messages.utils import count_tokens_approximately, trim_messa
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph._internal._runnable import RunnableCallable
+from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -93,10 +94,24 @@ DEFAULT_CONTEXT_TOKEN_BUDGET = 8000
 DEFAULT_MAX_TOOL_ROUNDS = 5
 
 
-class MemoryState(TypedDict):
-    """Graph state: the thread's messages plus what memory loaded for this turn."""
+def _add_message_batches(state: list[AnyMessage] | None, writes: Any) -> list[AnyMessage]:
+    """``add_messages`` over a batch of writes, as ``DeltaChannel`` replays them (applying
+    two batches one after the other equals applying them joined: ids decide).
+    """
+    out: Any = list(state or [])
+    for write in writes:
+        out = add_messages(out, write)
+    return list(out)
 
-    messages: Annotated[list[AnyMessage], add_messages]
+
+class MemoryState(TypedDict):
+    """Graph state: the thread's messages plus what memory loaded for this turn.
+
+    ``messages`` is a ``DeltaChannel``: a checkpoint stores what a step added, not the
+    whole thread again, so a thread's checkpoints grow with the thread, not its square.
+    """
+
+    messages: Annotated[list[AnyMessage], DeltaChannel(_add_message_batches)]
     memory_prompt: NotRequired[str]
     recent_history: NotRequired[list[AnyMessage]]
     saved_count: NotRequired[int]

@@ -18,7 +18,7 @@ so a thread lives in one Redis Cluster slot and each write is one atomic Lua scr
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict, cast
 
 import ormsgpack
@@ -29,6 +29,8 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
+    PendingWrite,
     SerializerProtocol,
     get_checkpoint_id,
     get_checkpoint_metadata,
@@ -178,6 +180,13 @@ local ttl = tonumber(ARGV[1])
 if ttl > 0 then for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end end
 return 1
 """
+
+
+# Ancestors loaded per round trip by get_delta_channel_history.
+DELTA_BATCH = 128
+# The requests of _delta_plan: ("load", _LOAD args) -> entries; ("members", (where, high,
+# low, count)) -> members newest first.
+DeltaPlan = Generator[tuple[str, Any], Any, Mapping[str, DeltaChannelHistory]]
 
 
 class _Where(NamedTuple):
@@ -413,6 +422,53 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
 
     def _before(self, before: RunnableConfig | None) -> str | None:
         return (get_checkpoint_id(before) or None) if before else None
+
+    # ----- DeltaChannel history: one plan, run by the sync and the async saver -----
+
+    def _delta_plan(self, config: RunnableConfig, channels: Sequence[str]) -> DeltaPlan:
+        """``get_delta_channel_history`` (LangGraph's contract, its default's results) in
+        a few round trips: the ancestors are loaded ``DELTA_BATCH`` at a time, newest
+        first (on a linear thread, the parent chain), not one ``get_tuple`` each. A fork's
+        parent that is not in a batch starts the next batch at it.
+        """
+        if not channels:
+            return {}
+        where = self._where(config)
+        reply = yield "load", self._load_latest_args(where)
+        collected: dict[str, list[PendingWrite]] = {c: [] for c in channels}
+        seeds: dict[str, Any] = {}
+        remaining = set(channels)
+        target = self._decode(where.thread_id, reply[0]) if reply else None
+        parent = target.parent_config if target else None
+        loaded: dict[str, CheckpointTuple] = {}
+        while parent is not None and remaining:
+            ns = parent["configurable"].get("checkpoint_ns", "")
+            cursor = str(parent["configurable"]["checkpoint_id"])
+            if cursor not in loaded:
+                high, low = f"[{ns}{SEP}{cursor}", f"[{ns}{SEP}"
+                members = yield "members", (where, high, low, DELTA_BATCH)
+                entries = (yield "load", self._load_members_args(members)) if members else []
+                for entry in entries:
+                    found = self._decode(where.thread_id, entry)
+                    loaded[str(found.config["configurable"]["checkpoint_id"])] = found
+                if cursor not in loaded:
+                    break  # the parent is gone (pruned): the walk ends, as the default's
+            ancestor = loaded[cursor]
+            for write in reversed(ancestor.pending_writes or []):
+                if write[1] in remaining:
+                    collected[write[1]].append(write)
+            values = ancestor.checkpoint["channel_values"]
+            for ch in [c for c in remaining if c in values]:
+                seeds[ch] = values[ch]
+                remaining.discard(ch)
+            parent = ancestor.parent_config
+        result: dict[str, DeltaChannelHistory] = {}
+        for ch in channels:
+            entry_: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}
+            if ch in seeds:
+                entry_["seed"] = seeds[ch]
+            result[ch] = entry_
+        return result
 
     # ----- maintenance plans -----
 

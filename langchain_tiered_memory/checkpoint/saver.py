@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -13,6 +13,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     SerializerProtocol,
 )
 
@@ -163,6 +164,42 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         self._marked_run(run, thread_id)
 
     # ----- reads -----
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The writes of ``channels`` along the parent chain and their seed values (what a
+        ``DeltaChannel`` replays), ancestors loaded in batches: a few round trips.
+        """
+        plan, reply = self._delta_plan(config, channels), None
+        thread_id = self._where(config).thread_id
+        while True:
+            try:
+                kind, args = plan.send(reply)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            if kind == "load":
+                reply = self._eval(_LOAD, thread_id, *args)
+            else:
+                where, high, low, count = args
+                reply = self._members(where, high, low, 0, count)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Async :meth:`get_delta_channel_history`."""
+        plan, reply = self._delta_plan(config, channels), None
+        thread_id = self._where(config).thread_id
+        while True:
+            try:
+                kind, args = plan.send(reply)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            if kind == "load":
+                reply = await self._aeval(_LOAD, thread_id, *args)
+            else:
+                where, high, low, count = args
+                reply = await self._amembers(where, high, low, 0, count)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the latest of its thread and namespace.
