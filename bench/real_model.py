@@ -163,15 +163,16 @@ class Recorder(BaseCallbackHandler):
 def model(args: argparse.Namespace, recorder: Recorder) -> Any:
     from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(
-        base_url=args.base_url,
-        api_key="local",
-        model=args.model,
-        temperature=0,
-        max_tokens=args.max_tokens,
-        timeout=args.timeout,
-        callbacks=[recorder],
-    )
+    options: dict[str, Any] = {
+        "base_url": args.base_url,
+        "api_key": "local",
+        "model": args.model,
+        "temperature": 0,
+        "max_tokens": args.max_tokens,
+        "timeout": args.timeout,
+        "callbacks": [recorder],
+    }
+    return ChatOpenAI(**options)
 
 
 def conversation(said: list[str], replies: list[str]) -> list[BaseMessage]:
@@ -189,7 +190,8 @@ def in_script(text: str, script: str) -> bool:
 
 def run(args: argparse.Namespace) -> None:
     recorded: dict[str, Any] = {}
-    update_rows, item_rows = [], []
+    update_rows: list[dict[str, Any]] = []
+    item_rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         memory = TieredMemory.embedded(Path(tmp) / "data", embeddings=_embeddings(args))
         with memory:

@@ -1,0 +1,125 @@
+"""What a long thread costs: checkpoint bytes and read/turn latency of the prebuilt graph.
+
+    python bench/thread_growth.py                  # 10, 100 and 600 turns
+    python bench/thread_growth.py --turns 10 100   # quicker
+    PYTHONPATH=<older checkout> python bench/thread_growth.py   # the same on older code
+
+One thread of the prebuilt memory graph (scripted model, 200-character messages, hashing
+embeddings, memory on the embedded Redis), with each saver as its checkpointer:
+
+- bytes: the thread's checkpoints (``MEMORY USAGE`` of its keys on Redis; the file size
+  for ``SqliteSaver``), and that over the user's history tier (the same messages, once);
+- ``get_tuple`` p50 of the latest checkpoint (what every step reads), and the whole-turn
+  p50 over the last 10 turns (``invoke``: load, model, save).
+
+Savers: the package's ``RedisSaver``, LangGraph's ``SqliteSaver`` (a file) and
+``InMemorySaver`` (no bytes reported), in one process on the same turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from langchain_tiered_memory import HashingEmbeddings, TieredMemory, create_memory_graph
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+
+@contextlib.contextmanager
+def saver(name: str, memory: TieredMemory, workdir: Path) -> Iterator[tuple[Any, Any]]:
+    """The saver and a function of it returning the thread's bytes (or ``None``)."""
+    if name == "RedisSaver":
+        redis_saver = memory.checkpointer()
+        client = memory._connection.sync  # type: ignore[union-attr]
+
+        def redis_bytes() -> int:
+            keys = redis_saver.keys.thread_keys("t")
+            return sum(client.memory_usage(k) or 0 for k in keys)
+
+        yield redis_saver, redis_bytes
+    elif name == "SqliteSaver":
+        import sqlite3
+
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        path = workdir / "sqlite.db"
+        conn = sqlite3.connect(path, check_same_thread=False)
+        try:
+            yield SqliteSaver(conn), lambda: path.stat().st_size
+        finally:
+            conn.close()
+    else:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        yield InMemorySaver(), lambda: None
+
+
+def run(name: str, turns: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        memory = TieredMemory.embedded(workdir / "redis", embeddings=HashingEmbeddings())
+        with memory, saver(name, memory, workdir) as (checkpointer, size):
+            graph = create_memory_graph(
+                ScriptedChatModel(replies=["r" * 200]), memory=memory, checkpointer=checkpointer
+            )
+            config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+            times = []
+            for turn in range(turns):
+                started = time.perf_counter()
+                graph.invoke(
+                    {"messages": [("user", f"{turn} " + "m" * 200)]},
+                    config,
+                    context={"user_id": "u"},
+                )
+                times.append(time.perf_counter() - started)
+            reads = []
+            for _ in range(50):
+                started = time.perf_counter()
+                checkpointer.get_tuple(config)
+                reads.append(time.perf_counter() - started)
+            client = memory._connection.sync  # type: ignore[union-attr]
+            history = 0
+            for key in memory.history.keys.all_keys("u"):  # type: ignore[attr-defined]
+                history += int(client.memory_usage(key) or 0)
+            return {
+                "saver": name,
+                "turns": turns,
+                "bytes": size(),
+                "history": history,
+                "get_tuple": statistics.median(reads) * 1000,
+                "turn": statistics.median(times[-10:]) * 1000,
+            }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--turns", type=int, nargs="+", default=[10, 100, 600])
+    p.add_argument("--savers", nargs="+", default=["RedisSaver", "SqliteSaver", "InMemorySaver"])
+    args = p.parse_args()
+    rows = []
+    for turns in args.turns:
+        for name in args.savers:
+            rows.append(run(name, turns))
+            print(f"  {name} at {turns} turns", file=sys.stderr, flush=True)
+    print("| saver | turns | thread bytes | x history tier | get_tuple p50 ms | turn p50 ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        size = f"{row['bytes'] / 1e6:.2f} MB" if row["bytes"] is not None else "n/a"
+        ratio = f"{row['bytes'] / row['history']:.0f}" if row["bytes"] is not None else "n/a"
+        print(
+            f"| {row['saver']} | {row['turns']} | {size} | {ratio} | "
+            f"{row['get_tuple']:.2f} | {row['turn']:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""A long thread's checkpoints grow with the thread, not with its square.
+
+300 turns of the prebuilt graph (scripted model, 200-character messages) on
+``memory.checkpointer()``: the thread's keys (``MEMORY USAGE``) stay within 40x the user's
+history tier, which holds the same messages once (the graph's ``DeltaChannel`` stores what a
+step added; before it, every checkpoint held the whole thread: about 600x at 300 turns), and
+the last 100 turns add no more than twice what the first 100 did. Old threads, written
+before the messages channel was a ``DeltaChannel``, load and go on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_core.runnables import RunnableConfig
+
+from langchain_tiered_memory import HashingEmbeddings, TieredMemory, create_memory_graph
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+TURNS = 300
+
+
+def thread_bytes(memory: TieredMemory, saver: object, thread: str) -> int:
+    client = memory._connection.sync  # type: ignore[union-attr]
+    keys = saver.keys.thread_keys(thread)  # type: ignore[attr-defined]
+    return sum(client.memory_usage(k) or 0 for k in keys)
+
+
+def test_a_300_turn_thread_is_linear_in_its_messages(tmp_path: Path) -> None:
+    with TieredMemory.embedded(tmp_path / "data", embeddings=HashingEmbeddings()) as memory:
+        saver = memory.checkpointer()
+        graph = create_memory_graph(
+            ScriptedChatModel(replies=["r" * 200]), memory=memory, checkpointer=saver
+        )
+        config: RunnableConfig = {"configurable": {"thread_id": "long"}}
+        sizes = [0]
+        for turn in range(TURNS):
+            graph.invoke(
+                {"messages": [("user", f"{turn} " + "m" * 200)]}, config, context={"user_id": "u"}
+            )
+            if (turn + 1) % 100 == 0:
+                sizes.append(thread_bytes(memory, saver, "long"))
+        client = memory._connection.sync  # type: ignore[union-attr]
+        history = 0
+        for key in memory.history.keys.all_keys("u"):  # type: ignore[attr-defined]
+            history += int(client.memory_usage(key) or 0)
+        state = graph.get_state(config).values["messages"]
+        assert len(state) == 2 * TURNS  # the whole thread is still there
+        assert sizes[-1] <= 40 * history, (sizes, history)
+        first, last = sizes[1] - sizes[0], sizes[-1] - sizes[-2]
+        assert last <= 2 * first, sizes
