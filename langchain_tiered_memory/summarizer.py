@@ -160,12 +160,20 @@ def rewrite_request(
     ]
 
 
-def _rewritten(items: list[str], rewrite: list[str], language: str) -> list[str]:
-    """The rewrite if it is in the language, else the items as they were (and a warning):
-    a fact in the wrong language is better than a fact lost.
+def _rewritten(
+    items: list[str], rewrite: list[str], language: str, messages: Sequence[BaseMessage]
+) -> list[str]:
+    """The rewrite if it is in the language; else the user's own statements, which are
+    (Qwen2.5-Coder-1.5B, asked twice, wrote "The user is named Li Ming." for 我叫李明);
+    else the items as they were, with a warning: a fact in another language is better
+    than a fact lost.
     """
     if rewrite and in_language(rewrite, language):
         return rewrite
+    own = extract_user_statements(messages)
+    if own and in_language(own, language):
+        logger.warning("the summarizer would not write in %s; kept the user's own words", language)
+        return own
     logger.warning(
         "the summarizer wrote %d items not in %s, also when asked again", len(items), language
     )
@@ -479,7 +487,8 @@ def _summary_plan(messages: Sequence[BaseMessage], grounded: bool) -> SummaryPla
         items = clean_items(_candidates((yield False, request)), grounding, transcript)
     if language and items and not in_language(items, language):
         again = yield True, rewrite_request(request, items, language)
-        items = _rewritten(items, clean_items(_candidates(again), grounding, transcript), language)
+        rewrite = clean_items(_candidates(again), grounding, transcript)
+        items = _rewritten(items, rewrite, language, messages)
     return items
 
 

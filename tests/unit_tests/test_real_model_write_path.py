@@ -94,13 +94,32 @@ def test_a_chinese_conversation_is_summarized_in_chinese(memory: TieredMemory) -
     assert model_items == ["用户名叫李明。", "用户今年28岁。", "用户的生日是十月三日。"]
 
 
-def test_a_chinese_summary_the_model_will_not_rewrite_is_kept(memory: TieredMemory) -> None:
-    """Asked again, the model answers in English again: the facts are kept as they are."""
+def test_a_model_that_will_not_write_chinese_leaves_the_users_own_words(
+    memory: TieredMemory,
+) -> None:
+    """Recorded: asked again in Chinese, Qwen wrote the same English items. The user's
+    own statement is stored instead, in the user's language, the name as written.
+    """
     case = FIXTURES["summary_chinese"]
-    english = reply(case["reply"])
-    assert (
-        summarize(memory, case, english, english) == case["reply"]["tool_calls"][0]["args"]["items"]
-    )
+    first, again = (reply(r) for r in FIXTURES["recorded"]["items/chinese user"])
+    assert summarize(memory, case, first, again) == [
+        "用户说：我叫李明，今年28岁，我的生日是十月三日。"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("case", "stored"),
+    [
+        ("apostrophe", ["Alice is the user", "Alice's birthday is on May 8"]),
+        ("sister", ["The user does not eat meat.", "The user's sister Emma lives in Lyon."]),
+    ],
+)
+def test_recorded_summaries_are_stored_as_the_user_would_read_them(
+    memory: TieredMemory, case: str, stored: list[str]
+) -> None:
+    said = {"apostrophe": FIXTURES["summary_entity"], "sister": FIXTURES["summary_sister"]}[case]
+    replies = [reply(r) for r in FIXTURES["recorded"][f"items/{case}"]]
+    assert summarize(memory, said, *replies) == stored
 
 
 def test_the_request_names_the_users_language() -> None:
