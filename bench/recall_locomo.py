@@ -179,10 +179,11 @@ def library_run(
     ks: Sequence[int],
     config: RetrievalConfig | None,
     dedup_threshold: float | None = None,
+    vector_dtype: str = "float16",
 ) -> tuple[Scores, dict[str, Any]]:
     """Store every conversation through ``add_summaries`` and ask every question."""
     connection = RedisConnection(url)
-    kwargs: dict[str, Any] = {"retrieval": config}
+    kwargs: dict[str, Any] = {"retrieval": config, "vector_dtype": vector_dtype}
     if dedup_threshold is not None:
         kwargs["dedup_threshold"] = dedup_threshold
     summaries = RedisSummaryStore(connection, embeddings=emb, **kwargs)
@@ -315,6 +316,12 @@ def main() -> None:
         help="multilingual-e5-small (the default), or MiniLM through sentence-transformers "
         "(torch), ONNX Runtime, or ONNX int8",
     )
+    p.add_argument(
+        "--vector-dtype",
+        choices=["float16", "float32"],
+        default="float16",
+        help="how the summary store keeps vectors (default float16, the store's default)",
+    )
     args = p.parse_args()
     ks = sorted(set(args.k))
 
@@ -373,7 +380,9 @@ def main() -> None:
             assert d == RetrievalConfig()
         info_default: dict[str, Any] = {}
         for i, (name, cfg) in enumerate(configs):
-            scores, info = library_run(convs, emb, url, f"locomo{i}", ks, cfg)
+            scores, info = library_run(
+                convs, emb, url, f"locomo{i}", ks, cfg, vector_dtype=args.vector_dtype
+            )
             systems.append((name, scores, f"{info['ms']:.1f}"))
             if cfg is None:
                 info_default = info

@@ -113,12 +113,14 @@ def bm25_only(users: list[User]) -> dict[int, float]:
     return {k: float(np.mean(v)) for k, v in out.items()}
 
 
-def library(users: list[User], emb: Embeddings, url: str) -> tuple[dict[int, float], Any]:
+def library(
+    users: list[User], emb: Embeddings, url: str, vector_dtype: str = "float16"
+) -> tuple[dict[int, float], Any]:
     connection = RedisConnection(url)
     memory = TieredMemory(
         history=InMemoryHistoryStore(),
         tags=InMemoryTagStore(),
-        summaries=RedisSummaryStore(connection, embeddings=emb),
+        summaries=RedisSummaryStore(connection, embeddings=emb, vector_dtype=vector_dtype),  # type: ignore[arg-type]
     )
     out: dict[int, list[float]] = {k: [] for k in KS}
     given = kept = 0
@@ -157,6 +159,13 @@ def main() -> None:
     p.add_argument("--embeddings", nargs="+", default=["e5", "minilm"], choices=["e5", "minilm"])
     p.add_argument("--split", nargs="+", default=["dev", "heldout"], choices=["dev", "heldout"])
     p.add_argument("--redis-url", help="use this Redis instead of an embedded server")
+    p.add_argument(
+        "--vector-dtype",
+        nargs="+",
+        choices=["float16", "float32"],
+        default=["float16"],
+        help="how the summary store keeps vectors (several: one row each)",
+    )
     args = p.parse_args()
     tmp = server = None
     if args.redis_url:
@@ -186,8 +195,11 @@ def main() -> None:
                 emb = CachedEmbeddings(model(name))
                 t0 = time.perf_counter()
                 dense = dense_only(users, emb)
-                ours, (given, kept) = library(users, emb, url)
-                for label, scores in (("dense alone", dense), ("recall_summaries", ours)):
+                rows = [("dense alone", dense)]
+                for dtype in args.vector_dtype:
+                    ours, (given, kept) = library(users, emb, url, dtype)
+                    rows.append((f"recall_summaries ({dtype})", ours))
+                for label, scores in rows:
                     print(
                         f"| {split} | {lang} | {name} | {label} | "
                         + " | ".join(f"{scores[k]:.3f}" for k in KS)

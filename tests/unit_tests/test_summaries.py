@@ -409,7 +409,7 @@ async def test_async_parity(memory_factory: MemoryFactory) -> None:
 # --------------------------------------------------------------------------- Redis layout
 
 
-def test_redis_records_are_json_and_vectors_float32(embedded_memory: TieredMemory) -> None:
+def test_redis_records_are_json_and_vectors_float16(embedded_memory: TieredMemory) -> None:
     (item_id,) = embedded_memory.add_summaries("alice", [FACTS[0]], metadata={"k": "v"})
     assert embedded_memory.redis_url is not None
     client = raw_client(embedded_memory.redis_url)
@@ -421,10 +421,11 @@ def test_redis_records_are_json_and_vectors_float32(embedded_memory: TieredMemor
     datetime.fromisoformat(record["created_at"])
     raw = client.hget(keys.key("alice", "sum:vecs"), item_id)
     assert isinstance(raw, bytes)
-    vector = np.frombuffer(raw, dtype=np.float32)
+    vector = np.frombuffer(raw, dtype=np.float16)
     expected = np.asarray(HashingEmbeddings().embed_query(FACTS[0]), dtype=np.float32)
     assert vector.shape == (256,)
-    np.testing.assert_allclose(vector, expected / np.linalg.norm(expected), rtol=1e-6)
+    # a unit vector in float16: 3 significant digits, ample for a ranking
+    np.testing.assert_allclose(vector, expected / np.linalg.norm(expected), atol=1e-3)
     client.close()
 
 
@@ -568,3 +569,33 @@ class TestStandardRetrieverEmbedded(_StandardRetrieverTests):
             memory.add_summaries("alice", FACTS)
             self.store = memory.summaries
             yield
+
+
+def test_vectors_are_stored_as_float16_and_float32_ones_still_load(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Half the bytes per vector; a store written as float32 (0.1, or vector_dtype=) mixes."""
+    from langchain_tiered_memory.stores.summaries import RedisSummaryStore
+
+    memory = embedded_memory
+    (first,) = memory.add_summaries("u", ["The user likes green tea."])
+    summaries = memory.summaries
+    assert isinstance(summaries, RedisSummaryStore)
+    client = summaries.connection.sync
+    vecs_key = summaries.keys.key("u", "sum:vecs")
+    dim = len(memory.summaries.embeddings.embed_query("x"))
+    assert len(client.hget(vecs_key, first)) == 2 * dim
+    wide = RedisSummaryStore(
+        summaries.connection,
+        embeddings=summaries.embeddings,
+        keys=summaries.keys,
+        vector_dtype="float32",
+    )
+    (second,) = wide.add("u", ["The user plays the violin."])
+    assert len(client.hget(vecs_key, second)) == 4 * dim
+    fresh = RedisSummaryStore(
+        summaries.connection, embeddings=summaries.embeddings, keys=summaries.keys
+    )
+    found = fresh.search("u", "What does the user play?", k=2)
+    assert found[0].page_content == "The user plays the violin."
+    assert {d.id for d in found} == {first, second}

@@ -358,7 +358,7 @@ def _extend(
     next_id: int | None = None,
     where: str = "summary items",
 ) -> None:
-    """Append fetched items (id -> JSON, id -> float32 bytes) not yet in ``index``.
+    """Append fetched items (id -> JSON, id -> float16 or float32 bytes) not yet in ``index``.
 
     Raises:
         CorruptMemoryError: an item or vector is not what this package writes (wrong
@@ -377,15 +377,16 @@ def _extend(
         )
         if pairs:
             records = [_Record.from_json(str(i), raw, where) for i, raw, _ in pairs]
-            width = index.dim * 4
-            bad = next((i for i, _, v in pairs if len(v) != width), None)
+            widths = {index.dim * 2: np.float16, index.dim * 4: np.float32}
+            bad = next((i for i, _, v in pairs if len(v) not in widths), None)
             if bad is not None:
                 raise CorruptMemoryError(
-                    f"{where}: the vector of item {bad} is not {index.dim} float32 values; "
-                    "delete the item (memory.summaries.delete) to recover."
+                    f"{where}: the vector of item {bad} is not {index.dim} float16 or float32 "
+                    "values; delete the item (memory.summaries.delete) to recover."
                 )
-            matrix = np.frombuffer(b"".join(v for _, _, v in pairs), dtype=np.float32)
-            matrix = matrix.reshape(len(pairs), index.dim)
+            matrix = np.vstack(
+                [np.frombuffer(v, dtype=widths[len(v)]).astype(np.float32) for _, _, v in pairs]
+            )
             finite = np.isfinite(matrix).all(axis=1)
             if not finite.all():
                 bad = pairs[int(np.argmin(finite))][0]
