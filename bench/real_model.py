@@ -196,6 +196,8 @@ def run(args: argparse.Namespace) -> None:
         memory = TieredMemory.embedded(Path(tmp) / "data", embeddings=_embeddings(args))
         with memory:
             for n, case in enumerate(UPDATES):
+                if args.only and not any(o in case.name for o in args.only):
+                    continue
                 recorder = Recorder()
                 user = f"update-{n}"
                 memory.add_summaries(user, [case.old], created_at="2026-11-01T09:00:00+00:00")
@@ -225,6 +227,8 @@ def run(args: argparse.Namespace) -> None:
                 recorded[f"update/{case.name}"] = recorder.replies
                 print(f"  {case.name}: {update_rows[-1]}", file=sys.stderr, flush=True)
             for n, items_case in enumerate(ITEMS):
+                if args.only and not any(o in items_case.name for o in args.only):
+                    continue
                 recorder = Recorder()
                 user = f"items-{n}"
                 memory.add_session_log(user, conversation(items_case.said, items_case.replies))
@@ -298,6 +302,7 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--embeddings", choices=["default", "hashing"], default="default")
     p.add_argument("--record", help="save the model's replies to this JSON file")
+    p.add_argument("--only", nargs="+", help="run only the cases whose name contains one of these")
     run(p.parse_args())
 
 

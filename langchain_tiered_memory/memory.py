@@ -16,18 +16,17 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from langchain_core.load import dumpd
-from langchain_core.messages import BaseMessage, messages_to_dict
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
-from langgraph.store.base import BaseStore, Item, PutOp
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 from pydantic import BaseModel
 
+from langchain_tiered_memory import privacy
 from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, validate_user_id
 from langchain_tiered_memory._redis import (
     DEFAULT_MAX_CONNECTIONS,
@@ -41,6 +40,7 @@ from langchain_tiered_memory.errors import (
     SummarizationError,
     WatermarkConflict,
 )
+from langchain_tiered_memory.privacy import DEFAULT_STORE_NAMESPACES
 from langchain_tiered_memory.queue import QueueEntry, SummaryQueue
 from langchain_tiered_memory.store import RedisStore
 from langchain_tiered_memory.stores.history import (
@@ -76,7 +76,6 @@ from langchain_tiered_memory.summarizer import (
 )
 
 # Where a user's items live in a LangGraph store, for erasure and export: LangMem's layout.
-DEFAULT_STORE_NAMESPACES: tuple[tuple[str, ...], ...] = (("memories", "{user_id}"),)
 
 logger = logging.getLogger(__name__)
 
@@ -1097,7 +1096,7 @@ class TieredMemory:
                 logger.exception("summarizing %r failed; going on with the other users", user_id)
         return done
 
-    # ----- privacy -----
+    # ----- privacy: langchain_tiered_memory.privacy does the work -----
 
     def forget_user(
         self,
@@ -1122,34 +1121,9 @@ class TieredMemory:
             >>> memory.forget_user("alice", checkpointer=saver, store=store)  # doctest: +SKIP
             {'threads': 2, 'history': 12, 'tags': 2, 'summaries': 3, 'store_items': 4}
         """
-        user_id = validate_user_id(user_id)
-        threads = self.history.threads(user_id)
-        prefixes = _user_prefixes(user_id, store_namespaces)
-        # another store's items are collected before anything is deleted: a read that
-        # fails then leaves the user whole, not half erased
-        items = _store_items_of(store, prefixes) if _generic(store) else []
-        if checkpointer is not None:
-            for thread_id in threads:
-                checkpointer.delete_thread(thread_id)
-        store_items = 0
-        if isinstance(store, RedisStore):
-            store_items = sum(store.purge(prefix) for prefix in prefixes)
-        elif store is not None:
-            store.batch([PutOp(item.namespace, item.key, None) for item in items])
-            store_items = len(items)
-        removed = {
-            "threads": len(threads),
-            "history": self.history.clear(user_id),
-            "tags": self.tags.clear(user_id),
-            "summaries": self.summaries.clear(user_id),
-        }
-        if store is not None:
-            removed["store_items"] = store_items
-        if self._tiers is not None:
-            self._tiers.purge(user_id)
-        if self.queue is not None:
-            self.queue.forget(user_id)  # its entry, the pending index, the watermark copy
-        return removed
+        return privacy.forget_user(
+            self, user_id, checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+        )
 
     async def aforget_user(
         self,
@@ -1160,32 +1134,9 @@ class TieredMemory:
         store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
     ) -> dict[str, int]:
         """Async :meth:`forget_user`."""
-        user_id = validate_user_id(user_id)
-        threads = await self.history.athreads(user_id)
-        prefixes = _user_prefixes(user_id, store_namespaces)
-        items = await _astore_items_of(store, prefixes) if _generic(store) else []
-        if checkpointer is not None:
-            for thread_id in threads:
-                await checkpointer.adelete_thread(thread_id)
-        store_items = 0
-        if isinstance(store, RedisStore):
-            store_items = sum([await store.apurge(prefix) for prefix in prefixes])
-        elif store is not None:
-            await store.abatch([PutOp(item.namespace, item.key, None) for item in items])
-            store_items = len(items)
-        removed = {
-            "threads": len(threads),
-            "history": await self.history.aclear(user_id),
-            "tags": await self.tags.aclear(user_id),
-            "summaries": await self.summaries.aclear(user_id),
-        }
-        if store is not None:
-            removed["store_items"] = store_items
-        if self._tiers is not None:
-            await self._tiers.apurge(user_id)
-        if self.queue is not None:
-            await self.queue.aforget(user_id)
-        return removed
+        return await privacy.aforget_user(
+            self, user_id, checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+        )
 
     def forget_thread(
         self, user_id: str, thread_id: str, *, checkpointer: BaseCheckpointSaver | None = None
@@ -1203,37 +1154,13 @@ class TieredMemory:
             {'messages': 4, 'summaries': 1, 'checkpoints': 3}
 
         """
-        user_id = validate_user_id(user_id)
-        checkpoints = 0
-        if checkpointer is not None and thread_id in self.history.threads(user_id):
-            config = _thread_config(thread_id, any_namespace=True)
-            checkpoints = sum(1 for _ in checkpointer.list(config))
-            checkpointer.delete_thread(thread_id)
-        messages = self.history.forget_thread(user_id, thread_id)
-        derived = _derived_only_from(self.summaries.get_all(user_id), thread_id)
-        return {
-            "messages": messages,
-            "summaries": self.summaries.delete(user_id, derived),
-            "checkpoints": checkpoints,
-        }
+        return privacy.forget_thread(self, user_id, thread_id, checkpointer=checkpointer)
 
     async def aforget_thread(
         self, user_id: str, thread_id: str, *, checkpointer: BaseCheckpointSaver | None = None
     ) -> dict[str, int]:
         """Async :meth:`forget_thread`."""
-        user_id = validate_user_id(user_id)
-        checkpoints = 0
-        if checkpointer is not None and thread_id in await self.history.athreads(user_id):
-            config = _thread_config(thread_id, any_namespace=True)
-            checkpoints = len([c async for c in checkpointer.alist(config)])
-            await checkpointer.adelete_thread(thread_id)
-        messages = await self.history.aforget_thread(user_id, thread_id)
-        derived = _derived_only_from(await self.summaries.aget_all(user_id), thread_id)
-        return {
-            "messages": messages,
-            "summaries": await self.summaries.adelete(user_id, derived),
-            "checkpoints": checkpoints,
-        }
+        return await privacy.aforget_thread(self, user_id, thread_id, checkpointer=checkpointer)
 
     def export_user(
         self,
@@ -1253,30 +1180,9 @@ class TieredMemory:
             >>> memory.export_user("alice", checkpointer=saver)["thread_states"]  # doctest: +SKIP
             [{'thread_id': 't-1', 'checkpoint_id': '1f0...', 'values': {...}}]
         """
-        user_id = validate_user_id(user_id)
-        first, messages = self.history.since(user_id, 0)
-        extra: dict[str, Any] = {}
-        if checkpointer is not None:
-            extra["thread_states"] = [
-                _thread_state(t, checkpointer.get_tuple(_thread_config(t)))
-                for t in self.history.threads(user_id)
-            ]
-        if store is not None:
-            items = _store_items_of(store, _user_prefixes(user_id, store_namespaces))
-            extra["store"] = [_jsonable(i.dict()) for i in items]
-        return {
-            "user_id": user_id,
-            "tags": self.tags.get_all(user_id),
-            "tag_history": self.tags.history(user_id),
-            "threads": self.history.threads(user_id),
-            "history": {"first_position": first, "messages": messages_to_dict(messages)},
-            "summaries": [
-                {"id": d.id, "text": d.page_content, **d.metadata}
-                for d in self.summaries.get_all(user_id)
-            ],
-            "watermark": self.summaries.get_watermark(user_id),
-            **extra,
-        }
+        return privacy.export_user(
+            self, user_id, checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+        )
 
     async def aexport_user(
         self,
@@ -1287,30 +1193,9 @@ class TieredMemory:
         store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
     ) -> dict[str, Any]:
         """Async :meth:`export_user`."""
-        user_id = validate_user_id(user_id)
-        first, messages = await self.history.asince(user_id, 0)
-        extra: dict[str, Any] = {}
-        if checkpointer is not None:
-            extra["thread_states"] = [
-                _thread_state(t, await checkpointer.aget_tuple(_thread_config(t)))
-                for t in await self.history.athreads(user_id)
-            ]
-        if store is not None:
-            items = await _astore_items_of(store, _user_prefixes(user_id, store_namespaces))
-            extra["store"] = [_jsonable(i.dict()) for i in items]
-        return {
-            "user_id": user_id,
-            "tags": await self.tags.aget_all(user_id),
-            "tag_history": await self.tags.ahistory(user_id),
-            "threads": await self.history.athreads(user_id),
-            "history": {"first_position": first, "messages": messages_to_dict(messages)},
-            "summaries": [
-                {"id": d.id, "text": d.page_content, **d.metadata}
-                for d in await self.summaries.aget_all(user_id)
-            ],
-            "watermark": await self.summaries.aget_watermark(user_id),
-            **extra,
-        }
+        return await privacy.aexport_user(
+            self, user_id, checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+        )
 
 
 _T = TypeVar("_T")
@@ -1319,90 +1204,6 @@ _TOUCH = """
 for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
 return #KEYS
 """
-# list_namespaces / search page size when collecting a user's store items
-_STORE_PAGE = 1000
-
-
-def _user_prefixes(user_id: str, templates: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
-    """The namespace prefixes of ``user_id``: each template with ``"{user_id}"`` filled."""
-    if isinstance(templates, tuple) and templates and isinstance(templates[0], str):
-        templates = [templates]  # type: ignore[list-item]  # one template given bare
-    prefixes = []
-    for template in templates:
-        if not any("{user_id}" in label for label in template):
-            raise ValueError(
-                f"store namespace template {template!r} has no '{{user_id}}' label: it would "
-                "match other users' items. Write it as e.g. ('memories', '{user_id}')."
-            )
-        prefixes.append(tuple(label.replace("{user_id}", user_id) for label in template))
-    return list(dict.fromkeys(prefixes))
-
-
-def _under(page: Sequence[tuple[str, ...]], prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """The namespaces of ``page`` that start with ``prefix`` label for label: a store reads
-    ``"*"`` in a prefix as any label, and a user id may be ``"*"``.
-    """
-    return [tuple(n) for n in page if tuple(n[: len(prefix)]) == prefix]
-
-
-def _generic(store: BaseStore | None) -> TypeGuard[BaseStore]:
-    """Whether ``store`` is another ``BaseStore`` (erased item by item, not by key)."""
-    return store is not None and not isinstance(store, RedisStore)
-
-
-def _store_items_of(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> list[Item]:
-    """Every item of every store namespace under one of the user's prefixes."""
-    namespaces: list[tuple[str, ...]] = []
-    for prefix in prefixes:
-        offset = 0
-        while page := store.list_namespaces(prefix=prefix, limit=_STORE_PAGE, offset=offset):
-            namespaces += _under(page, prefix)
-            offset += len(page)
-    items: list[Item] = []
-    for namespace in dict.fromkeys(namespaces):
-        offset = 0
-        while found := store.search(namespace, limit=_STORE_PAGE, offset=offset):
-            items += [i for i in found if tuple(i.namespace) == namespace]
-            offset += len(found)
-    return items
-
-
-async def _astore_items_of(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> list[Item]:
-    namespaces: list[tuple[str, ...]] = []
-    for prefix in prefixes:
-        offset = 0
-        while page := await store.alist_namespaces(prefix=prefix, limit=_STORE_PAGE, offset=offset):
-            namespaces += _under(page, prefix)
-            offset += len(page)
-    items: list[Item] = []
-    for namespace in dict.fromkeys(namespaces):
-        offset = 0
-        while found := await store.asearch(namespace, limit=_STORE_PAGE, offset=offset):
-            items += [i for i in found if tuple(i.namespace) == namespace]
-            offset += len(found)
-    return items
-
-
-def _thread_config(thread_id: str, *, any_namespace: bool = False) -> RunnableConfig:
-    if any_namespace:  # list() over every namespace of the thread (subgraphs too)
-        return {"configurable": {"thread_id": thread_id}}
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-
-
-def _thread_state(thread_id: str, found: CheckpointTuple | None) -> dict[str, Any]:
-    if found is None:
-        return {"thread_id": thread_id, "checkpoint_id": None, "values": {}}
-    return {
-        "thread_id": thread_id,
-        "checkpoint_id": found.checkpoint["id"],
-        "ts": found.checkpoint["ts"],
-        "values": _jsonable(found.checkpoint["channel_values"]),
-    }
-
-
-def _jsonable(value: Any) -> Any:
-    """JSON-ready data: LangChain objects (messages, ...) as their serialized form."""
-    return dumpd(value)
 
 
 def _tier(user_id: str, tier: str, empty: _T, read: Callable[..., _T], *args: Any) -> _T:
@@ -1430,14 +1231,6 @@ def _provenance(first: int, end: int, spans: Sequence[tuple[int, int, str]]) -> 
         "source_end": end,
         "source_threads": threads_between(spans, first, end),
     }
-
-
-def _derived_only_from(items: Sequence[Document], thread_id: str) -> list[str]:
-    return [
-        str(d.id)
-        for d in items
-        if d.id is not None and d.metadata.get("source_threads") == [thread_id]
-    ]
 
 
 def _default_embeddings() -> Embeddings:

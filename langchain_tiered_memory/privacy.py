@@ -1,0 +1,358 @@
+"""Privacy across every tier: erase or export one user, or one thread, and nothing else.
+
+The functions behind ``TieredMemory.forget_user``/``forget_thread``/``export_user`` and
+their async twins. They compose the memory's stores, a LangGraph checkpointer and a
+LangGraph store, each of which sends its own commands. A user's store namespaces are those
+a template declares (``"{user_id}"`` at a position), never any label equal to the id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+from langchain_core.documents import Document
+from langchain_core.load import dumpd
+from langchain_core.messages import messages_to_dict
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.store.base import BaseStore, Item, PutOp
+
+from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory.store import RedisStore
+
+if TYPE_CHECKING:
+    from langchain_tiered_memory.memory import TieredMemory
+
+__all__ = [
+    "DEFAULT_STORE_NAMESPACES",
+    "aexport_user",
+    "aforget_thread",
+    "aforget_user",
+    "export_user",
+    "forget_thread",
+    "forget_user",
+]
+
+# LangMem's layout: create_manage_memory_tool(namespace=("memories", "{user_id}"))
+DEFAULT_STORE_NAMESPACES: tuple[tuple[str, ...], ...] = (("memories", "{user_id}"),)
+
+# list_namespaces / search page size when collecting a user's store items
+_STORE_PAGE = 1000
+
+
+def forget_user(
+    memory: TieredMemory,
+    user_id: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+) -> dict[str, int]:
+    """Erase every tier of the user; return how much of each was removed.
+
+    With ``checkpointer``, the conversation threads the user's turns came from (as
+    recorded by the graph) are deleted from it first. With ``store`` (any LangGraph
+    ``BaseStore``), every item of the user's namespaces: those that start with one of
+    ``store_namespaces`` once ``"{user_id}"`` is replaced by the user id (default
+    LangMem's ``("memories", "{user_id}")``; pass ``[("{user_id}",)]`` for LangGraph's
+    ``(user_id, ...)`` layout). The user id is matched at that position only, never as
+    any label: a user called ``"memories"`` erases ``("memories", "memories")``, not
+    everyone's ``("memories", <id>)``.
+
+    Example:
+        >>> memory.forget_user("alice", checkpointer=saver, store=store)  # doctest: +SKIP
+        {'threads': 2, 'history': 12, 'tags': 2, 'summaries': 3, 'store_items': 4}
+    """
+    user_id = validate_user_id(user_id)
+    threads = memory.history.threads(user_id)
+    prefixes = _user_prefixes(user_id, store_namespaces)
+    # another store's items are collected before anything is deleted: a read that
+    # fails then leaves the user whole, not half erased
+    items = _store_items_of(store, prefixes) if _generic(store) else []
+    if checkpointer is not None:
+        for thread_id in threads:
+            checkpointer.delete_thread(thread_id)
+    store_items = 0
+    if isinstance(store, RedisStore):
+        store_items = sum(store.purge(prefix) for prefix in prefixes)
+    elif store is not None:
+        store.batch([PutOp(item.namespace, item.key, None) for item in items])
+        store_items = len(items)
+    removed = {
+        "threads": len(threads),
+        "history": memory.history.clear(user_id),
+        "tags": memory.tags.clear(user_id),
+        "summaries": memory.summaries.clear(user_id),
+    }
+    if store is not None:
+        removed["store_items"] = store_items
+    if memory._tiers is not None:
+        memory._tiers.purge(user_id)
+    if memory.queue is not None:
+        memory.queue.forget(user_id)  # its entry, the pending index, the watermark copy
+    return removed
+
+
+async def aforget_user(
+    memory: TieredMemory,
+    user_id: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+) -> dict[str, int]:
+    """Async :func:`forget_user`."""
+    user_id = validate_user_id(user_id)
+    threads = await memory.history.athreads(user_id)
+    prefixes = _user_prefixes(user_id, store_namespaces)
+    items = await _astore_items_of(store, prefixes) if _generic(store) else []
+    if checkpointer is not None:
+        for thread_id in threads:
+            await checkpointer.adelete_thread(thread_id)
+    store_items = 0
+    if isinstance(store, RedisStore):
+        store_items = sum([await store.apurge(prefix) for prefix in prefixes])
+    elif store is not None:
+        await store.abatch([PutOp(item.namespace, item.key, None) for item in items])
+        store_items = len(items)
+    removed = {
+        "threads": len(threads),
+        "history": await memory.history.aclear(user_id),
+        "tags": await memory.tags.aclear(user_id),
+        "summaries": await memory.summaries.aclear(user_id),
+    }
+    if store is not None:
+        removed["store_items"] = store_items
+    if memory._tiers is not None:
+        await memory._tiers.apurge(user_id)
+    if memory.queue is not None:
+        await memory.queue.aforget(user_id)
+    return removed
+
+
+def forget_thread(
+    memory: TieredMemory,
+    user_id: str,
+    thread_id: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+) -> dict[str, int]:
+    """Erase one conversation thread of the user; return how much was removed.
+
+    Deletes the thread's messages from the history, the summary items made only from
+    that thread (items that also came from other threads stay), and, with
+    ``checkpointer``, the thread's checkpoints, but only for a thread recorded for this
+    user (another user's thread id is left alone: 0 checkpoints). Tags stay: they are
+    the user's, and their history says which thread set them.
+
+    Example:
+        >>> memory.forget_thread("alice", "t-2", checkpointer=saver)  # doctest: +SKIP
+        {'messages': 4, 'summaries': 1, 'checkpoints': 3}
+
+    """
+    user_id = validate_user_id(user_id)
+    checkpoints = 0
+    if checkpointer is not None and thread_id in memory.history.threads(user_id):
+        config = _thread_config(thread_id, any_namespace=True)
+        checkpoints = sum(1 for _ in checkpointer.list(config))
+        checkpointer.delete_thread(thread_id)
+    messages = memory.history.forget_thread(user_id, thread_id)
+    derived = _derived_only_from(memory.summaries.get_all(user_id), thread_id)
+    return {
+        "messages": messages,
+        "summaries": memory.summaries.delete(user_id, derived),
+        "checkpoints": checkpoints,
+    }
+
+
+async def aforget_thread(
+    memory: TieredMemory,
+    user_id: str,
+    thread_id: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+) -> dict[str, int]:
+    """Async :func:`forget_thread`."""
+    user_id = validate_user_id(user_id)
+    checkpoints = 0
+    if checkpointer is not None and thread_id in await memory.history.athreads(user_id):
+        config = _thread_config(thread_id, any_namespace=True)
+        checkpoints = len([c async for c in checkpointer.alist(config)])
+        await checkpointer.adelete_thread(thread_id)
+    messages = await memory.history.aforget_thread(user_id, thread_id)
+    derived = _derived_only_from(await memory.summaries.aget_all(user_id), thread_id)
+    return {
+        "messages": messages,
+        "summaries": await memory.summaries.adelete(user_id, derived),
+        "checkpoints": checkpoints,
+    }
+
+
+def export_user(
+    memory: TieredMemory,
+    user_id: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+) -> dict[str, Any]:
+    """A JSON-serializable copy of every tier of the user.
+
+    With ``checkpointer``, the latest state of each of the user's threads
+    (``"thread_states"``); with ``store``, the items of the user's namespaces
+    (``"store"``, the namespaces :meth:`forget_user` would erase).
+
+    Example:
+        >>> memory.export_user("alice", checkpointer=saver)["thread_states"]  # doctest: +SKIP
+        [{'thread_id': 't-1', 'checkpoint_id': '1f0...', 'values': {...}}]
+    """
+    user_id = validate_user_id(user_id)
+    first, messages = memory.history.since(user_id, 0)
+    extra: dict[str, Any] = {}
+    if checkpointer is not None:
+        extra["thread_states"] = [
+            _thread_state(t, checkpointer.get_tuple(_thread_config(t)))
+            for t in memory.history.threads(user_id)
+        ]
+    if store is not None:
+        items = _store_items_of(store, _user_prefixes(user_id, store_namespaces))
+        extra["store"] = [_jsonable(i.dict()) for i in items]
+    return {
+        "user_id": user_id,
+        "tags": memory.tags.get_all(user_id),
+        "tag_history": memory.tags.history(user_id),
+        "threads": memory.history.threads(user_id),
+        "history": {"first_position": first, "messages": messages_to_dict(messages)},
+        "summaries": [
+            {"id": d.id, "text": d.page_content, **d.metadata}
+            for d in memory.summaries.get_all(user_id)
+        ],
+        "watermark": memory.summaries.get_watermark(user_id),
+        **extra,
+    }
+
+
+async def aexport_user(
+    memory: TieredMemory,
+    user_id: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+) -> dict[str, Any]:
+    """Async :func:`export_user`."""
+    user_id = validate_user_id(user_id)
+    first, messages = await memory.history.asince(user_id, 0)
+    extra: dict[str, Any] = {}
+    if checkpointer is not None:
+        extra["thread_states"] = [
+            _thread_state(t, await checkpointer.aget_tuple(_thread_config(t)))
+            for t in await memory.history.athreads(user_id)
+        ]
+    if store is not None:
+        items = await _astore_items_of(store, _user_prefixes(user_id, store_namespaces))
+        extra["store"] = [_jsonable(i.dict()) for i in items]
+    return {
+        "user_id": user_id,
+        "tags": await memory.tags.aget_all(user_id),
+        "tag_history": await memory.tags.ahistory(user_id),
+        "threads": await memory.history.athreads(user_id),
+        "history": {"first_position": first, "messages": messages_to_dict(messages)},
+        "summaries": [
+            {"id": d.id, "text": d.page_content, **d.metadata}
+            for d in await memory.summaries.aget_all(user_id)
+        ],
+        "watermark": await memory.summaries.aget_watermark(user_id),
+        **extra,
+    }
+
+
+def _user_prefixes(user_id: str, templates: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """The namespace prefixes of ``user_id``: each template with ``"{user_id}"`` filled."""
+    if isinstance(templates, tuple) and templates and isinstance(templates[0], str):
+        templates = [templates]  # type: ignore[list-item]  # one template given bare
+    prefixes = []
+    for template in templates:
+        if not any("{user_id}" in label for label in template):
+            raise ValueError(
+                f"store namespace template {template!r} has no '{{user_id}}' label: it would "
+                "match other users' items. Write it as e.g. ('memories', '{user_id}')."
+            )
+        prefixes.append(tuple(label.replace("{user_id}", user_id) for label in template))
+    return list(dict.fromkeys(prefixes))
+
+
+def _under(page: Sequence[tuple[str, ...]], prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The namespaces of ``page`` that start with ``prefix`` label for label: a store reads
+    ``"*"`` in a prefix as any label, and a user id may be ``"*"``.
+    """
+    return [tuple(n) for n in page if tuple(n[: len(prefix)]) == prefix]
+
+
+def _generic(store: BaseStore | None) -> TypeGuard[BaseStore]:
+    """Whether ``store`` is another ``BaseStore`` (erased item by item, not by key)."""
+    return store is not None and not isinstance(store, RedisStore)
+
+
+def _store_items_of(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> list[Item]:
+    """Every item of every store namespace under one of the user's prefixes."""
+    namespaces: list[tuple[str, ...]] = []
+    for prefix in prefixes:
+        offset = 0
+        while page := store.list_namespaces(prefix=prefix, limit=_STORE_PAGE, offset=offset):
+            namespaces += _under(page, prefix)
+            offset += len(page)
+    items: list[Item] = []
+    for namespace in dict.fromkeys(namespaces):
+        offset = 0
+        while found := store.search(namespace, limit=_STORE_PAGE, offset=offset):
+            items += [i for i in found if tuple(i.namespace) == namespace]
+            offset += len(found)
+    return items
+
+
+async def _astore_items_of(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> list[Item]:
+    namespaces: list[tuple[str, ...]] = []
+    for prefix in prefixes:
+        offset = 0
+        while page := await store.alist_namespaces(prefix=prefix, limit=_STORE_PAGE, offset=offset):
+            namespaces += _under(page, prefix)
+            offset += len(page)
+    items: list[Item] = []
+    for namespace in dict.fromkeys(namespaces):
+        offset = 0
+        while found := await store.asearch(namespace, limit=_STORE_PAGE, offset=offset):
+            items += [i for i in found if tuple(i.namespace) == namespace]
+            offset += len(found)
+    return items
+
+
+def _thread_config(thread_id: str, *, any_namespace: bool = False) -> RunnableConfig:
+    if any_namespace:  # list() over every namespace of the thread (subgraphs too)
+        return {"configurable": {"thread_id": thread_id}}
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+
+
+def _thread_state(thread_id: str, found: CheckpointTuple | None) -> dict[str, Any]:
+    if found is None:
+        return {"thread_id": thread_id, "checkpoint_id": None, "values": {}}
+    return {
+        "thread_id": thread_id,
+        "checkpoint_id": found.checkpoint["id"],
+        "ts": found.checkpoint["ts"],
+        "values": _jsonable(found.checkpoint["channel_values"]),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    """JSON-ready data: LangChain objects (messages, ...) as their serialized form."""
+    return dumpd(value)
+
+
+def _derived_only_from(items: Sequence[Document], thread_id: str) -> list[str]:
+    return [
+        str(d.id)
+        for d in items
+        if d.id is not None and d.metadata.get("source_threads") == [thread_id]
+    ]
