@@ -11,13 +11,28 @@ before the messages channel was a ``DeltaChannel``, load and go on.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory, create_memory_graph
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 TURNS = 300
+
+
+class OldState(TypedDict):
+    """The prebuilt graph's messages before they were a DeltaChannel."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def reply(state: OldState) -> dict[str, list[AnyMessage]]:
+    return {"messages": [AIMessage(f"old reply {len(state['messages'])}")]}
 
 
 def thread_bytes(memory: TieredMemory, saver: object, thread: str) -> int:
@@ -49,3 +64,26 @@ def test_a_300_turn_thread_is_linear_in_its_messages(tmp_path: Path) -> None:
         assert sizes[-1] <= 40 * history, (sizes, history)
         first, last = sizes[1] - sizes[0], sizes[-1] - sizes[-2]
         assert last <= 2 * first, sizes
+
+
+def test_a_thread_written_before_the_delta_channel_loads_and_goes_on(tmp_path: Path) -> None:
+    """A thread whose checkpoints hold the whole messages list (0.1's graph, an
+    ``add_messages`` channel) is read by today's graph and continued, history intact.
+    """
+    with TieredMemory.embedded(tmp_path / "data", embeddings=HashingEmbeddings()) as memory:
+        saver = memory.checkpointer()
+        builder = StateGraph(OldState)
+        builder.add_node("reply", reply)
+        builder.add_edge(START, "reply")
+        old = builder.compile(checkpointer=saver)
+        config: RunnableConfig = {"configurable": {"thread_id": "kept"}}
+        for turn in range(3):
+            old.invoke({"messages": [HumanMessage(f"old {turn}")]}, config)
+        graph = create_memory_graph(
+            ScriptedChatModel(replies=["new reply"]), memory=memory, checkpointer=saver
+        )
+        out = graph.invoke({"messages": [("user", "new")]}, config, context={"user_id": "u"})
+        texts = [m.content for m in out["messages"]]
+        assert texts[:6] == ["old 0", "old reply 1", "old 1", "old reply 3", "old 2", "old reply 5"]
+        assert texts[-2:] == ["new", "new reply"]
+        assert [m.content for m in graph.get_state(config).values["messages"]] == texts
