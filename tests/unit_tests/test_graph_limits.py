@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory.graph import create_memory_graph
@@ -60,3 +62,32 @@ def test_force_mode_does_not_offer_user_tag_to_the_free_model(
     forced, free = model.bindings[0], model.bindings[1]
     assert forced["tool_choice"] == "user_tag"
     assert "user_tag" not in free["tool_names"] and "summarize" in free["tool_names"]
+
+
+@pytest.mark.parametrize(
+    "writes",
+    [
+        [[HumanMessage("c", id="3")], [AIMessage("b2", id="2"), RemoveMessage(id="1")]],
+        [[HumanMessage("c", id="3")], [RemoveMessage(id="3")], HumanMessage("d", id="4")],
+        [[HumanMessage("c", id="3")], [AIMessage("c2", id="3")]],
+        [
+            [HumanMessage("x", id="5")],
+            [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("y", id="6")],
+        ],
+    ],
+)
+def test_the_messages_delta_reducer_is_batching_invariant(writes: list[Any]) -> None:
+    """DeltaChannel replays writes in batches: one pass over them joined must equal
+    add_messages applied write by write (ids replace, RemoveMessage removes)."""
+    from langgraph.graph.message import add_messages
+
+    from langchain_tiered_memory.graph import _add_message_batches
+
+    state = [HumanMessage("a", id="1"), AIMessage("b", id="2")]
+    one_by_one: Any = state
+    for write in writes:
+        one_by_one = add_messages(one_by_one, write)
+    batched = _add_message_batches(state, writes)
+    assert [(m.id, m.content) for m in batched] == [(m.id, m.content) for m in one_by_one]
+    split = _add_message_batches(_add_message_batches(state, writes[:1]), writes[1:])
+    assert [(m.id, m.content) for m in split] == [(m.id, m.content) for m in batched]
