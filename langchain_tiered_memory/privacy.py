@@ -51,18 +51,7 @@ def forget_user(
 ) -> dict[str, int]:
     """Erase every tier of the user; return how much of each was removed.
 
-    With ``checkpointer``, the conversation threads the user's turns came from (as
-    recorded by the graph) are deleted from it first. With ``store`` (any LangGraph
-    ``BaseStore``), every item of the user's namespaces: those that start with one of
-    ``store_namespaces`` once ``"{user_id}"`` is replaced by the user id (default
-    LangMem's ``("memories", "{user_id}")``; pass ``[("{user_id}",)]`` for LangGraph's
-    ``(user_id, ...)`` layout). The user id is matched at that position only, never as
-    any label: a user called ``"memories"`` erases ``("memories", "memories")``, not
-    everyone's ``("memories", <id>)``.
-
-    Example:
-        >>> memory.forget_user("alice", checkpointer=saver, store=store)  # doctest: +SKIP
-        {'threads': 2, 'history': 12, 'tags': 2, 'summaries': 3, 'store_items': 4}
+    The work behind :meth:`TieredMemory.forget_user`, which documents it.
     """
     user_id = validate_user_id(user_id)
     threads = memory.history.threads(user_id)
@@ -140,16 +129,7 @@ def forget_thread(
 ) -> dict[str, int]:
     """Erase one conversation thread of the user; return how much was removed.
 
-    Deletes the thread's messages from the history, the summary items made only from
-    that thread (items that also came from other threads stay), and, with
-    ``checkpointer``, the thread's checkpoints, but only for a thread recorded for this
-    user (another user's thread id is left alone: 0 checkpoints). Tags stay: they are
-    the user's, and their history says which thread set them.
-
-    Example:
-        >>> memory.forget_thread("alice", "t-2", checkpointer=saver)  # doctest: +SKIP
-        {'messages': 4, 'summaries': 1, 'checkpoints': 3}
-
+    The work behind :meth:`TieredMemory.forget_thread`, which documents it.
     """
     user_id = validate_user_id(user_id)
     checkpoints = 0
@@ -199,13 +179,7 @@ def export_user(
 ) -> dict[str, Any]:
     """A JSON-serializable copy of every tier of the user.
 
-    With ``checkpointer``, the latest state of each of the user's threads
-    (``"thread_states"``); with ``store``, the items of the user's namespaces
-    (``"store"``, the namespaces :meth:`forget_user` would erase).
-
-    Example:
-        >>> memory.export_user("alice", checkpointer=saver)["thread_states"]  # doctest: +SKIP
-        [{'thread_id': 't-1', 'checkpoint_id': '1f0...', 'values': {...}}]
+    The work behind :meth:`TieredMemory.export_user`, which documents it.
     """
     user_id = validate_user_id(user_id)
     first, messages = memory.history.since(user_id, 0)
