@@ -94,6 +94,18 @@ DEFAULT_CONTEXT_TOKEN_BUDGET = 8000
 DEFAULT_MAX_TOOL_ROUNDS = 5
 
 
+def _tail_over(messages: list[BaseMessage], budget: int) -> list[BaseMessage]:
+    """The newest messages up to and including the one that takes their tokens past
+    ``budget`` (all of them if they stay within it).
+    """
+    used = 0
+    for i in range(len(messages) - 1, -1, -1):
+        used += count_tokens_approximately([messages[i]])
+        if used > budget:
+            return messages[i:]
+    return messages
+
+
 def _add_message_batches(state: list[AnyMessage] | None, writes: Any) -> list[AnyMessage]:
     """``add_messages`` over a batch of writes, as ``DeltaChannel`` replays them (applying
     two batches one after the other equals applying them joined: ids decide).
@@ -318,6 +330,12 @@ class MemoryNodes:
         messages: list[BaseMessage] = [system, *history, *thread]
         if self.context_token_budget is None:
             return messages
+        tail = _tail_over(thread, self.context_token_budget)
+        if len(tail) < len(thread):
+            # The thread's newest messages alone fill the budget: what is older, and the
+            # loaded history before it, would be trimmed anyway. Counting only the tail
+            # keeps a turn's cost flat in the thread's length (600 turns: 1,200 messages).
+            messages = [system, *tail]
         trimmed = trim_messages(
             messages,
             max_tokens=self.context_token_budget,

@@ -189,6 +189,22 @@ DELTA_BATCH = 128
 DeltaPlan = Generator[tuple[str, Any], Any, Mapping[str, DeltaChannelHistory]]
 
 
+class _Ancestor(NamedTuple):
+    """A checkpoint as a delta walk reads it: its id, its parent's, the writes to the
+    channels walked for (in ``writes_sort_key`` order) and the values it holds of them.
+    """
+
+    checkpoint_id: str
+    parent: str | None
+    writes: list[PendingWrite]
+    seeds: dict[str, Any]
+
+
+def _skip_ext(code: int, data: bytes) -> None:
+    """An msgpack ext hook that builds nothing: the record's shape without its objects."""
+    return None
+
+
 class _Where(NamedTuple):
     """Where a config points: a thread, a namespace (``None``: all) and maybe an id."""
 
@@ -440,28 +456,27 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         remaining = set(channels)
         target = self._decode(where.thread_id, reply[0]) if reply else None
         parent = target.parent_config if target else None
-        loaded: dict[str, CheckpointTuple] = {}
-        while parent is not None and remaining:
-            ns = parent["configurable"].get("checkpoint_ns", "")
-            cursor = str(parent["configurable"]["checkpoint_id"])
+        ns = parent["configurable"].get("checkpoint_ns", "") if parent else ""
+        cursor = str(parent["configurable"]["checkpoint_id"]) if parent else None
+        loaded: dict[str, _Ancestor] = {}
+        while cursor is not None and remaining:
             if cursor not in loaded:
                 high, low = f"[{ns}{SEP}{cursor}", f"[{ns}{SEP}"
                 members = yield "members", (where, high, low, DELTA_BATCH)
                 entries = (yield "load", self._load_members_args(members)) if members else []
                 for entry in entries:
-                    found = self._decode(where.thread_id, entry)
-                    loaded[str(found.config["configurable"]["checkpoint_id"])] = found
+                    found = self._ancestor(where.thread_id, entry, remaining)
+                    loaded[found.checkpoint_id] = found
                 if cursor not in loaded:
                     break  # the parent is gone (pruned): the walk ends, as the default's
             ancestor = loaded[cursor]
-            for write in reversed(ancestor.pending_writes or []):
+            for write in reversed(ancestor.writes):
                 if write[1] in remaining:
                     collected[write[1]].append(write)
-            values = ancestor.checkpoint["channel_values"]
-            for ch in [c for c in remaining if c in values]:
-                seeds[ch] = values[ch]
+            for ch in [c for c in remaining if c in ancestor.seeds]:
+                seeds[ch] = ancestor.seeds[ch]
                 remaining.discard(ch)
-            parent = ancestor.parent_config
+            cursor = ancestor.parent
         result: dict[str, DeltaChannelHistory] = {}
         for ch in channels:
             entry_: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}
@@ -469,6 +484,43 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
                 entry_["seed"] = seeds[ch]
             result[ch] = entry_
         return result
+
+    def _ancestor(self, thread_id: str, entry: Sequence[Any], channels: set[str]) -> _Ancestor:
+        """What a delta walk needs of a loaded checkpoint, decoding only that: the
+        writes to ``channels`` and their values if the checkpoint holds them (a
+        ``JsonPlusSerializer`` msgpack record is first read without building its values,
+        so the other channels, e.g. twenty recent messages, cost nothing).
+        """
+        member = as_text(entry[0])
+        try:
+            _, record, fields, values = entry
+            _, _, checkpoint_id = member.partition(SEP)
+            ctype, cbytes, _mtype, _mbytes, parent = ormsgpack.unpackb(record)
+            held = set(channels)
+            if ctype == "msgpack":
+                shape = ormsgpack.unpackb(
+                    cbytes, ext_hook=_skip_ext, option=ormsgpack.OPT_NON_STR_KEYS
+                )
+                held &= set(shape.get("channel_values") or ())
+            seeds: dict[str, Any] = {}
+            if held:
+                stored = self.serde.loads_typed((ctype, cbytes))["channel_values"]
+                seeds = {ch: stored[ch] for ch in held if ch in stored}
+            writes: list[tuple[tuple[str, str, int], PendingWrite]] = []
+            for field, value in zip(fields, values, strict=True):
+                if value is None:
+                    continue
+                channel, vtype, vbytes, task_path = ormsgpack.unpackb(value)
+                if channel in channels:
+                    _, _, task_id, idx = as_text(field).split(SEP)
+                    write = (task_id, channel, self.serde.loads_typed((vtype, vbytes)))
+                    writes.append((writes_sort_key(task_path, task_id, int(idx)), write))
+        except Exception:
+            # the full decoder names the thread and keys of a record it cannot read
+            self._decode(thread_id, entry)
+            raise
+        writes.sort(key=lambda item: item[0])
+        return _Ancestor(checkpoint_id, parent or None, [w for _, w in writes], seeds)
 
     # ----- maintenance plans -----
 

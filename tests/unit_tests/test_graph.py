@@ -789,3 +789,31 @@ def test_graph_declares_its_context_schema(embedded_memory: TieredMemory) -> Non
         graph.invoke({"messages": [HumanMessage("hi")]}, context={"user": "alice"})
     graph.invoke({"messages": [HumanMessage("hi")]}, context=MemoryContext(user_id="alice"))
     assert [m.text for m in history(embedded_memory, "alice")] == ["hi", "hi"]
+
+
+@pytest.mark.parametrize("budget", [200, 1000, 8000])
+def test_a_long_thread_is_trimmed_as_if_counted_whole(
+    embedded_memory: TieredMemory, budget: int
+) -> None:
+    """compose counts only the thread's newest messages that can fit (a turn's cost is flat
+    in the thread's length); what it sends equals trimming the whole list."""
+    from langchain_core.messages.utils import trim_messages
+
+    nodes = MemoryNodes(memory=embedded_memory, context_token_budget=budget)
+    thread: list[BaseMessage] = []
+    for i in range(600):
+        thread += [HumanMessage(f"q{i} " + "word " * (i % 37), id=f"h{i}")]
+        thread += [AIMessage(f"a{i} " + "reply " * (i % 11), id=f"a{i}")]
+    history = [HumanMessage("older", id="o1"), AIMessage("older reply", id="o2")]
+    state = {"messages": thread, "recent_history": history}
+    sent = nodes.compose(state)
+    whole = trim_messages(
+        [nodes.system_message(state), *history, *thread],
+        max_tokens=budget,
+        token_counter=count_tokens_approximately,
+        strategy="last",
+        start_on="human",
+        include_system=True,
+        allow_partial=False,
+    )
+    assert [m.id for m in sent] == [m.id for m in whole] and len(sent) > 2
