@@ -269,6 +269,9 @@ _THE_USER_LABEL = re.compile(r"the user\s*:\s*", re.IGNORECASE)
 _ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z]+);", re.IGNORECASE)
 # What the assistant says of itself is not a fact about the user: "The assistant will keep
 # the allergy in mind.", "I will keep that in mind.", "助手会记住。"
+# An assistant's promise, whoever a model made its subject ("The user will keep the peanut
+# allergy in mind.": Qwen2.5-Coder-1.5B re-subjected "I will keep ... in mind").
+_A_PROMISE = re.compile(r"\bwill (?:keep|bear) .{0,60}\bin mind\b", re.IGNORECASE)
 _ABOUT_THE_ASSISTANT = re.compile(
     r"(?:the |your )?assistant\b"
     r"|I(?: will|'ll| shall) (?:keep|remember|note|make sure|remind)\b"
@@ -307,7 +310,7 @@ def clean_items(
         text = text.removeprefix(_USER_LABEL).strip()
         if "&" in text and _ENTITY.search(text) and not _ENTITY.search(transcript or ""):
             text = html.unescape(text)
-        if _ABOUT_THE_ASSISTANT.match(text):
+        if _ABOUT_THE_ASSISTANT.match(text) or _A_PROMISE.search(text):
             continue
         if relations:
             related = _with_relation(text, relations)

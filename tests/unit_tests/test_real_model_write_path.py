@@ -112,12 +112,17 @@ def test_a_model_that_will_not_write_chinese_leaves_the_users_own_words(
     [
         ("apostrophe", ["Alice is the user", "Alice's birthday is on May 8"]),
         ("sister", ["The user does not eat meat.", "The user's sister Emma lives in Lyon."]),
+        ("assistant promise", ["The user is allergic to peanuts."]),
     ],
 )
 def test_recorded_summaries_are_stored_as_the_user_would_read_them(
     memory: TieredMemory, case: str, stored: list[str]
 ) -> None:
-    said = {"apostrophe": FIXTURES["summary_entity"], "sister": FIXTURES["summary_sister"]}[case]
+    said = {
+        "apostrophe": FIXTURES["summary_entity"],
+        "sister": FIXTURES["summary_sister"],
+        "assistant promise": FIXTURES["summary_assistant_promise"],
+    }[case]
     replies = [reply(r) for r in FIXTURES["recorded"][f"items/{case}"]]
     assert summarize(memory, said, *replies) == stored
 
