@@ -132,3 +132,53 @@ def test_listing_and_erasure_read_only_the_user_range(
         store.keys.store_key(("memories", "alice"), "vecs"),
     }
     assert len(store.list_namespaces(limit=100)) == 50
+
+
+def test_erasure_unregisters_every_namespace_of_the_user_and_counts_each_item(
+    embedded_memory: TieredMemory, store: RedisStore
+) -> None:
+    store.put(("memories", "alice"), "m1", {"content": "a"})
+    store.put(("memories", "alice", "work"), "m2", {"content": "b"})
+    store.put(("memories", "alice", "work"), "m3", {"content": "c"})
+    store.put(("memories", "bob"), "m1", {"content": "d"})
+    assert embedded_memory.forget_user("alice", store=store)["store_items"] == 3
+    assert registered(store) == [b"memories/bob/"]
+    versions = store.connection.sync.hkeys(store.keys.store_versions_key())
+    assert versions == [b"memories/bob/"]
+    assert embedded_memory.forget_user("carol", store=store)["store_items"] == 0
+
+
+def test_a_namespace_registered_before_write_counts_were_kept_is_pruned_too(
+    store: RedisStore,
+) -> None:
+    """0.1 registered namespaces without a write count: emptied, they still leave."""
+    client = store.connection.sync
+    client.zadd(store.keys.store_registry_key(), {"old/": 0})
+    store.put(("old",), "k", {"v": 1})
+    client.hdel(store.keys.store_versions_key(), "old/")  # as 0.1 left it
+    store.delete(("old",), "k")
+    assert registered(store) == []
+
+
+def test_a_registered_namespace_without_items_is_not_listed(store: RedisStore) -> None:
+    store.connection.sync.zadd(store.keys.store_registry_key(), {"ghost/": 0})
+    store.put(("real",), "k", {"v": 1})
+    assert store.list_namespaces() == [("real",)]
+
+
+def test_listing_truncates_deduplicates_and_takes_wildcard_prefixes(store: RedisStore) -> None:
+    for namespace in [("a", "x", "1"), ("a", "x", "2"), ("a", "y"), ("b", "x")]:
+        store.put(namespace, "k", {"v": 1})
+    assert store.list_namespaces(max_depth=2) == [("a", "x"), ("a", "y"), ("b", "x")]
+    assert store.list_namespaces(prefix=("a", "*"), max_depth=2) == [("a", "x"), ("a", "y")]
+    assert store.list_namespaces(prefix=("*", "x")) == [
+        ("a", "x", "1"),
+        ("a", "x", "2"),
+        ("b", "x"),
+    ]
+    assert store.list_namespaces(limit=1, offset=1) == [("a", "x", "2")]
+
+
+def test_the_depth_cap_sees_a_deep_branch_that_is_not_the_last(store: RedisStore) -> None:
+    with pytest.raises(ValueError, match="nests deeper"):
+        store.put(("a",), "k", {"deep": nested(MAX_VALUE_DEPTH + 5), "flat": 1})
