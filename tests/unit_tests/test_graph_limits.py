@@ -83,7 +83,7 @@ def test_the_messages_delta_reducer_is_batching_invariant(writes: list[Any]) -> 
 
     from langchain_tiered_memory.graph import _add_message_batches
 
-    state = [HumanMessage("a", id="1"), AIMessage("b", id="2")]
+    state: list[Any] = [HumanMessage("a", id="1"), AIMessage("b", id="2")]
     one_by_one: Any = state
     for write in writes:
         one_by_one = add_messages(one_by_one, write)

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langchain_tiered_memory import HashingEmbeddings, MemoryBackendError, TieredMemory
@@ -97,7 +98,7 @@ def test_one_memory_serves_two_asyncio_run_calls(tmp_path: Path) -> None:
         async def write(n: int) -> None:
             await memory.aset_user_tags("alice", {"age": 30 + n})
             await store.aput(("memories", "alice"), f"m{n}", {"text": str(n)})
-            config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+            config: RunnableConfig = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
             await saver.aput(config, empty_checkpoint(), {}, {})
 
         asyncio.run(write(1))

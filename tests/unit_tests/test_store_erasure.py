@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from langchain_tiered_memory import CorruptMemoryError, TieredMemory
+from langchain_tiered_memory._redis import as_text
 from langchain_tiered_memory.store import RedisStore
 from langchain_tiered_memory.store.base import _PRUNE, MAX_VALUE_DEPTH
 
@@ -26,7 +27,8 @@ def store(embedded_memory: TieredMemory) -> RedisStore:
 
 
 def registered(store: RedisStore) -> list[bytes]:
-    return list(store.connection.sync.zrange(store.keys.store_registry_key(), 0, -1))
+    members: Any = store.connection.sync.zrange(store.keys.store_registry_key(), 0, -1)
+    return list(members)
 
 
 def test_values_nest_at_most_the_cap_and_what_is_stored_reads_back(store: RedisStore) -> None:
@@ -65,7 +67,7 @@ def test_a_put_registers_its_namespace_before_writing_the_item(store: RedisStore
         sent.append(commands)
         return run(commands)
 
-    store._pipeline = record  # type: ignore[method-assign]
+    store._pipeline = record  # type: ignore[method-assign,assignment]
     store.put(("memories", "alice"), "m1", {"content": "x"})
     writes = [c[0] for c in sent[-1]]
     # a batch killed after any prefix of these commands leaves no unregistered item
@@ -98,11 +100,11 @@ def test_a_put_racing_the_prune_keeps_its_namespace(store: RedisStore) -> None:
     store.put(("ns",), "k", {"v": 1})
     client = store.connection.sync
     versions, registry = store.keys.store_versions_key(), store.keys.store_registry_key()
-    seen = client.hget(versions, "ns/").decode()
+    seen = as_text(client.hget(versions, "ns/"))
     client.hincrby(versions, "ns/", 1)  # a put registered meanwhile
     assert client.eval(_PRUNE, 2, registry, versions, "ns/", seen) == 0
     assert registered(store) == [b"ns/"]
-    now = client.hget(versions, "ns/").decode()
+    now = as_text(client.hget(versions, "ns/"))
     assert client.eval(_PRUNE, 2, registry, versions, "ns/", now) == 1
     assert registered(store) == []
 
@@ -116,11 +118,11 @@ def test_listing_and_erasure_read_only_the_user_range(
     commands: list[tuple[Any, ...]] = []
     run = store._pipeline
 
-    def record(batch: list[tuple[Any, ...]]) -> list[Any]:
-        commands.extend(batch)
-        return run(batch)
+    def record(sent: list[tuple[Any, ...]]) -> list[Any]:
+        commands.extend(sent)
+        return run(sent)
 
-    store._pipeline = record  # type: ignore[method-assign]
+    store._pipeline = record  # type: ignore[method-assign,assignment]
     assert store.list_namespaces(prefix=("memories", "alice")) == [("memories", "alice")]
     assert not [c for c in commands if c[0] == "hgetall"]  # listing reads no item
     assert len([c for c in commands if c[0] == "hlen"]) == 1  # only the range asked for

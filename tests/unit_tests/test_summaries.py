@@ -584,7 +584,7 @@ def test_vectors_are_stored_as_float16_and_float32_ones_still_load(
     client = summaries.connection.sync
     vecs_key = summaries.keys.key("u", "sum:vecs")
     dim = len(memory.summaries.embeddings.embed_query("x"))
-    assert len(client.hget(vecs_key, first)) == 2 * dim
+    assert len(client.hget(vecs_key, first) or b"") == 2 * dim
     wide = RedisSummaryStore(
         summaries.connection,
         embeddings=summaries.embeddings,
@@ -592,7 +592,7 @@ def test_vectors_are_stored_as_float16_and_float32_ones_still_load(
         vector_dtype="float32",
     )
     (second,) = wide.add("u", ["The user plays the violin."])
-    assert len(client.hget(vecs_key, second)) == 4 * dim
+    assert len(client.hget(vecs_key, second) or b"") == 4 * dim
     fresh = RedisSummaryStore(
         summaries.connection, embeddings=summaries.embeddings, keys=summaries.keys
     )
