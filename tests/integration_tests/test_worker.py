@@ -289,12 +289,19 @@ def test_worker_command_drains_once_and_stops_on_sigterm(
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3.0)
+    # its first progress line comes from the running loop, after the signal handlers are
+    # in place (a fixed sleep raced a slow start on a loaded machine: killed, -15)
+    assert proc.stderr is not None
+    seen: list[str] = []
+    while not any(line.startswith("done ") for line in seen):
+        line = proc.stderr.readline()
+        assert line, f"the worker exited before working: {''.join(seen)}"
+        seen.append(line)
     assert proc.poll() is None  # still waiting for work
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
-    assert "done 0  failed 0" in err
+    assert proc.returncode == 0, "".join(seen) + err
+    assert "done 0  failed 0" in "".join(seen) + err
 
 
 @pytest.mark.parametrize("bad", ["", "x" * 300])
