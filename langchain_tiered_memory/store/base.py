@@ -347,22 +347,13 @@ class BaseRedisStore(BaseStore):
         namespaces = sorted(found)
         if not namespaces:
             return 0
-        versions = self.keys.store_versions_key()
-        members = [encode_namespace(n) for n in namespaces]
-        counts = yield Pipeline([("hget", versions, m) for m in members])
         commands: list[Command] = []
         for namespace in namespaces:
             items_key = self.keys.store_key(namespace, "items")
             commands += [("hlen", items_key), ("delete", items_key)]
             commands.append(("delete", self.keys.store_key(namespace, "vecs")))
         replies = yield Pipeline(commands)
-        sizes = yield Pipeline([("hlen", self.keys.store_key(n, "items")) for n in namespaces])
-        args: list[str] = []
-        for member, count, size in zip(members, counts, sizes, strict=True):
-            if int(size) == 0:
-                args += [member, as_text(count) if count is not None else ""]
-        if args:
-            yield Pipeline([("eval", _PRUNE, 2, registry, versions, *args)])
+        yield from self._prune_plan(namespaces)  # the emptied ones leave the registry
         return sum(int(r) for r in replies[0::3])
 
     # ----- codec -----
