@@ -38,8 +38,18 @@ KINDS: tuple[KeyKind, ...] = (
     "meta",
 )
 
-ThreadKeyKind = Literal["cp:ids", "cp:data", "cp:writes", "cp:wkeys", "cp:runs"]
-THREAD_KINDS: tuple[ThreadKeyKind, ...] = ("cp:ids", "cp:data", "cp:writes", "cp:wkeys", "cp:runs")
+ThreadKeyKind = Literal[
+    "cp:ids", "cp:data", "cp:writes", "cp:wkeys", "cp:runs", "cp:blobs", "cp:refs"
+]
+THREAD_KINDS: tuple[ThreadKeyKind, ...] = (
+    "cp:ids",
+    "cp:data",
+    "cp:writes",
+    "cp:wkeys",
+    "cp:runs",
+    "cp:blobs",
+    "cp:refs",
+)
 # "queued": the pre-0.2 set of queued users, still cleaned up
 QueueKeyKind = Literal["stream", "entries", "owners", "pending", "wm", "dead", "queued"]
 MAX_THREAD_ID_LENGTH = 1024

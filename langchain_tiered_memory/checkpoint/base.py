@@ -4,8 +4,15 @@ Layout (core commands only; every key of a thread shares the hash tag ``{cp:<thr
 so a thread lives in one Redis Cluster slot and each write is one atomic Lua script):
 
 - ``cp:data`` (hash): ``<ns>\\0<checkpoint id>`` -> the checkpoint record (msgpack of the
-  serializer's typed checkpoint, typed metadata and the parent id). Channel values are
-  stored inline, as ``SqliteSaver`` does, so a read is one hash lookup.
+  serializer's typed checkpoint without its channel values, typed metadata and the
+  parent id).
+- ``cp:blobs`` (hash): ``<ns>\\0<channel>\\0<version>`` -> one channel value, written once
+  by the checkpoint that gave the channel that version and shared by every later
+  checkpoint that still holds it (as ``PostgresSaver``'s blobs): a step that changes one
+  channel stores one value, not all of them again.
+- ``cp:refs`` (hash): ``<ns>\\0<checkpoint id>`` -> the blob fields the checkpoint holds
+  (msgpack list of strings, which Lua's ``cmsgpack`` reads), so a read is still one
+  script: record, writes and blobs.
 - ``cp:ids`` (sorted set, all scores 0): the same members, ordered by bytes. Checkpoint ids
   are time-ordered UUIDs, so the latest of a namespace is one ``ZREVRANGEBYLEX ... LIMIT
   0 1`` (O(log n)) and ``list(limit=n)`` reads n members.
@@ -18,7 +25,7 @@ so a thread lives in one Redis Cluster slot and each write is one atomic Lua scr
 from __future__ import annotations
 
 import random
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict, cast
 
 import ormsgpack
@@ -26,6 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     BaseCheckpointSaver,
+    ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
@@ -66,10 +74,27 @@ class CheckpointTTL(TypedDict, total=False):
     refresh_on_read: bool
 
 
-# Every script takes a thread's five keys (ids, data, writes, wkeys, runs) as KEYS.
+# Every script takes a thread's seven keys (ids, data, writes, wkeys, runs, blobs, refs)
+# as KEYS.
 
-# ARGV: ttl ms, member, record, run entry or "".
+# ARGV: ttl ms, member, record, run entry or "", packed refs or "", n, then n (blob field,
+# value) pairs of the values this checkpoint gave a new version, then the blob fields it
+# holds unchanged from an ancestor. If one of those is missing (the ancestor was written
+# by a saver that stored values inline), nothing is written and the missing fields are
+# returned, for the caller to send their values.
 _PUT = r"""
+local n = tonumber(ARGV[6])
+local missing = {}
+for i = 7 + 2 * n, #ARGV do
+  if redis.call('HEXISTS', KEYS[6], ARGV[i]) == 0 then missing[#missing + 1] = ARGV[i] end
+end
+if #missing > 0 then return missing end
+for i = 7, 6 + 2 * n, 2 do redis.call('HSET', KEYS[6], ARGV[i], ARGV[i + 1]) end
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[7], ARGV[2], ARGV[5])
+else
+  redis.call('HDEL', KEYS[7], ARGV[2])
+end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 redis.call('ZADD', KEYS[1], 0, ARGV[2])
 if ARGV[4] ~= '' then redis.call('ZADD', KEYS[5], 0, ARGV[4]) end
@@ -97,7 +122,8 @@ return 1
 
 # ARGV: ttl ms (0: no refresh), mode, args.
 # mode "latest": ARGV[3] is a namespace; "members": ARGV[3..] are members.
-# Returns {member, record, write fields, write values} per member that exists.
+# Returns {member, record, write fields, write values} per member that exists, and for a
+# checkpoint with blobs also {packed refs, blob values}.
 _LOAD = r"""
 local CHUNK = 1000
 local members
@@ -120,7 +146,15 @@ for _, m in ipairs(members) do
       local got = redis.call('HMGET', KEYS[3], unpack(fields, i, math.min(i + CHUNK - 1, #fields)))
       for _, v in ipairs(got) do values[#values + 1] = v end
     end
-    out[#out + 1] = {m, rec, fields, values}
+    local refs = redis.call('HGET', KEYS[7], m)
+    if refs then
+      local names = cmsgpack.unpack(refs)
+      local blobs = {}
+      if #names > 0 then blobs = redis.call('HMGET', KEYS[6], unpack(names)) end
+      out[#out + 1] = {m, rec, fields, values, refs, blobs}
+    else
+      out[#out + 1] = {m, rec, fields, values}
+    end
   end
 end
 local ttl = tonumber(ARGV[1])
@@ -132,6 +166,8 @@ return out
 
 # ARGV: mode, args. mode "members": delete those
 # checkpoints and their writes; "run": ARGV[2] is a run id, delete its checkpoints.
+# A blob the deleted checkpoints held goes too unless a checkpoint left still holds it
+# (a scan of the thread's refs: deletes are maintenance, not per turn).
 _DELETE = r"""
 local CHUNK = 1000
 local members = {}
@@ -143,7 +179,13 @@ if ARGV[1] == 'run' then
 else
   for i = 2, #ARGV do members[#members + 1] = ARGV[i] end
 end
+local unheld, any = {}, false
 for _, m in ipairs(members) do
+  local refs = redis.call('HGET', KEYS[7], m)
+  if refs then
+    for _, f in ipairs(cmsgpack.unpack(refs)) do unheld[f] = true; any = true end
+    redis.call('HDEL', KEYS[7], m)
+  end
   redis.call('HDEL', KEYS[2], m)
   redis.call('ZREM', KEYS[1], m)
   local lo, hi = '[' .. m .. '\0', '(' .. m .. '\1'
@@ -155,22 +197,36 @@ for _, m in ipairs(members) do
     redis.call('ZREMRANGEBYLEX', KEYS[4], lo, hi)
   end
 end
+if any then
+  local left = redis.call('HVALS', KEYS[7])
+  for _, refs in ipairs(left) do
+    for _, f in ipairs(cmsgpack.unpack(refs)) do unheld[f] = nil end
+  end
+  local gone = {}
+  for f in pairs(unheld) do gone[#gone + 1] = f end
+  for i = 1, #gone, CHUNK do
+    redis.call('HDEL', KEYS[6], unpack(gone, i, math.min(i + CHUNK - 1, #gone)))
+  end
+end
 return #members
 """
 
-# The whole thread, atomically: {ids, data (flat field/value list), writes (flat), wkeys, runs}.
+# The whole thread, atomically: {ids, data (flat field/value list), writes (flat), wkeys,
+# runs, blobs (flat), refs (flat)}.
 _READ_ALL = r"""
 return {redis.call('ZRANGE', KEYS[1], 0, -1), redis.call('HGETALL', KEYS[2]),
         redis.call('HGETALL', KEYS[3]), redis.call('ZRANGE', KEYS[4], 0, -1),
-        redis.call('ZRANGE', KEYS[5], 0, -1)}
+        redis.call('ZRANGE', KEYS[5], 0, -1), redis.call('HGETALL', KEYS[6]),
+        redis.call('HGETALL', KEYS[7])}
 """
 
-# KEYS: the target thread's five keys. ARGV: ttl ms, then the source's contents as
-# (kind index, member, value) triples: 1 = ids, 2 = data, 3 = writes, 4 = wkeys, 5 = runs.
+# KEYS: the target thread's seven keys. ARGV: ttl ms, then the source's contents as
+# (kind index, member, value) triples: 1 = ids, 2 = data, 3 = writes, 4 = wkeys, 5 = runs,
+# 6 = blobs, 7 = refs.
 _COPY = r"""
 for i = 2, #ARGV, 3 do
   local k = tonumber(ARGV[i])
-  if k == 2 or k == 3 then
+  if k == 2 or k == 3 or k >= 6 then
     redis.call('HSET', KEYS[k], ARGV[i + 1], ARGV[i + 2])
   else
     redis.call('ZADD', KEYS[k], 0, ARGV[i + 1])
@@ -203,6 +259,24 @@ class _Ancestor(NamedTuple):
 def _skip_ext(code: int, data: bytes) -> None:
     """An msgpack ext hook that builds nothing: the record's shape without its objects."""
     return None
+
+
+# Digits of a channel version's counter (see get_next_version).
+VERSION_DIGITS = 16
+# A value this small stays in the checkpoint record: a blob field and its name would cost
+# more than the copy, as PostgresSaver keeps primitives inline.
+INLINE_CHARS = 256
+
+
+def _small(value: Any) -> bool:
+    """Whether a channel value is stored inline; decided from the value alone (not its
+    serialized size), so every checkpoint holding one version of a channel decides alike.
+    """
+    if value is None or isinstance(value, (bool, int, float)):
+        return True
+    if isinstance(value, (str, bytes)):
+        return len(value) <= INLINE_CHARS
+    return isinstance(value, (list, dict, tuple, set)) and not value
 
 
 class _Where(NamedTuple):
@@ -292,13 +366,37 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
     # ----- write plans: (keys, args) of one script call -----
 
     def _put_args(
-        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+        resend: Collection[str] = (),
     ) -> tuple[list[str], list[Any], RunnableConfig, str | None]:
+        """The PUT script call. A channel value goes to a blob: sent if ``new_versions``
+        gives its channel a new version (or its field is in ``resend``, named by a PUT
+        that found it missing), else only named.
+        """
         where = self._where(config)
         ns = where.ns or ""
         checkpoint_id = _check_part(str(checkpoint["id"]), "checkpoint id")
         member = f"{ns}{SEP}{checkpoint_id}"
-        ctype, cbytes = self.serde.dumps_typed(checkpoint)
+        values = checkpoint.get("channel_values") or {}
+        versions = checkpoint.get("channel_versions") or {}
+        inline = {ch: v for ch, v in values.items() if ch not in versions or _small(v)}
+        refs: list[str] = []
+        sent: list[Any] = []
+        held: list[str] = []
+        for channel, value in values.items():
+            if channel in inline:
+                continue
+            field = f"{ns}{SEP}{_check_part(str(channel), 'channel')}{SEP}{versions[channel]}"
+            refs.append(field)
+            if new_versions.get(channel) == versions[channel] or field in resend:
+                sent += [field, ormsgpack.packb(list(self.serde.dumps_typed(value)))]
+            else:
+                held.append(field)
+        ctype, cbytes = self.serde.dumps_typed({**checkpoint, "channel_values": inline})
         full_metadata = get_checkpoint_metadata(config, metadata)
         mtype, mbytes = self.serde.dumps_typed(full_metadata)
         record = ormsgpack.packb([ctype, cbytes, mtype, mbytes, where.checkpoint_id or ""])
@@ -306,7 +404,9 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         run = str(run_id) if run_id else None
         run_entry = f"{_check_part(run, 'run_id')}{SEP}{member}" if run else ""
         keys = self._thread_keys(where.thread_id)
-        args = [self._ttl_ms, member, record, run_entry]
+        packed_refs = ormsgpack.packb(refs) if refs else ""
+        args = [self._ttl_ms, member, record, run_entry, packed_refs, len(sent) // 2]
+        args += sent + held
         return keys, args, self._config(where.thread_id, ns, checkpoint_id), run
 
     def _put_writes_args(
@@ -390,11 +490,34 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
                 "by this saver; delete the thread (delete_thread) or restore the keys."
             ) from exc
 
+    def _blobs(
+        self, entry: Sequence[Any], channels: Collection[str] | None = None
+    ) -> dict[str, Any]:
+        """The channel values of a loaded entry's blobs (of ``channels``, if given)."""
+        if len(entry) < 6:
+            return {}  # written inline, before blobs
+        out: dict[str, Any] = {}
+        for field, blob in zip(ormsgpack.unpackb(entry[4]), entry[5], strict=True):
+            channel = field.split(SEP)[1]
+            if channels is not None and channel not in channels:
+                continue
+            if blob is None:
+                raise CorruptMemoryError(
+                    f"checkpoint {as_text(entry[0])!r} holds the value {field!r}, which is "
+                    "missing from its thread's blobs; delete the thread (delete_thread) or "
+                    "restore the keys."
+                )
+            vtype, vbytes = ormsgpack.unpackb(blob)
+            out[channel] = self.serde.loads_typed((vtype, vbytes))
+        return out
+
     def _decode_entry(self, thread_id: str, entry: Sequence[Any]) -> CheckpointTuple:
-        member, record, fields, values = entry
+        member, record, fields, values = entry[:4]
         ns, _, checkpoint_id = as_text(member).partition(SEP)
         ctype, cbytes, mtype, mbytes, parent = ormsgpack.unpackb(record)
         checkpoint = cast(Checkpoint, self.serde.loads_typed((ctype, cbytes)))
+        if blobs := self._blobs(entry):
+            checkpoint["channel_values"] = {**checkpoint.get("channel_values", {}), **blobs}
         metadata = cast(CheckpointMetadata, self.serde.loads_typed((mtype, mbytes)))
         pending: list[tuple[tuple[str, str, int], tuple[str, str, Any]]] = []
         for field, value in zip(fields, values, strict=True):
@@ -493,7 +616,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         """
         member = as_text(entry[0])
         try:
-            _, record, fields, values = entry
+            _, record, fields, values = entry[:4]
             _, _, checkpoint_id = member.partition(SEP)
             ctype, cbytes, _mtype, _mbytes, parent = ormsgpack.unpackb(record)
             held = set(channels)
@@ -502,10 +625,10 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
                     cbytes, ext_hook=_skip_ext, option=ormsgpack.OPT_NON_STR_KEYS
                 )
                 held &= set(shape.get("channel_values") or ())
-            seeds: dict[str, Any] = {}
+            seeds: dict[str, Any] = self._blobs(entry, channels)
             if held:
                 stored = self.serde.loads_typed((ctype, cbytes))["channel_values"]
-                seeds = {ch: stored[ch] for ch in held if ch in stored}
+                seeds.update({ch: stored[ch] for ch in held if ch in stored})
             writes: list[tuple[tuple[str, str, int], PendingWrite]] = []
             for field, value in zip(fields, values, strict=True):
                 if value is None:
@@ -539,7 +662,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
     @staticmethod
     def _copy_args(ttl_ms: int, contents: Sequence[Any]) -> list[Any]:
         """The COPY script's arguments from a READ_ALL reply."""
-        ids, data, writes, wkeys, runs = contents
+        ids, data, writes, wkeys, runs, blobs, refs = contents
         args: list[Any] = [ttl_ms]
         for member in ids:
             args += [1, member, ""]
@@ -551,6 +674,9 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
             args += [4, member, ""]
         for member in runs:
             args += [5, member, ""]
+        for kind, flat in ((6, blobs), (7, refs)):
+            for i in range(0, len(flat), 2):
+                args += [kind, flat[i], flat[i + 1]]
         return args
 
     @staticmethod
@@ -564,7 +690,11 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
     def get_next_version(self, current: str | None, channel: None) -> str:
         """A new channel version: a zero-padded counter and a random tie-breaker.
 
-        The same scheme as LangGraph's own savers, so versions compare as strings.
+        LangGraph's scheme with the counter padded to 16 digits, not 32: a checkpoint
+        names each channel's version about twice (``channel_versions``, ``versions_seen``),
+        so the 16 digits no thread reaches were a third of every record. Versions still
+        compare as strings, and one made here compares above every 32-digit one an older
+        release wrote (whose first 16 digits are all 0), so a thread written before goes on.
         """
         if current is None:
             current_v = 0
@@ -572,4 +702,4 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
             current_v = current
         else:
             current_v = int(str(current).split(".")[0])
-        return f"{current_v + 1:032}.{random.random():016}"
+        return f"{current_v + 1:0{VERSION_DIGITS}}.{random.random():016}"

@@ -316,11 +316,15 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint: one atomic script (a reader sees all of it or nothing)."""
-        keys, args, stored, run = self._put_args(config, checkpoint, metadata)
+        keys, args, stored, run = self._put_args(config, checkpoint, metadata, new_versions)
         # The run marker first, so a crash in between leaves a harmless marker, not a lost one.
         self._mark(run, stored["configurable"]["thread_id"])
         with self.connection.errors():
-            self.connection.eval(_PUT, len(keys), *keys, *args)
+            missing = self.connection.eval(_PUT, len(keys), *keys, *args)
+            if isinstance(missing, list):  # values an inline-era ancestor did not leave
+                resend = [as_text(f) for f in missing]
+                keys, args, *_ = self._put_args(config, checkpoint, metadata, new_versions, resend)
+                self.connection.eval(_PUT, len(keys), *keys, *args)
         return stored
 
     async def aput(
@@ -331,10 +335,14 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Async :meth:`put`."""
-        keys, args, stored, run = self._put_args(config, checkpoint, metadata)
+        keys, args, stored, run = self._put_args(config, checkpoint, metadata, new_versions)
         await self._amark(run, stored["configurable"]["thread_id"])
         with self.connection.errors():
-            await self.connection.aeval(_PUT, len(keys), *keys, *args)
+            missing = await self.connection.aeval(_PUT, len(keys), *keys, *args)
+            if isinstance(missing, list):
+                resend = [as_text(f) for f in missing]
+                keys, args, *_ = self._put_args(config, checkpoint, metadata, new_versions, resend)
+                await self.connection.aeval(_PUT, len(keys), *keys, *args)
         return stored
 
     def put_writes(
