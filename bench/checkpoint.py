@@ -208,7 +208,7 @@ def _redis_bytes_per_checkpoint(saver: Any, n: int) -> float:
     thread = f"size-{uuid.uuid4().hex[:6]}"
     _fill(saver, thread, n)
     client = saver.connection.sync
-    total = sum(client.memory_usage(k) or 0 for k in saver.keys.thread_keys(thread))
+    total = sum(client.memory_usage(k, samples=0) or 0 for k in saver.keys.thread_keys(thread))
     return total / n
 
 

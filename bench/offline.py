@@ -224,7 +224,7 @@ def sizing(url: str) -> tuple[int, dict[str, int]]:
         client = memory._connection.sync
         per_kind = {}
         for key in memory._keys().all_keys("typical"):
-            used = client.memory_usage(key)
+            used = client.memory_usage(key, samples=0)
             if used:
                 per_kind[key.rsplit("}:", 1)[1]] = int(used)
         return sum(per_kind.values()), per_kind

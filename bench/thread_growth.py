@@ -2,6 +2,7 @@
 
     python bench/thread_growth.py                  # 10, 100 and 600 turns
     python bench/thread_growth.py --turns 10 100   # quicker
+    python bench/thread_growth.py --graph plain    # a user's own add_messages graph
     PYTHONPATH=<older checkout> python bench/thread_growth.py   # the same on older code
 
 One thread of the prebuilt memory graph (scripted model, 200-character messages, hashing
@@ -11,6 +12,10 @@ embeddings, memory on the embedded Redis), with each saver as its checkpointer:
   for ``SqliteSaver``), and that over the user's history tier (the same messages, once);
 - ``get_tuple`` p50 of the latest checkpoint (what every step reads), and the whole-turn
   p50 over the last 10 turns (``invoke``: load, model, save).
+
+``--graph plain`` runs a graph a user writes (LangGraph's ``MessagesState``, whose
+``add_messages`` channel is the whole list in every checkpoint, one model node) instead;
+its ratio is over the messages' text (it has no history tier).
 
 Savers: the package's ``RedisSaver``, LangGraph's ``SqliteSaver`` (a file) and
 ``InMemorySaver`` (no bytes reported), in one process on the same turns.
@@ -43,7 +48,7 @@ def saver(name: str, memory: TieredMemory, workdir: Path) -> Iterator[tuple[Any,
 
         def redis_bytes() -> int:
             keys = redis_saver.keys.thread_keys("t")
-            return sum(client.memory_usage(k) or 0 for k in keys)
+            return sum(client.memory_usage(k, samples=0) or 0 for k in keys)
 
         yield redis_saver, redis_bytes
     elif name == "SqliteSaver":
@@ -63,14 +68,29 @@ def saver(name: str, memory: TieredMemory, workdir: Path) -> Iterator[tuple[Any,
         yield InMemorySaver(), lambda: None
 
 
-def run(name: str, turns: int) -> dict[str, Any]:
+def plain_graph(model: Any, checkpointer: Any) -> Any:
+    """The graph most LangGraph users write first: messages in, the model's reply out."""
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    def call(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"][-20:])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("model", call)
+    builder.add_edge(START, "model")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def run(name: str, turns: int, graph_kind: str = "prebuilt") -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         memory = TieredMemory.embedded(workdir / "redis", embeddings=HashingEmbeddings())
         with memory, saver(name, memory, workdir) as (checkpointer, size):
-            graph = create_memory_graph(
-                ScriptedChatModel(replies=["r" * 200]), memory=memory, checkpointer=checkpointer
-            )
+            model = ScriptedChatModel(replies=["r" * 200])
+            if graph_kind == "plain":
+                graph = plain_graph(model, checkpointer)
+            else:
+                graph = create_memory_graph(model, memory=memory, checkpointer=checkpointer)
             config: RunnableConfig = {"configurable": {"thread_id": "t"}}
             times = []
             for turn in range(turns):
@@ -89,7 +109,9 @@ def run(name: str, turns: int) -> dict[str, Any]:
             client = memory._connection.sync  # type: ignore[union-attr]
             history = 0
             for key in memory.history.keys.all_keys("u"):  # type: ignore[attr-defined]
-                history += int(client.memory_usage(key) or 0)
+                history += int(client.memory_usage(key, samples=0) or 0)
+            if graph_kind == "plain":  # no history tier: the messages' own text instead
+                history = turns * (len(f"{turns} ") + 2 * 200)
             return {
                 "saver": name,
                 "turns": turns,
@@ -104,11 +126,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--turns", type=int, nargs="+", default=[10, 100, 600])
     p.add_argument("--savers", nargs="+", default=["RedisSaver", "SqliteSaver", "InMemorySaver"])
+    p.add_argument("--graph", choices=["prebuilt", "plain"], default="prebuilt")
     args = p.parse_args()
     rows = []
     for turns in args.turns:
         for name in args.savers:
-            rows.append(run(name, turns))
+            rows.append(run(name, turns, args.graph))
             print(f"  {name} at {turns} turns", file=sys.stderr, flush=True)
     print("| saver | turns | thread bytes | x history tier | get_tuple p50 ms | turn p50 ms |")
     print("|---|---:|---:|---:|---:|---:|")

@@ -38,7 +38,7 @@ def reply(state: OldState) -> dict[str, list[AnyMessage]]:
 def thread_bytes(memory: TieredMemory, saver: object, thread: str) -> int:
     client = memory._connection.sync  # type: ignore[union-attr]
     keys = saver.keys.thread_keys(thread)  # type: ignore[attr-defined]
-    return sum(client.memory_usage(k) or 0 for k in keys)
+    return sum(client.memory_usage(k, samples=0) or 0 for k in keys)
 
 
 def test_a_300_turn_thread_is_linear_in_its_messages(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def test_a_300_turn_thread_is_linear_in_its_messages(tmp_path: Path) -> None:
         client = memory._connection.sync  # type: ignore[union-attr]
         history = 0
         for key in memory.history.keys.all_keys("u"):  # type: ignore[attr-defined]
-            history += int(client.memory_usage(key) or 0)
+            history += int(client.memory_usage(key, samples=0) or 0)
         state = graph.get_state(config).values["messages"]
         assert len(state) == 2 * TURNS  # the whole thread is still there
         assert sizes[-1] <= 40 * history, (sizes, history)
