@@ -89,8 +89,36 @@ def check_portable(value: Any, what: str = "value") -> None:
             )
 
 
+# Fields a message holds at their default value, left out of the stored entry (the loader
+# gives them back): for a short message they were half of its bytes.
+_DEFAULTS: dict[str, Any] = {
+    "additional_kwargs": {},
+    "response_metadata": {},
+    "name": None,
+    "id": None,
+    "example": False,
+    "tool_calls": [],
+    "invalid_tool_calls": [],
+    "usage_metadata": None,
+    "artifact": None,
+    "status": "success",
+}
+
+
+def _compact(data: dict[str, Any]) -> dict[str, Any]:
+    """LangChain's message dict without the fields that hold their defaults."""
+    body = {
+        k: v
+        for k, v in data["data"].items()
+        if not (k in _DEFAULTS and type(v) is type(_DEFAULTS[k]) and v == _DEFAULTS[k])
+        and not (k == "type" and v == data["type"])
+    }
+    return {"type": data["type"], "data": body}
+
+
 def dump_message(message: BaseMessage, max_bytes: int) -> bytes:
-    """Serialize one message as JSON bytes (LangChain's dict format), enforcing the size cap.
+    """Serialize one message as JSON bytes (LangChain's dict format without the fields at
+    their defaults), enforcing the size cap.
 
     Raises:
         InvalidMessageError: not a message, not portable JSON data (see
@@ -103,9 +131,11 @@ def dump_message(message: BaseMessage, max_bytes: int) -> bytes:
             "HumanMessage/AIMessage."
         )
     try:
-        data = message_to_dict(message)
+        data = _compact(message_to_dict(message))
         check_portable(data, f"a {message.type} message")
-        raw = json.dumps(data, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        raw = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode(
+            "utf-8"
+        )
     except InvalidMessageError:
         raise
     except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:

@@ -349,6 +349,33 @@ def test_redis_history_is_a_list_of_langchain_json(embedded_memory: TieredMemory
     client.close()
 
 
+def test_entries_leave_out_default_fields_and_load_back_whole(
+    embedded_memory: TieredMemory,
+) -> None:
+    """A stored entry holds what differs from a new message's defaults (a short message
+    was half defaults); loading gives the message back equal, and full entries written
+    before (``message_to_dict``) still load."""
+    messages: list[BaseMessage] = [
+        HumanMessage("hi", id="h1"),
+        AIMessage("", id="a1", tool_calls=[{"name": "f", "args": {"x": 0}, "id": "c1"}]),
+        ToolMessage("0", tool_call_id="c1", status="error"),
+        HumanMessage("x", name="bob", additional_kwargs={"k": False}),
+    ]
+    embedded_memory.history.append("alice", messages)
+    assert embedded_memory.redis_url is not None
+    client = raw_client(embedded_memory.redis_url)
+    key = embedded_memory.history.keys.key("alice", "history")  # type: ignore[attr-defined]
+    raw = [json.loads(x) for x in client.lrange(key, 0, -1)]
+    assert raw[0] == {"type": "human", "data": {"content": "hi", "id": "h1"}}
+    assert "invalid_tool_calls" not in raw[1]["data"] and raw[1]["data"]["tool_calls"]
+    assert raw[2]["data"]["status"] == "error"
+    assert raw[3]["data"]["additional_kwargs"] == {"k": False}
+    assert embedded_memory.history.tail("alice", 10) == messages
+    client.rpush(key, json.dumps(message_to_dict(AIMessage("old", id="o1"))))
+    assert embedded_memory.history.tail("alice", 1) == [AIMessage("old", id="o1")]
+    client.close()
+
+
 # --------------------------------------------------------------------------- chat history API
 
 
