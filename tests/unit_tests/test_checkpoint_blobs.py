@@ -205,3 +205,11 @@ def test_versions_are_shorter_and_compare_above_the_32_digit_ones(saver: RedisSa
     assert new > old
     assert saver.get_next_version(new, None) > new
     assert saver.get_next_version(None, None) > "00000000000000000000000000009999.0.1"
+
+
+def test_records_are_stored_compressed_and_read_back(saver: RedisSaver) -> None:
+    versions = {f"channel-{i}": f"{i:016}.0.123456789" for i in range(20)}
+    put(saver, "t", None, checkpoint("1", dict.fromkeys(versions, 1), versions), versions)
+    record = raw(saver).hget(key(saver, "t", "cp:data"), f"{SEP}1")
+    assert record[:1] == b"\x78" and len(record) < 600  # zlib: the versions repeat
+    assert values_at(saver, "t", "1") == dict.fromkeys(versions, 1)
