@@ -318,7 +318,7 @@ def main() -> None:
     )
     p.add_argument(
         "--vector-dtype",
-        choices=["float16", "float32"],
+        choices=["float16", "float32", "int8"],
         default="float16",
         help="how the summary store keeps vectors (default float16, the store's default)",
     )

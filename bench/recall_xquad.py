@@ -162,7 +162,7 @@ def main() -> None:
     p.add_argument(
         "--vector-dtype",
         nargs="+",
-        choices=["float16", "float32"],
+        choices=["float16", "float32", "int8"],
         default=["float16"],
         help="how the summary store keeps vectors (several: one row each)",
     )

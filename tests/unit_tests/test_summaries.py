@@ -574,7 +574,8 @@ class TestStandardRetrieverEmbedded(_StandardRetrieverTests):
 def test_vectors_are_stored_as_float16_and_float32_ones_still_load(
     embedded_memory: TieredMemory,
 ) -> None:
-    """Half the bytes per vector; a store written as float32 (0.1, or vector_dtype=) mixes."""
+    """Half the bytes per vector; a store written as float32 (0.1, or vector_dtype=) or
+    int8 mixes."""
     from langchain_tiered_memory.stores.summaries import RedisSummaryStore
 
     memory = embedded_memory
@@ -593,9 +594,34 @@ def test_vectors_are_stored_as_float16_and_float32_ones_still_load(
     )
     (second,) = wide.add("u", ["The user plays the violin."])
     assert len(client.hget(vecs_key, second) or b"") == 4 * dim
+    narrow = RedisSummaryStore(
+        summaries.connection,
+        embeddings=summaries.embeddings,
+        keys=summaries.keys,
+        vector_dtype="int8",
+    )
+    (third,) = narrow.add("u", ["The user's sister lives in Lyon."])
+    assert len(client.hget(vecs_key, third) or b"") == dim + 4  # values and their scale
     fresh = RedisSummaryStore(
         summaries.connection, embeddings=summaries.embeddings, keys=summaries.keys
     )
-    found = fresh.search("u", "What does the user play?", k=2)
+    found = fresh.search("u", "What does the user play?", k=3)
     assert found[0].page_content == "The user plays the violin."
-    assert {d.id for d in found} == {first, second}
+    assert {d.id for d in found} == {first, second, third}
+    assert fresh.search("u", "Where does the user's sister live?", k=1)[0].id == third
+
+
+def test_int8_vectors_keep_the_ranking_of_float32() -> None:
+    """The int8 form (values over a per-vector scale) is within 1/127 of each value's
+    scale, so cosine rankings of unit vectors barely move."""
+    from langchain_tiered_memory.stores.summaries.index import decode_vectors, encode_vector
+
+    rng = np.random.default_rng(7)
+    rows = rng.normal(size=(200, 384)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    back = decode_vectors([encode_vector(r, "int8") for r in rows], 384)
+    assert back is not None and back.shape == rows.shape
+    assert float(np.abs(back - rows).max()) <= float(np.abs(rows).max()) / 127
+    query = rows[0] + 0.1 * rows[1]
+    assert np.argsort(-(rows @ query))[:5].tolist() == np.argsort(-(back @ query))[:5].tolist()
+    assert decode_vectors([b"\x00" * 7], 384) is None

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from langchain_core.documents import Document
@@ -111,6 +111,42 @@ def _json_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidSummaryError(f"metadata must be JSON-serializable: {exc}") from exc
     return meta
+
+
+VectorDtype = Literal["float16", "float32", "int8"]
+
+
+def encode_vector(vector: np.ndarray, dtype: VectorDtype) -> bytes:
+    """A unit vector as stored: float16/float32 values, or int8 values and their float32
+    scale (the largest magnitude over 127) after them: a quarter of float32's bytes.
+
+    Example:
+        >>> len(encode_vector(np.ones(8, dtype=np.float32) / 8**0.5, "int8"))
+        12
+    """
+    if dtype != "int8":
+        return vector.astype(dtype).tobytes()
+    top = float(np.abs(vector).max()) or 1.0
+    scale = np.float32(top / 127.0)
+    return np.round(vector / scale).astype(np.int8).tobytes() + scale.tobytes()
+
+
+def decode_vectors(raw: Sequence[bytes], dim: int) -> np.ndarray | None:
+    """Stored vectors back as float32 rows (any mix of the three forms), or ``None`` if
+    one has a length none of them has (told apart by length; ``dim`` 4 has no int8).
+    """
+    rows = []
+    for v in raw:
+        if len(v) == 4 * dim:
+            rows.append(np.frombuffer(v, dtype=np.float32))
+        elif len(v) == 2 * dim:
+            rows.append(np.frombuffer(v, dtype=np.float16).astype(np.float32))
+        elif len(v) == dim + 4:
+            scale = np.frombuffer(v[dim:], dtype=np.float32)[0]
+            rows.append(np.frombuffer(v[:dim], dtype=np.int8).astype(np.float32) * scale)
+        else:
+            return None
+    return np.vstack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
 
 
 def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
@@ -358,7 +394,8 @@ def _extend(
     next_id: int | None = None,
     where: str = "summary items",
 ) -> None:
-    """Append fetched items (id -> JSON, id -> float16 or float32 bytes) not yet in ``index``.
+    """Append fetched items (id -> JSON, id -> vector bytes, see :func:`encode_vector`) not
+    yet in ``index``.
 
     Raises:
         CorruptMemoryError: an item or vector is not what this package writes (wrong
@@ -377,16 +414,14 @@ def _extend(
         )
         if pairs:
             records = [_Record.from_json(str(i), raw, where) for i, raw, _ in pairs]
-            widths = {index.dim * 2: np.float16, index.dim * 4: np.float32}
+            widths = {index.dim * 2, index.dim * 4, index.dim + 4}
             bad = next((i for i, _, v in pairs if len(v) not in widths), None)
-            if bad is not None:
+            matrix = decode_vectors([v for _, _, v in pairs], index.dim)
+            if bad is not None or matrix is None:
                 raise CorruptMemoryError(
-                    f"{where}: the vector of item {bad} is not {index.dim} float16 or float32 "
-                    "values; delete the item (memory.summaries.delete) to recover."
+                    f"{where}: the vector of item {bad} is not {index.dim} float16, float32 "
+                    "or int8 values; delete the item (memory.summaries.delete) to recover."
                 )
-            matrix = np.vstack(
-                [np.frombuffer(v, dtype=widths[len(v)]).astype(np.float32) for _, _, v in pairs]
-            )
             finite = np.isfinite(matrix).all(axis=1)
             if not finite.all():
                 bad = pairs[int(np.argmin(finite))][0]
