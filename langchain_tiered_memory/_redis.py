@@ -23,9 +23,9 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 import redis.asyncio as aredis
@@ -40,7 +40,7 @@ from langchain_tiered_memory.errors import MemoryBackendError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RedisConnection", "EmbeddedRedis", "default_data_dir", "DATA_DIR_ENV"]
+__all__ = ["RedisConnection", "EmbeddedRedis", "ScriptCall", "default_data_dir", "DATA_DIR_ENV"]
 
 DATA_DIR_ENV = "TIERED_MEMORY_HOME"
 SERVER_ENV = "TIERED_MEMORY_SERVER"
@@ -268,6 +268,14 @@ def _detach_at_exit() -> None:
             logger.warning("could not stop the embedded server at %s", server.url, exc_info=True)
 
 
+class ScriptCall(NamedTuple):
+    """One Lua script call a store builds and a connection sends (alone or with others)."""
+
+    script: str
+    numkeys: int
+    args: tuple[Any, ...]
+
+
 class RedisConnection:
     """A lazily-connected pair of sync and async Redis clients for one URL.
 
@@ -438,6 +446,50 @@ class RedisConnection:
             return await client.evalsha(_sha1(script), numkeys, *args)
         except redis.exceptions.NoScriptError:
             return await client.eval(script, numkeys, *args)
+
+    def run(self, call: ScriptCall) -> Any:
+        """Run one :class:`ScriptCall` (see :meth:`eval`)."""
+        return self.eval(call.script, call.numkeys, *call.args)
+
+    async def arun(self, call: ScriptCall) -> Any:
+        """Async :meth:`run`."""
+        return await self.aeval(call.script, call.numkeys, *call.args)
+
+    def run_all(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        """Run script calls in one pipelined round trip (no transaction: on a cluster
+        each goes to its own slot's node); replies in order. A script the server has not
+        cached yet is sent again by its source, once.
+
+        Raises:
+            redis.exceptions.ResponseError: a script failed (the first such reply).
+        """
+        pipe = self.sync.pipeline(transaction=False)
+        for call in calls:
+            pipe.evalsha(_sha1(call.script), call.numkeys, *call.args)
+        replies = pipe.execute(raise_on_error=False)
+        return [self._settled(call, reply) for call, reply in zip(calls, replies, strict=True)]
+
+    async def arun_all(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        """Async :meth:`run_all`."""
+        pipe = (await self.aclient()).pipeline(transaction=False)
+        for call in calls:
+            pipe.evalsha(_sha1(call.script), call.numkeys, *call.args)
+        replies = await pipe.execute(raise_on_error=False)
+        out = []
+        for call, reply in zip(calls, replies, strict=True):
+            if isinstance(reply, redis.exceptions.NoScriptError):
+                reply = await self.aeval(call.script, call.numkeys, *call.args)
+            elif isinstance(reply, Exception):
+                raise reply
+            out.append(reply)
+        return out
+
+    def _settled(self, call: ScriptCall, reply: Any) -> Any:
+        if isinstance(reply, redis.exceptions.NoScriptError):
+            return self.eval(call.script, call.numkeys, *call.args)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
 
     def close(self) -> None:
         """Close the sync client if this object created it."""

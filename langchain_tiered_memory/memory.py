@@ -62,7 +62,7 @@ from langchain_tiered_memory.stores.tags import (
     TagChange,
     TagStore,
 )
-from langchain_tiered_memory.stores.turn import RedisTiers
+from langchain_tiered_memory.stores.turn import RedisTiers, touch_call
 
 if TYPE_CHECKING:
     from langgraph.store.base import IndexConfig, TTLConfig
@@ -451,7 +451,21 @@ class TieredMemory:
                 nothing was written.
 
         """
-        length = self.history.append(
+        tiers = self._tiers
+        if messages and tiers is not None and tiers.saves_with(self.queue):
+            # the append, the clock and the queue note: one round trip, as the load is
+            tiers.save(
+                user_id,
+                messages,
+                thread_id=thread_id,
+                thread_position=thread_position,
+                on_invalid=on_invalid,
+                queue=self.queue,
+                threshold=self.summarize_after,
+                ttl_ms=self._ttl_ms(),
+            )
+            return
+        self.history.append(
             user_id,
             messages,
             thread_id=thread_id,
@@ -459,7 +473,7 @@ class TieredMemory:
             on_invalid=on_invalid,
         )
         if self.queue is not None and messages:
-            self.queue.note(user_id, length=length, threshold=self.summarize_after)
+            self.queue.note(user_id, added=len(messages), threshold=self.summarize_after)
         if self.user_ttl is not None:
             self._touch(user_id)
 
@@ -473,7 +487,20 @@ class TieredMemory:
         on_invalid: OnInvalid = "raise",
     ) -> None:
         """Async :meth:`add_session_log`."""
-        length = await self.history.aappend(
+        tiers = self._tiers
+        if messages and tiers is not None and tiers.saves_with(self.queue):
+            await tiers.asave(
+                user_id,
+                messages,
+                thread_id=thread_id,
+                thread_position=thread_position,
+                on_invalid=on_invalid,
+                queue=self.queue,
+                threshold=self.summarize_after,
+                ttl_ms=self._ttl_ms(),
+            )
+            return
+        await self.history.aappend(
             user_id,
             messages,
             thread_id=thread_id,
@@ -481,7 +508,7 @@ class TieredMemory:
             on_invalid=on_invalid,
         )
         if self.queue is not None and messages:
-            await self.queue.anote(user_id, length=length, threshold=self.summarize_after)
+            await self.queue.anote(user_id, added=len(messages), threshold=self.summarize_after)
         if self.user_ttl is not None:
             await self._atouch(user_id)
 
@@ -614,16 +641,16 @@ class TieredMemory:
         """Restart the clock of every key of the user (``user_ttl``): they expire together."""
         if self._connection is None or self.user_ttl is None:
             return
-        keys = self._keys().all_keys(user_id)
+        call = touch_call(self._keys(), user_id, int(self.user_ttl * 1000))
         with self._connection.errors():
-            self._connection.eval(_TOUCH, len(keys), *keys, self._ttl_ms())
+            self._connection.run(call)
 
     async def _atouch(self, user_id: str) -> None:
         if self._connection is None or self.user_ttl is None:
             return
-        keys = self._keys().all_keys(user_id)
+        call = touch_call(self._keys(), user_id, int(self.user_ttl * 1000))
         with self._connection.errors():
-            await self._connection.aeval(_TOUCH, len(keys), *keys, self._ttl_ms())
+            await self._connection.arun(call)
 
     # ----- one turn's read -----
 
@@ -1199,13 +1226,9 @@ class TieredMemory:
 
 
 _T = TypeVar("_T")
+
+
 # PEXPIRE every key of a user (KEYS) by ARGV[1] ms: they expire together.
-_TOUCH = """
-for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
-return #KEYS
-"""
-
-
 def _tier(user_id: str, tier: str, empty: _T, read: Callable[..., _T], *args: Any) -> _T:
     """``read(*args)``, or ``empty`` if the tier's stored data is corrupt (logged)."""
     try:

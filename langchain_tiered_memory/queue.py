@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_tiered_memory._keys import KeyBuilder, QueueKeyKind
-from langchain_tiered_memory._redis import RedisConnection, as_text
+from langchain_tiered_memory._redis import RedisConnection, ScriptCall, as_text
 
 logger = logging.getLogger(__name__)
 
@@ -60,17 +60,13 @@ local function enqueue(user)
 end
 """
 
-# ARGV: user, history length, threshold (0: index only).
+# ARGV: user, messages added, threshold (0: index only). The pending count goes up by what
+# the turn added (sent in the same round trip as the append, so the new length is not
+# known yet); a summarization's settle sets it from the history's length again.
 _NOTE = (
     _ENQUEUE
     + r"""
-local wm = tonumber(redis.call('ZSCORE', KEYS[5], ARGV[1]) or '0')
-local pending = tonumber(ARGV[2]) - wm
-if pending > 0 then
-  redis.call('ZADD', KEYS[4], pending, ARGV[1])
-else
-  redis.call('ZREM', KEYS[4], ARGV[1])
-end
+local pending = tonumber(redis.call('ZINCRBY', KEYS[4], ARGV[2], ARGV[1]))
 local threshold = tonumber(ARGV[3])
 if threshold > 0 and pending >= threshold then return enqueue(ARGV[1]) end
 return 0
@@ -190,22 +186,27 @@ class SummaryQueue:
 
     # ----- the write side: a turn, a summarization -----
 
-    def note(self, user_id: str, *, length: int, threshold: int | None) -> bool:
-        """Record the user's history length after a turn; enqueue if ``threshold`` is met.
+    def note_call(self, user_id: str, *, added: int, threshold: int | None) -> ScriptCall:
+        """The script call of :meth:`note`, for a caller that sends it with others."""
+        keys = self._shard_keys(self.shard_of(user_id))
+        return ScriptCall(_NOTE, len(keys), (*keys, user_id, added, threshold or 0))
+
+    def note(self, user_id: str, *, added: int, threshold: int | None) -> bool:
+        """Count ``added`` new messages of the user as waiting to be summarized; enqueue
+        the user if ``threshold`` of them are.
 
         Returns whether the user was enqueued (``False`` if already queued or not due).
         """
-        keys = self._shard_keys(self.shard_of(user_id))
-        with self.connection.errors():
-            return bool(self.connection.eval(_NOTE, 6, *keys, user_id, length, threshold or 0))
-
-    async def anote(self, user_id: str, *, length: int, threshold: int | None) -> bool:
-        """Async :meth:`note`."""
-        keys = self._shard_keys(self.shard_of(user_id))
         with self.connection.errors():
             return bool(
-                await self.connection.aeval(_NOTE, 6, *keys, user_id, length, threshold or 0)
+                self.connection.run(self.note_call(user_id, added=added, threshold=threshold))
             )
+
+    async def anote(self, user_id: str, *, added: int, threshold: int | None) -> bool:
+        """Async :meth:`note`."""
+        call = self.note_call(user_id, added=added, threshold=threshold)
+        with self.connection.errors():
+            return bool(await self.connection.arun(call))
 
     def settle(
         self,

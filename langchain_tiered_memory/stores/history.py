@@ -29,7 +29,7 @@ from langchain_core.messages import (
 from langchain_core.messages import messages_from_dict as _messages_from_dict
 
 from langchain_tiered_memory._keys import KeyBuilder, validate_user_id
-from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory._redis import RedisConnection, ScriptCall
 from langchain_tiered_memory.errors import CorruptMemoryError, InvalidMessageError
 
 __all__ = [
@@ -732,30 +732,30 @@ class RedisHistoryStore(HistoryStore):
         """How errors name the user's history: the user id and the Redis key."""
         return f"the history of user {user_id!r} (key {self._k(user_id)[0]})"
 
-    def _append_args(
+    def append_call(
         self,
         user_id: str,
         messages: Sequence[BaseMessage],
-        thread_id: str | None,
-        thread_position: int | None,
-        on_invalid: OnInvalid,
-    ) -> list[Any]:
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+    ) -> ScriptCall:
+        """The script call of :meth:`append` (its reply: :meth:`appended_length`), for a
+        caller that sends it with others. Validates and serializes the messages first.
+        """
         hist, meta = self._k(user_id)
         thread = _thread_arg(thread_id)
         position = _position_arg(thread_id, thread_position)
         payload = self._dump_all(messages, on_invalid)
-        return [
-            _APPEND_LUA,
-            5,
-            hist,
-            meta,
-            *self._records(user_id),
-            thread,
-            position,
-            len(payload),
-            *_message_ids(messages),
-            *payload,
-        ]
+        keys = (hist, meta, *self._records(user_id))
+        args = (thread, position, len(payload), *_message_ids(messages), *payload)
+        return ScriptCall(_APPEND_LUA, len(keys), (*keys, *args))
+
+    @staticmethod
+    def appended_length(reply: Any) -> int:
+        """The history's length after an append, from the append script's reply."""
+        return int(reply[0])
 
     def append(
         self,
@@ -769,11 +769,17 @@ class RedisHistoryStore(HistoryStore):
         """Append a turn in one script: atomic, contiguous, in order, idempotent per
         thread position.
         """
-        args = self._append_args(user_id, messages, thread_id, thread_position, on_invalid)
+        call = self.append_call(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        )
         if not messages:
             return self.length(user_id)
         with self.connection.errors():
-            return int(self.connection.eval(*args)[0])
+            return self.appended_length(self.connection.run(call))
 
     async def aappend(
         self,
@@ -785,11 +791,17 @@ class RedisHistoryStore(HistoryStore):
         on_invalid: OnInvalid = "raise",
     ) -> int:
         """Async :meth:`append`."""
-        args = self._append_args(user_id, messages, thread_id, thread_position, on_invalid)
+        call = self.append_call(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        )
         if not messages:
             return await self.alength(user_id)
         with self.connection.errors():
-            return int((await self.connection.aeval(*args))[0])
+            return self.appended_length(await self.connection.arun(call))
 
     def threads(self, user_id: str) -> list[str]:
         """Thread ids recorded for the user."""

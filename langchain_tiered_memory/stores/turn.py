@@ -1,9 +1,11 @@
-"""One turn's read of all three Redis tiers in one pipelined round trip.
+"""One turn's read of all three Redis tiers, and its save, each one pipelined round trip.
 
-The Redis stores each own their commands; this module owns the one place where three of them
-are sent together: a turn needs the user's tags, the summary index version and the recent
-history, and on one connection those are one round trip instead of three. The facade asks
-:meth:`RedisTiers.of` whether its stores allow it and never sends a Redis command itself.
+The Redis stores each own their commands; this module owns the one place where several of
+them are sent together: a turn needs the user's tags, the summary index version and the
+recent history, and on one connection those are one round trip instead of three; saving it
+appends to the history, restarts the user's retention clock and notes the summary queue,
+one round trip instead of three. The facade asks :meth:`RedisTiers.of` whether its stores
+allow it and never sends a Redis command itself.
 
 Each tier is parsed on its own (:meth:`RedisTiers.tags`, :meth:`RedisTiers.history`,
 :meth:`RedisTiers.recall`), so a tier whose stored data is corrupt can be served empty while
@@ -18,17 +20,35 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
-from langchain_tiered_memory.stores.history import HistoryStore, RedisHistoryStore
+from langchain_tiered_memory._keys import KeyBuilder
+from langchain_tiered_memory._redis import ScriptCall
+from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, RedisHistoryStore
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryStore
 from langchain_tiered_memory.stores.tags import RedisTagStore, TagStore
 
-__all__ = ["RedisTiers", "TurnReplies"]
+if TYPE_CHECKING:
+    from langchain_tiered_memory.queue import SummaryQueue
+
+__all__ = ["RedisTiers", "TurnReplies", "touch_call"]
+
+# Restart the expiry of every key of a user (ARGV[1] ms): they expire together.
+_TOUCH = """
+for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
+return #KEYS
+"""
+
+
+def touch_call(keys: KeyBuilder, user_id: str, ttl_ms: int) -> ScriptCall:
+    """Restart the expiry of every key of the user (``user_ttl``): they expire together."""
+    names = keys.all_keys(user_id)
+    return ScriptCall(_TOUCH, len(names), (*names, ttl_ms))
 
 
 @dataclass(frozen=True)
@@ -131,6 +151,99 @@ class RedisTiers:
         if index is None:
             return []
         return index.search(await self.summaries.aembed_query(query), k, query=query)
+
+    # ----- a turn's save -----
+
+    def _save_calls(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None,
+        thread_position: int | None,
+        on_invalid: OnInvalid,
+        queue: SummaryQueue | None,
+        threshold: int | None,
+        ttl_ms: int | None,
+    ) -> list[ScriptCall]:
+        calls = [
+            self.history.append_call(
+                user_id,
+                messages,
+                thread_id=thread_id,
+                thread_position=thread_position,
+                on_invalid=on_invalid,
+            )
+        ]
+        if ttl_ms:  # after the append, so the keys it created expire too
+            calls.append(touch_call(self.history.keys, user_id, ttl_ms))
+        if queue is not None:
+            calls.append(queue.note_call(user_id, added=len(messages), threshold=threshold))
+        return calls
+
+    def saves_with(self, queue: SummaryQueue | None) -> bool:
+        """Whether :meth:`save` can send the queue's note in its round trip (one connection)."""
+        return queue is None or queue.connection is self.history.connection
+
+    def save(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+        queue: SummaryQueue | None = None,
+        threshold: int | None = None,
+        ttl_ms: int | None = None,
+    ) -> int:
+        """Append a turn, restart the user's clock (``ttl_ms``) and note ``queue``, in one
+        pipelined round trip; returns the history's length.
+
+        Raises:
+            InvalidMessageError: a message cannot be stored; nothing was sent.
+            MemoryBackendError: Redis is unreachable or refused a command.
+        """
+        calls = self._save_calls(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+            queue=queue,
+            threshold=threshold,
+            ttl_ms=ttl_ms,
+        )
+        connection = self.history.connection
+        with connection.errors():
+            return self.history.appended_length(connection.run_all(calls)[0])
+
+    async def asave(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+        queue: SummaryQueue | None = None,
+        threshold: int | None = None,
+        ttl_ms: int | None = None,
+    ) -> int:
+        """Async :meth:`save`."""
+        calls = self._save_calls(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+            queue=queue,
+            threshold=threshold,
+            ttl_ms=ttl_ms,
+        )
+        connection = self.history.connection
+        with connection.errors():
+            return self.history.appended_length((await connection.arun_all(calls))[0])
 
     def purge(self, user_id: str) -> None:
         """Delete every key of the user left after the stores' own ``clear``."""

@@ -100,3 +100,79 @@ def test_fetch_sends_only_what_is_asked(embedded_server: EmbeddedRedis, max_mess
         assert (replies.history is None) == (max_messages == 0)
     finally:
         memory.close()
+
+
+class _Sends:
+    """Counts the packed writes to Redis (a pipeline is one) while in its block."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import redis.asyncio.connection as async_connection
+        import redis.connection as sync_connection
+
+        self.count = 0
+        for module in (sync_connection, async_connection):
+            original = module.AbstractConnection.send_packed_command
+
+            def counted(conn: object, *args: object, _o: object = original, **kw: object) -> object:
+                self.count += 1
+                return _o(conn, *args, **kw)  # type: ignore[operator]
+
+            monkeypatch.setattr(module.AbstractConnection, "send_packed_command", counted)
+
+
+def test_a_saved_turn_is_one_round_trip_as_its_load_is(
+    embedded_server: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Append, the user's retention clock and the summary queue's note are sent together;
+    before, a save was three round trips (append, note, touch)."""
+    memory = TieredMemory.embedded(
+        embedded_server.data_dir,
+        embeddings=HashingEmbeddings(),
+        key_prefix="save",
+        summarize_after=4,
+        user_ttl=3600,
+    )
+    try:
+        turn = [HumanMessage("I have a cat."), AIMessage("Nice!")]
+        memory.add_session_log("bob", turn)  # the server caches the scripts
+        memory.load("bob", "cat")
+        sends = _Sends(monkeypatch)
+        memory.add_session_log("alice", turn)
+        assert sends.count == 1
+        memory.load("alice", "cat")
+        assert sends.count == 2
+        memory.add_session_log("alice", turn, thread_id="t", thread_position=0)
+        assert sends.count == 3
+        # what the three did: stored, clock restarted, queued at the threshold
+        assert [m.text for m in memory.load_context("alice")] == ["I have a cat.", "Nice!"] * 2
+        raw = memory.history.connection.sync  # type: ignore[attr-defined]
+        live = [k for k in memory.history.keys.all_keys("alice") if raw.exists(k)]  # type: ignore[attr-defined]
+        assert live and all(0 < raw.pttl(k) <= 3_600_000 for k in live)
+        assert memory.queue is not None
+        assert memory.queue.pending_users(4) == ["alice"]
+        entries = memory.queue.keys.queue_key(memory.queue.shard_of("alice"), "entries")
+        assert raw.hexists(entries, "alice")  # queued: 4 messages reached summarize_after
+    finally:
+        memory.close()
+
+
+async def test_an_async_saved_turn_is_one_round_trip(
+    embedded_server: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = TieredMemory.embedded(
+        embedded_server.data_dir,
+        embeddings=HashingEmbeddings(),
+        key_prefix="asave",
+        summarize_after=2,
+        user_ttl=3600,
+    )
+    try:
+        turn = [HumanMessage("I have a dog."), AIMessage("Nice!")]
+        await memory.aadd_session_log("bob", turn)
+        sends = _Sends(monkeypatch)
+        await memory.aadd_session_log("alice", turn)
+        assert sends.count == 1
+        assert [m.text for m in await memory.aload_context("alice")] == ["I have a dog.", "Nice!"]
+        assert memory.queue is not None and memory.queue.pending_users(2) == ["alice", "bob"]
+    finally:
+        await memory.aclose()
