@@ -60,6 +60,7 @@ from langchain_tiered_memory.capture import (
 from langchain_tiered_memory.context import MemoryContext, resolve_user_id, thread_of
 from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
+from langchain_tiered_memory.policy import ModelPolicy
 from langchain_tiered_memory.prompt import (
     DEFAULT_SYSTEM_PROMPT,
     MemoryRenderer,
@@ -561,7 +562,7 @@ def create_memory_graph(
             and it skips the update check of new summary items, which such a model
             cannot judge.
             ``None`` (default): on for small in-process models
-            (:func:`~langchain_tiered_memory.local.is_small_local_model`), off for
+            (:class:`~langchain_tiered_memory.policy.ModelPolicy`), off for
             ChatOpenAI and other capable models.
         force_tag_capture: when the user's message is a first-person statement, first
             force a ``user_tag`` call (``tool_choice``) and keep only values the user
@@ -595,15 +596,13 @@ def create_memory_graph(
 
     """
     summary_model = summary_model or model
-    if small_model is None:
-        from langchain_tiered_memory.local import is_small_local_model
-
-        small_model = is_small_local_model(model)
+    policy = ModelPolicy.for_model(model, small=small_model)
+    small_model = policy.small
     if tag_capture is None:
         if force_tag_capture is not None:
             tag_capture = "forced" if force_tag_capture else "tool"
         else:
-            tag_capture = "forced" if small_model else "after_turn"
+            tag_capture = policy.tag_capture
     if tag_capture not in ("tool", "forced", "after_turn"):
         raise ValueError(
             f"tag_capture must be 'tool', 'forced' or 'after_turn', not {tag_capture!r}."
@@ -614,7 +613,7 @@ def create_memory_graph(
     if memory_prompt is None:
         memory_prompt = render_compact_memory if small_model else render_memory_section
     if max_context_messages is None:
-        max_context_messages = 0 if small_model else 20  # small: the current turn only
+        max_context_messages = policy.max_context_messages
     default_prompt = base_system_prompt(small_model)
     nodes = MemoryNodes(
         memory=memory,
@@ -635,8 +634,8 @@ def create_memory_graph(
         memory=memory,
         model=summary_model,
         extractive_fallback=extractive_summary_fallback,
-        grounded=small_model,
-        reconcile=not small_model,  # a small model cannot judge updates
+        grounded=policy.grounded,
+        reconcile=policy.reconcile,
     )
     all_tools: list[BaseTool] = [tag_tool, summarize_tool, *tools]
     offered = [t for t in all_tools if t is not tag_tool] if force_tag_capture else all_tools

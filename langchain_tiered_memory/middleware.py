@@ -32,6 +32,7 @@ from langchain_tiered_memory.graph import (
     ModelStep,
 )
 from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.policy import ModelPolicy
 from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
 from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool
 
@@ -128,14 +129,10 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         return request.override(system_message=system, messages=composed[1:])  # type: ignore[arg-type]
 
     def _step(self, request: ModelRequest) -> ModelStep:
-        small = self.small_model
-        if small is None:
-            from langchain_tiered_memory.local import is_small_local_model
-
-            small = is_small_local_model(request.model)
+        policy = ModelPolicy.for_model(request.model, small=self.small_model)
         return ModelStep(
             max_tool_rounds=self.max_tool_rounds,
-            force_tag_capture=small,
+            force_tag_capture=policy.forced_capture,
             fill_age="age" in self.nodes.memory.tags.schema.model_fields,
         )
 

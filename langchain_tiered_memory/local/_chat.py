@@ -32,12 +32,13 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.messages.utils import convert_to_openai_messages
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableBinding
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from langchain_tiered_memory.local._smollm2 import SMOLLM2_FILE, smollm2_gguf_path
+from langchain_tiered_memory.policy import is_small_model
 
 __all__ = [
     "LocalChatModel",
@@ -346,6 +347,9 @@ class LocalChatModel(BaseChatModel):
     instance (``bind_tools``, ``with_structured_output``). Generation is serialized with a
     lock: neither backend may run two generations on one model at once.
 
+    Marked ``small_local_model``: the graph and the middleware switch on the guards for
+    small models (:class:`~langchain_tiered_memory.policy.ModelPolicy`).
+
     Small models such as the default SmolLM2-135M-Instruct cannot judge when to call a tool,
     so tools bound without a ``tool_choice`` are not offered to the model unless
     ``auto_tool_choice`` is set: force the tool (``tool_choice=<name>``) when a call is
@@ -354,6 +358,8 @@ class LocalChatModel(BaseChatModel):
     as good as the model; a runaway string cut by ``max_tokens`` is reported in
     ``invalid_tool_calls``, never raised).
     """
+
+    small_local_model: ClassVar[bool] = True
 
     model_config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
 
@@ -586,8 +592,4 @@ def is_small_local_model(model: object) -> bool:
         >>> is_small_local_model(ChatLocalTransformers())
         True
     """
-    while isinstance(model, RunnableBinding):
-        model = model.bound
-    if isinstance(model, LocalChatModel):
-        return True
-    return type(model).__name__ == "ChatLlamaCpp"
+    return is_small_model(model)

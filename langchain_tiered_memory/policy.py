@@ -1,0 +1,83 @@
+"""Which guards a chat model gets: decided once, from a marker on the model.
+
+Small in-process models (the package's :mod:`~langchain_tiered_memory.local` models,
+langchain-community's ``ChatLlamaCpp``) cannot judge when to call a tool, compare notes or
+follow a long prompt; a capable model must never get the guards that help them. The graph
+and the middleware both ask :meth:`ModelPolicy.for_model`, so they switch the same guards,
+and neither imports a local model: a model class marks itself with a class attribute
+``small_local_model = True``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from langchain_core.runnables import RunnableBinding
+
+__all__ = ["ModelPolicy", "is_small_model"]
+
+TagCapture = Literal["tool", "forced", "after_turn"]
+
+
+def is_small_model(model: object) -> bool:
+    """Whether ``model`` (or the model a ``bind``/``bind_tools`` wraps) is a small local one.
+
+    Example:
+        >>> from langchain_tiered_memory.testing import ScriptedChatModel
+        >>> is_small_model(ScriptedChatModel(replies=["hi"]))
+        False
+    """
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    if getattr(type(model), "small_local_model", False) is True:
+        return True
+    return type(model).__name__ == "ChatLlamaCpp"  # by name: no langchain-community import
+
+
+@dataclass(frozen=True)
+class ModelPolicy:
+    """The guards for one model: all on for a small local model, all off for the rest.
+
+    Attributes:
+        small: whether the model is a small local one.
+
+    Example:
+        >>> from langchain_tiered_memory.testing import ScriptedChatModel
+        >>> ModelPolicy.for_model(ScriptedChatModel(replies=["hi"])).tag_capture
+        'after_turn'
+        >>> ModelPolicy(small=True).max_context_messages
+        0
+    """
+
+    small: bool
+
+    @classmethod
+    def for_model(cls, model: object, *, small: bool | None = None) -> ModelPolicy:
+        """The policy of ``model``; ``small`` overrides what its marker says."""
+        return cls(small=is_small_model(model) if small is None else small)
+
+    @property
+    def tag_capture(self) -> TagCapture:
+        """Small: the tag tool is forced on every turn; else a forced pass after the turn."""
+        return "forced" if self.small else "after_turn"
+
+    @property
+    def forced_capture(self) -> bool:
+        """Whether the middleware forces the tag tool (it has no after-turn pass)."""
+        return self.small
+
+    @property
+    def max_context_messages(self) -> int:
+        """Recent messages in the prompt: small models see the current turn only."""
+        return 0 if self.small else 20
+
+    @property
+    def grounded(self) -> bool:
+        """Keep only tag values and summary items grounded in the user's own words."""
+        return self.small
+
+    @property
+    def reconcile(self) -> bool:
+        """Ask the model to compare new notes with stored ones (a small one cannot)."""
+        return not self.small

@@ -1,0 +1,84 @@
+"""What may import what: the layering the README's layout section draws, enforced.
+
+Every import statement counts, also one inside a function (a lazy import is still a
+dependency): the stores and the savers know no graph, CLI or local model; the graph and
+the middleware know no local model (they ask ``policy``); the facade sends no Redis command.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).parents[2] / "langchain_tiered_memory"
+NAME = "langchain_tiered_memory"
+
+
+def imports_of(path: Path, root: Path = PACKAGE.parent) -> set[str]:
+    """The package modules ``path`` imports (absolute names), wherever the import is."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module = ".".join(path.relative_to(root).with_suffix("").parts)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return {name for name in found if name == NAME or name.startswith(NAME + ".")}
+
+
+def modules(*parts: str) -> list[Path]:
+    out: list[Path] = []
+    for part in parts:
+        target = PACKAGE / part
+        out += sorted(target.rglob("*.py")) if target.is_dir() else [target.with_suffix(".py")]
+    return out
+
+
+def under(name: str, *layers: str) -> bool:
+    return any(name == f"{NAME}.{layer}" or name.startswith(f"{NAME}.{layer}.") for layer in layers)
+
+
+STORAGE = ("stores", "store", "checkpoint", "queue", "_redis", "_keys")
+ABOVE_STORAGE = ("graph", "middleware", "cli", "local", "memory", "worker", "defaults")
+
+
+@pytest.mark.parametrize("path", modules(*STORAGE), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_storage_imports_no_graph_cli_or_local_model(path: Path) -> None:
+    bad = sorted(n for n in imports_of(path) if under(n, *ABOVE_STORAGE))
+    assert not bad, f"{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("path", modules("graph", "middleware"), ids=lambda p: p.name)
+def test_graph_and_middleware_import_no_local_model(path: Path) -> None:
+    bad = sorted(n for n in imports_of(path) if under(n, "local"))
+    assert not bad, f"{path.name} imports {bad}: ask langchain_tiered_memory.policy instead"
+
+
+def test_the_facade_builds_no_redis_script_or_command() -> None:
+    """memory.py composes the stores; every script and key layout lives below it."""
+    source = (PACKAGE / "memory.py").read_text(encoding="utf-8")
+    for needle in ("redis.call", ".evalsha(", ".eval(", "pipeline(", "import redis"):
+        assert needle not in source, needle
+
+
+def test_the_checker_sees_lazy_and_relative_imports(tmp_path: Path) -> None:
+    """The rule would pass vacuously if the parser missed an import: it does not."""
+    fake = tmp_path / NAME / "stores" / "probe.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(
+        "def f():\n    from langchain_tiered_memory.local import ChatLocalTransformers\n"
+        "from ..graph import create_memory_graph\n",
+        encoding="utf-8",
+    )
+    found = imports_of(fake, tmp_path)
+    assert f"{NAME}.local" in found and f"{NAME}.graph" in found

@@ -1,0 +1,34 @@
+"""``ModelPolicy``: one decision, from a marker on the model, for the graph and the middleware."""
+
+from __future__ import annotations
+
+from langchain_tiered_memory.local import ChatLocalTransformers
+from langchain_tiered_memory.policy import ModelPolicy, is_small_model
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+
+def test_a_capable_model_gets_no_guard() -> None:
+    policy = ModelPolicy.for_model(ScriptedChatModel(replies=["hi"]))
+    assert not policy.small and policy.reconcile and not policy.grounded
+    assert policy.tag_capture == "after_turn" and not policy.forced_capture
+    assert policy.max_context_messages == 20
+
+
+def test_a_marked_local_model_gets_every_guard_also_when_bound() -> None:
+    model = ChatLocalTransformers()  # nothing loads until the first call
+    for candidate in (model, model.bind_tools([]), model.bind(stop=["x"])):
+        policy = ModelPolicy.for_model(candidate)
+        assert policy.small and policy.forced_capture and policy.grounded
+        assert policy.tag_capture == "forced" and not policy.reconcile
+        assert policy.max_context_messages == 0
+
+
+def test_the_caller_overrides_the_marker_and_llamacpp_is_known_by_name() -> None:
+    assert not ModelPolicy.for_model(ChatLocalTransformers(), small=False).small
+    assert ModelPolicy.for_model(ScriptedChatModel(replies=["hi"]), small=True).small
+
+    class ChatLlamaCpp:  # langchain-community's class, recognized without importing it
+        pass
+
+    assert is_small_model(ChatLlamaCpp())
+    assert not is_small_model(object())
