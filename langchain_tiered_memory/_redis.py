@@ -456,13 +456,15 @@ class RedisConnection:
         return await self.aeval(call.script, call.numkeys, *call.args)
 
     def run_all(self, calls: Sequence[ScriptCall]) -> list[Any]:
-        """Run script calls in one pipelined round trip (no transaction: on a cluster
-        each goes to its own slot's node); replies in order. A script the server has not
-        cached yet is sent again by its source, once.
+        """Run script calls in one pipelined round trip (no transaction); replies in
+        order. On a Redis Cluster, whose redis-py pipeline refuses scripts, one by one.
+        A script the server has not cached yet is sent again by its source, once.
 
         Raises:
             redis.exceptions.ResponseError: a script failed (the first such reply).
         """
+        if self.is_cluster:  # redis-py's cluster pipeline refuses scripts: one call each
+            return [self.run(call) for call in calls]
         pipe = self.sync.pipeline(transaction=False)
         for call in calls:
             pipe.evalsha(_sha1(call.script), call.numkeys, *call.args)
@@ -471,7 +473,10 @@ class RedisConnection:
 
     async def arun_all(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """Async :meth:`run_all`."""
-        pipe = (await self.aclient()).pipeline(transaction=False)
+        client = await self.aclient()  # decides is_cluster without a blocking probe
+        if self.is_cluster:
+            return [await self.arun(call) for call in calls]
+        pipe = client.pipeline(transaction=False)
         for call in calls:
             pipe.evalsha(_sha1(call.script), call.numkeys, *call.args)
         replies = await pipe.execute(raise_on_error=False)
