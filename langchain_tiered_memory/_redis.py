@@ -469,7 +469,10 @@ class RedisConnection:
         for call in calls:
             pipe.evalsha(_sha1(call.script), call.numkeys, *call.args)
         replies = pipe.execute(raise_on_error=False)
-        return [self._settled(call, reply) for call, reply in zip(calls, replies, strict=True)]
+        return [
+            reply if self._cached(reply) else self.run(call)
+            for call, reply in zip(calls, replies, strict=True)
+        ]
 
     async def arun_all(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """Async :meth:`run_all`."""
@@ -480,21 +483,21 @@ class RedisConnection:
         for call in calls:
             pipe.evalsha(_sha1(call.script), call.numkeys, *call.args)
         replies = await pipe.execute(raise_on_error=False)
-        out = []
-        for call, reply in zip(calls, replies, strict=True):
-            if isinstance(reply, redis.exceptions.NoScriptError):
-                reply = await self.aeval(call.script, call.numkeys, *call.args)
-            elif isinstance(reply, Exception):
-                raise reply
-            out.append(reply)
-        return out
+        return [
+            reply if self._cached(reply) else await self.arun(call)
+            for call, reply in zip(calls, replies, strict=True)
+        ]
 
-    def _settled(self, call: ScriptCall, reply: Any) -> Any:
+    @staticmethod
+    def _cached(reply: Any) -> bool:
+        """Whether a pipelined ``EVALSHA`` ran (``False``: the server lacked the script,
+        send its source); a script's own error is raised.
+        """
         if isinstance(reply, redis.exceptions.NoScriptError):
-            return self.eval(call.script, call.numkeys, *call.args)
+            return False
         if isinstance(reply, Exception):
             raise reply
-        return reply
+        return True
 
     def close(self) -> None:
         """Close the sync client if this object created it."""

@@ -156,7 +156,7 @@ class SummaryQueue:
 
     Example:
         >>> queue = SummaryQueue(RedisConnection("redis://localhost:6379/0"))  # doctest: +SKIP
-        >>> queue.note("alice", length=42, threshold=20)  # doctest: +SKIP
+        >>> queue.note("alice", added=2, threshold=20)  # doctest: +SKIP
         True
     """
 

@@ -176,3 +176,27 @@ async def test_an_async_saved_turn_is_one_round_trip(
         assert memory.queue is not None and memory.queue.pending_users(2) == ["alice", "bob"]
     finally:
         await memory.aclose()
+
+
+async def test_a_save_after_the_server_lost_its_scripts_stores_the_turn_once(
+    embedded_server: EmbeddedRedis,
+) -> None:
+    """``SCRIPT FLUSH`` (a restarted or failed-over server): the pipelined EVALSHAs are
+    refused and each is sent again by its source, once; the turn is stored once."""
+    memory = TieredMemory.embedded(
+        embedded_server.data_dir,
+        embeddings=HashingEmbeddings(),
+        key_prefix="flush",
+        summarize_after=2,
+        user_ttl=3600,
+    )
+    try:
+        raw = memory.history.connection.sync  # type: ignore[attr-defined]
+        raw.script_flush()
+        memory.add_session_log("alice", [HumanMessage("one"), AIMessage("two")])
+        raw.script_flush()
+        await memory.aadd_session_log("alice", [HumanMessage("three")])
+        assert [m.text for m in memory.load_context("alice")] == ["one", "two", "three"]
+        assert memory.queue is not None and memory.queue.pending_users(3) == ["alice"]
+    finally:
+        memory.close()
