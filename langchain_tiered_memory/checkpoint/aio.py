@@ -9,7 +9,7 @@ from langgraph.checkpoint.base import SerializerProtocol
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX
 from langchain_tiered_memory._redis import RedisConnection
-from langchain_tiered_memory.checkpoint.base import CheckpointTTL
+from langchain_tiered_memory.checkpoint.base import DECODE_CACHE_BYTES, CheckpointTTL
 from langchain_tiered_memory.checkpoint.saver import RedisSaver
 
 __all__ = ["AsyncRedisSaver"]
@@ -40,6 +40,7 @@ class AsyncRedisSaver(RedisSaver):
         ttl: CheckpointTTL | None = None,
         cluster: bool | None = None,
         serde: SerializerProtocol | None = None,
+        decode_cache_bytes: int = DECODE_CACHE_BYTES,
     ) -> AsyncIterator[AsyncRedisSaver]:
         """A saver on a new connection to ``url``, closed on exit.
 
@@ -49,7 +50,11 @@ class AsyncRedisSaver(RedisSaver):
             ...         await saver.asetup()
         """
         saver = cls(
-            RedisConnection(url, cluster=cluster), key_prefix=key_prefix, ttl=ttl, serde=serde
+            RedisConnection(url, cluster=cluster),
+            key_prefix=key_prefix,
+            ttl=ttl,
+            serde=serde,
+            decode_cache_bytes=decode_cache_bytes,
         )
         saver._owns_connection = True
         try:

@@ -48,6 +48,7 @@ from langgraph.checkpoint.base import (
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, escape_id
 from langchain_tiered_memory._redis import RedisConnection, as_text
+from langchain_tiered_memory.checkpoint.cache import DecodedValues
 from langchain_tiered_memory.errors import CorruptMemoryError
 
 __all__ = ["BaseRedisSaver", "CheckpointTTL"]
@@ -60,6 +61,10 @@ MARKED_RUNS = 4096
 KEYS_CACHE = 4096
 # At most this many members per delete script call: Lua's ``unpack`` has a stack limit.
 DELETE_CHUNK = 500
+# Stored bytes of decoded channel values a saver keeps (checkpoint/cache.py): a 1,200-message
+# snapshot is about 0.4 MB, so 32 MB holds the snapshots and recent writes of dozens of
+# long threads (decoded, they take about 3x: ~100 MB at most).
+DECODE_CACHE_BYTES = 32 << 20
 
 
 class CheckpointTTL(TypedDict, total=False):
@@ -328,8 +333,11 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         key_prefix: str = DEFAULT_PREFIX,
         ttl: CheckpointTTL | None = None,
         serde: SerializerProtocol | None = None,
+        decode_cache_bytes: int = DECODE_CACHE_BYTES,
     ) -> None:
         super().__init__(serde=serde)
+        # the same snapshot is read by every turn until the next one (see checkpoint/cache.py)
+        self._decoded = DecodedValues(max_bytes=decode_cache_bytes)
         self.connection = connection
         self.keys = KeyBuilder(key_prefix)
         self.ttl = dict(ttl or {})
@@ -530,8 +538,14 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
                     "restore the keys."
                 )
             vtype, vbytes = ormsgpack.unpackb(blob)
-            out[channel] = self.serde.loads_typed((vtype, vbytes))
+            out[channel] = self._value(vtype, vbytes)
         return out
+
+    def _value(self, vtype: str, vbytes: bytes) -> Any:
+        """A stored channel value or write, decoded once per process while it is held."""
+        if vtype != "msgpack":  # the serializer's own form; others are cheap or foreign
+            return self.serde.loads_typed((vtype, vbytes))
+        return self._decoded.get(vbytes, lambda b: self.serde.loads_typed((vtype, b)))
 
     def _decode_entry(self, thread_id: str, entry: Sequence[Any]) -> CheckpointTuple:
         member, record, fields, values = entry[:4]
@@ -550,7 +564,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
             pending.append(
                 (
                     writes_sort_key(task_path, task_id, int(idx)),
-                    (task_id, channel, self.serde.loads_typed((vtype, vbytes))),
+                    (task_id, channel, self._value(vtype, vbytes)),
                 )
             )
         pending.sort(key=lambda item: item[0])
@@ -658,7 +672,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
                 channel, vtype, vbytes, task_path = ormsgpack.unpackb(value)
                 if channel in channels:
                     _, _, task_id, idx = as_text(field).split(SEP)
-                    write = (task_id, channel, self.serde.loads_typed((vtype, vbytes)))
+                    write = (task_id, channel, self._value(vtype, vbytes))
                     writes.append((writes_sort_key(task_path, task_id, int(idx)), write))
         except Exception:
             # the full decoder names the thread and keys of a record it cannot read

@@ -26,6 +26,7 @@ from langchain_tiered_memory.checkpoint.base import (
     _PUT,
     _PUT_WRITES,
     _READ_ALL,
+    DECODE_CACHE_BYTES,
     DELETE_CHUNK,
     PAGE,
     BaseRedisSaver,
@@ -52,6 +53,10 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         ttl: ``{"default_ttl": minutes, "refresh_on_read": True}``: a thread's keys expire
             together that long after its last write (or read); default: never.
         serde: the serializer; default LangGraph's ``JsonPlusSerializer`` (no pickle).
+        decode_cache_bytes: stored bytes of large decoded channel values kept for reuse
+            (default 32 MB; ``0``: off): a long thread's snapshot of its messages is read
+            by every turn, and decoding it again was most of the turn. Keyed by the bytes,
+            so it is never stale; a hit returns a new list of the same message objects.
 
     Example:
         >>> from langchain_tiered_memory.checkpoint import RedisSaver
@@ -70,6 +75,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         ttl: CheckpointTTL | None = None,
         cluster: bool | None = None,
         serde: SerializerProtocol | None = None,
+        decode_cache_bytes: int = DECODE_CACHE_BYTES,
     ) -> Iterator[RedisSaver]:
         """A saver on a new connection to ``url``, closed on exit.
 
@@ -78,7 +84,11 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             ...     saver.setup()
         """
         saver = cls(
-            RedisConnection(url, cluster=cluster), key_prefix=key_prefix, ttl=ttl, serde=serde
+            RedisConnection(url, cluster=cluster),
+            key_prefix=key_prefix,
+            ttl=ttl,
+            serde=serde,
+            decode_cache_bytes=decode_cache_bytes,
         )
         saver._owns_connection = True
         try:

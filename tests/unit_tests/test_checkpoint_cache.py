@@ -1,0 +1,147 @@
+"""A saver decodes a stored value once while it holds it (``checkpoint/cache.py``).
+
+The cache itself (bounded by bytes, fresh containers, off at 0), then the saver on the
+embedded server: a long thread's snapshot is not decoded again by the next turn, a thread
+deleted and written again under the same fields reads its new values (the cache is keyed by
+bytes), and a reducer that extends the list it was given does not change what the next read
+returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from test_checkpoint_blobs import checkpoint, put
+
+from langchain_tiered_memory import TieredMemory, create_memory_graph
+from langchain_tiered_memory.checkpoint import RedisSaver
+from langchain_tiered_memory.checkpoint.cache import MIN_BYTES, DecodedValues
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+
+def counting(calls: list[bytes]) -> Any:
+    def decode(blob: bytes) -> list[int]:
+        calls.append(blob)
+        return [len(blob)]
+
+    return decode
+
+
+def test_a_held_value_is_not_decoded_again_and_comes_in_a_new_list() -> None:
+    cache = DecodedValues(max_bytes=1 << 20)
+    calls: list[bytes] = []
+    blob = b"a" * MIN_BYTES
+    first = cache.get(blob, counting(calls))
+    first.append("changed by a reducer")
+    again = cache.get(bytes(blob), counting(calls))  # equal bytes, another object
+    assert calls == [blob]
+    assert again == [MIN_BYTES]
+    snap = DecodedValues(max_bytes=1 << 20)
+    outer = snap.get(blob, lambda b: _DeltaSnapshot([1, 2]))
+    outer.value.append(3)
+    assert snap.get(blob, lambda b: 1 / 0) == _DeltaSnapshot([1, 2])
+
+
+def test_the_cache_holds_at_most_max_bytes_dropping_the_least_recent() -> None:
+    cache = DecodedValues(max_bytes=3 * MIN_BYTES)
+    calls: list[bytes] = []
+    blobs = [bytes([i]) * MIN_BYTES for i in range(4)]
+    for blob in blobs[:3]:
+        cache.get(blob, counting(calls))
+    cache.get(blobs[0], counting(calls))  # the oldest, used again: now the newest
+    cache.get(blobs[3], counting(calls))  # over the bound: blobs[1] goes
+    assert len(cache) == 3
+    calls.clear()
+    cache.get(blobs[0], counting(calls))
+    cache.get(blobs[1], counting(calls))
+    assert calls == [blobs[1]]
+
+
+def test_small_values_and_a_cache_of_zero_bytes_always_decode() -> None:
+    calls: list[bytes] = []
+    off = DecodedValues(max_bytes=0)
+    on = DecodedValues(max_bytes=1 << 20)
+    for _ in range(2):
+        off.get(b"b" * MIN_BYTES, counting(calls))
+        on.get(b"c" * (MIN_BYTES - 1), counting(calls))
+    assert len(calls) == 4
+    assert len(off) == 0 and len(on) == 0
+    with pytest.raises(ValueError, match="max_bytes"):
+        DecodedValues(max_bytes=-1)
+
+
+class CountingSerde(JsonPlusSerializer):
+    """LangGraph's serializer, counting the values it decodes that are worth keeping."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads = 0
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        value = super().loads_typed(data)
+        self.loads += len(data[1]) >= MIN_BYTES
+        return value
+
+
+def test_the_next_turn_of_a_long_thread_does_not_decode_its_snapshot_again(
+    embedded_memory: TieredMemory,
+) -> None:
+    serde = CountingSerde()
+    saver = RedisSaver(embedded_memory._connection, serde=serde)  # type: ignore[arg-type]
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["r" * 50]), memory=embedded_memory, checkpointer=saver
+    )
+    config: Any = {"configurable": {"thread_id": "long"}}
+    # past the messages channel's first snapshot (every 100 updates)
+    for turn in range(60):
+        graph.invoke(
+            {"messages": [("user", f"{turn} " + "m" * 50)]}, config, context={"user_id": "u"}
+        )
+    cold = RedisSaver(embedded_memory._connection, serde=CountingSerde())  # type: ignore[arg-type]
+    first = cold.get_delta_channel_history(config=config, channels=["messages"])
+    cold_loads = cold.serde.loads  # type: ignore[attr-defined]
+    second = cold.get_delta_channel_history(config=config, channels=["messages"])
+    assert "seed" in first["messages"]  # the walk reached a snapshot
+    assert second == first
+    # the second walk decodes the target's own record (checkpoint, metadata), not the
+    # snapshot and the writes since it
+    assert cold_loads > 20
+    assert cold.serde.loads - cold_loads <= 2  # type: ignore[attr-defined]
+    uncached = RedisSaver(
+        embedded_memory._connection,  # type: ignore[arg-type]
+        serde=CountingSerde(),
+        decode_cache_bytes=0,
+    )
+    uncached.get_delta_channel_history(config=config, channels=["messages"])
+    before = uncached.serde.loads  # type: ignore[attr-defined]
+    assert uncached.get_delta_channel_history(config=config, channels=["messages"]) == first
+    assert uncached.serde.loads - before == before  # type: ignore[attr-defined]
+    state = graph.get_state(config)
+    assert len(state.values["messages"]) == 120
+
+
+def test_a_thread_written_again_under_the_same_fields_reads_its_new_values(
+    embedded_memory: TieredMemory,
+) -> None:
+    saver = embedded_memory.checkpointer()
+    old = [HumanMessage("old " * 100, id="1"), AIMessage("a", id="2")]
+    new = [HumanMessage("new " * 100, id="1"), AIMessage("b", id="2")]
+    versions = {"messages": "0000000000000001.5"}
+    put(saver, "again", None, checkpoint("c1", {"messages": old}, versions), versions)
+    loaded = saver.get_tuple({"configurable": {"thread_id": "again"}})
+    assert loaded is not None and loaded.checkpoint["channel_values"]["messages"] == old
+    loaded.checkpoint["channel_values"]["messages"].append(AIMessage("in place"))
+    assert (
+        saver.get_tuple({"configurable": {"thread_id": "again"}}).checkpoint[  # type: ignore[union-attr]
+            "channel_values"
+        ]["messages"]
+        == old
+    )
+    saver.delete_thread("again")
+    put(saver, "again", None, checkpoint("c1", {"messages": new}, versions), versions)
+    loaded = saver.get_tuple({"configurable": {"thread_id": "again"}})
+    assert loaded is not None and loaded.checkpoint["channel_values"]["messages"] == new
