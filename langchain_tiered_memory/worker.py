@@ -27,8 +27,9 @@ from langchain_tiered_memory.errors import (
     MemoryBackendError,
     SummarizationError,
 )
-from langchain_tiered_memory.memory import DEFAULT_SUMMARY_BATCH, TieredMemory
+from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.queue import QueueEntry
+from langchain_tiered_memory.summarization import DEFAULT_SUMMARY_BATCH
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +210,7 @@ class SummaryWorker:
             return
         ok = False
         try:
-            ids = await self.memory._asummarize_once(
+            ids = await self.memory.summarization.asummarize_once(
                 user,
                 self.model,
                 max_messages=DEFAULT_SUMMARY_BATCH,
@@ -232,6 +233,6 @@ class SummaryWorker:
             self.stats.failed += 1
         try:
             # ack; the user is queued again if it is still due (or a turn came meanwhile)
-            await self.memory._asettle(user, entry, requeue=ok)
+            await self.memory.summarization.asettle(user, entry, requeue=ok)
         except MemoryBackendError:
             logger.exception("could not acknowledge %r; it will be claimed again", user)

@@ -28,7 +28,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
 from langchain_tiered_memory._keys import KeyBuilder
-from langchain_tiered_memory._redis import ScriptCall
+from langchain_tiered_memory._redis import RedisConnection, ScriptCall
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, RedisHistoryStore
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryStore
 from langchain_tiered_memory.stores.tags import RedisTagStore, TagStore
@@ -36,7 +36,7 @@ from langchain_tiered_memory.stores.tags import RedisTagStore, TagStore
 if TYPE_CHECKING:
     from langchain_tiered_memory.queue import SummaryQueue
 
-__all__ = ["RedisTiers", "TurnReplies", "touch_call"]
+__all__ = ["RedisTiers", "TurnReplies", "atouch_user", "touch_call", "touch_user"]
 
 # Restart the expiry of every key of a user (ARGV[1] ms): they expire together.
 _TOUCH = """
@@ -49,6 +49,20 @@ def touch_call(keys: KeyBuilder, user_id: str, ttl_ms: int) -> ScriptCall:
     """Restart the expiry of every key of the user (``user_ttl``): they expire together."""
     names = keys.all_keys(user_id)
     return ScriptCall(_TOUCH, len(names), (*names, ttl_ms))
+
+
+def touch_user(connection: RedisConnection, keys: KeyBuilder, user_id: str, ttl_ms: int) -> None:
+    """Send :func:`touch_call` on its own (a turn's save sends it with the append)."""
+    with connection.errors():
+        connection.run(touch_call(keys, user_id, ttl_ms))
+
+
+async def atouch_user(
+    connection: RedisConnection, keys: KeyBuilder, user_id: str, ttl_ms: int
+) -> None:
+    """Async :func:`touch_user`."""
+    with connection.errors():
+        await connection.arun(touch_call(keys, user_id, ttl_ms))
 
 
 @dataclass(frozen=True)

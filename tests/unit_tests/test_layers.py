@@ -2,7 +2,8 @@
 
 Every import statement counts, also one inside a function (a lazy import is still a
 dependency): the stores and the savers know no graph, CLI or local model; the graph and
-the middleware know no local model (they ask ``policy``); the facade sends no Redis command.
+the middleware know no local model (they ask ``policy``); the facade sends no Redis command
+and imports no Redis module (``opening`` builds the Redis stores), nor ``defaults``.
 """
 
 from __future__ import annotations
@@ -69,6 +70,21 @@ def test_the_facade_builds_no_redis_script_or_command() -> None:
     source = (PACKAGE / "memory.py").read_text(encoding="utf-8")
     for needle in ("redis.call", ".evalsha(", ".eval(", "pipeline(", "import redis"):
         assert needle not in source, needle
+
+
+@pytest.mark.parametrize("path", modules("memory", "summarization"), ids=lambda p: p.name)
+def test_the_facade_and_summarization_import_no_redis_module(path: Path) -> None:
+    """They know the stores by their interfaces; ``opening`` builds the Redis ones (the
+    saver and the store ``memory.checkpointer()``/``store()`` return are named, for types).
+    """
+    bad = sorted(n for n in imports_of(path) if under(n, "_redis", "_keys"))
+    assert not bad, f"{path.name} imports {bad}: build it in opening.py or a store"
+
+
+def test_the_facade_and_defaults_do_not_import_each_other() -> None:
+    memory, defaults = PACKAGE / "memory.py", PACKAGE / "defaults.py"
+    assert not any(under(n, "defaults") for n in imports_of(memory))
+    assert any(under(n, "memory") for n in imports_of(defaults))  # the direction kept
 
 
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path: Path) -> None:

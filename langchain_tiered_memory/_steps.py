@@ -1,0 +1,76 @@
+"""One plan, two drivers: a multi-step operation written once for sync and async.
+
+A plan is a generator that yields :class:`Step` s (a call with its sync and its async form)
+and receives each one's result; :func:`drive` runs the sync forms, :func:`adrive` awaits the
+async ones. An exception a step raises is thrown into the plan at its ``yield``, so the plan's
+own ``try``/``except``/``finally`` handle it as straight-line code would. ``store/`` drives
+its Redis plans the same way; this is the form for plans over the memory's stores, whose
+methods come in ``name``/``aname`` pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, NamedTuple, TypeVar
+
+__all__ = ["Plan", "Step", "adrive", "drive", "step"]
+
+_T = TypeVar("_T")
+
+
+class Step(NamedTuple):
+    """A call a plan asks for, in both forms."""
+
+    sync: Callable[..., Any]
+    aio: Callable[..., Awaitable[Any]]
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = {}  # noqa: RUF012  # never mutated: a NamedTuple default
+
+
+Plan = Generator[Step, Any, _T]
+
+
+def step(owner: Any, name: str, *args: Any, **kwargs: Any) -> Step:
+    """``owner.name(*args, **kwargs)``, awaited as ``owner.aname(...)`` by :func:`adrive`.
+
+    Example:
+        >>> class Counter:
+        ...     def count(self, n): return n + 1
+        ...     async def acount(self, n): return n + 1
+        >>> def plan():
+        ...     one = yield step(Counter(), "count", 0)
+        ...     return (yield step(Counter(), "count", one))
+        >>> drive(plan())
+        2
+    """
+    return Step(getattr(owner, name), getattr(owner, f"a{name}"), args, kwargs)
+
+
+def drive(plan: Plan[_T]) -> _T:
+    """Run ``plan`` with the sync form of each step."""
+    advance: Callable[[Any], Step] = plan.send
+    reply: Any = None
+    while True:
+        try:
+            request = advance(reply)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            reply, advance = request.sync(*request.args, **request.kwargs), plan.send
+        except Exception as exc:  # the plan handles it (or re-raises) at its yield
+            reply, advance = exc, plan.throw
+
+
+async def adrive(plan: Plan[_T]) -> _T:
+    """Run ``plan`` awaiting the async form of each step."""
+    advance: Callable[[Any], Step] = plan.send
+    reply: Any = None
+    while True:
+        try:
+            request = advance(reply)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            reply, advance = await request.aio(*request.args, **request.kwargs), plan.send
+        except Exception as exc:
+            reply, advance = exc, plan.throw

@@ -1,0 +1,381 @@
+"""Summarization orchestration: what the ``summarize`` tool, the worker and the job share.
+
+:class:`Summarization` turns a user's unsummarized history into stored items (the model
+calls are :mod:`~langchain_tiered_memory.summarizer`'s), keeps the summarization queue
+told where each user stands, runs background summaries in a small thread pool, and finds
+the users due. Each multi-step operation is one plan (``_steps``) run by a sync and an async
+driver, so the two forms cannot drift apart. ``TieredMemory`` delegates its summarization
+methods here; reach it as ``memory.summarization``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models import BaseChatModel
+
+from langchain_tiered_memory._ids import validate_user_id
+from langchain_tiered_memory._steps import Plan, Step, adrive, drive, step
+from langchain_tiered_memory.errors import (
+    CorruptMemoryError,
+    MemoryBackendError,
+    SummarizationError,
+    WatermarkConflict,
+)
+from langchain_tiered_memory.queue import QueueEntry
+from langchain_tiered_memory.stores.history import threads_between
+from langchain_tiered_memory.summarizer import (
+    areconcile_items,
+    asummarize_messages,
+    reconcile_items,
+    summarize_messages,
+)
+
+if TYPE_CHECKING:
+    from langchain_tiered_memory.memory import TieredMemory
+
+__all__ = ["DEFAULT_SUMMARY_BATCH", "Summarization"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SUMMARY_BATCH = 200
+
+
+def _provenance(first: int, end: int, spans: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
+    """Where a summary batch came from: its history positions and threads."""
+    return {
+        "source_start": first,
+        "source_end": end,
+        "source_threads": threads_between(spans, first, end),
+    }
+
+
+class Summarization:
+    """The summarization of one memory's users (see the module docstring).
+
+    It reads the memory's stores at each call, so a store an app swaps on the memory is the
+    one used.
+
+    Example:
+        >>> memory.summarization.summarize_history("alice", model)  # doctest: +SKIP
+        ['12', '13']
+    """
+
+    def __init__(self, memory: TieredMemory) -> None:
+        self.memory = memory
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._jobs: dict[str, Future[list[str]]] = {}
+
+    # ----- one user -----
+
+    def summarize_history(
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        *,
+        max_messages: int = DEFAULT_SUMMARY_BATCH,
+        extractive_fallback: bool = False,
+        grounded: bool = False,
+        reconcile: bool = True,
+    ) -> list[str]:
+        """See :meth:`TieredMemory.summarize_history`."""
+        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
+        return drive(self._history_plan(user_id, model, max_messages, reconcile, options))
+
+    async def asummarize_history(
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        *,
+        max_messages: int = DEFAULT_SUMMARY_BATCH,
+        extractive_fallback: bool = False,
+        grounded: bool = False,
+        reconcile: bool = True,
+    ) -> list[str]:
+        """Async :meth:`summarize_history`."""
+        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
+        return await adrive(self._history_plan(user_id, model, max_messages, reconcile, options))
+
+    def summarize_once(
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        *,
+        max_messages: int = DEFAULT_SUMMARY_BATCH,
+        extractive_fallback: bool = False,
+        grounded: bool = False,
+        reconcile: bool = True,
+    ) -> list[str]:
+        """:meth:`summarize_history` without telling the queue: the worker settles the
+        queue entry it claimed itself.
+        """
+        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
+        return drive(self._once_plan(user_id, model, max_messages, reconcile, options))
+
+    async def asummarize_once(
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        *,
+        max_messages: int = DEFAULT_SUMMARY_BATCH,
+        extractive_fallback: bool = False,
+        grounded: bool = False,
+        reconcile: bool = True,
+    ) -> list[str]:
+        """Async :meth:`summarize_once`."""
+        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
+        return await adrive(self._once_plan(user_id, model, max_messages, reconcile, options))
+
+    def settle(
+        self, user_id: str, entry: QueueEntry | None = None, *, requeue: bool = True
+    ) -> None:
+        """Tell the queue where the user's summarization stands (ack ``entry``); with
+        ``requeue``, a user still due goes back on the queue. After a failed attempt it
+        does not: the user's next turn queues it again, so a user the model cannot
+        summarize does not spin the workers.
+        """
+        drive(self._settle_plan(user_id, entry, requeue))
+
+    async def asettle(
+        self, user_id: str, entry: QueueEntry | None = None, *, requeue: bool = True
+    ) -> None:
+        """Async :meth:`settle`."""
+        await adrive(self._settle_plan(user_id, entry, requeue))
+
+    def _history_plan(
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        max_messages: int,
+        reconcile: bool,
+        options: dict[str, bool],
+    ) -> Plan[list[str]]:
+        try:
+            return (yield from self._once_plan(user_id, model, max_messages, reconcile, options))
+        finally:
+            if self.memory.queue is not None:
+                yield from self._settle_plan(user_id, None, True)
+
+    def _settle_plan(self, user_id: str, entry: QueueEntry | None, requeue: bool) -> Plan[None]:
+        memory = self.memory
+        assert memory.queue is not None
+        watermark = yield step(memory.summaries, "get_watermark", user_id)
+        length = yield step(memory.history, "length", user_id)
+        threshold = memory.summarize_after if requeue else None
+        yield step(
+            memory.queue,
+            "settle",
+            user_id,
+            watermark=watermark,
+            length=length,
+            threshold=threshold,
+            entry=entry,
+        )
+
+    def _once_plan(
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        max_messages: int,
+        reconcile: bool,
+        options: dict[str, bool],
+    ) -> Plan[list[str]]:
+        memory = self.memory
+        watermark = yield step(memory.summaries, "get_watermark", user_id)
+        first, end, messages = yield step(
+            memory.history, "window", user_id, watermark, max_messages
+        )
+        if end == first:
+            return []
+        items: list[str] = []
+        if messages:  # else only forgotten messages: move the watermark past them
+            items = yield Step(summarize_messages, asummarize_messages, (model, messages), options)
+        supersedes: dict[int, list[str]] = {}
+        if reconcile and items:
+            similar = yield step(memory.summaries, "similar", user_id, items)
+            items, supersedes = yield Step(
+                reconcile_items, areconcile_items, (model, items, similar)
+            )
+        spans = yield step(memory.history, "spans", user_id)
+        try:
+            ids: list[str] = yield step(
+                memory.summaries,
+                "add",
+                user_id,
+                items,
+                metadata=_provenance(first, end, spans),
+                watermark=(watermark, end),
+                supersedes=supersedes,
+            )
+        except WatermarkConflict:
+            logger.info("summarization of %r raced with another summarizer; skipped", user_id)
+            return []
+        if memory.history_retention is not None:
+            yield step(
+                memory.history,
+                "trim",
+                user_id,
+                keep_last=memory.history_retention,
+                not_after=end,
+            )
+        if memory.user_ttl is not None:
+            yield Step(memory._touch, memory._atouch, (user_id,))  # new items join the clock
+        return ids
+
+    # ----- in the background -----
+
+    def summarize_in_background(
+        self,
+        user_id: str,
+        model: BaseChatModel,
+        *,
+        min_messages: int = 1,
+        extractive_fallback: bool = False,
+        grounded: bool = False,
+        reconcile: bool = True,
+    ) -> Future[list[str]] | None:
+        """See :meth:`TieredMemory.summarize_in_background`."""
+        user_id = validate_user_id(user_id)
+        options = {
+            "extractive_fallback": extractive_fallback,
+            "grounded": grounded,
+            "reconcile": reconcile,
+        }
+        with self._lock:
+            if user_id in self._jobs:
+                return None
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=2, thread_name_prefix="tiered-memory-summarize"
+                )
+            job = self._executor.submit(self._background_job, user_id, model, min_messages, options)
+            self._jobs[user_id] = job
+        return job
+
+    def _background_job(
+        self, user_id: str, model: BaseChatModel, min_messages: int, options: dict[str, bool]
+    ) -> list[str]:
+        memory = self.memory
+        try:
+            pending = memory.history.length(user_id) - memory.summaries.get_watermark(user_id)
+            if pending < min_messages:
+                return []
+            return self.summarize_history(user_id, model, **options)
+        except Exception:  # a background job has nobody to raise to: log it
+            logger.exception("background summarization of %r failed", user_id)
+            return []
+        finally:
+            with self._lock:
+                self._jobs.pop(user_id, None)
+
+    def wait_for_background(self, timeout: float | None = None) -> None:
+        """Block until the background summaries running now have finished."""
+        with self._lock:
+            jobs = list(self._jobs.values())
+        wait(jobs, timeout=timeout)
+
+    def shutdown(self) -> None:
+        """Wait for the background summaries and stop their threads."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
+
+    # ----- every user -----
+
+    def pending_users(self, min_messages: int = 20) -> list[str]:
+        """See :meth:`TieredMemory.pending_users`."""
+        return drive(self._pending_plan(min_messages))
+
+    async def apending_users(self, min_messages: int = 20) -> list[str]:
+        """Async :meth:`pending_users`."""
+        return await adrive(self._pending_plan(min_messages))
+
+    def _pending_plan(self, min_messages: int) -> Plan[list[str]]:
+        memory = self.memory
+        if memory.queue is not None and (yield step(memory.queue, "indexed")):
+            return (yield step(memory.queue, "pending_users", min_messages))  # type: ignore[no-any-return]
+        out = []
+        for user_id in (yield step(memory.history, "users")):
+            try:
+                length = yield step(memory.history, "length", user_id)
+                watermark = yield step(memory.summaries, "get_watermark", user_id)
+            except CorruptMemoryError:
+                logger.exception("cannot tell whether %r has pending messages", user_id)
+                continue
+            if length - watermark >= min_messages:
+                out.append(user_id)
+        return out
+
+    def sweep_pending(self) -> int:
+        """See :meth:`TieredMemory.sweep_pending`."""
+        return drive(self._sweep_plan())
+
+    async def asweep_pending(self) -> int:
+        """Async :meth:`sweep_pending`."""
+        return await adrive(self._sweep_plan())
+
+    def _sweep_plan(self) -> Plan[int]:
+        queue = self.memory.queue
+        if queue is None:
+            return 0
+        n = 0
+        indexed = yield step(queue, "indexed_users")  # before the SCAN: a user new since is kept
+        users = yield step(self.memory.history, "users")
+        for user_id in users:
+            try:
+                yield from self._settle_plan(user_id, None, True)
+            except CorruptMemoryError:
+                logger.exception("cannot index the pending messages of %r", user_id)
+                continue
+            n += 1
+        for gone in sorted(indexed - set(users)):
+            yield step(queue, "forget", gone)  # its data expired (user_ttl) or was deleted
+        yield step(queue, "mark_indexed")
+        return n
+
+    def summarize_pending(
+        self,
+        model: BaseChatModel,
+        *,
+        min_messages: int = 20,
+        extractive_fallback: bool = False,
+        grounded: bool = False,
+    ) -> dict[str, list[str]]:
+        """See :meth:`TieredMemory.summarize_pending`."""
+        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
+        return drive(self._job_plan(model, min_messages, options))
+
+    async def asummarize_pending(
+        self,
+        model: BaseChatModel,
+        *,
+        min_messages: int = 20,
+        extractive_fallback: bool = False,
+        grounded: bool = False,
+    ) -> dict[str, list[str]]:
+        """Async :meth:`summarize_pending` (users one after another)."""
+        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
+        return await adrive(self._job_plan(model, min_messages, options))
+
+    def _job_plan(
+        self, model: BaseChatModel, min_messages: int, options: dict[str, bool]
+    ) -> Plan[dict[str, list[str]]]:
+        done: dict[str, list[str]] = {}
+        for user_id in (yield from self._pending_plan(min_messages)):
+            try:
+                done[user_id] = yield from self._history_plan(
+                    user_id, model, DEFAULT_SUMMARY_BATCH, True, options
+                )
+            except MemoryBackendError:
+                raise  # the store is down: every other user would fail the same way
+            except SummarizationError as exc:
+                logger.warning("summarizing %r failed: %s", user_id, exc)
+            except Exception:  # one user's bad data must not stop the others
+                logger.exception("summarizing %r failed; going on with the other users", user_id)
+        return done

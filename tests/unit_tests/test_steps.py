@@ -1,0 +1,78 @@
+"""One plan, two drivers (``_steps``): the sync and the async driver run the same plan alike.
+
+A step's exception reaches the plan at its ``yield`` (so its ``except`` and ``finally``
+work, a ``finally`` may itself ask for steps), and what the plan does not handle reaches
+the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from langchain_tiered_memory._steps import Plan, Step, adrive, drive, step
+
+
+class Log:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def put(self, name: str) -> str:
+        self.calls.append(f"sync {name}")
+        if name == "bad":
+            raise KeyError(name)
+        return name.upper()
+
+    async def aput(self, name: str) -> str:
+        self.calls.append(f"async {name}")
+        if name == "bad":
+            raise KeyError(name)
+        return name.upper()
+
+
+def plan(log: Log, names: list[str]) -> Plan[list[str]]:
+    out = []
+    try:
+        for name in names:
+            try:
+                out.append((yield step(log, "put", name)))
+            except KeyError:
+                out.append("handled")
+                if name == "bad" and "fatal" in names:
+                    raise
+    finally:
+        yield step(log, "put", "cleanup")
+    return out
+
+
+@pytest.mark.parametrize("names", [["a", "b"], ["a", "bad", "c"], [], ["bad", "fatal"]])
+def test_both_drivers_give_the_same_result_and_the_same_calls(names: list[str]) -> None:
+    sync_log, async_log = Log(), Log()
+    outcomes: list[Any] = []
+    for log, runner in (
+        (sync_log, lambda p: drive(p)),
+        (async_log, lambda p: asyncio.run(adrive(p))),
+    ):
+        try:
+            outcomes.append(runner(plan(log, names)))
+        except KeyError as exc:
+            outcomes.append(f"raised {exc}")
+    assert outcomes[0] == outcomes[1]
+    assert [c.split()[1] for c in sync_log.calls] == [c.split()[1] for c in async_log.calls]
+    assert all(c.startswith("sync") for c in sync_log.calls)
+    assert all(c.startswith("async") for c in async_log.calls)
+    assert sync_log.calls[-1] == "sync cleanup"  # the finally ran its own step
+    if names == ["a", "bad", "c"]:
+        assert outcomes[0] == ["A", "handled", "C"]
+    if "fatal" in names:
+        assert outcomes[0] == "raised 'bad'"
+
+
+def test_a_step_names_its_two_forms() -> None:
+    log = Log()
+    made = step(log, "put", "x")
+    assert made == Step(log.put, log.aput, ("x",), {})
+    with pytest.raises(AttributeError):
+        step(log, "missing")
