@@ -225,7 +225,7 @@ def test_a_checkpoint_is_never_seen_torn(embedded_url: str, key_prefix: str) -> 
 
 
 def test_prefix_acl_user_runs_memory_and_saver(redis_server_url: str, key_prefix: str) -> None:
-    """The README's ACL rule: only the package's key prefix, data commands, no admin."""
+    """The guide's ACL rule: only the package's key prefix, data commands, no admin."""
     admin = redis.Redis.from_url(redis_server_url)
     user, password = f"u{key_prefix}", "pw-" + uuid.uuid4().hex
     rule = README_ACL_RULE.replace("<prefix>", key_prefix).split()
@@ -275,10 +275,10 @@ def _call(name: str, args: dict[str, Any]) -> Any:
 
 
 def _readme_acl_rule() -> str:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "guide.md").read_text()
     marker = "ACL SETUSER app on >secret "
     line = next(x for x in readme.splitlines() if x.startswith(marker))
-    # the README shows the default prefix: swap in the placeholder the test fills in
+    # the guide shows the default prefix: swap in the placeholder the test fills in
     return line.split(marker, 1)[1].strip().replace("~tm*", "~<prefix>*")
 
 

@@ -1,4 +1,4 @@
-"""What may import what: the layering the README's layout section draws, enforced.
+"""What may import what: the layering docs/development.md draws, enforced.
 
 Every import statement counts, also one inside a function (a lazy import is still a
 dependency): the stores and the savers know no graph, CLI or local model; the graph and
@@ -85,6 +85,18 @@ def test_the_facade_and_defaults_do_not_import_each_other() -> None:
     memory, defaults = PACKAGE / "memory.py", PACKAGE / "defaults.py"
     assert not any(under(n, "defaults") for n in imports_of(memory))
     assert any(under(n, "memory") for n in imports_of(defaults))  # the direction kept
+
+
+def test_the_layout_names_every_module() -> None:
+    """docs/development.md draws the rooms: a module added without a line there fails."""
+    layout = (PACKAGE.parent / "docs" / "development.md").read_text(encoding="utf-8")
+    for path in sorted(PACKAGE.iterdir()):
+        if path.name.startswith("__") or path.suffix not in (".py", ""):
+            continue
+        if path.is_dir() and not (path / "__init__.py").exists():
+            continue
+        name = path.name + "/" if path.is_dir() else path.name
+        assert f"  {name}" in layout, f"docs/development.md does not name {name}"
 
 
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path: Path) -> None:

