@@ -16,7 +16,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from langchain_tiered_memory._redis import EmbeddedRedis, RedisConnection
+    from langchain_tiered_memory._redis import RedisConnection
+    from langchain_tiered_memory._server import EmbeddedRedis
     from langchain_tiered_memory.context import MemoryContext
     from langchain_tiered_memory.embeddings import (
         HashingEmbeddings,
@@ -105,7 +106,7 @@ __all__ = [
 _MODULES: dict[str, str] = {
     "CorruptMemoryError": "langchain_tiered_memory.errors",
     "DefaultTags": "langchain_tiered_memory.stores",
-    "EmbeddedRedis": "langchain_tiered_memory._redis",
+    "EmbeddedRedis": "langchain_tiered_memory._server",
     "EmbeddingsMismatchError": "langchain_tiered_memory.errors",
     "HashingEmbeddings": "langchain_tiered_memory.embeddings",
     "HistoryStore": "langchain_tiered_memory.stores",

@@ -26,9 +26,9 @@ from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder
 from langchain_tiered_memory._redis import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_POOL_TIMEOUT,
-    EmbeddedRedis,
     RedisConnection,
 )
+from langchain_tiered_memory._server import EmbeddedRedis
 from langchain_tiered_memory.queue import SummaryQueue
 from langchain_tiered_memory.stores.history import HistoryStore, RedisHistoryStore
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_tiered_memory._redis import DATA_DIR_ENV
+from langchain_tiered_memory._server import DATA_DIR_ENV
 from langchain_tiered_memory.cli.chat import cmd_chat
 from langchain_tiered_memory.cli.commands import (
     cmd_demo,

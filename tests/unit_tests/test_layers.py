@@ -49,7 +49,7 @@ def under(name: str, *layers: str) -> bool:
     return any(name == f"{NAME}.{layer}" or name.startswith(f"{NAME}.{layer}.") for layer in layers)
 
 
-STORAGE = ("stores", "store", "checkpoint", "queue", "_redis", "_keys")
+STORAGE = ("stores", "store", "checkpoint", "queue", "_redis", "_keys", "_server")
 ABOVE_STORAGE = ("graph", "middleware", "cli", "local", "memory", "worker", "defaults")
 
 
@@ -85,6 +85,12 @@ def test_the_facade_and_defaults_do_not_import_each_other() -> None:
     memory, defaults = PACKAGE / "memory.py", PACKAGE / "defaults.py"
     assert not any(under(n, "defaults") for n in imports_of(memory))
     assert any(under(n, "memory") for n in imports_of(defaults))  # the direction kept
+
+
+@pytest.mark.parametrize("path", modules(*STORAGE[:-1]), ids=lambda p: p.name)
+def test_the_stores_never_start_a_server(path: Path) -> None:
+    """The client and the server supervisor are apart: a store only talks to a Redis."""
+    assert not any(under(n, "_server") for n in imports_of(path)), path.name
 
 
 def test_the_layout_names_every_module() -> None:
