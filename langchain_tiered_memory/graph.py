@@ -597,7 +597,6 @@ def create_memory_graph(
     """
     summary_model = summary_model or model
     policy = ModelPolicy.for_model(model, small=small_model)
-    small_model = policy.small
     if tag_capture is None:
         if force_tag_capture is not None:
             tag_capture = "forced" if force_tag_capture else "tool"
@@ -609,17 +608,17 @@ def create_memory_graph(
         )
     force_tag_capture = tag_capture == "forced"
     if extractive_summary_fallback is None:
-        extractive_summary_fallback = small_model
+        extractive_summary_fallback = policy.extractive_fallback
     if memory_prompt is None:
-        memory_prompt = render_compact_memory if small_model else render_memory_section
+        memory_prompt = render_compact_memory if policy.compact_prompt else render_memory_section
     if max_context_messages is None:
         max_context_messages = policy.max_context_messages
-    default_prompt = base_system_prompt(small_model)
+    default_prompt = base_system_prompt(policy.compact_prompt)
     nodes = MemoryNodes(
         memory=memory,
         system_prompt=system_prompt or default_prompt,
         render_memory=memory_prompt,
-        current_turn_only=small_model,
+        current_turn_only=policy.current_turn_only,
         max_context_messages=max_context_messages,
         recall_k=recall_k,
         memory_token_budget=memory_token_budget,
@@ -627,7 +626,7 @@ def create_memory_graph(
         auto_summarize_after=auto_summarize_after,
         summary_model=summary_model,
         extractive_summary_fallback=extractive_summary_fallback,
-        grounded_summaries=small_model,
+        grounded_summaries=policy.grounded,
     )
     tag_tool = UserTagTool(memory=memory)
     summarize_tool = SummarizeTool(
@@ -651,7 +650,7 @@ def create_memory_graph(
         AfterTurnCapture(
             memory=memory,
             model=model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL),
-            ground=_grounded if small_model else None,
+            ground=_grounded if policy.grounded else None,
             summarize=summarize_tool,
         )
         if tag_capture == "after_turn"
@@ -683,7 +682,7 @@ def create_memory_graph(
 
     def _scripted(state: dict[str, Any]) -> dict[str, Any] | None:
         # small models: a request to summarize runs the tool, and the reply is its report
-        if not small_model:
+        if not policy.scripted_requests:
             return None
         messages = state["messages"]
         reply = summary_reply(messages) or capture_reply(messages) or summarize_call(messages)

@@ -81,3 +81,25 @@ class ModelPolicy:
     def reconcile(self) -> bool:
         """Ask the model to compare new notes with stored ones (a small one cannot)."""
         return not self.small
+
+    @property
+    def extractive_fallback(self) -> bool:
+        """Keep the user's own statements when the model's summary is unusable."""
+        return self.small
+
+    @property
+    def compact_prompt(self) -> bool:
+        """The short system prompt and the one-line-per-fact memory section."""
+        return self.small
+
+    @property
+    def current_turn_only(self) -> bool:
+        """Send the current turn only, not the thread before it."""
+        return self.small
+
+    @property
+    def scripted_requests(self) -> bool:
+        """A request to summarize runs the tool and the reply is its report (a small model
+        does not call the tool reliably, nor report it faithfully).
+        """
+        return self.small

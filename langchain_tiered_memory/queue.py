@@ -25,7 +25,8 @@ read and acknowledged.
 The copy of the watermark can only lag (a crash between a summarization and its ack): the
 user then looks more pending than it is, is summarized (nothing new), and the ack fixes it.
 An enqueue lost to a crash between a turn's write and its note is recovered by
-:meth:`SummaryQueue.sweep`, which the worker runs at start (a SCAN over the users).
+:meth:`TieredMemory.sweep_pending <langchain_tiered_memory.TieredMemory.sweep_pending>`
+(``Summarization.sweep_pending``), which the worker runs at start (a SCAN over the users).
 """
 
 from __future__ import annotations

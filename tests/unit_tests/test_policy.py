@@ -32,3 +32,28 @@ def test_the_caller_overrides_the_marker_and_llamacpp_is_known_by_name() -> None
 
     assert is_small_model(ChatLlamaCpp())
     assert not is_small_model(object())
+
+
+GUARDS = ("extractive_fallback", "compact_prompt", "current_turn_only", "scripted_requests")
+
+
+def test_every_guard_the_graph_reads_follows_the_one_decision() -> None:
+    small, capable = ModelPolicy(small=True), ModelPolicy(small=False)
+    for guard in GUARDS:
+        assert getattr(small, guard) is True, guard
+        assert getattr(capable, guard) is False, guard
+
+
+def test_the_graph_takes_its_guards_from_the_policy_not_from_the_flag() -> None:
+    """create_memory_graph reads ModelPolicy's properties (a guard switched on by a raw
+    ``small_model`` bool would bypass the one decision)."""
+    import ast
+    import inspect
+
+    from langchain_tiered_memory import graph
+
+    tree = ast.parse(inspect.getsource(graph.create_memory_graph))
+    read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    assert set(GUARDS) <= read
+    names = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "small_model"]
+    assert len(names) == 1  # passed once, to ModelPolicy.for_model
