@@ -12,6 +12,9 @@ bytes after its thread is deleted and written again (by any process), and a key 
 can never return a value they do not decode to. A hit still reads the bytes from Redis (they
 are what is compared); what it saves is the decode.
 
+``delete_thread`` (and so ``forget_user``) empties the cache: an erased thread's messages
+do not stay in the process's memory either. It is per saver, never shared between them.
+
 What a hit returns is a fresh container (list, dict, set, a snapshot around a fresh
 container) of the same elements, so a reducer that extends its list in place does not change
 the cached value. The elements (messages) are shared, as LangGraph already shares them

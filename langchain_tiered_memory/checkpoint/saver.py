@@ -398,6 +398,8 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             for run_key, escaped in self._run_unmarks(runs, str(thread_id)):
                 pipe.srem(run_key, escaped)
             pipe.execute()
+        # an erased thread's decoded values must not outlive it in this process either
+        self._decoded.clear()
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread`."""
@@ -411,6 +413,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             for run_key, escaped in self._run_unmarks(runs, str(thread_id)):
                 pipe.srem(run_key, escaped)
             await pipe.execute()
+        self._decoded.clear()
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) that the given runs wrote."""

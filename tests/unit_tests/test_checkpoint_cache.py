@@ -141,7 +141,9 @@ def test_a_thread_written_again_under_the_same_fields_reads_its_new_values(
         ]["messages"]
         == old
     )
+    assert len(saver._decoded) > 0
     saver.delete_thread("again")
+    assert len(saver._decoded) == 0  # an erased thread's values leave the process too
     put(saver, "again", None, checkpoint("c1", {"messages": new}, versions), versions)
     loaded = saver.get_tuple({"configurable": {"thread_id": "again"}})
     assert loaded is not None and loaded.checkpoint["channel_values"]["messages"] == new
