@@ -34,7 +34,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages.tool import invalid_tool_call, tool_call
-from langchain_core.messages.utils import count_tokens_approximately, trim_messages
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph._internal._runnable import RunnableCallable
@@ -95,16 +95,26 @@ DEFAULT_CONTEXT_TOKEN_BUDGET = 8000
 DEFAULT_MAX_TOOL_ROUNDS = 5
 
 
-def _tail_over(messages: list[BaseMessage], budget: int) -> list[BaseMessage]:
-    """The newest messages up to and including the one that takes their tokens past
-    ``budget`` (all of them if they stay within it).
+def _newest_within(
+    system: BaseMessage, messages: Sequence[BaseMessage], budget: int
+) -> list[BaseMessage]:
+    """The system message and the newest ``messages`` within ``budget`` tokens, from the
+    first human message among them: ``trim_messages(strategy="last", start_on="human",
+    include_system=True, allow_partial=False)`` with ``count_tokens_approximately``, in one
+    pass. That counter adds up per message (each is rounded up on its own), so each message
+    is counted once; ``trim_messages`` counts prefixes in a binary search, a tenth of a
+    long thread's turn. tests/unit_tests/test_graph_limits.py checks the two agree.
     """
-    used = 0
+    remaining = max(0, budget - count_tokens_approximately([system]))
+    used, start = 0, len(messages)
     for i in range(len(messages) - 1, -1, -1):
         used += count_tokens_approximately([messages[i]])
-        if used > budget:
-            return messages[i:]
-    return messages
+        if used > remaining:
+            break
+        start = i
+    kept = messages[start:]
+    first = next((j for j, m in enumerate(kept) if m.type == "human"), len(kept))
+    return [system, *kept[first:]]
 
 
 def _add_message_batches(state: list[AnyMessage] | None, writes: Any) -> list[AnyMessage]:
@@ -331,21 +341,9 @@ class MemoryNodes:
         messages: list[BaseMessage] = [system, *history, *thread]
         if self.context_token_budget is None:
             return messages
-        tail = _tail_over(thread, self.context_token_budget)
-        if len(tail) < len(thread):
-            # The thread's newest messages alone fill the budget: what is older, and the
-            # loaded history before it, would be trimmed anyway. Counting only the tail
-            # keeps a turn's cost flat in the thread's length (600 turns: 1,200 messages).
-            messages = [system, *tail]
-        trimmed = trim_messages(
-            messages,
-            max_tokens=self.context_token_budget,
-            token_counter=count_tokens_approximately,
-            strategy="last",
-            start_on="human",
-            include_system=True,
-            allow_partial=False,
-        )
+        # counted from the newest back, up to the budget: a turn's cost is flat in the
+        # thread's length (600 turns: 1,200 messages)
+        trimmed = _newest_within(system, messages[1:], self.context_token_budget)
         if len(trimmed) <= 1 and thread:
             # The latest exchange alone is over budget: keep it whole rather than send nothing.
             last = _last_human(thread)

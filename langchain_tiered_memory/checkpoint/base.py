@@ -48,7 +48,7 @@ from langgraph.checkpoint.base import (
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, escape_id
 from langchain_tiered_memory._redis import RedisConnection, as_text
-from langchain_tiered_memory.checkpoint.cache import DecodedValues
+from langchain_tiered_memory.checkpoint.cache import DecodedValues, fresh
 from langchain_tiered_memory.errors import CorruptMemoryError
 
 __all__ = ["BaseRedisSaver", "CheckpointTTL"]
@@ -249,6 +249,15 @@ DELTA_BATCH = 128
 # The requests of _delta_plan: ("load", _LOAD args) -> entries; ("members", (where, high,
 # low, count)) -> members newest first.
 DeltaPlan = Generator[tuple[str, Any], Any, Mapping[str, DeltaChannelHistory]]
+
+
+def _flat(entry: Sequence[Any]) -> Iterable[bytes]:
+    """The byte strings of a loaded entry (its parts and the items of its lists)."""
+    for part in entry:
+        if isinstance(part, list):
+            yield from (item for item in part if isinstance(item, bytes))
+        elif isinstance(part, bytes):
+            yield part
 
 
 class _Ancestor(NamedTuple):
@@ -645,6 +654,19 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         return result
 
     def _ancestor(self, thread_id: str, entry: Sequence[Any], channels: set[str]) -> _Ancestor:
+        """:meth:`_read_ancestor`, kept by the entry's bytes (see ``checkpoint/cache.py``)."""
+        key = (frozenset(channels), *(tuple(p) if isinstance(p, list) else p for p in entry))
+        size = sum(len(p) for p in _flat(entry))
+        found: _Ancestor = self._decoded.lookup(
+            key, size, lambda: self._read_ancestor(thread_id, entry, channels)
+        )
+        # new containers, as a decoded value's: a replay that extends a list changes no
+        # cached one
+        seeds = {ch: fresh(value) for ch, value in found.seeds.items()}
+        writes = [(task, channel, fresh(value)) for task, channel, value in found.writes]
+        return found._replace(writes=writes, seeds=seeds)
+
+    def _read_ancestor(self, thread_id: str, entry: Sequence[Any], channels: set[str]) -> _Ancestor:
         """What a delta walk needs of a loaded checkpoint, decoding only that: the
         writes to ``channels`` and their values if the checkpoint holds them (a
         ``JsonPlusSerializer`` msgpack record is first read without building its values,

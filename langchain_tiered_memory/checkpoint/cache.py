@@ -5,7 +5,9 @@ every 100 updates; every turn starts by reading that snapshot again, and decodin
 (LangGraph's serializer builds and validates each message) was most of a 600-turn thread's
 turn: 46 ms for 1,200 messages, growing with the thread; the up to 100 writes since the
 snapshot, replayed on it, took 4 ms more. The bytes of a snapshot and of a write do not
-change between turns, so the values decoded from them can be reused.
+change between turns, so the values decoded from them can be reused. The same holds for
+what a delta walk reads of each ancestor (its parent, its writes, its seeds): it is kept
+by the ancestor's stored bytes, so the 128 ancestors a turn walks are not decoded again.
 
 The cache is keyed by the bytes themselves, not by the blob's field: a field can name other
 bytes after its thread is deleted and written again (by any process), and a key of the bytes
@@ -25,22 +27,22 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
-__all__ = ["DecodedValues"]
+__all__ = ["DecodedValues", "fresh"]
 
 # Below this many bytes a value decodes in a few microseconds (a number, a short string):
 # caching it would cost about what it saves. One message (about 300 bytes) takes 40 us.
 MIN_BYTES = 128
 
 
-def _fresh(value: Any) -> Any:
+def fresh(value: Any) -> Any:
     """The same elements in a new container (see the module docstring)."""
     if isinstance(value, _DeltaSnapshot):
-        return _DeltaSnapshot(_fresh(value.value))
+        return _DeltaSnapshot(fresh(value.value))
     if isinstance(value, (list, dict, set)):
         return type(value)(value)
     return value
@@ -66,7 +68,7 @@ class DecodedValues:
         if max_bytes < 0:
             raise ValueError(f"max_bytes must be 0 (off) or more: {max_bytes!r}")
         self.max_bytes = max_bytes
-        self._values: OrderedDict[bytes, Any] = OrderedDict()
+        self._values: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._held = 0
         # a sync saver is shared by threads; every section is short and never waits on I/O
         self._lock = threading.Lock()
@@ -76,22 +78,27 @@ class DecodedValues:
 
     def get(self, blob: bytes, decode: Callable[[bytes], Any]) -> Any:
         """The value ``blob`` decodes to, decoded only if it is not held."""
-        size = len(blob)
+        return self.lookup(blob, len(blob), lambda: decode(blob))
+
+    def lookup(self, key: Hashable, size: int, compute: Callable[[], Any]) -> Any:
+        """The value of ``key`` (``size``: the stored bytes it stands for), computed only
+        if it is not held. ``key`` must determine the value: bytes, or a tuple of them.
+        """
         if size < MIN_BYTES or size > self.max_bytes:
-            return decode(blob)
+            return compute()
         with self._lock:
-            if blob in self._values:
-                self._values.move_to_end(blob)
-                return _fresh(self._values[blob])
-        value = decode(blob)  # outside the lock: two threads may decode the same bytes once
+            if key in self._values:
+                self._values.move_to_end(key)
+                return fresh(self._values[key][0])
+        value = compute()  # outside the lock: two threads may compute the same key once
         with self._lock:
-            if blob not in self._values:
-                self._values[blob] = value
+            if key not in self._values:
+                self._values[key] = (value, size)
                 self._held += size
                 while self._held > self.max_bytes:
-                    old, _ = self._values.popitem(last=False)
-                    self._held -= len(old)
-        return _fresh(value)
+                    _, (_, dropped) = self._values.popitem(last=False)
+                    self._held -= dropped
+        return fresh(value)
 
     def clear(self) -> None:
         """Drop every value."""

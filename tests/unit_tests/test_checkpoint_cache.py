@@ -111,6 +111,16 @@ def test_the_next_turn_of_a_long_thread_does_not_decode_its_snapshot_again(
     # snapshot and the writes since it
     assert cold_loads > 20
     assert cold.serde.loads - cold_loads <= 2  # type: ignore[attr-defined]
+    # nor is what the walk reads of each ancestor, and changing what a walk returned
+    # changes no later walk
+    read: list[object] = []
+    original = cold._read_ancestor
+    cold._read_ancestor = lambda *a: read.append(a) or original(*a)  # type: ignore[method-assign]
+    second["messages"]["seed"].value.append("changed in place")
+    second["messages"]["writes"].clear()
+    third = cold.get_delta_channel_history(config=config, channels=["messages"])
+    assert read == []
+    assert third == first
     uncached = RedisSaver(
         embedded_memory._connection,  # type: ignore[arg-type]
         serde=CountingSerde(),

@@ -91,3 +91,55 @@ def test_the_messages_delta_reducer_is_batching_invariant(writes: list[Any]) -> 
     assert [(m.id, m.content) for m in batched] == [(m.id, m.content) for m in one_by_one]
     split = _add_message_batches(_add_message_batches(state, writes[:1]), writes[1:])
     assert [(m.id, m.content) for m in split] == [(m.id, m.content) for m in batched]
+
+
+# ----- the one-pass trim agrees with LangChain's trim_messages -----
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from langchain_core.messages import (  # noqa: E402
+    BaseMessage,
+    SystemMessage,
+    ToolMessage,
+    trim_messages,
+)
+from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
+
+from langchain_tiered_memory.graph import _newest_within  # noqa: E402
+
+
+def _message(kind: int, size: int, i: int) -> BaseMessage:
+    text = "我" * size if i % 3 == 0 else "w" * size  # Chinese and English lengths
+    if kind == 0:
+        return HumanMessage(text, id=str(i))
+    if kind == 1:
+        call = {"name": "user_tag", "args": {"tag": "age", "value": "30"}, "id": f"c{i}"}
+        return AIMessage(text, id=str(i), tool_calls=[call] if i % 2 else [])
+    return ToolMessage(text, tool_call_id=f"c{i}", id=str(i))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 400)), max_size=40),
+    st.integers(0, 3000),
+    st.integers(0, 300),
+    st.integers(0, 40),
+    st.sampled_from([None, -1, 0, 1]),
+)
+def test_the_one_pass_trim_keeps_what_trim_messages_keeps(
+    shape: list[tuple[int, int]], budget: int, system_size: int, cut: int, slack: int | None
+) -> None:
+    system = SystemMessage("s" * system_size)
+    messages = [_message(kind, size, i) for i, (kind, size) in enumerate(shape)]
+    if slack is not None:  # a budget at a message boundary exactly, or one token off it
+        budget = max(0, count_tokens_approximately([system, *messages[cut:]]) + slack)
+    expected = trim_messages(
+        [system, *messages],
+        max_tokens=budget,
+        token_counter=count_tokens_approximately,
+        strategy="last",
+        start_on="human",
+        include_system=True,
+        allow_partial=False,
+    )
+    assert _newest_within(system, messages, budget) == expected
