@@ -179,7 +179,7 @@ def library_run(
     ks: Sequence[int],
     config: RetrievalConfig | None,
     dedup_threshold: float | None = None,
-    vector_dtype: str = "float16",
+    vector_dtype: str = "int8",
 ) -> tuple[Scores, dict[str, Any]]:
     """Store every conversation through ``add_summaries`` and ask every question."""
     connection = RedisConnection(url)
@@ -319,8 +319,8 @@ def main() -> None:
     p.add_argument(
         "--vector-dtype",
         choices=["float16", "float32", "int8"],
-        default="float16",
-        help="how the summary store keeps vectors (default float16, the store's default)",
+        default="int8",
+        help="how the summary store keeps vectors (default int8, the store's default)",
     )
     args = p.parse_args()
     ks = sorted(set(args.k))

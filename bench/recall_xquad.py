@@ -114,7 +114,7 @@ def bm25_only(users: list[User]) -> dict[int, float]:
 
 
 def library(
-    users: list[User], emb: Embeddings, url: str, vector_dtype: str = "float16"
+    users: list[User], emb: Embeddings, url: str, vector_dtype: str = "int8"
 ) -> tuple[dict[int, float], Any]:
     connection = RedisConnection(url)
     memory = TieredMemory(
@@ -163,7 +163,7 @@ def main() -> None:
         "--vector-dtype",
         nargs="+",
         choices=["float16", "float32", "int8"],
-        default=["float16"],
+        default=["int8"],
         help="how the summary store keeps vectors (several: one row each)",
     )
     args = p.parse_args()

@@ -409,7 +409,7 @@ async def test_async_parity(memory_factory: MemoryFactory) -> None:
 # --------------------------------------------------------------------------- Redis layout
 
 
-def test_redis_records_are_json_and_vectors_float16(embedded_memory: TieredMemory) -> None:
+def test_redis_records_are_json_and_vectors_int8(embedded_memory: TieredMemory) -> None:
     (item_id,) = embedded_memory.add_summaries("alice", [FACTS[0]], metadata={"k": "v"})
     assert embedded_memory.redis_url is not None
     client = raw_client(embedded_memory.redis_url)
@@ -421,11 +421,14 @@ def test_redis_records_are_json_and_vectors_float16(embedded_memory: TieredMemor
     datetime.fromisoformat(record["created_at"])
     raw = client.hget(keys.key("alice", "sum:vecs"), item_id)
     assert isinstance(raw, bytes)
-    vector = np.frombuffer(raw, dtype=np.float16)
+    assert len(raw) == 256 + 4  # int8 values, then their float32 scale
+    scale = np.frombuffer(raw[256:], dtype=np.float32)[0]
+    vector = np.frombuffer(raw[:256], dtype=np.int8).astype(np.float32) * scale
     expected = np.asarray(HashingEmbeddings().embed_query(FACTS[0]), dtype=np.float32)
-    assert vector.shape == (256,)
-    # a unit vector in float16: 3 significant digits, ample for a ranking
-    np.testing.assert_allclose(vector, expected / np.linalg.norm(expected), atol=1e-3)
+    unit = expected / np.linalg.norm(expected)
+    assert abs(scale * 127 - np.abs(unit).max()) < 1e-6  # the largest value maps to 127
+    # each value within half a step of the scale: ample for a ranking
+    np.testing.assert_allclose(vector, unit, atol=float(scale) / 2 + 1e-7)
     client.close()
 
 
@@ -571,11 +574,11 @@ class TestStandardRetrieverEmbedded(_StandardRetrieverTests):
             yield
 
 
-def test_vectors_are_stored_as_float16_and_float32_ones_still_load(
+def test_vectors_are_stored_as_int8_and_float16_and_float32_ones_still_load(
     embedded_memory: TieredMemory,
 ) -> None:
-    """Half the bytes per vector; a store written as float32 (0.1, or vector_dtype=) or
-    int8 mixes."""
+    """A quarter of float32's bytes per vector; a store written as float32 (0.1) or float16
+    (0.2) mixes with it."""
     from langchain_tiered_memory.stores.summaries import RedisSummaryStore
 
     memory = embedded_memory
@@ -585,7 +588,7 @@ def test_vectors_are_stored_as_float16_and_float32_ones_still_load(
     client = summaries.connection.sync
     vecs_key = summaries.keys.key("u", "sum:vecs")
     dim = len(memory.summaries.embeddings.embed_query("x"))
-    assert len(client.hget(vecs_key, first) or b"") == 2 * dim
+    assert len(client.hget(vecs_key, first) or b"") == dim + 4  # values and their scale
     wide = RedisSummaryStore(
         summaries.connection,
         embeddings=summaries.embeddings,
@@ -594,14 +597,14 @@ def test_vectors_are_stored_as_float16_and_float32_ones_still_load(
     )
     (second,) = wide.add("u", ["The user plays the violin."])
     assert len(client.hget(vecs_key, second) or b"") == 4 * dim
-    narrow = RedisSummaryStore(
+    half = RedisSummaryStore(
         summaries.connection,
         embeddings=summaries.embeddings,
         keys=summaries.keys,
-        vector_dtype="int8",
+        vector_dtype="float16",
     )
-    (third,) = narrow.add("u", ["The user's sister lives in Lyon."])
-    assert len(client.hget(vecs_key, third) or b"") == dim + 4  # values and their scale
+    (third,) = half.add("u", ["The user's sister lives in Lyon."])
+    assert len(client.hget(vecs_key, third) or b"") == 2 * dim
     fresh = RedisSummaryStore(
         summaries.connection, embeddings=summaries.embeddings, keys=summaries.keys
     )
