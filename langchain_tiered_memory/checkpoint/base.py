@@ -24,6 +24,7 @@ so a thread lives in one Redis Cluster slot and each write is one atomic Lua scr
 
 from __future__ import annotations
 
+import hashlib
 import random
 import zlib
 from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
@@ -170,6 +171,25 @@ end
 return out
 """
 
+# ARGV: members. Per member, what says whether a delta walk's copy of it is still current:
+# "<sha1 of the record>:<sha1 of its refs>:<number of its writes>", or false if it is gone.
+# A regular write is never replaced (HSETNX), so the count tells whether writes came.
+_DIGEST = r"""
+local out = {}
+for i = 1, #ARGV do
+  local m = ARGV[i]
+  local rec = redis.call('HGET', KEYS[2], m)
+  if rec then
+    local refs = redis.call('HGET', KEYS[7], m) or ''
+    local n = redis.call('ZLEXCOUNT', KEYS[4], '[' .. m .. '\0', '(' .. m .. '\1')
+    out[i] = redis.sha1hex(rec) .. ':' .. redis.sha1hex(refs) .. ':' .. n
+  else
+    out[i] = false
+  end
+end
+return out
+"""
+
 # ARGV: mode, args. mode "members": delete those
 # checkpoints and their writes; "run": ARGV[2] is a run id, delete its checkpoints.
 # A blob the deleted checkpoints held goes too unless a checkpoint left still holds it
@@ -244,20 +264,15 @@ return 1
 """
 
 
-# Ancestors loaded per round trip by get_delta_channel_history.
+# Ancestors loaded per round trip by get_delta_channel_history (the first batch of a walk
+# is small: what is new since the last walk is a turn's few steps), and at most this many
+# kept ones checked by one digest call (past them the walk loads).
 DELTA_BATCH = 128
+DELTA_FIRST = 16
+DIGEST_MAX = 4096
 # The requests of _delta_plan: ("load", _LOAD args) -> entries; ("members", (where, high,
 # low, count)) -> members newest first.
 DeltaPlan = Generator[tuple[str, Any], Any, Mapping[str, DeltaChannelHistory]]
-
-
-def _flat(entry: Sequence[Any]) -> Iterable[bytes]:
-    """The byte strings of a loaded entry (its parts and the items of its lists)."""
-    for part in entry:
-        if isinstance(part, list):
-            yield from (item for item in part if isinstance(item, bytes))
-        elif isinstance(part, bytes):
-            yield part
 
 
 class _Ancestor(NamedTuple):
@@ -269,6 +284,27 @@ class _Ancestor(NamedTuple):
     parent: str | None
     writes: list[PendingWrite]
     seeds: dict[str, Any]
+
+
+def _byte_parts(entry: Sequence[Any]) -> Iterable[bytes]:
+    """The byte strings of a loaded entry: record, write values, refs, blob values."""
+    for part in entry:
+        if isinstance(part, bytes):
+            yield part
+        elif isinstance(part, list):
+            yield from (item for item in part if isinstance(item, bytes))
+
+
+def _fresh_ancestor(ancestor: _Ancestor) -> _Ancestor:
+    """A kept ancestor in new containers: a replay that extends a list changes no kept one."""
+    writes = [(task, channel, fresh(value)) for task, channel, value in ancestor.writes]
+    seeds = {ch: fresh(value) for ch, value in ancestor.seeds.items()}
+    return ancestor._replace(writes=writes, seeds=seeds)
+
+
+def _sha1(data: bytes | str) -> str:
+    """Lua's ``redis.sha1hex`` of the same bytes."""
+    return hashlib.sha1(data.encode() if isinstance(data, str) else data).hexdigest()
 
 
 def _skip_ext(code: int, data: bytes) -> None:
@@ -627,14 +663,35 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         ns = parent["configurable"].get("checkpoint_ns", "") if parent else ""
         cursor = str(parent["configurable"]["checkpoint_id"]) if parent else None
         loaded: dict[str, _Ancestor] = {}
+        batch = DELTA_FIRST
+        walked: set[str] = set()
         while cursor is not None and remaining:
+            if cursor in walked:  # a parent chain that loops would walk forever
+                raise CorruptMemoryError(
+                    f"checkpoint {cursor!r} of thread {where.thread_id!r} is its own "
+                    "ancestor; delete the thread (delete_thread) or restore its keys."
+                )
+            walked.add(cursor)
             if cursor not in loaded:
+                # The ancestors this saver walked before are checked, not loaded again:
+                # one digest each (record, refs, write count), one round trip for them all.
+                chain = self._walked_chain(where.thread_id, ns, cursor, remaining)
+                if chain:
+                    digests = yield "digest", [member for member, _, _ in chain]
+                    for (_, digest, ancestor), now in zip(chain, digests, strict=True):
+                        if now is None or as_text(now) != digest:
+                            break  # changed or gone: it and what is older are loaded
+                        loaded[ancestor.checkpoint_id] = _fresh_ancestor(ancestor)
+            if cursor not in loaded:
+                # the newest ones are few (a turn's steps): a small batch first
                 high, low = f"[{ns}{SEP}{cursor}", f"[{ns}{SEP}"
-                members = yield "members", (where, high, low, DELTA_BATCH)
+                members = yield "members", (where, high, low, batch)
                 entries = (yield "load", self._load_members_args(members)) if members else []
+                batch = DELTA_BATCH
                 for entry in entries:
                     found = self._ancestor(where.thread_id, entry, remaining)
-                    loaded[found.checkpoint_id] = found
+                    self._keep_walked(where.thread_id, entry, remaining, found)
+                    loaded[found.checkpoint_id] = _fresh_ancestor(found)
                 if cursor not in loaded:
                     break  # the parent is gone (pruned): the walk ends, as the default's
             ancestor = loaded[cursor]
@@ -653,20 +710,34 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
             result[ch] = entry_
         return result
 
-    def _ancestor(self, thread_id: str, entry: Sequence[Any], channels: set[str]) -> _Ancestor:
-        """:meth:`_read_ancestor`, kept by the entry's bytes (see ``checkpoint/cache.py``)."""
-        key = (frozenset(channels), *(tuple(p) if isinstance(p, list) else p for p in entry))
-        size = sum(len(p) for p in _flat(entry))
-        found: _Ancestor = self._decoded.lookup(
-            key, size, lambda: self._read_ancestor(thread_id, entry, channels)
-        )
-        # new containers, as a decoded value's: a replay that extends a list changes no
-        # cached one
-        seeds = {ch: fresh(value) for ch, value in found.seeds.items()}
-        writes = [(task, channel, fresh(value)) for task, channel, value in found.writes]
-        return found._replace(writes=writes, seeds=seeds)
+    def _walked_chain(
+        self, thread_id: str, ns: str, cursor: str | None, channels: set[str]
+    ) -> list[tuple[str, str, _Ancestor]]:
+        """The kept ancestors from ``cursor`` back, as (member, digest, ancestor)."""
+        chain: list[tuple[str, str, _Ancestor]] = []
+        wanted, unseeded = frozenset(channels), set(channels)
+        while cursor is not None and unseeded and len(chain) < DIGEST_MAX:
+            member = f"{ns}{SEP}{cursor}"
+            kept = self._decoded.peek(("walked", thread_id, member, wanted))
+            if kept is None:
+                break
+            digest, ancestor = kept
+            chain.append((member, digest, ancestor))
+            unseeded -= ancestor.seeds.keys()  # the walk ends where every channel has a seed
+            cursor = ancestor.parent
+        return chain
 
-    def _read_ancestor(self, thread_id: str, entry: Sequence[Any], channels: set[str]) -> _Ancestor:
+    def _keep_walked(
+        self, thread_id: str, entry: Sequence[Any], channels: set[str], found: _Ancestor
+    ) -> None:
+        member, record, fields = as_text(entry[0]), entry[1], entry[2]
+        refs = entry[4] if len(entry) > 4 else b""
+        digest = f"{_sha1(record)}:{_sha1(refs)}:{len(fields)}"
+        size = sum(len(part) for part in _byte_parts(entry))
+        key = ("walked", thread_id, member, frozenset(channels))
+        self._decoded.keep(key, (digest, found), size)
+
+    def _ancestor(self, thread_id: str, entry: Sequence[Any], channels: set[str]) -> _Ancestor:
         """What a delta walk needs of a loaded checkpoint, decoding only that: the
         writes to ``channels`` and their values if the checkpoint holds them (a
         ``JsonPlusSerializer`` msgpack record is first read without building its values,

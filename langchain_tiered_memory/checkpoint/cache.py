@@ -5,9 +5,11 @@ every 100 updates; every turn starts by reading that snapshot again, and decodin
 (LangGraph's serializer builds and validates each message) was most of a 600-turn thread's
 turn: 46 ms for 1,200 messages, growing with the thread; the up to 100 writes since the
 snapshot, replayed on it, took 4 ms more. The bytes of a snapshot and of a write do not
-change between turns, so the values decoded from them can be reused. The same holds for
-what a delta walk reads of each ancestor (its parent, its writes, its seeds): it is kept
-by the ancestor's stored bytes, so the 128 ancestors a turn walks are not decoded again.
+change between turns, so the values decoded from them can be reused. What a delta walk read
+of each ancestor (its parent and its writes) is kept too, by thread and checkpoint; the next
+walk checks it against Redis with one digest per ancestor (``_DIGEST``: the record's and its
+refs' SHA-1 and the number of its writes) and loads only what is new or changed, so a turn
+no longer reads the up to 250 ancestors since the last snapshot again.
 
 The cache is keyed by the bytes themselves, not by the blob's field: a field can name other
 bytes after its thread is deleted and written again (by any process), and a key of the bytes
@@ -99,6 +101,29 @@ class DecodedValues:
                     _, (_, dropped) = self._values.popitem(last=False)
                     self._held -= dropped
         return fresh(value)
+
+    def peek(self, key: Hashable) -> Any:
+        """The value kept for ``key`` as it is (no new containers), or ``None``."""
+        with self._lock:
+            kept = self._values.get(key)
+            if kept is None:
+                return None
+            self._values.move_to_end(key)
+            return kept[0]
+
+    def keep(self, key: Hashable, value: Any, size: int) -> None:
+        """Keep ``value`` for ``key`` (``size``: the stored bytes it stands for)."""
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._values.pop(key, None)
+            if old is not None:
+                self._held -= old[1]
+            self._values[key] = (value, size)
+            self._held += size
+            while self._held > self.max_bytes:
+                _, (_, dropped) = self._values.popitem(last=False)
+                self._held -= dropped
 
     def clear(self) -> None:
         """Drop every value."""

@@ -22,6 +22,7 @@ from langchain_tiered_memory._redis import ConnectionOwner, RedisConnection, as_
 from langchain_tiered_memory.checkpoint.base import (
     _COPY,
     _DELETE,
+    _DIGEST,
     _LOAD,
     _PUT,
     _PUT_WRITES,
@@ -188,8 +189,8 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
                 kind, args = plan.send(reply)
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
-            if kind == "load":
-                reply = self._eval(_LOAD, thread_id, *args)
+            if kind in ("load", "digest"):
+                reply = self._eval(_LOAD if kind == "load" else _DIGEST, thread_id, *args)
             else:
                 where, high, low, count = args
                 reply = self._members(where, high, low, 0, count)
@@ -205,8 +206,9 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
                 kind, args = plan.send(reply)
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
-            if kind == "load":
-                reply = await self._aeval(_LOAD, thread_id, *args)
+            if kind in ("load", "digest"):
+                script = _LOAD if kind == "load" else _DIGEST
+                reply = await self._aeval(script, thread_id, *args)
             else:
                 where, high, low, count = args
                 reply = await self._amembers(where, high, low, 0, count)

@@ -9,10 +9,11 @@ returns.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from test_checkpoint_blobs import checkpoint, put
@@ -20,6 +21,7 @@ from test_checkpoint_blobs import checkpoint, put
 from langchain_tiered_memory import TieredMemory, create_memory_graph
 from langchain_tiered_memory.checkpoint import RedisSaver
 from langchain_tiered_memory.checkpoint.cache import MIN_BYTES, DecodedValues
+from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -114,8 +116,8 @@ def test_the_next_turn_of_a_long_thread_does_not_decode_its_snapshot_again(
     # nor is what the walk reads of each ancestor, and changing what a walk returned
     # changes no later walk
     read: list[object] = []
-    original = cold._read_ancestor
-    cold._read_ancestor = lambda *a: read.append(a) or original(*a)  # type: ignore[method-assign]
+    original = cold._ancestor
+    cold._ancestor = lambda *a: read.append(a) or original(*a)  # type: ignore[method-assign]
     second["messages"]["seed"].value.append("changed in place")
     second["messages"]["writes"].clear()
     third = cold.get_delta_channel_history(config=config, channels=["messages"])
@@ -157,3 +159,77 @@ def test_a_thread_written_again_under_the_same_fields_reads_its_new_values(
     put(saver, "again", None, checkpoint("c1", {"messages": new}, versions), versions)
     loaded = saver.get_tuple({"configurable": {"thread_id": "again"}})
     assert loaded is not None and loaded.checkpoint["channel_values"]["messages"] == new
+
+
+# ----- the walk checks what it kept (one digest an ancestor), loads only what is new -----
+
+
+def _long_thread(memory: TieredMemory, saver: RedisSaver, thread: str, turns: int) -> Any:
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["r" * 50]), memory=memory, checkpointer=saver
+    )
+    config: Any = {"configurable": {"thread_id": thread}}
+    for turn in range(turns):
+        run = {**config, "metadata": {"run_id": str(uuid.uuid4())}}  # for delete_for_runs
+        graph.invoke({"messages": [("user", f"{turn} " + "m" * 50)]}, run, context={"user_id": "u"})
+    return graph, config
+
+
+def _ids(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [i for item in value for i in _ids(item)]
+    return [value.id] if isinstance(value, BaseMessage) else []
+
+
+def _walk(saver: RedisSaver, config: Any) -> Any:
+    return saver.get_delta_channel_history(config=config, channels=["messages"])
+
+
+def _cold(memory: TieredMemory) -> RedisSaver:
+    return RedisSaver(memory._connection, decode_cache_bytes=0)  # type: ignore[arg-type]
+
+
+def test_a_warm_walk_loads_only_the_checkpoints_new_since_the_last(
+    embedded_memory: TieredMemory,
+) -> None:
+    saver = embedded_memory.checkpointer()
+    graph, config = _long_thread(embedded_memory, saver, "warm", 40)
+    _walk(saver, config)
+    graph.invoke({"messages": [("user", "one more")]}, config, context={"user_id": "u"})
+    decoded: list[object] = []
+    original = saver._ancestor
+    saver._ancestor = lambda *a: decoded.append(a) or original(*a)  # type: ignore[method-assign]
+    warm = _walk(saver, config)
+    assert 0 < len(decoded) <= 16  # the turn's few new checkpoints, one small batch
+    assert warm == _walk(_cold(embedded_memory), config)
+    assert len(warm["messages"]["writes"]) > 16  # the walk itself was long
+
+
+def test_a_write_to_an_old_checkpoint_a_delete_and_a_rewrite_are_seen(
+    embedded_memory: TieredMemory,
+) -> None:
+    """What another process (or time travel) changes under a kept ancestor is loaded again:
+    a late write to a checkpoint that has children, checkpoints deleted by run, and a
+    checkpoint put again under its id with another record."""
+    saver = embedded_memory.checkpointer()
+    graph, config = _long_thread(embedded_memory, saver, "changed", 30)
+    history = list(saver.list(config))
+    _walk(saver, config)  # kept
+    old = history[len(history) // 2].config
+    saver.put_writes(old, [("messages", [AIMessage("late", id="late")])], task_id="late-task")
+    warm = _walk(saver, config)
+    assert warm == _walk(_cold(embedded_memory), config)
+    assert "late" in _ids([value for _, _, value in warm["messages"]["writes"]])
+    runs = {t.metadata.get("run_id") for t in history if t.metadata.get("run_id")}
+    saver.delete_for_runs([sorted(runs)[len(runs) // 3]])
+    assert _walk(saver, config) == _walk(_cold(embedded_memory), config)
+    tuple_ = saver.get_tuple(history[5].config)
+    assert tuple_ is not None
+    changed = dict(tuple_.metadata, note="put again")
+    assert tuple_.parent_config is not None
+    saver.put(tuple_.parent_config, tuple_.checkpoint, changed, {})  # type: ignore[arg-type]
+    assert _walk(saver, config) == _walk(_cold(embedded_memory), config)
+    # a checkpoint put as its own parent is corrupt data: a clear error, not a hang
+    saver.put(tuple_.config, tuple_.checkpoint, changed, {})  # type: ignore[arg-type]
+    with pytest.raises(CorruptMemoryError, match="its own ancestor"):
+        _walk(_cold(embedded_memory), config)
