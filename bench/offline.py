@@ -189,6 +189,7 @@ def sizing(url: str) -> tuple[int, dict[str, int]]:
     from pydantic import BaseModel
 
     from langchain_tiered_memory import TieredMemory
+    from langchain_tiered_memory.opening import keys_of
 
     class Profile(BaseModel):
         name: str | None = None
@@ -223,7 +224,7 @@ def sizing(url: str) -> tuple[int, dict[str, int]]:
         assert memory._connection is not None
         client = memory._connection.sync
         per_kind = {}
-        for key in memory._keys().all_keys("typical"):
+        for key in keys_of(memory.history).all_keys("typical"):
             used = client.memory_usage(key, samples=0)
             if used:
                 per_kind[key.rsplit("}:", 1)[1]] = int(used)

@@ -659,13 +659,15 @@ class TieredMemory:
                 stored and the watermark did not move.
 
         """
-        return self.summarization.summarize_history(
-            user_id,
-            model,
-            max_messages=max_messages,
-            extractive_fallback=extractive_fallback,
-            grounded=grounded,
-            reconcile=reconcile,
+        return drive(
+            self.summarization.summarize(
+                user_id,
+                model,
+                max_messages=max_messages,
+                extractive_fallback=extractive_fallback,
+                grounded=grounded,
+                reconcile=reconcile,
+            )
         )
 
     async def asummarize_history(
@@ -679,13 +681,15 @@ class TieredMemory:
         reconcile: bool = True,
     ) -> list[str]:
         """Async :meth:`summarize_history`."""
-        return await self.summarization.asummarize_history(
-            user_id,
-            model,
-            max_messages=max_messages,
-            extractive_fallback=extractive_fallback,
-            grounded=grounded,
-            reconcile=reconcile,
+        return await adrive(
+            self.summarization.summarize(
+                user_id,
+                model,
+                max_messages=max_messages,
+                extractive_fallback=extractive_fallback,
+                grounded=grounded,
+                reconcile=reconcile,
+            )
         )
 
     def summarize_in_background(
@@ -726,11 +730,11 @@ class TieredMemory:
         (:class:`CorruptMemoryError`) is logged and left out, so one bad record cannot hide
         every other user's work.
         """
-        return self.summarization.pending_users(min_messages)
+        return drive(self.summarization.pending_users(min_messages))
 
     async def apending_users(self, min_messages: int = 20) -> list[str]:
         """Async :meth:`pending_users`."""
-        return await self.summarization.apending_users(min_messages)
+        return await adrive(self.summarization.pending_users(min_messages))
 
     def sweep_pending(self) -> int:
         """Index every user's pending count (and queue the due ones) with one SCAN.
@@ -743,11 +747,11 @@ class TieredMemory:
             >>> memory.sweep_pending()  # doctest: +SKIP
             1042
         """
-        return self.summarization.sweep_pending()
+        return drive(self.summarization.sweep())
 
     async def asweep_pending(self) -> int:
         """Async :meth:`sweep_pending`."""
-        return await self.summarization.asweep_pending()
+        return await adrive(self.summarization.sweep())
 
     def summarize_pending(
         self,
@@ -768,11 +772,13 @@ class TieredMemory:
             >>> memory.summarize_pending(ChatOpenAI(), min_messages=50)  # doctest: +SKIP
             {'alice': ['12', '13']}
         """
-        return self.summarization.summarize_pending(
-            model,
-            min_messages=min_messages,
-            extractive_fallback=extractive_fallback,
-            grounded=grounded,
+        return drive(
+            self.summarization.summarize_pending(
+                model,
+                min_messages=min_messages,
+                extractive_fallback=extractive_fallback,
+                grounded=grounded,
+            )
         )
 
     async def asummarize_pending(
@@ -784,11 +790,13 @@ class TieredMemory:
         grounded: bool = False,
     ) -> dict[str, list[str]]:
         """Async :meth:`summarize_pending` (users one after another)."""
-        return await self.summarization.asummarize_pending(
-            model,
-            min_messages=min_messages,
-            extractive_fallback=extractive_fallback,
-            grounded=grounded,
+        return await adrive(
+            self.summarization.summarize_pending(
+                model,
+                min_messages=min_messages,
+                extractive_fallback=extractive_fallback,
+                grounded=grounded,
+            )
         )
 
     # ----- privacy: langchain_tiered_memory.privacy does the work -----

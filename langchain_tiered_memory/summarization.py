@@ -4,8 +4,8 @@
 calls are :mod:`~langchain_tiered_memory.summarizer`'s), keeps the summarization queue
 told where each user stands, runs background summaries in a small thread pool, and finds
 the users due. Each multi-step operation is one plan (``_steps``) run by a sync and an async
-driver, so the two forms cannot drift apart. ``TieredMemory`` delegates its summarization
-methods here; reach it as ``memory.summarization``.
+driver, so the two forms cannot drift apart. ``TieredMemory``'s summarization methods run
+these plans; reach it as ``memory.summarization``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 
 from langchain_tiered_memory._ids import validate_user_id
-from langchain_tiered_memory._steps import Plan, Step, adrive, drive, step
+from langchain_tiered_memory._steps import Plan, Step, drive, step
 from langchain_tiered_memory.errors import (
     CorruptMemoryError,
     MemoryBackendError,
@@ -60,8 +60,12 @@ class Summarization:
     It reads the memory's stores at each call, so a store an app swaps on the memory is the
     one used.
 
+    Its operations are plans (``_steps``): ``TieredMemory`` runs them with ``drive`` or
+    ``adrive``, and so does the worker.
+
     Example:
-        >>> memory.summarization.summarize_history("alice", model)  # doctest: +SKIP
+        >>> from langchain_tiered_memory._steps import drive
+        >>> drive(memory.summarization.summarize("alice", model))  # doctest: +SKIP
         ['12', '13']
     """
 
@@ -71,9 +75,9 @@ class Summarization:
         self._executor: ThreadPoolExecutor | None = None
         self._jobs: dict[str, Future[list[str]]] = {}
 
-    # ----- one user -----
+    # ----- one user (plans: run them with _steps.drive or adrive) -----
 
-    def summarize_history(
+    def summarize(
         self,
         user_id: str,
         model: BaseChatModel,
@@ -82,86 +86,26 @@ class Summarization:
         extractive_fallback: bool = False,
         grounded: bool = False,
         reconcile: bool = True,
-    ) -> list[str]:
-        """See :meth:`TieredMemory.summarize_history`."""
-        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
-        return drive(self._history_plan(user_id, model, max_messages, reconcile, options))
-
-    async def asummarize_history(
-        self,
-        user_id: str,
-        model: BaseChatModel,
-        *,
-        max_messages: int = DEFAULT_SUMMARY_BATCH,
-        extractive_fallback: bool = False,
-        grounded: bool = False,
-        reconcile: bool = True,
-    ) -> list[str]:
-        """Async :meth:`summarize_history`."""
-        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
-        return await adrive(self._history_plan(user_id, model, max_messages, reconcile, options))
-
-    def summarize_once(
-        self,
-        user_id: str,
-        model: BaseChatModel,
-        *,
-        max_messages: int = DEFAULT_SUMMARY_BATCH,
-        extractive_fallback: bool = False,
-        grounded: bool = False,
-        reconcile: bool = True,
-    ) -> list[str]:
-        """:meth:`summarize_history` without telling the queue: the worker settles the
-        queue entry it claimed itself.
+        settle: bool = True,
+    ) -> Plan[list[str]]:
+        """The plan of :meth:`TieredMemory.summarize_history`; with ``settle=False`` the
+        queue is not told (the worker settles the entry it claimed itself).
         """
         options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
-        return drive(self._once_plan(user_id, model, max_messages, reconcile, options))
-
-    async def asummarize_once(
-        self,
-        user_id: str,
-        model: BaseChatModel,
-        *,
-        max_messages: int = DEFAULT_SUMMARY_BATCH,
-        extractive_fallback: bool = False,
-        grounded: bool = False,
-        reconcile: bool = True,
-    ) -> list[str]:
-        """Async :meth:`summarize_once`."""
-        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
-        return await adrive(self._once_plan(user_id, model, max_messages, reconcile, options))
+        try:
+            return (yield from self._once_plan(user_id, model, max_messages, reconcile, options))
+        finally:
+            if settle and self.memory.queue is not None:
+                yield from self.settle(user_id)
 
     def settle(
         self, user_id: str, entry: QueueEntry | None = None, *, requeue: bool = True
-    ) -> None:
+    ) -> Plan[None]:
         """Tell the queue where the user's summarization stands (ack ``entry``); with
         ``requeue``, a user still due goes back on the queue. After a failed attempt it
         does not: the user's next turn queues it again, so a user the model cannot
         summarize does not spin the workers.
         """
-        drive(self._settle_plan(user_id, entry, requeue))
-
-    async def asettle(
-        self, user_id: str, entry: QueueEntry | None = None, *, requeue: bool = True
-    ) -> None:
-        """Async :meth:`settle`."""
-        await adrive(self._settle_plan(user_id, entry, requeue))
-
-    def _history_plan(
-        self,
-        user_id: str,
-        model: BaseChatModel,
-        max_messages: int,
-        reconcile: bool,
-        options: dict[str, bool],
-    ) -> Plan[list[str]]:
-        try:
-            return (yield from self._once_plan(user_id, model, max_messages, reconcile, options))
-        finally:
-            if self.memory.queue is not None:
-                yield from self._settle_plan(user_id, None, True)
-
-    def _settle_plan(self, user_id: str, entry: QueueEntry | None, requeue: bool) -> Plan[None]:
         memory = self.memory
         assert memory.queue is not None
         watermark = yield step(memory.summaries, "get_watermark", user_id)
@@ -265,7 +209,7 @@ class Summarization:
             pending = memory.history.length(user_id) - memory.summaries.get_watermark(user_id)
             if pending < min_messages:
                 return []
-            return self.summarize_history(user_id, model, **options)
+            return drive(self.summarize(user_id, model, **options))
         except Exception:  # a background job has nobody to raise to: log it
             logger.exception("background summarization of %r failed", user_id)
             return []
@@ -288,15 +232,8 @@ class Summarization:
 
     # ----- every user -----
 
-    def pending_users(self, min_messages: int = 20) -> list[str]:
-        """See :meth:`TieredMemory.pending_users`."""
-        return drive(self._pending_plan(min_messages))
-
-    async def apending_users(self, min_messages: int = 20) -> list[str]:
-        """Async :meth:`pending_users`."""
-        return await adrive(self._pending_plan(min_messages))
-
-    def _pending_plan(self, min_messages: int) -> Plan[list[str]]:
+    def pending_users(self, min_messages: int = 20) -> Plan[list[str]]:
+        """The plan of :meth:`TieredMemory.pending_users`."""
         memory = self.memory
         if memory.queue is not None and (yield step(memory.queue, "indexed")):
             return (yield step(memory.queue, "pending_users", min_messages))  # type: ignore[no-any-return]
@@ -312,15 +249,8 @@ class Summarization:
                 out.append(user_id)
         return out
 
-    def sweep_pending(self) -> int:
-        """See :meth:`TieredMemory.sweep_pending`."""
-        return drive(self._sweep_plan())
-
-    async def asweep_pending(self) -> int:
-        """Async :meth:`sweep_pending`."""
-        return await adrive(self._sweep_plan())
-
-    def _sweep_plan(self) -> Plan[int]:
+    def sweep(self) -> Plan[int]:
+        """The plan of :meth:`TieredMemory.sweep_pending`."""
         queue = self.memory.queue
         if queue is None:
             return 0
@@ -329,7 +259,7 @@ class Summarization:
         users = yield step(self.memory.history, "users")
         for user_id in users:
             try:
-                yield from self._settle_plan(user_id, None, True)
+                yield from self.settle(user_id)
             except CorruptMemoryError:
                 logger.exception("cannot index the pending messages of %r", user_id)
                 continue
@@ -346,32 +276,13 @@ class Summarization:
         min_messages: int = 20,
         extractive_fallback: bool = False,
         grounded: bool = False,
-    ) -> dict[str, list[str]]:
-        """See :meth:`TieredMemory.summarize_pending`."""
-        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
-        return drive(self._job_plan(model, min_messages, options))
-
-    async def asummarize_pending(
-        self,
-        model: BaseChatModel,
-        *,
-        min_messages: int = 20,
-        extractive_fallback: bool = False,
-        grounded: bool = False,
-    ) -> dict[str, list[str]]:
-        """Async :meth:`summarize_pending` (users one after another)."""
-        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
-        return await adrive(self._job_plan(model, min_messages, options))
-
-    def _job_plan(
-        self, model: BaseChatModel, min_messages: int, options: dict[str, bool]
     ) -> Plan[dict[str, list[str]]]:
+        """The plan of :meth:`TieredMemory.summarize_pending`."""
+        options = {"extractive_fallback": extractive_fallback, "grounded": grounded}
         done: dict[str, list[str]] = {}
-        for user_id in (yield from self._pending_plan(min_messages)):
+        for user_id in (yield from self.pending_users(min_messages)):
             try:
-                done[user_id] = yield from self._history_plan(
-                    user_id, model, DEFAULT_SUMMARY_BATCH, True, options
-                )
+                done[user_id] = yield from self.summarize(user_id, model, **options)
             except MemoryBackendError:
                 raise  # the store is down: every other user would fail the same way
             except SummarizationError as exc:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from langchain_core.language_models import BaseChatModel
 
 from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory._steps import adrive
 from langchain_tiered_memory.errors import (
     InvalidUserIdError,
     MemoryBackendError,
@@ -210,13 +211,16 @@ class SummaryWorker:
             return
         ok = False
         try:
-            ids = await self.memory.summarization.asummarize_once(
-                user,
-                self.model,
-                max_messages=DEFAULT_SUMMARY_BATCH,
-                extractive_fallback=self.extractive_fallback,
-                grounded=self.grounded,
-                reconcile=self.reconcile,
+            ids = await adrive(
+                self.memory.summarization.summarize(
+                    user,
+                    self.model,
+                    max_messages=DEFAULT_SUMMARY_BATCH,
+                    extractive_fallback=self.extractive_fallback,
+                    grounded=self.grounded,
+                    reconcile=self.reconcile,
+                    settle=False,  # acked below, with its entry
+                )
             )
             self.stats.done += 1
             self.stats.items += len(ids)
@@ -233,6 +237,6 @@ class SummaryWorker:
             self.stats.failed += 1
         try:
             # ack; the user is queued again if it is still due (or a turn came meanwhile)
-            await self.memory.summarization.asettle(user, entry, requeue=ok)
+            await adrive(self.memory.summarization.settle(user, entry, requeue=ok))
         except MemoryBackendError:
             logger.exception("could not acknowledge %r; it will be claimed again", user)
