@@ -27,8 +27,10 @@ from langchain_core.messages import (
     AIMessage,
     AnyMessage,
     BaseMessage,
+    BaseMessageChunk,
     HumanMessage,
     InvalidToolCall,
+    RemoveMessage,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -126,7 +128,36 @@ def _add_message_batches(state: list[AnyMessage] | None, writes: Any) -> list[An
     joined: list[Any] = []
     for write in writes:
         joined.extend(write if isinstance(write, list) else [write])
-    return list(add_messages(list(state or []), joined))  # type: ignore[arg-type]
+    left = list(state or [])
+    if _appends_only(left, joined):
+        # what almost every step writes: new messages with new ids. add_messages would
+        # give the same list, after indexing every message of the thread by id each step.
+        return [*left, *joined]
+    return list(add_messages(left, joined))  # type: ignore[arg-type]
+
+
+def _appends_only(left: list[Any], right: list[Any]) -> bool:
+    """Whether ``add_messages(left, right)`` is ``left + right``: every new item a plain
+    message (not a chunk, not a removal) with an id of its own that ``left`` does not hold,
+    and every ``left`` message has an id (add_messages would give it one).
+    """
+    ids = set()
+    for message in right:
+        if (
+            not isinstance(message, BaseMessage)
+            or isinstance(message, (RemoveMessage, BaseMessageChunk))
+            or not message.id
+            or message.id in ids
+        ):
+            return False
+        ids.add(message.id)
+    return all(
+        isinstance(m, BaseMessage)
+        and not isinstance(m, BaseMessageChunk)
+        and m.id
+        and m.id not in ids
+        for m in left
+    )
 
 
 class MemoryState(TypedDict):

@@ -95,7 +95,7 @@ def test_the_messages_delta_reducer_is_batching_invariant(writes: list[Any]) -> 
 
 # ----- the one-pass trim agrees with LangChain's trim_messages -----
 
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from langchain_core.messages import (  # noqa: E402
     BaseMessage,
@@ -143,3 +143,54 @@ def test_the_one_pass_trim_keeps_what_trim_messages_keeps(
         allow_partial=False,
     )
     assert _newest_within(system, messages, budget) == expected
+
+
+# ----- the reducer's append-only fast path gives add_messages' result -----
+
+
+def _write_item(kind: int, ident: int | None) -> Any:
+    from langchain_core.messages import AIMessageChunk
+
+    text = f"m{ident}"
+    mid = None if ident is None else str(ident)
+    if kind == 0:
+        return HumanMessage(text, id=mid)
+    if kind == 1:
+        return AIMessage(text, id=mid)
+    if kind == 2:
+        return AIMessageChunk(content=text, id=mid)
+    if kind == 3:
+        return ("user", text)
+    return RemoveMessage(id=mid or "0")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 12), max_size=12, unique=True),
+    st.lists(
+        st.lists(st.tuples(st.integers(0, 4), st.none() | st.integers(0, 15)), max_size=4),
+        max_size=4,
+    ),
+)
+@example([1], [[(1, 1)]])  # an id the thread holds: replaced, not appended
+@example([1, 2], [[(0, 3), (1, 3)]])  # one id twice in a batch
+@example([1], [[(4, 1)], [(0, 5)]])  # a removal, then an append
+def test_the_fast_path_equals_add_messages(left_ids: list[int], writes: list[Any]) -> None:
+    from langgraph.graph.message import add_messages
+
+    from langchain_tiered_memory.graph import _add_message_batches
+
+    state = [HumanMessage(f"s{i}", id=str(i)) for i in left_ids]
+    batches = [[_write_item(kind, ident) for kind, ident in write] for write in writes]
+    joined = [item for batch in batches for item in batch]
+    try:
+        expected = [(m.id, type(m).__name__, m.content) for m in add_messages(list(state), joined)]
+    except ValueError:  # removing an id that is not there: both must refuse
+        with pytest.raises(ValueError):
+            _add_message_batches(state, batches)
+        return
+    got = _add_message_batches(state, batches)
+    assert len(got) == len(expected)
+    for message, (ident, kind, content) in zip(got, expected, strict=True):
+        assert (type(message).__name__, message.content) == (kind, content)
+        assert message.id == ident or (ident is not None and message.id)  # a fresh uuid
