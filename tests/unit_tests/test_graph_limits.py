@@ -180,11 +180,12 @@ def test_the_fast_path_equals_add_messages(left_ids: list[int], writes: list[Any
 
     from langchain_tiered_memory.graph import _add_message_batches
 
-    state = [HumanMessage(f"s{i}", id=str(i)) for i in left_ids]
+    state: list[Any] = [HumanMessage(f"s{i}", id=str(i)) for i in left_ids]
     batches = [[_write_item(kind, ident) for kind, ident in write] for write in writes]
-    joined = [item for batch in batches for item in batch]
+    joined: list[Any] = [item for batch in batches for item in batch]
     try:
-        expected = [(m.id, type(m).__name__, m.content) for m in add_messages(list(state), joined)]
+        merged: list[Any] = add_messages(list(state), joined)  # type: ignore[assignment]
+        expected = [(m.id, type(m).__name__, m.content) for m in merged]
     except ValueError:  # removing an id that is not there: both must refuse
         with pytest.raises(ValueError):
             _add_message_batches(state, batches)
