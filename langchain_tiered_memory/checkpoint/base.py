@@ -647,9 +647,11 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
 
     def _delta_plan(self, config: RunnableConfig, channels: Sequence[str]) -> DeltaPlan:
         """``get_delta_channel_history`` (LangGraph's contract, its default's results) in
-        a few round trips: the ancestors are loaded ``DELTA_BATCH`` at a time, newest
-        first (on a linear thread, the parent chain), not one ``get_tuple`` each. A fork's
-        parent that is not in a batch starts the next batch at it.
+        a few round trips. The ancestors this saver walked before are checked with one
+        digest each (``_DIGEST``), in one call for all of them; the others are loaded newest
+        first (on a linear thread, the parent chain), ``DELTA_FIRST`` and then
+        ``DELTA_BATCH`` at a time, not one ``get_tuple`` each. A fork's parent that is not
+        in a batch starts the next batch at it.
         """
         if not channels:
             return {}
@@ -665,6 +667,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         loaded: dict[str, _Ancestor] = {}
         batch = DELTA_FIRST
         walked: set[str] = set()
+        checked: set[str] = set()  # sent in a digest call: never asked about twice
         while cursor is not None and remaining:
             if cursor in walked:  # a parent chain that loops would walk forever
                 raise CorruptMemoryError(
@@ -672,16 +675,19 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
                     "ancestor; delete the thread (delete_thread) or restore its keys."
                 )
             walked.add(cursor)
-            if cursor not in loaded:
+            if cursor not in loaded and cursor not in checked:
                 # The ancestors this saver walked before are checked, not loaded again:
                 # one digest each (record, refs, write count), one round trip for them all.
-                chain = self._walked_chain(where.thread_id, ns, cursor, remaining)
+                known = checked | loaded.keys()
+                chain = self._walked_chain(where.thread_id, ns, cursor, remaining, known)
                 if chain:
                     digests = yield "digest", [member for member, _, _ in chain]
                     for (_, digest, ancestor), now in zip(chain, digests, strict=True):
-                        if now is None or as_text(now) != digest:
-                            break  # changed or gone: it and what is older are loaded
-                        loaded[ancestor.checkpoint_id] = _fresh_ancestor(ancestor)
+                        checked.add(ancestor.checkpoint_id)
+                        # a digest vouches for its own checkpoint (its parent included):
+                        # one that changed or is gone is loaded, the others still serve
+                        if now is not None and as_text(now) == digest:
+                            loaded[ancestor.checkpoint_id] = _fresh_ancestor(ancestor)
             if cursor not in loaded:
                 # the newest ones are few (a turn's steps): a small batch first
                 high, low = f"[{ns}{SEP}{cursor}", f"[{ns}{SEP}"
@@ -711,12 +717,20 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         return result
 
     def _walked_chain(
-        self, thread_id: str, ns: str, cursor: str | None, channels: set[str]
+        self,
+        thread_id: str,
+        ns: str,
+        cursor: str | None,
+        channels: set[str],
+        known: Collection[str],
     ) -> list[tuple[str, str, _Ancestor]]:
-        """The kept ancestors from ``cursor`` back, as (member, digest, ancestor)."""
+        """The kept ancestors from ``cursor`` back, as (member, digest, ancestor), up to one
+        the walk already knows (``known``) or one that appears twice (a loop).
+        """
         chain: list[tuple[str, str, _Ancestor]] = []
-        wanted, unseeded = frozenset(channels), set(channels)
-        while cursor is not None and unseeded and len(chain) < DIGEST_MAX:
+        wanted, unseeded, seen = frozenset(channels), set(channels), set(known)
+        while cursor is not None and unseeded and cursor not in seen and len(chain) < DIGEST_MAX:
+            seen.add(cursor)
             member = f"{ns}{SEP}{cursor}"
             kept = self._decoded.peek(("walked", thread_id, member, wanted))
             if kept is None:

@@ -51,7 +51,8 @@ def fresh(value: Any) -> Any:
 
 
 class DecodedValues:
-    """A bounded LRU of decoded channel values by their stored bytes.
+    """A bounded LRU of decoded channel values by their stored bytes (:meth:`get`), and of
+    what a delta walk read of each ancestor by its thread and checkpoint (:meth:`keep`).
 
     Args:
         max_bytes: the stored bytes the cache may hold (the decoded values take more, about
@@ -80,26 +81,18 @@ class DecodedValues:
 
     def get(self, blob: bytes, decode: Callable[[bytes], Any]) -> Any:
         """The value ``blob`` decodes to, decoded only if it is not held."""
-        return self.lookup(blob, len(blob), lambda: decode(blob))
-
-    def lookup(self, key: Hashable, size: int, compute: Callable[[], Any]) -> Any:
-        """The value of ``key`` (``size``: the stored bytes it stands for), computed only
-        if it is not held. ``key`` must determine the value: bytes, or a tuple of them.
-        """
+        size = len(blob)
         if size < MIN_BYTES or size > self.max_bytes:
-            return compute()
+            return decode(blob)
         with self._lock:
-            if key in self._values:
-                self._values.move_to_end(key)
-                return fresh(self._values[key][0])
-        value = compute()  # outside the lock: two threads may compute the same key once
+            kept = self._values.get(blob)
+            if kept is not None:
+                self._values.move_to_end(blob)
+                return fresh(kept[0])
+        value = decode(blob)  # outside the lock: two threads may decode the same bytes once
         with self._lock:
-            if key not in self._values:
-                self._values[key] = (value, size)
-                self._held += size
-                while self._held > self.max_bytes:
-                    _, (_, dropped) = self._values.popitem(last=False)
-                    self._held -= dropped
+            if blob not in self._values:
+                self._store(blob, value, size)
         return fresh(value)
 
     def peek(self, key: Hashable) -> Any:
@@ -116,14 +109,20 @@ class DecodedValues:
         if size > self.max_bytes:
             return
         with self._lock:
-            old = self._values.pop(key, None)
-            if old is not None:
-                self._held -= old[1]
-            self._values[key] = (value, size)
-            self._held += size
-            while self._held > self.max_bytes:
-                _, (_, dropped) = self._values.popitem(last=False)
-                self._held -= dropped
+            self._store(key, value, size)
+
+    def _store(self, key: Hashable, value: Any, size: int) -> None:
+        """Hold ``value``, replacing what ``key`` held, then drop the least recent entries
+        past the bound (the caller holds the lock).
+        """
+        old = self._values.pop(key, None)
+        if old is not None:
+            self._held -= old[1]
+        self._values[key] = (value, size)
+        self._held += size
+        while self._held > self.max_bytes:
+            _, (_, dropped) = self._values.popitem(last=False)
+            self._held -= dropped
 
     def clear(self) -> None:
         """Drop every value."""

@@ -20,6 +20,7 @@ from test_checkpoint_blobs import checkpoint, put
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
 from langchain_tiered_memory.checkpoint import RedisSaver
+from langchain_tiered_memory.checkpoint.base import _DIGEST
 from langchain_tiered_memory.checkpoint.cache import MIN_BYTES, DecodedValues
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.testing import ScriptedChatModel
@@ -227,8 +228,19 @@ def test_a_write_to_an_old_checkpoint_a_delete_and_a_rewrite_are_seen(
     _walk(saver, config)  # kept
     old = history[len(history) // 2].config
     saver.put_writes(old, [("messages", [AIMessage("late", id="late")])], task_id="late-task")
+    scripts: list[str] = []
+    original = saver._eval
+
+    def counting(script: str, *args: Any) -> Any:
+        scripts.append(script)
+        return original(script, *args)
+
+    saver._eval = counting  # type: ignore[method-assign]
     warm = _walk(saver, config)
+    saver._eval = original  # type: ignore[method-assign]
     assert warm == _walk(_cold(embedded_memory), config)
+    # one digest call: the changed checkpoint is loaded, the ones older than it still serve
+    assert scripts.count(_DIGEST) == 1
     assert "late" in _ids([value for _, _, value in warm["messages"]["writes"]])
     runs = sorted({str(t.metadata["run_id"]) for t in history if t.metadata.get("run_id")})
     saver.delete_for_runs([runs[len(runs) // 3]])
