@@ -49,7 +49,7 @@ from langchain_tiered_memory.stores.tags import (
     TagChange,
     TagStore,
 )
-from langchain_tiered_memory.stores.turn import RedisTiers
+from langchain_tiered_memory.stores.turn import RedisTiers, atouch_user, touch_user
 from langchain_tiered_memory.summarization import DEFAULT_SUMMARY_BATCH, Summarization
 
 if TYPE_CHECKING:
@@ -566,12 +566,14 @@ class TieredMemory:
         """Restart the clock of every key of the user (``user_ttl``): they expire together."""
         if self._connection is None or self.user_ttl is None:
             return
-        opening.touch(self._connection, self.history, user_id, int(self.user_ttl * 1000))
+        keys = opening.keys_of(self.history)
+        touch_user(self._connection, keys, user_id, int(self.user_ttl * 1000))
 
     async def _atouch(self, user_id: str) -> None:
         if self._connection is None or self.user_ttl is None:
             return
-        await opening.atouch(self._connection, self.history, user_id, int(self.user_ttl * 1000))
+        keys = opening.keys_of(self.history)
+        await atouch_user(self._connection, keys, user_id, int(self.user_ttl * 1000))
 
     # ----- one turn's read -----
 

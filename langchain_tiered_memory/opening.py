@@ -29,17 +29,15 @@ from langchain_tiered_memory._redis import (
     RedisConnection,
 )
 from langchain_tiered_memory._server import EmbeddedRedis
+from langchain_tiered_memory.checkpoint import AsyncRedisSaver, CheckpointTTL, RedisSaver
 from langchain_tiered_memory.queue import SummaryQueue
+from langchain_tiered_memory.store import RedisStore
 from langchain_tiered_memory.stores.history import HistoryStore, RedisHistoryStore
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore
 from langchain_tiered_memory.stores.tags import DefaultTags, RedisTagStore
-from langchain_tiered_memory.stores.turn import atouch_user, touch_user
 
 if TYPE_CHECKING:
     from langgraph.store.base import IndexConfig, TTLConfig
-
-    from langchain_tiered_memory.checkpoint import AsyncRedisSaver, CheckpointTTL, RedisSaver
-    from langchain_tiered_memory.store import RedisStore
 
 __all__ = [
     "DEFAULT_MAX_CONNECTIONS",
@@ -48,13 +46,11 @@ __all__ = [
     "EmbeddedRedis",
     "RedisConnection",
     "async_saver",
-    "atouch",
     "embedded_connection",
     "keys_of",
     "langgraph_store",
     "redis_parts",
     "saver",
-    "touch",
     "url_connection",
 ]
 
@@ -122,24 +118,10 @@ def keys_of(history: HistoryStore) -> KeyBuilder:
     return keys if isinstance(keys, KeyBuilder) else KeyBuilder()
 
 
-def touch(connection: RedisConnection, history: HistoryStore, user_id: str, ttl_ms: int) -> None:
-    """Restart the expiry of every key of the user (one script)."""
-    touch_user(connection, keys_of(history), user_id, ttl_ms)
-
-
-async def atouch(
-    connection: RedisConnection, history: HistoryStore, user_id: str, ttl_ms: int
-) -> None:
-    """Async :func:`touch`."""
-    await atouch_user(connection, keys_of(history), user_id, ttl_ms)
-
-
 def saver(
     connection: RedisConnection, history: HistoryStore, ttl: CheckpointTTL | None
 ) -> RedisSaver:
     """A ``RedisSaver`` on the memory's connection and key prefix."""
-    from langchain_tiered_memory.checkpoint import RedisSaver
-
     return RedisSaver(connection, key_prefix=keys_of(history).prefix, ttl=ttl)
 
 
@@ -147,8 +129,6 @@ def async_saver(
     connection: RedisConnection, history: HistoryStore, ttl: CheckpointTTL | None
 ) -> AsyncRedisSaver:
     """An ``AsyncRedisSaver`` on the memory's connection and key prefix."""
-    from langchain_tiered_memory.checkpoint import AsyncRedisSaver
-
     return AsyncRedisSaver(connection, key_prefix=keys_of(history).prefix, ttl=ttl)
 
 
@@ -160,6 +140,4 @@ def langgraph_store(
     ttl: TTLConfig | None,
 ) -> RedisStore:
     """A LangGraph ``RedisStore`` on the memory's connection and key prefix."""
-    from langchain_tiered_memory.store import RedisStore
-
     return RedisStore(connection, key_prefix=keys_of(history).prefix, index=index, ttl=ttl)
