@@ -619,9 +619,12 @@ class TieredMemory:
             search = step(self.summaries, "search", user_id, query or "", k)
         else:
             replies = yield step(tiers, "fetch", user_id, max_messages, touch_ms=self._ttl_ms())
-            tags = _parsed(user_id, "tags", dict[str, str](), tiers.tags, user_id, replies)
-            history = _parsed(
-                user_id, "history", list[BaseMessage](), tiers.messages, user_id, replies
+            # replies already fetched: parsed here, each tier on its own
+            tags = yield from _tier(
+                user_id, "tags", dict[str, str](), lambda: tiers.tags(user_id, replies)
+            )
+            history = yield from _tier(
+                user_id, "history", list[BaseMessage](), lambda: tiers.messages(user_id, replies)
             )
             search = step(tiers, "recall", user_id, replies, query or "", k)
         if want_recall:
@@ -906,19 +909,14 @@ class TieredMemory:
 _T = TypeVar("_T")
 
 
-def _parsed(user_id: str, tier: str, empty: _T, read: Callable[..., _T], *args: Any) -> _T:
-    """``read(*args)``, or ``empty`` if the tier's stored data is corrupt (logged)."""
+def _tier(user_id: str, tier: str, empty: _T, read: Step | Callable[[], _T]) -> Plan[_T]:
+    """What ``read`` gives (a step, or a parse of replies already fetched), or ``empty``
+    if the tier's stored data is corrupt (logged): the other tiers still reach the model.
+    """
     try:
-        return read(*args)
-    except CorruptMemoryError:
-        logger.exception("the %s of user %r are unreadable; loading the other tiers", tier, user_id)
-        return empty
-
-
-def _tier(user_id: str, tier: str, empty: _T, request: Step) -> Plan[_T]:
-    """The step's result, or ``empty`` if the tier's stored data is corrupt (logged)."""
-    try:
-        return (yield request)  # type: ignore[no-any-return]
+        if isinstance(read, Step):
+            return (yield read)  # type: ignore[no-any-return]
+        return read()
     except CorruptMemoryError:
         logger.exception("the %s of user %r are unreadable; loading the other tiers", tier, user_id)
         return empty
