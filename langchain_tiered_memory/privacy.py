@@ -138,7 +138,7 @@ def _forget_user_plan(
     # fails then leaves the user whole, not half erased
     items: list[Item] = []
     if _generic(store):
-        items = yield Step(_store_items_of, _astore_items_of, (store, prefixes))
+        items = yield from _store_items(store, prefixes)
     if checkpointer is not None:
         for thread_id in threads:
             yield step(checkpointer, "delete_thread", thread_id)
@@ -205,7 +205,7 @@ def _export_plan(
         extra["thread_states"] = states
     if store is not None:
         prefixes = _user_prefixes(user_id, store_namespaces)
-        items = yield Step(_store_items_of, _astore_items_of, (store, prefixes))
+        items = yield from _store_items(store, prefixes)
         extra["store"] = [_jsonable(i.dict()) for i in items]
     summaries = yield step(memory.summaries, "get_all", user_id)
     return {
@@ -255,34 +255,20 @@ def _generic(store: BaseStore | None) -> TypeGuard[BaseStore]:
     return store is not None and not isinstance(store, RedisStore)
 
 
-def _store_items_of(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> list[Item]:
+def _store_items(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> Plan[list[Item]]:
     """Every item of every store namespace under one of the user's prefixes."""
     namespaces: list[tuple[str, ...]] = []
     for prefix in prefixes:
         offset = 0
-        while page := store.list_namespaces(prefix=prefix, limit=_STORE_PAGE, offset=offset):
+        while page := (
+            yield step(store, "list_namespaces", prefix=prefix, limit=_STORE_PAGE, offset=offset)
+        ):
             namespaces += _under(page, prefix)
             offset += len(page)
     items: list[Item] = []
     for namespace in dict.fromkeys(namespaces):
         offset = 0
-        while found := store.search(namespace, limit=_STORE_PAGE, offset=offset):
-            items += [i for i in found if tuple(i.namespace) == namespace]
-            offset += len(found)
-    return items
-
-
-async def _astore_items_of(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> list[Item]:
-    namespaces: list[tuple[str, ...]] = []
-    for prefix in prefixes:
-        offset = 0
-        while page := await store.alist_namespaces(prefix=prefix, limit=_STORE_PAGE, offset=offset):
-            namespaces += _under(page, prefix)
-            offset += len(page)
-    items: list[Item] = []
-    for namespace in dict.fromkeys(namespaces):
-        offset = 0
-        while found := await store.asearch(namespace, limit=_STORE_PAGE, offset=offset):
+        while found := (yield step(store, "search", namespace, limit=_STORE_PAGE, offset=offset)):
             items += [i for i in found if tuple(i.namespace) == namespace]
             offset += len(found)
     return items

@@ -678,7 +678,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
             if cursor not in loaded and cursor not in checked:
                 # The ancestors this saver walked before are checked, not loaded again:
                 # one digest each (record, refs, write count), one round trip for them all.
-                known = checked | loaded.keys()
+                known = checked | loaded.keys()  # a new set: the chain adds to it
                 chain = self._walked_chain(where.thread_id, ns, cursor, remaining, known)
                 if chain:
                     digests = yield "digest", [member for member, _, _ in chain]
@@ -722,15 +722,16 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         ns: str,
         cursor: str | None,
         channels: set[str],
-        known: Collection[str],
+        known: set[str],
     ) -> list[tuple[str, str, _Ancestor]]:
         """The kept ancestors from ``cursor`` back, as (member, digest, ancestor), up to one
-        the walk already knows (``known``) or one that appears twice (a loop).
+        the walk already knows (``known``, which this adds each one to: one that appears
+        twice, a loop, ends the chain too).
         """
         chain: list[tuple[str, str, _Ancestor]] = []
-        wanted, unseeded, seen = frozenset(channels), set(channels), set(known)
-        while cursor is not None and unseeded and cursor not in seen and len(chain) < DIGEST_MAX:
-            seen.add(cursor)
+        wanted, unseeded = frozenset(channels), set(channels)
+        while cursor is not None and unseeded and cursor not in known and len(chain) < DIGEST_MAX:
+            known.add(cursor)
             member = f"{ns}{SEP}{cursor}"
             kept = self._decoded.peek(("walked", thread_id, member, wanted))
             if kept is None:
