@@ -235,7 +235,7 @@ def test_a_write_to_an_old_checkpoint_a_delete_and_a_rewrite_are_seen(
         scripts.append(script)
         return original(script, *args)
 
-    saver._eval = counting  # type: ignore[method-assign]
+    saver._eval = counting  # type: ignore[method-assign,assignment]
     warm = _walk(saver, config)
     saver._eval = original  # type: ignore[method-assign]
     assert warm == _walk(_cold(embedded_memory), config)
