@@ -3,39 +3,48 @@
 Many models, capable ones included, answer "Nice to meet you, Alice!" without calling
 ``user_tag``, or say "I don't have enough information to summarize" instead of calling
 ``summarize``; some OpenAI-compatible servers even leave tools out of the prompt unless a
-``tool_choice`` forces one. Two mechanisms here make the memory hold anyway:
+``tool_choice`` forces one. The mechanisms here make the memory hold anyway:
 
 - :class:`AfterTurnCapture` (``tag_capture="after_turn"``): when the turn's user message
   states a fact and no ``user_tag`` call came during the turn, one structured extraction
-  (the ``user_tag`` call forced with ``tool_choice``) runs after the reply, and what it
-  returns is stored. For a small model only values the user literally said are kept (the
-  grounding rule of forced capture); a capable model's values are kept as they come. The
-  same for an explicit request to summarize that got no ``summarize`` call: the tool runs
-  after the reply.
-- for small models, a request to summarize ("Please summarize our conversation.",
-  "请总结一下") runs the ``summarize`` tool directly (:func:`summarize_call`), and the reply
-  says what was stored (:func:`summary_reply`) instead of the model's free text; likewise
-  a forced ``user_tag`` capture is answered by saying what was recorded
-  (:func:`capture_reply`): SmolLM2-135M's own reply to "Hi, my name is Alice ..." was
-  "I'm a helpful assistant. I'll be ready to assist you with any questions".
+  runs after the reply. The extraction may say "nothing" (``nothing_stated``), and what it
+  returns, for every model, is kept only where the message states it about the user
+  (:func:`~langchain_tiered_memory.attribution.ground_tags`), never changing a stored
+  value the user did not say changed. Values the message states by an unambiguous cue
+  ("my name is", "我叫", "I'm" + a number) fill in what a call left out
+  (:func:`~langchain_tiered_memory.attribution.stated_tags`): "Hi, I'm Carol and I'm 52."
+  keeps the name when the model gave the age only.
+- a request to summarize ("Please summarize our conversation.", "请总结一下") runs the
+  ``summarize`` tool before the reply (:func:`summarize_call`), for every model, so the
+  reply can say what was stored; for small models the reply is the tool's report
+  (:func:`summary_reply`); likewise a small model's forced ``user_tag`` capture is
+  answered by saying what was recorded (:func:`capture_reply`): SmolLM2-135M's own reply
+  to "Hi, my name is Alice ..." was "I'm a helpful assistant. I'll be ready to assist you".
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.messages.tool import tool_call
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.tools import BaseTool
+from pydantic import BaseModel, Field, create_model
 
+from langchain_tiered_memory.attribution import ground_tags, stated_tags, states_a_fact
 from langchain_tiered_memory.errors import InvalidTagError
 from langchain_tiered_memory.memory import TieredMemory
-from langchain_tiered_memory.summarizer import states_a_fact
 from langchain_tiered_memory.text import asks_to_summarize, is_cjk
 from langchain_tiered_memory.tools import SUMMARIZE_TOOL, USER_TAG_TOOL
 
@@ -43,9 +52,11 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "CAPTURE_NOTE",
+    "EXTRACTION_TOOL",
     "AfterTurnCapture",
     "TagCapture",
     "capture_reply",
+    "extraction_schema",
     "new_call_id",
     "summarize_call",
     "summary_reply",
@@ -60,16 +71,51 @@ TagCapture = Literal["tool", "forced", "after_turn"]
 the reply (``"forced"``, small models), or an extraction after the reply when the model made
 no call (``"after_turn"``)."""
 
+EXTRACTION_TOOL = "user_facts"
 EXTRACTION_PROMPT = (
-    "Record the facts the user states about themselves in their message by calling "
-    "`user_tag` with only the fields they said, in their words. If they state none of "
-    "these facts, call it with no fields."
+    "Read the user's message and report the facts it states about the user themself, "
+    "in the user's own words: {fields}. Facts about other people (relatives, friends, "
+    "colleagues), hobbies, jobs, questions and requests are none of these. Leave out every "
+    "field the message does not state about the user. If it states none of them, call "
+    "`user_facts` with nothing_stated=true and no other field."
 )
 
 
 def new_call_id() -> str:
     """An id for a tool call the graph makes itself (not the model)."""
     return f"call_{uuid.uuid4().hex[:12]}"
+
+
+def extraction_schema(tags: type[BaseModel]) -> type[BaseModel]:
+    """The extraction's tool schema: ``nothing_stated`` first, then every tag, optional.
+
+    A forced call must be able to say "nothing": forced to fill ``user_tag`` itself,
+    Qwen2.5-Coder-1.5B answered "I love hiking in the Alps." with a name and an age.
+
+    Example:
+        >>> from langchain_tiered_memory.stores.tags import DefaultTags
+        >>> list(extraction_schema(DefaultTags).model_fields)
+        ['nothing_stated', 'name', 'age']
+    """
+    fields: dict[str, Any] = {
+        "nothing_stated": (
+            bool,
+            Field(
+                default=False,
+                description="true when the message states none of these facts about the "
+                "user themself",
+            ),
+        )
+    }
+    for name, field in tags.model_fields.items():
+        annotation = field.annotation
+        fields[name] = (
+            annotation | None if annotation is not None else Any,
+            Field(default=None, description=field.description),
+        )
+    schema: type[BaseModel] = create_model(EXTRACTION_TOOL, **fields)
+    schema.__doc__ = "Facts the user's message states about the user themself."
+    return schema
 
 
 def _turn(messages: Sequence[BaseMessage]) -> tuple[HumanMessage | None, list[BaseMessage]]:
@@ -80,60 +126,84 @@ def _turn(messages: Sequence[BaseMessage]) -> tuple[HumanMessage | None, list[Ba
     return None, []
 
 
+def _yes(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
 @dataclass
 class AfterTurnCapture:
     """The ``"after_turn"`` tag capture (see the module docstring).
 
-    ``model`` is the chat model with ``user_tag`` bound and forced; ``ground`` reduces a
-    call's arguments to what the message literally says (small models), or ``None``.
+    ``model`` is the chat model with the extraction tool (:func:`extraction_schema`) bound
+    and forced, or ``None``: only what the message states by a cue is read.
 
     Example:
-        >>> capture = AfterTurnCapture(memory=memory, model=forced)  # doctest: +SKIP
+        >>> capture = AfterTurnCapture.for_model(memory, chat_model)  # doctest: +SKIP
         >>> capture.run(state["messages"], "alice", "t1", config)  # doctest: +SKIP
         {'name': 'Alice', 'age': '30'}
     """
 
     memory: TieredMemory
-    model: Runnable[Any, Any]
-    ground: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
-    summarize: BaseTool | None = None  # the summarize tool, run for an unanswered request
+    model: Runnable[Any, Any] | None = None
 
-    @staticmethod
-    def _called(after: Sequence[BaseMessage], tool: str) -> bool:
-        return any(
-            isinstance(m, AIMessage) and any(c["name"] == tool for c in m.tool_calls) for m in after
-        )
+    @classmethod
+    def for_model(cls, memory: TieredMemory, model: BaseChatModel | None) -> AfterTurnCapture:
+        """The capture for ``model``: its extraction tool bound and forced."""
+        if model is None:
+            return cls(memory=memory)
+        schema = extraction_schema(memory.tags.schema)
+        return cls(memory=memory, model=model.bind_tools([schema], tool_choice=EXTRACTION_TOOL))
 
-    def wanted(self, messages: Sequence[BaseMessage]) -> HumanMessage | None:
-        """The human message to extract from: a statement of fact, with no ``user_tag``
-        call made for it during the turn.
+    def _plan(self, messages: Sequence[BaseMessage]) -> tuple[HumanMessage | None, set[str]]:
+        """The human message to extract from (a statement of fact) and what the turn's own
+        ``user_tag`` calls did: ``USER_TAG_TOOL`` if the model called it (then it is not
+        asked again), and the tags of each call that succeeded (not read again).
         """
         human, after = _turn(messages)
         if human is None or not states_a_fact(human.text):
-            return None
-        return None if self._called(after, USER_TAG_TOOL) else human
+            return None, set()
+        failed = {
+            m.tool_call_id for m in after if isinstance(m, ToolMessage) and m.status == "error"
+        }
+        called: set[str] = set()
+        for m in after:
+            if not isinstance(m, AIMessage):
+                continue
+            for c in m.tool_calls:
+                if c["name"] != USER_TAG_TOOL:
+                    continue
+                called.add(USER_TAG_TOOL)
+                if c.get("id") not in failed:
+                    called.update(k for k, v in (c.get("args") or {}).items() if v)
+        return human, called
 
-    def summary_wanted(self, messages: Sequence[BaseMessage]) -> bool:
-        """Whether the turn asked to summarize and no ``summarize`` call came."""
-        human, after = _turn(messages)
-        if self.summarize is None or human is None or not asks_to_summarize(human.text):
-            return False
-        return not self._called(after, SUMMARIZE_TOOL)
+    def _prompt(self, human: HumanMessage) -> list[BaseMessage]:
+        fields = ", ".join(self.memory.tags.schema.model_fields)
+        return [SystemMessage(EXTRACTION_PROMPT.format(fields=fields)), HumanMessage(human.text)]
 
-    def _values(self, response: Any, human: HumanMessage) -> dict[str, Any]:
-        calls = [
-            c for c in getattr(response, "tool_calls", None) or [] if c["name"] == USER_TAG_TOOL
-        ]
-        if not calls:
-            return {}
-        args = {k: v for k, v in (calls[0].get("args") or {}).items() if v not in (None, "")}
-        if self.ground is not None:
-            args = self.ground(args, human.text)
-        return args
+    def _proposed(self, response: Any, human: HumanMessage, called: set[str]) -> dict[str, Any]:
+        """What to store before the stored-value check: the extraction's values grounded
+        in the message, and the values the message states by a cue for the other tags.
+        """
+        args: dict[str, Any] = {}
+        for c in getattr(response, "tool_calls", None) or []:
+            if c["name"] in (EXTRACTION_TOOL, USER_TAG_TOOL):
+                args = dict(c.get("args") or {})
+                break
+        if _yes(args.pop("nothing_stated", False)):
+            args = {}
+        grounding = ground_tags(args, human.text)
+        grounding.log("after-turn extraction")
+        tags = [t for t in self.memory.tags.schema.model_fields if t not in grounding.kept]
+        values = {**stated_tags(human.text, tags), **grounding.kept}
+        return {k: v for k, v in values.items() if k not in called}
 
-    @staticmethod
-    def _prompt(human: HumanMessage) -> list[BaseMessage]:
-        return [SystemMessage(EXTRACTION_PROMPT), HumanMessage(human.text)]
+    def _store_plan(
+        self, values: dict[str, Any], human: HumanMessage, stored: dict[str, str]
+    ) -> dict[str, Any]:
+        grounding = ground_tags(values, human.text, stored=stored)
+        grounding.log("after-turn capture")
+        return grounding.kept
 
     def run(
         self,
@@ -143,18 +213,19 @@ class AfterTurnCapture:
         config: RunnableConfig | None = None,
     ) -> dict[str, str]:
         """Extract and store the turn's facts; return what was stored (``{}``: nothing)."""
-        if self.summary_wanted(messages):
-            assert self.summarize is not None
-            logger.info("after-turn summarize: %s", self.summarize.invoke({}, config))
-        human = self.wanted(messages)
+        human, called = self._plan(messages)
         if human is None:
             return {}
-        try:
-            response = self.model.invoke(self._prompt(human), config)
-        except Exception:  # the reply is out already: a failed extraction loses no data
-            logger.warning("after-turn tag extraction failed; nothing recorded", exc_info=True)
+        response = None
+        if self.model is not None and not called:
+            try:
+                response = self.model.invoke(self._prompt(human), config)
+            except Exception:  # the reply is out already: the cue-read values still count
+                logger.warning("after-turn tag extraction failed", exc_info=True)
+        values = self._proposed(response, human, called)
+        if not values:
             return {}
-        values = self._values(response, human)
+        values = self._store_plan(values, human, self.memory.get_user_tags(user_id))
         if not values:
             return {}
         try:
@@ -172,18 +243,19 @@ class AfterTurnCapture:
         config: RunnableConfig | None = None,
     ) -> dict[str, str]:
         """Async :meth:`run`."""
-        if self.summary_wanted(messages):
-            assert self.summarize is not None
-            logger.info("after-turn summarize: %s", await self.summarize.ainvoke({}, config))
-        human = self.wanted(messages)
+        human, called = self._plan(messages)
         if human is None:
             return {}
-        try:
-            response = await self.model.ainvoke(self._prompt(human), config)
-        except Exception:
-            logger.warning("after-turn tag extraction failed; nothing recorded", exc_info=True)
+        response = None
+        if self.model is not None and not called:
+            try:
+                response = await self.model.ainvoke(self._prompt(human), config)
+            except Exception:
+                logger.warning("after-turn tag extraction failed", exc_info=True)
+        values = self._proposed(response, human, called)
+        if not values:
             return {}
-        values = self._values(response, human)
+        values = self._store_plan(values, human, await self.memory.aget_user_tags(user_id))
         if not values:
             return {}
         try:
@@ -202,8 +274,9 @@ SUMMARIZE_NOTE = "(saving our conversation to memory)"
 
 
 def summarize_call(messages: Sequence[BaseMessage]) -> AIMessage | None:
-    """For a small model: the ``summarize`` call to make for a request to summarize that is
-    the latest message, or ``None``.
+    """The ``summarize`` call to make, before the reply, for a request to summarize that
+    is the latest message, or ``None`` (every model: a model that answers such a request
+    with text alone stores nothing, or stores after a reply that cannot say what).
     """
     if not messages or not isinstance(messages[-1], HumanMessage):
         return None

@@ -17,7 +17,6 @@ The user id comes from the run (``context={"user_id": ...}`` or
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -50,6 +49,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from typing_extensions import NotRequired, TypedDict
 
+from langchain_tiered_memory.attribution import ground_tags, stated_tags, states_a_fact
 from langchain_tiered_memory.capture import (
     CAPTURE_NOTE,
     AfterTurnCapture,
@@ -71,8 +71,6 @@ from langchain_tiered_memory.prompt import (
     render_memory_section,
 )
 from langchain_tiered_memory.stores.history import check_portable
-from langchain_tiered_memory.summarizer import states_a_fact
-from langchain_tiered_memory.text import is_cjk, is_first_person, stated_age
 from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool
 
 logger = logging.getLogger(__name__)
@@ -171,58 +169,6 @@ class MemoryState(TypedDict):
     memory_prompt: NotRequired[str]
     recent_history: NotRequired[list[AnyMessage]]
     saved_count: NotRequired[int]
-
-
-# A grounded value is a part of the message, not the message: SmolLM2-135M forced to call
-# user_tag on "Remind me how old I am." answered {"name": "Remind me how old I am"}, which
-# literally occurs in the text and overwrote the stored name. A value that speaks in the
-# first person, or covers nearly all of the message's characters, is an echo, not a fact
-# taken from it ("I am Alice Moreau." -> "Alice Moreau" is 79% of it and is kept).
-_MAX_VALUE_SHARE = 0.85
-
-
-def _word_edge(neighbour: str, edge: str) -> bool:
-    """Whether a match may end at ``edge`` next to ``neighbour`` ("" at either end)."""
-    if not neighbour or not (neighbour.isalnum() or neighbour == "_"):
-        return True
-    # Chinese and Japanese write words without spaces: every character is an edge.
-    return is_cjk(neighbour) or is_cjk(edge)
-
-
-def _occurs_as_words(needle: str, haystack: str) -> bool:
-    """Whether ``needle`` occurs in ``haystack`` as whole words ("30" not in "300")."""
-    start = haystack.find(needle)
-    while start >= 0:
-        end = start + len(needle)
-        before = haystack[start - 1] if start else ""
-        after = haystack[end] if end < len(haystack) else ""
-        if _word_edge(before, needle[0]) and _word_edge(after, needle[-1]):
-            return True
-        start = haystack.find(needle, start + 1)
-    return False
-
-
-def _grounded(args: dict[str, Any], text: str) -> dict[str, Any]:
-    """Keep only tool arguments whose value literally occurs in the user's message.
-
-    Small models forced to call a tool fill fields with guesses; a value the user did not
-    say is dropped rather than stored, and so is one that is most of the message (an echo).
-    """
-    haystack = text.lower()
-    said = len(re.sub(r"\W", "", haystack))
-    kept = {}
-    for name, value in args.items():
-        if value is None or value == "":
-            continue
-        needle = str(value).strip().lower()
-        if not needle or not _occurs_as_words(needle, haystack):
-            continue
-        if is_first_person(str(value)) or (
-            said and len(re.sub(r"\W", "", needle)) > _MAX_VALUE_SHARE * said
-        ):
-            continue
-        kept[name] = value
-    return kept
 
 
 def _from_first_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -442,14 +388,22 @@ def _tool_rounds(messages: Sequence[BaseMessage]) -> int:
     return rounds
 
 
-def _ground_tag_calls(calls: Sequence[ToolCall], text: str) -> list[ToolCall]:
-    """``calls`` with each ``user_tag`` call's arguments grounded in ``text`` (see
-    :func:`_grounded`); a ``user_tag`` call left with nothing is dropped.
+def _ground_tag_calls(
+    calls: Sequence[ToolCall], text: str, tags: Sequence[str] = ()
+) -> list[ToolCall]:
+    """``calls`` with each ``user_tag`` call's arguments reduced to what ``text`` states
+    about the user (:func:`~langchain_tiered_memory.attribution.ground_tags`) and, of
+    ``tags``, what the message states that the call left out
+    (:func:`~langchain_tiered_memory.attribution.stated_tags`); a ``user_tag`` call left
+    with nothing is dropped.
     """
     out = []
     for call in calls:
         if call["name"] == USER_TAG_TOOL:
-            args = _grounded(dict(call.get("args") or {}), text)
+            grounding = ground_tags(dict(call.get("args") or {}), text)
+            grounding.log("forced user_tag")
+            args = {**stated_tags(text, [t for t in tags if t not in grounding.kept])}
+            args.update(grounding.kept)
             if not args:
                 continue
             call = {**call, "args": args}
@@ -462,7 +416,11 @@ class ModelStep:
     """The decisions around one model call, shared by the graph and the agent middleware.
 
     - **forced tag capture** (small local models): when the latest human message states a
-      fact, the ``user_tag`` call is forced and only values the user literally said are kept;
+      fact, the ``user_tag`` call is forced and only values the user stated about
+      themself are kept, with those the message states that the call left out;
+    - **a request to summarize** ("Please summarize our conversation.", "请总结一下"), for
+      every model, runs the ``summarize`` tool before the reply, so the reply can say what
+      was kept; for small models the reply is the tool's report, as after a capture;
     - **the tool-round limit**: past ``max_tool_rounds`` tool-calling replies since the
       latest human message the model is called without tools, and calls it emits anyway
       are dropped, so a turn always ends in an answer;
@@ -477,9 +435,11 @@ class ModelStep:
 
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
     force_tag_capture: bool = False
-    # The tag schema has an ``age``: forced capture adds the age the message states when
-    # the small model's call left it out ("我叫李明，今年28岁" -> the name only).
-    fill_age: bool = False
+    # The tag schema's fields: forced capture adds those the message states that the
+    # small model's call left out ("我叫李明，今年28岁" -> the name only).
+    tag_fields: tuple[str, ...] = ()
+    # small models: the reply after a forced summarize or capture is the tool's report
+    scripted_replies: bool = False
 
     def exhausted(self, messages: Sequence[BaseMessage]) -> bool:
         """Whether this turn has used its tool rounds: the model must answer now."""
@@ -496,19 +456,26 @@ class ModelStep:
 
     def captured(self, response: Any, human: HumanMessage) -> AIMessage | None:
         """The forced call's reply reduced to one grounded ``user_tag`` call, or ``None``."""
-        calls = _ground_tag_calls(getattr(response, "tool_calls", None) or [], human.text)
-        calls = [c for c in calls if c["name"] == USER_TAG_TOOL]
-        age = stated_age(human.text) if self.fill_age else None
-        if age is not None and not (calls and calls[0]["args"].get("age") not in (None, "")):
-            if calls:
-                calls[0] = {**calls[0], "args": {**calls[0]["args"], "age": age}}
-            else:
-                calls = [tool_call(name=USER_TAG_TOOL, args={"age": age}, id=new_call_id())]
+        calls = [
+            c for c in getattr(response, "tool_calls", None) or [] if c["name"] == USER_TAG_TOOL
+        ] or [tool_call(name=USER_TAG_TOOL, args={}, id=new_call_id())]
+        calls = _ground_tag_calls(calls[:1], human.text, self.tag_fields)
         if not calls:
             return None
         # Non-empty content: OpenAI-compatible servers such as llama.cpp's reject an
         # assistant message whose content is null, which is what "" becomes on the wire.
         return AIMessage(content=CAPTURE_NOTE, tool_calls=calls[:1])
+
+    def scripted(self, messages: Sequence[BaseMessage]) -> AIMessage | None:
+        """The reply made without the model, or ``None``: a ``summarize`` call for a
+        request to summarize (every model); for small models the report after a forced
+        summarize or capture.
+        """
+        if self.scripted_replies:
+            reply = summary_reply(messages) or capture_reply(messages)
+            if reply is not None:
+                return reply
+        return summarize_call(messages)
 
     def finish(
         self, response: BaseMessage, messages: Sequence[BaseMessage], exhausted: bool
@@ -525,7 +492,7 @@ class ModelStep:
             # only values the user literally said survive, as when forced.
             human = _last_human(messages)
             calls = _ground_tag_calls(response.tool_calls, human.text if human else "")
-            if len(calls) != len(response.tool_calls):
+            if calls != response.tool_calls:
                 response = response.model_copy(update={"tool_calls": calls})
         return response
 
@@ -673,18 +640,10 @@ def create_memory_graph(
     step = ModelStep(
         max_tool_rounds=max_tool_rounds,
         force_tag_capture=force_tag_capture,
-        fill_age="age" in memory.tags.schema.model_fields,
+        tag_fields=tuple(memory.tags.schema.model_fields),
+        scripted_replies=policy.scripted_requests,
     )
-    after_turn = (
-        AfterTurnCapture(
-            memory=memory,
-            model=model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL),
-            ground=_grounded if policy.grounded else None,
-            summarize=summarize_tool,
-        )
-        if tag_capture == "after_turn"
-        else None
-    )
+    after_turn = AfterTurnCapture.for_model(memory, model) if tag_capture == "after_turn" else None
 
     def _free_model(state: dict[str, Any]) -> tuple[Any, bool]:
         exhausted = step.exhausted(state.get("messages", []))
@@ -710,11 +669,7 @@ def create_memory_graph(
         return await nodes.aload(state, _user(runtime, config))
 
     def _scripted(state: dict[str, Any]) -> dict[str, Any] | None:
-        # small models: a request to summarize runs the tool, and the reply is its report
-        if not policy.scripted_requests:
-            return None
-        messages = state["messages"]
-        reply = summary_reply(messages) or capture_reply(messages) or summarize_call(messages)
+        reply = step.scripted(state["messages"])
         return None if reply is None else {"messages": [reply]}
 
     def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:

@@ -2,9 +2,12 @@
 
 The middleware runs the same code as the prebuilt graph: :class:`~langchain_tiered_memory.
 graph.MemoryNodes` (load before the agent, memory in the system prompt of every model call,
-save after the agent) and :class:`~langchain_tiered_memory.graph.ModelStep` (forced tag
-capture for small local models, the tool-round limit, portable tool calls); it contributes
-the ``user_tag`` and ``summarize`` tools.
+save after the agent), :class:`~langchain_tiered_memory.graph.ModelStep` (a request to
+summarize runs ``summarize`` before the reply, forced tag capture for small local models,
+the tool-round limit, portable tool calls) and :class:`~langchain_tiered_memory.capture.
+AfterTurnCapture` (the after-turn extraction for capable models, grounded as in the graph);
+it contributes the ``user_tag`` and ``summarize`` tools. Which of them a model gets is
+:class:`~langchain_tiered_memory.policy.ModelPolicy`'s decision, as in the graph.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
 
+from langchain_tiered_memory.capture import AfterTurnCapture
 from langchain_tiered_memory.context import resolve_user_id, thread_of
 from langchain_tiered_memory.graph import (
     DEFAULT_CONTEXT_TOKEN_BUDGET,
@@ -62,9 +66,13 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     """Gives a ``create_agent`` agent the three memory tiers.
 
     ``summary_model`` writes the summaries; by default the agent's own model, picked up on
-    its first model call. ``small_model`` switches on forced tag capture (``None``: on for
-    small in-process models only, detected from the agent's model, as in the graph);
-    ``max_tool_rounds`` bounds the tool-calling replies per turn, as in the graph.
+    its first model call. ``small_model`` switches on the small-model guards (``None``: on
+    for small in-process models only, detected from the agent's model, as in the graph):
+    forced tag capture, scripted replies after a forced summarize or capture, grounded
+    summaries with the extractive fallback; a capable model gets the after-turn capture
+    instead. ``max_tool_rounds`` bounds the tool-calling replies per turn, as in the graph.
+    The compact prompt and current-turn-only guards of the graph are not applied: the
+    agent's model is known only at the model call, after the memory section is built.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -105,6 +113,9 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         self._summarize = SummarizeTool(memory=memory, model=summary_model)
         self._tag_tool = UserTagTool(memory=memory)
         self.tools = [self._tag_tool, self._summarize]
+        # set from the agent's model on its first call (the policy needs the model)
+        self._capture: AfterTurnCapture | None = None
+        self._policy: ModelPolicy | None = None
 
     def before_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Load tags, recalled items and (first turn) recent history."""
@@ -116,10 +127,25 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         """Async :meth:`before_agent`."""
         return await self.nodes.aload(dict(state), _user_id(runtime))
 
+    def _adopt(self, model: BaseChatModel) -> ModelPolicy:
+        """Decide the policy from the agent's model, once, as the graph does."""
+        if self._policy is None:
+            policy = ModelPolicy.for_model(model, small=self.small_model)
+            if self.nodes.summary_model is None:
+                self.nodes.summary_model = model
+                self._summarize.model = model
+            self.nodes.extractive_summary_fallback = policy.extractive_fallback
+            self.nodes.grounded_summaries = policy.grounded
+            self._summarize.extractive_fallback = policy.extractive_fallback
+            self._summarize.grounded = policy.grounded
+            self._summarize.reconcile = policy.reconcile
+            if policy.tag_capture == "after_turn":
+                self._capture = AfterTurnCapture.for_model(self.nodes.memory, model)
+            self._policy = policy
+        return self._policy
+
     def _request(self, request: ModelRequest) -> ModelRequest:
-        if self.nodes.summary_model is None:
-            self.nodes.summary_model = request.model
-            self._summarize.model = request.model
+        self._adopt(request.model)
         base = request.system_message.text if request.system_message else None
         prompt = (base + "\n\n" + DEFAULT_SYSTEM_PROMPT) if base else None
         state = {**request.state, "messages": request.messages}
@@ -129,11 +155,12 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         return request.override(system_message=system, messages=composed[1:])  # type: ignore[arg-type]
 
     def _step(self, request: ModelRequest) -> ModelStep:
-        policy = ModelPolicy.for_model(request.model, small=self.small_model)
+        policy = self._adopt(request.model)
         return ModelStep(
             max_tool_rounds=self.max_tool_rounds,
             force_tag_capture=policy.forced_capture,
-            fill_age="age" in self.nodes.memory.tags.schema.model_fields,
+            tag_fields=tuple(self.nodes.memory.tags.schema.model_fields),
+            scripted_replies=policy.scripted_requests,
         )
 
     def _plan(self, request: ModelRequest) -> _ModelCall:
@@ -151,6 +178,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         tag capture for small models; stop the tool loop after ``max_tool_rounds``.
         """
         call = self._plan(request)
+        if (scripted := call.step.scripted(call.thread)) is not None:
+            return ModelResponse(result=[scripted])
         if call.human is not None:
             forced = self._forced(call.request).invoke(call.prompt)
             captured = call.step.captured(forced, call.human)
@@ -165,6 +194,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     ) -> ModelResponse:
         """Async :meth:`wrap_model_call`."""
         call = self._plan(request)
+        if (scripted := call.step.scripted(call.thread)) is not None:
+            return ModelResponse(result=[scripted])
         if call.human is not None:
             forced = await self._forced(call.request).ainvoke(call.prompt)
             captured = call.step.captured(forced, call.human)
@@ -173,12 +204,20 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         return call.finish(await handler(call.free_request))
 
     def after_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
-        """Append the turn's new messages to the user's history."""
-        return self.nodes.save(dict(state), _user_id(runtime), thread_of(_config()))
+        """Record the facts the turn stated that no call recorded (capable models), then
+        append the turn's new messages to the user's history.
+        """
+        user, config = _user_id(runtime), _config()
+        if self._capture is not None:
+            self._capture.run(state["messages"], user, thread_of(config), config)
+        return self.nodes.save(dict(state), user, thread_of(config))
 
     async def aafter_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Async :meth:`after_agent`."""
-        return await self.nodes.asave(dict(state), _user_id(runtime), thread_of(_config()))
+        user, config = _user_id(runtime), _config()
+        if self._capture is not None:
+            await self._capture.arun(state["messages"], user, thread_of(config), config)
+        return await self.nodes.asave(dict(state), user, thread_of(config))
 
 
 def _tool_name(tool: Any) -> str | None:

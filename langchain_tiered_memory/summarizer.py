@@ -25,11 +25,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, Field, field_validator
 
+from langchain_tiered_memory.attribution import states_a_fact
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.text import (
     is_cjk,
     is_first_person,
-    is_question,
     said_item,
     script_of,
     script_share,
@@ -402,15 +402,6 @@ def _candidates(response: Any) -> list[Any]:
             return items
     text = response.text if hasattr(response, "text") else str(response.content)
     return [m.group(1) for line in text.splitlines() if (m := _BULLET.match(line))]
-
-
-def states_a_fact(text: str) -> bool:
-    """Heuristic: a first-person statement (not a question) that may hold a fact, in
-    English, Chinese, Japanese, Korean, German, French, Spanish, Portuguese, Italian or
-    Russian (see :func:`langchain_tiered_memory.text.is_first_person`).
-    """
-    stripped = text.strip()
-    return bool(stripped) and not is_question(stripped) and is_first_person(stripped)
 
 
 def extract_user_statements(messages: Sequence[BaseMessage]) -> list[str]:

@@ -26,7 +26,6 @@ __all__ = [
     "is_first_person",
     "answer_states",
     "asks_to_summarize",
-    "stated_age",
     "is_question",
     "restatement_key",
     "said_item",
@@ -234,90 +233,6 @@ _SUMMARIZE_REQUEST = re.compile(
     r"\b(zusammenfass\w*|résum\w*|resum\w*|riassum\w*)\b",
     re.IGNORECASE,
 )
-
-
-_CJK_DIGITS = {
-    "零": 0,
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-}
-_CJK_NUMBER = "零一二两三四五六七八九十百"
-
-
-def _cjk_number(text: str) -> int | None:
-    """A Chinese numeral up to 999 ("二十八" -> 28, "十五" -> 15, "一百零二" -> 102)."""
-    total = current = 0
-    for char in text:
-        if char in _CJK_DIGITS:
-            current = _CJK_DIGITS[char]
-        elif char == "十":
-            total += (current or 1) * 10
-            current = 0
-        elif char == "百":
-            total += (current or 1) * 100
-            current = 0
-        else:
-            return None
-    return total + current
-
-
-# A stated age, with its first-person subject ("My son is 5 years old" is not the user's):
-# "I am 30 (years old)", "I'm 30.", "저는 30살", "ich bin 30 Jahre", "j'ai 30 ans", "tengo
-# 30 años", "tenho 30 anos", "ho 30 anni", "мне 30 лет"; Chinese and Japanese below.
-_AGE_PATTERNS = (
-    re.compile(
-        r"\b(?:i am|i'm|im|i turned|i turn)\s+(\d{1,3})"
-        r"(?=\s*(?:years?\s+old|yrs?\s+old|[.,!?;)]|$|and\b|now\b|this\b))",
-        re.I,
-    ),
-    re.compile(r"(?:저는|나는)\s*(\d{1,3})\s*(?:살|세)"),
-    re.compile(
-        r"\b(?:ich bin|j'ai|jai|tengo|tenho|ho|мне)\s+(\d{1,3})\s+"
-        r"(?:jahre|ans|años|anos|anni|лет|года|год)\b",
-        re.I,
-    ),
-)
-# Chinese / Japanese: a number before 岁/歲/歳 in a clause that speaks of the user (我, 私,
-# 今年 ...) and of no one else's (的, の: "我的儿子5岁" is the son's age).
-_CJK_AGE = re.compile(r"(\d{1,3}|[" + _CJK_NUMBER + r"]{1,5})\s*(?:周岁|岁|歲|歳)")
-_CLAUSE_END = re.compile(r"[，。！？；,.!?;、\n]")
-_CJK_SELF = ("我", "私", "僕", "俺", "今年", "现在", "現在")
-
-
-def stated_age(text: str) -> int | None:
-    """The age a first-person message states for the user, or ``None``.
-
-    For small models' forced capture, which fills one field of several ("我叫李明，今年28
-    岁" -> only the name): the number the user wrote about themselves, never a guess.
-
-    Example:
-        >>> [stated_age(t) for t in ["I am 30 years old.", "我今年二十八岁。", "我的儿子5岁。"]]
-        [30, 28, None]
-
-    """
-    text = unicodedata.normalize("NFKC", text)
-    for pattern in _AGE_PATTERNS:
-        match = pattern.search(text)
-        if match:
-            return _age(match.group(1))
-    for match in _CJK_AGE.finditer(text):
-        clause = _CLAUSE_END.split(text[: match.start()])[-1]
-        if any(m in clause for m in _CJK_SELF) and "的" not in clause and "の" not in clause:
-            return _age(match.group(1))
-    return None
-
-
-def _age(raw: str) -> int | None:
-    value = int(raw) if raw.isdigit() else _cjk_number(raw)
-    return value if value is not None and 0 < value <= 150 else None
 
 
 def asks_to_summarize(text: str) -> bool:

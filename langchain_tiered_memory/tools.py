@@ -4,18 +4,28 @@ The user id never appears in a tool's arguments: it comes from the run (the grap
 context or ``config["configurable"]["user_id"]``), so whatever the model emits, a run for
 one user cannot touch another user's memory. Bad arguments come back to the model as an
 error ``ToolMessage`` saying what is wrong; nothing is written.
+
+``user_tag`` stores only what the user's message states about the user
+(:func:`~langchain_tiered_memory.attribution.ground_tags`): run by a ``ToolNode`` (the
+prebuilt graph, ``create_agent``, any LangGraph agent) it reads the turn's message from the
+injected ``ToolRuntime`` and drops a value the user did not state of themself, or one that
+would change a stored value without the user saying so. Called directly by app code,
+with no conversation, it records what it is given.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
+from langchain_core.tools.base import InjectedToolArg
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from langchain_tiered_memory.attribution import ground_tags
 from langchain_tiered_memory.context import resolve_user_id, thread_of
 from langchain_tiered_memory.errors import InvalidTagError, SummarizationError
 
@@ -64,10 +74,42 @@ def _optional_schema(schema: type[BaseModel]) -> type[BaseModel]:
 
 
 def _loose_schema(schema: type[BaseModel]) -> type[BaseModel]:
-    """What the tool accepts: anything, so *our* validation reports every problem."""
+    """What the tool accepts: anything, so *our* validation reports every problem; and
+    ``runtime``, the ``ToolRuntime`` a ``ToolNode`` injects (the turn's messages).
+    """
     fields: dict[str, Any] = {name: (Any, None) for name in schema.model_fields}
+    fields["runtime"] = (Annotated[Any, InjectedToolArg], None)
     return create_model(  # type: ignore[call-overload, no-any-return]
         f"{USER_TAG_TOOL}_input", __config__=ConfigDict(extra="allow"), **fields
+    )
+
+
+def _turn_text(runtime: Any) -> str | None:
+    """The latest human message of the run's state, ``None`` outside a ``ToolNode``."""
+    state = getattr(runtime, "state", None)
+    messages = state.get("messages") if isinstance(state, dict) else None
+    if messages is None:
+        messages = getattr(state, "messages", None)
+    if messages is None:
+        return None
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return message.text
+    return ""  # a conversation with no human message states nothing
+
+
+def _ungrounded(text: str, values: dict[str, Any], stored: dict[str, str]) -> dict[str, Any]:
+    """``values`` reduced to what ``text`` states about the user (see the module
+    docstring); raises ``ToolException`` saying why when nothing is left.
+    """
+    grounding = ground_tags(values, text, stored=stored)
+    grounding.log("user_tag")
+    if grounding.kept:
+        return grounding.kept
+    reasons = "; ".join(f"{d.tag}={d.value!r}: {d.reason}" for d in grounding.dropped)
+    raise ToolException(
+        f"Nothing recorded ({reasons}). Record only facts the user stated about themself "
+        "in their message; to change a stored value the user must say it changed."
     )
 
 
@@ -109,28 +151,37 @@ class UserTagTool(BaseTool):
         return values
 
     @staticmethod
-    def _confirm(stored: dict[str, str]) -> str:
-        return "Recorded: " + ", ".join(f"{k}={v}" for k, v in sorted(stored.items())) + "."
+    def _confirm(stored: dict[str, str], asked: dict[str, Any]) -> str:
+        out = "Recorded: " + ", ".join(f"{k}={v}" for k, v in sorted(stored.items())) + "."
+        left = sorted(set(asked) - set(stored))
+        if left:
+            out += " Not recorded (not stated by the user about themself): " + ", ".join(left)
+            out += "."
+        return out
 
-    def _run(self, config: RunnableConfig, **kwargs: Any) -> str:
+    def _run(self, config: RunnableConfig, runtime: Any = None, **kwargs: Any) -> str:
         user_id = _user_id(config)
+        values = asked = self._given(kwargs)
+        text = _turn_text(runtime)
         try:
-            stored = self.memory.set_user_tags(
-                user_id, self._given(kwargs), thread_id=thread_of(config)
-            )
+            if text is not None:
+                values = _ungrounded(text, values, self.memory.get_user_tags(user_id))
+            stored = self.memory.set_user_tags(user_id, values, thread_id=thread_of(config))
         except InvalidTagError as exc:
             raise ToolException(f"Nothing recorded: {exc}") from exc
-        return self._confirm(stored)
+        return self._confirm(stored, asked)
 
-    async def _arun(self, config: RunnableConfig, **kwargs: Any) -> str:
+    async def _arun(self, config: RunnableConfig, runtime: Any = None, **kwargs: Any) -> str:
         user_id = _user_id(config)
+        values = asked = self._given(kwargs)
+        text = _turn_text(runtime)
         try:
-            stored = await self.memory.aset_user_tags(
-                user_id, self._given(kwargs), thread_id=thread_of(config)
-            )
+            if text is not None:
+                values = _ungrounded(text, values, await self.memory.aget_user_tags(user_id))
+            stored = await self.memory.aset_user_tags(user_id, values, thread_id=thread_of(config))
         except InvalidTagError as exc:
             raise ToolException(f"Nothing recorded: {exc}") from exc
-        return self._confirm(stored)
+        return self._confirm(stored, asked)
 
 
 class _NoArgs(BaseModel):

@@ -33,7 +33,7 @@ def tag_call(**args: Any) -> AIMessage:
 
 
 def forced(model: ScriptedChatModel) -> list[dict[str, Any]]:
-    return [b for b in model.bindings if b.get("tool_choice") == "user_tag"]
+    return [b for b in model.bindings if b.get("tool_choice") == "user_facts"]
 
 
 async def test_a_capable_model_that_never_calls_a_tool_still_gets_the_facts_stored(
@@ -80,10 +80,15 @@ def test_a_small_models_extraction_keeps_only_what_the_user_said(memory: TieredM
     model = ScriptedChatModel(replies=["Hello!", tag_call(name="Alice", age=31)])
     graph = create_memory_graph(model, memory=memory, small_model=True, tag_capture="after_turn")
     ask(graph, ALICE)
-    assert memory.get_user_tags("alice") == {"name": "Alice"}  # 31 is not in the message
+    # 31 is not in the message; the 30 it states ("I am 30 years old") is read off it
+    assert memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
 
 
-def test_an_unanswered_request_to_summarize_runs_the_summarize_tool(memory: TieredMemory) -> None:
+def test_a_request_to_summarize_runs_the_tool_before_a_capable_models_reply(
+    memory: TieredMemory,
+) -> None:
+    # issue 33 item 4: Qwen2.5-Coder answered "Please summarize our conversation." with
+    # text alone; its items were stored after the turn and its reply said nothing of them
     from langchain_tiered_memory.summarizer import SummaryItems
 
     summary = AIMessage(
@@ -99,10 +104,14 @@ def test_an_unanswered_request_to_summarize_runs_the_summarize_tool(memory: Tier
     model = ScriptedChatModel(replies=["Nice to meet you!", tag_call(name="Alice", age=30)])
     graph = create_memory_graph(model, memory=memory)
     ask(graph, ALICE)
-    model.replies += ["I don't have enough information to summarize.", summary]
-    ask(graph, "Please summarize our conversation.")
+    model.replies += [summary, "I kept that you are Alice, 30."]
+    result = ask(graph, "Please summarize our conversation.")
     items = [d.page_content for d in memory.summaries.get_all("alice")]
     assert items == ["The user is Alice, 30 years old."]
+    assert result["messages"][-1].text == "I kept that you are Alice, 30."
+    # the reply was written with the tool's report in view
+    report = model.prompts[-1][-1]
+    assert report.type == "tool" and "The user is Alice, 30 years old." in report.text
 
 
 def test_a_small_model_asked_to_summarize_stores_items_and_the_reply_names_them(

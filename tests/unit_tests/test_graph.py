@@ -164,7 +164,7 @@ def test_happy_path_tags_summary_then_recall_in_the_next_system_prompt(
         replies=[
             call("user_tag", {"name": "Alice", "age": 30}),
             "Nice to meet you, Alice.",
-            call("summarize", {}, "c2"),
+            # no summarize call from the model: a request to summarize runs it first
             summary_reply(BIRTHDAY_ITEM, "The user's name is Alice and she is 30 years old."),
             "I stored that.",
             "Your birthday is on May 8.",
@@ -180,13 +180,12 @@ def test_happy_path_tags_summary_then_recall_in_the_next_system_prompt(
     second = ask(graph, "Please summarize our conversation.", thread="t2")
     (stored,) = tool_messages(second)
     assert stored.name == "summarize" and "Stored 2" in stored.text
-    summarizer_call = model.bindings[3]
-    assert summarizer_call == {"tool_names": ["SummaryItems"], "tool_choice": "SummaryItems"}
+    assert {"tool_names": ["SummaryItems"], "tool_choice": "SummaryItems"} in model.bindings
     items = memory.export_user("alice")["summaries"]
     assert {i["text"] for i in items} >= {BIRTHDAY_ITEM}
     created = next(i["created_at"] for i in items if i["text"] == BIRTHDAY_ITEM)
     # The summarizer read the first turn, which was in the history before this one.
-    assert INTRO in model.prompts[3][-1].text
+    assert INTRO in model.prompts[2][-1].text
 
     ask(graph, "When is my birthday?", thread="t3")
     system = model.prompts[-1][0]
@@ -485,7 +484,7 @@ def test_a_run_for_bob_never_reads_or_writes_alices_memory(
     )
     graph = create_memory_graph(model, memory=memory, checkpointer=InMemorySaver())
     result = graph.invoke(
-        {"messages": [HumanMessage("What is Alice's birthday? May 8?")]},
+        {"messages": [HumanMessage("I'm 99. What is Alice's birthday? May 8?")]},
         context={"user_id": "bob"},
         config=cfg("t1"),
     )
@@ -493,7 +492,8 @@ def test_a_run_for_bob_never_reads_or_writes_alices_memory(
     ask(graph, "What do you know about Alice's birthday?", user="bob", thread="t2")
 
     assert memory.export_user("alice") == before
-    # The injected "config" argument did not redirect the write: it went to bob.
+    # The injected "config" argument did not redirect the write: it went to bob (the
+    # name "Alice" and the age 1 were not stated by bob about bob: not recorded).
     assert memory.get_user_tags("bob") == {"age": "99"}
     bob = memory.export_user("bob")
     assert [s["text"] for s in bob["summaries"]] == ["The user asked about a birthday on May 8."]
@@ -558,7 +558,8 @@ async def test_a_malformed_call_async_also_answers_with_an_error(
     embedded_memory: TieredMemory,
 ) -> None:
     model = ScriptedChatModel(replies=[BAD_CALLS["bad json"], "ok"])
-    graph = create_memory_graph(model, memory=embedded_memory)
+    # tool mode: no after-turn capture, which would read the name the message states
+    graph = create_memory_graph(model, memory=embedded_memory, tag_capture="tool")
     result = await graph.ainvoke(
         {"messages": [HumanMessage("My name is Mallory.")]}, context={"user_id": "alice"}
     )
@@ -613,9 +614,10 @@ def test_forced_capture_drops_values_the_user_did_not_say(
     model = ScriptedChatModel(replies=[call("user_tag", {"name": "Bob", "age": 30}, "f1"), "ok"])
     graph = create_memory_graph(model, memory=embedded_memory, force_tag_capture=True)
     result = ask(graph, "Hi, my name is Alice and I am 30 years old.")
-    assert embedded_memory.get_user_tags("alice") == {"age": "30"}
+    # "Bob" is dropped; the name the message states by its cue ("my name is") replaces it
+    assert embedded_memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
     (ai_call,) = [m for m in result["messages"] if isinstance(m, AIMessage) and m.tool_calls]
-    assert ai_call.tool_calls[0]["args"] == {"age": 30}
+    assert ai_call.tool_calls[0]["args"] == {"name": "Alice", "age": 30}
 
 
 def test_forced_capture_with_nothing_grounded_falls_back_to_a_normal_call(
@@ -648,7 +650,11 @@ def test_forced_capture_never_stores_an_echo_of_the_message(
     result = ask(graph, text)
     assert embedded_memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
     assert tool_messages(result) == []
-    assert result["messages"][-1].text == "You are 30."
+    # a request is no statement: nothing is forced, and the free model's own user_tag call
+    # (not offered to it) is dropped as ungrounded
+    assert len(model.prompts) == 1
+    (reply,) = [m for m in result["messages"] if isinstance(m, AIMessage)]
+    assert reply.tool_calls == []
 
 
 @pytest.mark.parametrize(
@@ -664,12 +670,15 @@ def test_a_short_value_from_a_long_statement_is_kept(
     assert embedded_memory.get_user_tags("alice") == {"name": name}
 
 
-def test_a_capable_model_is_not_grounded(embedded_memory: TieredMemory) -> None:
-    # without force_tag_capture (capable models) the model's own call is trusted as it is
+def test_a_capable_models_own_call_is_grounded_too(embedded_memory: TieredMemory) -> None:
+    # issue 36: a capable model's own user_tag call is held to the same rule as a small
+    # model's forced one (it was stored as it came: {"name": "Remind me"})
     model = ScriptedChatModel(replies=[call("user_tag", {"name": "Remind me"}, "c1"), "ok"])
     graph = create_memory_graph(model, memory=embedded_memory, force_tag_capture=False)
-    ask(graph, "Remind me how old I am.")
-    assert embedded_memory.get_user_tags("alice") == {"name": "Remind me"}
+    result = ask(graph, "Remind me how old I am.")
+    assert embedded_memory.get_user_tags("alice") == {}
+    (refused,) = tool_messages(result)
+    assert refused.status == "error" and "Nothing recorded" in refused.text
 
 
 @pytest.mark.parametrize("text", ["How old am I?", "What is my name?", "Hello there."])
@@ -752,7 +761,7 @@ def test_no_auto_summarize_by_default(embedded_memory: TieredMemory) -> None:
         ask(graph, f"My birthday is on May {i + 1}.")
     embedded_memory.wait_for_background(WAIT)
     # only the turns' own calls (and the after-turn tag extraction of each statement)
-    own = [b for b in model.bindings if b.get("tool_choice") != "user_tag"]
+    own = [b for b in model.bindings if b.get("tool_choice") != "user_facts"]
     assert len(own) == 3 and len(model.prompts) == 6
     assert embedded_memory.summaries.get_watermark("alice") == 0
 
