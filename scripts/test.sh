@@ -10,7 +10,8 @@
 #    when everything is already installed this phase takes about a second;
 # 2. ruff, 3. mypy, 4. the wheel, installed (not editable) in a fresh venv, runs the demo
 #    with the scripted model, 5. pytest (the integration tests start their own servers on
-#    free loopback ports; nothing uses a system redis on 6379 or PostgreSQL on 5432).
+#    free loopback ports; nothing uses a system redis on 6379 or PostgreSQL on 5432), with
+#    a PATH that has no C or C++ compiler: nothing compiles at run time either.
 #
 # Environment: PYTHON (default: python3), FORCE_INSTALL=1 to re-run the pip installs;
 #   LATEST=1: resolve the newest releases instead of the constraints (what a scheduled job
@@ -240,7 +241,33 @@ assert r.files('langchain_tiered_memory').joinpath('py.typed').is_file(), 'no py
   rm -rf "${tmp}"
 }
 phase "wheel" wheel_smoke
-phase "pytest" "${PYTHON}" -m pytest tests -q -ra "$@"
+# pytest with a PATH that holds every command of this one but the C and C++ compilers:
+# nothing may compile at run time (torch inductor's g++, any JIT) on a user's machine that
+# has none. The local-model tests and the demo runs are in it; a test checks the PATH.
+compiler_free_path() {
+  local farm dir exe name dirs
+  farm="$(mktemp -d)/bin"
+  mkdir -p "${farm}"
+  IFS=: read -ra dirs <<<"${PATH}"
+  for dir in "${dirs[@]}"; do
+    [[ -d "${dir}" ]] || continue
+    for exe in "${dir}"/*; do
+      name="${exe##*/}"
+      [[ -x "${exe}" && ! -d "${exe}" && ! -e "${farm}/${name}" ]] || continue
+      case "${name}" in
+        cc | c++ | cpp | gcc | g++ | gcc-[0-9]* | g++-[0-9]* | cpp-[0-9]* | *-gcc | *-g++ | \
+          *-gcc-[0-9]* | *-g++-[0-9]* | clang | clang++ | clang-[0-9]* | clang++-[0-9]* | \
+          tcc | icc | icpx | nvcc) continue ;;
+      esac
+      ln -s "${exe}" "${farm}/${name}"
+    done
+  done
+  echo "${farm}"
+}
+PYTHON_EXE="$("${PYTHON}" -c 'import sys; print(sys.executable)')"
+NO_COMPILER_PATH="$(compiler_free_path)"
+phase "pytest (no C/C++ compiler on PATH)" env PATH="${NO_COMPILER_PATH}" \
+  TIERED_MEMORY_NO_COMPILER=1 "${PYTHON_EXE}" -m pytest tests -q -ra "$@"
 
 printf -v SUMMARY '%s, ' "${TIMINGS[@]}"
 echo "==> all passed (${SUMMARY%, })"

@@ -329,7 +329,7 @@ class ChatLocalTransformers(LocalChatModel):
         try:
             import llguidance
             import llguidance.hf
-            import llguidance.torch as llt
+            import llguidance.numpy as lln
             from transformers import LogitsProcessor
         except ImportError as exc:  # pragma: no cover - depends on the environment
             msg = f"Forced tool calls need `llguidance`. Install it with: {LOCAL_EXTRA_HINT}"
@@ -348,7 +348,8 @@ class ChatLocalTransformers(LocalChatModel):
             msg = f"The tool's JSON schema cannot be enforced: {matcher.get_error()}"
             raise ValueError(msg)
         end = backend.tokenizer.convert_tokens_to_ids(_END)
-        mask = llt.allocate_token_bitmask(1, guide_tokenizer.vocab_size)
+        mask = lln.allocate_token_bitmask(1, guide_tokenizer.vocab_size)
+        torch = backend.torch
 
         class _Guide(LogitsProcessor):  # type: ignore[misc]
             def __call__(self, input_ids: Any, scores: Any) -> Any:
@@ -358,11 +359,36 @@ class ChatLocalTransformers(LocalChatModel):
                     scores[:] = -float("inf")
                     scores[:, end] = 0.0
                     return scores
-                llt.fill_next_token_bitmask(matcher, mask, 0)
-                llt.apply_token_bitmask_inplace(scores, mask.to(scores.device))
-                return scores
+                lln.fill_next_token_bitmask(matcher, mask, 0)
+                return apply_bitmask(torch, scores, mask[0])
 
         return _Guide()
+
+
+def apply_bitmask(torch: Any, scores: Any, mask: Any) -> Any:
+    """Set to -inf, in place, the ``scores`` of every token whose bit in ``mask`` is 0.
+
+    ``mask`` is llguidance's bitmask (int32 words, token ``i`` at bit ``i % 32`` of word
+    ``i // 32``), as ``llguidance.numpy`` fills it. Not ``llguidance.torch``'s kernel: it
+    is ``@torch.compile``d, so its first call runs a C++ compiler (g++, 150 MB of cache),
+    and on a machine with none the call fails. Unpacking the bits with numpy is a few
+    microseconds for SmolLM2's 49k tokens.
+
+    Example:
+        >>> import numpy as np, torch
+        >>> scores = torch.zeros(1, 5)
+        >>> apply_bitmask(torch, scores, np.array([0b10101], dtype=np.int32)).tolist()
+        [[0.0, -inf, 0.0, -inf, 0.0]]
+    """
+    import numpy as np
+
+    vocab = scores.shape[-1]
+    bits = np.unpackbits(np.ascontiguousarray(mask).view(np.uint8), bitorder="little")
+    blocked = np.ones(vocab, dtype=bool)  # a token past the mask's words is not allowed
+    n = min(vocab, bits.size)
+    blocked[:n] = bits[:n] == 0
+    scores[..., torch.from_numpy(blocked).to(scores.device)] = -float("inf")
+    return scores
 
 
 def _recent_repetition_penalty(

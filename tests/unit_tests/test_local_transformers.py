@@ -213,3 +213,38 @@ def test_prompt_is_the_one_llama_cpp_renders(monkeypatch: pytest.MonkeyPatch, fo
         tool_choice={"type": "function", "function": {"name": "UserTag"}} if forced else None,
     )
     assert ours == PromptOnly.prompt
+
+
+@pytest.mark.parametrize("vocab", [1, 31, 32, 33, 1000, 49152])
+def test_the_bitmask_blocks_exactly_the_tokens_whose_bit_is_zero(vocab: int) -> None:
+    """Issue 33: the mask is applied without llguidance.torch's compiled kernel."""
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(vocab)
+    words = (vocab + 31) // 32
+    mask = rng.integers(-(2**31), 2**31 - 1, size=words, dtype=np.int64).astype(np.int32)
+    scores = torch.randn(1, vocab)
+    expected = scores.clone()
+    for i in range(vocab):
+        if not (int(mask[i // 32]) >> (i % 32)) & 1:
+            expected[0, i] = -float("inf")
+    assert torch.equal(hf.apply_bitmask(torch, scores, mask), expected)
+    # a vocabulary longer than the mask: the tokens past it are not allowed
+    longer = torch.zeros(1, words * 32 + 3)
+    assert torch.isinf(hf.apply_bitmask(torch, longer, mask)[0, words * 32 :]).all()
+
+
+def test_no_local_module_uses_a_compiled_torch_kernel() -> None:
+    """``llguidance.torch`` is ``@torch.compile``d: its first call runs g++ (issue 33)."""
+    import ast
+    from pathlib import Path
+
+    for path in Path(hf.__file__).parent.glob("*.py"):
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+                imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+        assert "llguidance.torch" not in imported, path.name
