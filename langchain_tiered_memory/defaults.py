@@ -4,7 +4,7 @@ What a call with no arguments gets, and what the CLI and the demo build from the
 and the environment:
 
 - :func:`open_memory`: ``redis_url`` (else ``$REDIS_URL``) or the embedded Redis in a data dir;
-- :func:`default_embeddings`: all-MiniLM-L6-v2, offline (one model per process);
+- :func:`default_embeddings`: multilingual-e5-small, offline (one model per process);
 - :func:`default_chat_model`: ``ChatOpenAI`` when an OpenAI key or base URL is configured
   (which covers any OpenAI-compatible server: OpenAI, vLLM, Ollama, llama.cpp's server), else
   a local in-process model (:mod:`langchain_tiered_memory.local`);

@@ -4,7 +4,8 @@ Every command takes ``--redis-url`` (else ``$REDIS_URL``, else the embedded Redi
 ``--data-dir`` (the embedded Redis' data, which holds the chat threads too;
 default ``$TIERED_MEMORY_HOME`` or ``~/.local/share/langchain-tiered-memory``), ``--model``
 (passed to :func:`~langchain_tiered_memory.defaults.default_chat_model`; ``fake`` is a
-deterministic offline script) and ``--embeddings`` (``local`` MiniLM or ``hashing``).
+deterministic offline script) and ``--embeddings`` (``local``: multilingual-e5-small, or
+``hashing``).
 
 Errors (a bad URL, Redis down, a bad user id) print one line to stderr and exit with
 status 1; usage errors exit with status 2.
@@ -98,7 +99,7 @@ def _common_options(*, top_level: bool) -> argparse.ArgumentParser:
         "--embeddings",
         choices=("local", "hashing"),
         default="local" if top_level else argparse.SUPPRESS,
-        help="'local': the offline MiniLM model (default); "
+        help="'local': the offline multilingual-e5-small (default); "
         "'hashing': deterministic bag of words, no model (fast tests)",
     )
     return common

