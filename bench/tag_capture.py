@@ -6,9 +6,9 @@
     python bench/tag_capture.py --replay replies.json # a recorded capable model, offline
 
 The messages are of this project's own making (templates filled from small name, age,
-city and hobby lists with a fixed seed), in English and Chinese, half stating the user's own
+city and hobby lists with a fixed seed), in English and Chinese: 85 stating the user's own
 name and/or age (plain, with fillers, lower case, numerals in words, corrections of a stored
-value), half distractors (relatives' and friends' names and ages, jobs, hobbies, questions,
+value), 115 distractors (relatives' and friends' names and ages, jobs, hobbies, questions,
 requests, small talk, numbers that are no age, a changed value stated without saying so).
 Two splits: ``dev`` holds the kinds of message the rules of
 :mod:`langchain_tiered_memory.attribution` were written against (issue 36's table);
