@@ -284,6 +284,21 @@ class HybridIndex:
         base = self.typical_similarity()
         return (np.asarray(cosines, dtype=np.float32) - base) / (1.0 - base)
 
+    def duplicate_similarity(self, cosines: np.ndarray) -> np.ndarray:
+        """:meth:`relative_similarity` for telling near-duplicates: from three items on, the
+        typical pair is the one observed among these items when that is higher than the
+        shrunk estimate. Shrunk toward 0 alone, the few items of a user on a model whose
+        cosines are all high (multilingual-e5, eight Chinese notes of one user: 0.80-0.88)
+        were all "near-duplicates", and putting near-duplicates newer first sorted the whole
+        recall by date (``bench/recall_associative.py``: the best item ranked last).
+        """
+        base = self.typical_similarity()
+        n = len(self)
+        if n >= 3:
+            observed = (float(self._sum @ self._sum) - n) / (n * (n - 1))
+            base = min(max(base, observed), 0.99)
+        return (np.asarray(cosines, dtype=np.float32) - base) / (1.0 - base)
+
     def dense_weight(self, query: str) -> float:
         """``wd``: the share of the query the embedding model can read (see the module)."""
         if self.dense_scripts is None:

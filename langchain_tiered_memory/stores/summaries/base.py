@@ -22,6 +22,7 @@ from langchain_tiered_memory.errors import (
     InvalidSummaryError,
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
+from langchain_tiered_memory.retrieval.conversation import QueryVectors, combine
 from langchain_tiered_memory.stores.summaries.index import (
     DEDUP_THRESHOLD,
     DEFAULT_MAX_ITEMS,
@@ -59,13 +60,41 @@ class SummaryStore(ABC):
     def _embedder(self) -> Embeddings:
         return self.embeddings
 
+    def _vectors(self) -> QueryVectors:
+        # created on first use: stores are built with no I/O and no required super().__init__
+        cache: QueryVectors | None = self.__dict__.get("_query_vectors")
+        if cache is None:
+            cache = self.__dict__.setdefault("_query_vectors", QueryVectors())
+        return cache
+
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed a query once (unit length), for callers that search several times."""
-        return _unit_rows([self._embedder().embed_query(text)])[0]
+        """Embed a query (unit length); recent query texts are embedded once per store."""
+        cache = self._vectors()
+        vector = cache.get(self._embedder(), text)
+        if vector is None:
+            vector = cache.put(
+                self._embedder(), text, _unit_rows([self._embedder().embed_query(text)])[0]
+            )
+        return vector
 
     async def aembed_query(self, text: str) -> np.ndarray:
         """Async :meth:`embed_query`."""
-        return _unit_rows([await self._embedder().aembed_query(text)])[0]
+        cache = self._vectors()
+        vector = cache.get(self._embedder(), text)
+        if vector is None:
+            raw = await self._embedder().aembed_query(text)
+            vector = cache.put(self._embedder(), text, _unit_rows([raw])[0])
+        return vector
+
+    def embed_conversation(self, texts: Sequence[str]) -> np.ndarray:
+        """One query vector for a conversation's texts, oldest first
+        (:func:`~langchain_tiered_memory.retrieval.conversation.combine`).
+        """
+        return combine(np.stack([self.embed_query(t) for t in texts]))
+
+    async def aembed_conversation(self, texts: Sequence[str]) -> np.ndarray:
+        """Async :meth:`embed_conversation`."""
+        return combine(np.stack([await self.aembed_query(t) for t in texts]))
 
     def _prepare(
         self,

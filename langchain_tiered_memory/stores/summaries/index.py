@@ -296,7 +296,7 @@ class _UserIndex:
             if len(hits) > 1 and self.hybrid.dense_weight(query or "") >= 0.5:
                 positions = np.array([h.position for h in hits], dtype=np.int64)
                 vectors = self.hybrid.vectors(positions)
-                similar = self.hybrid.relative_similarity(vectors @ vectors.T) >= NEAR_DUPLICATE
+                similar = self.hybrid.duplicate_similarity(vectors @ vectors.T) >= NEAR_DUPLICATE
                 hits = _newer_first(hits, similar, self)
             records = [self.records[h.position] for h in hits]
         out = []

@@ -1,0 +1,110 @@
+"""Recall from the conversation, not only its last message.
+
+A memory is often *associated* with what the conversation is about rather than named by
+the last message: "There's a big test on Friday." ... "I keep worrying I'll mess it up
+again." should bring up "The user failed their driving test last spring". The query is
+built from the last few user turns (:func:`recent_user_texts`); each is embedded once (the
+stores keep the vectors of recent query texts, so a turn embeds only its new message) and
+the vectors are summed with weights that halve with each older turn (:func:`combine`):
+the newest message leads, the earlier ones pull towards the topic. The lexical side reads
+the same turns.
+
+Example:
+    >>> from langchain_core.messages import AIMessage, HumanMessage
+    >>> recent_user_texts([HumanMessage("a"), AIMessage("b"), HumanMessage("c")], turns=2)
+    ['a', 'c']
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+from langchain_core.messages import BaseMessage, HumanMessage
+
+__all__ = ["DEFAULT_CONTEXT_TURNS", "DECAY", "QueryVectors", "combine", "recent_user_texts"]
+
+DEFAULT_CONTEXT_TURNS = 3
+"""User turns a recall query reads (the newest included); chosen on the associative dev
+set (``bench/recall_associative.py``)."""
+DECAY = 0.5
+"""Each older turn's weight relative to the next newer one's."""
+
+
+def recent_user_texts(messages: Sequence[BaseMessage | str], turns: int) -> list[str]:
+    """The texts of the last ``turns`` user messages, oldest first (strings count as user
+    messages; empty ones are skipped).
+    """
+    if turns <= 0:
+        return []
+    out: list[str] = []
+    for message in reversed(messages):
+        if isinstance(message, str):
+            text = message
+        elif isinstance(message, HumanMessage):
+            text = message.text
+        else:
+            continue
+        if text.strip():
+            out.append(text)
+            if len(out) == turns:
+                break
+    return out[::-1]
+
+
+def combine(vectors: np.ndarray, decay: float = DECAY) -> np.ndarray:
+    """One unit query vector from the unit vectors of texts, oldest first: the newest has
+    weight 1, each older one ``decay`` times the next.
+
+    Example:
+        >>> v = combine(np.array([[1.0, 0.0], [0.0, 1.0]]))
+        >>> [round(float(x), 3) for x in v]
+        [0.447, 0.894]
+    """
+    n = len(vectors)
+    weights = decay ** np.arange(n - 1, -1, -1, dtype=np.float32)
+    summed = (weights[:, None] * vectors).sum(axis=0)
+    norm = float(np.linalg.norm(summed))
+    return (summed / norm if norm else vectors[-1]).astype(np.float32)
+
+
+class QueryVectors:
+    """The unit vectors of recent query texts, per embeddings model (a bounded LRU).
+
+    A conversation query reads the last few turns; all but the newest were embedded on
+    earlier turns, so each turn embeds one text. Thread-safe.
+
+    Example:
+        >>> cache = QueryVectors(max_entries=1)
+        >>> model = object()
+        >>> _ = cache.put(model, "a", np.ones(2))
+        >>> cache.get(model, "a") is not None, cache.get(model, "b")
+        (True, None)
+    """
+
+    def __init__(self, max_entries: int = 4096) -> None:
+        self.max_entries = max_entries
+        # the model is kept beside its vector: an id() is reused once its object is freed
+        self._entries: OrderedDict[tuple[int, str], tuple[object, np.ndarray]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, model: object, text: str) -> np.ndarray | None:
+        """The cached vector of ``text`` by ``model``, or ``None``."""
+        key = (id(model), text)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] is not model:
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
+
+    def put(self, model: object, text: str, vector: np.ndarray) -> np.ndarray:
+        """Keep ``vector`` (read-only) and return it."""
+        vector.setflags(write=False)  # shared between calls: nobody may change it
+        with self._lock:
+            self._entries[(id(model), text)] = (model, vector)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return vector
