@@ -17,6 +17,11 @@ last message. Every event goes in through ``add_summaries`` on the default embed
 
 Reported: recall@1/3/5 of the scenario's event, per language. A dev set: the default of
 ``recall_context_turns`` is chosen on it.
+
+``--locomo PATH`` adds the other side: direct questions (LoCoMo, session-level recall@5 of
+the evidence) asked after a change of topic, the two questions before each one as its
+earlier turns, so that a conversation query can only hurt them: what the graph loses on a
+question that names its fact.
 """
 
 from __future__ import annotations
@@ -72,9 +77,35 @@ def rank(store: InMemorySummaryStore, user: str, turns: list[str], v: Variant) -
     return [d.page_content for d in store.search(user, query, 5, vector=vector)]
 
 
+def locomo_topic_switch(path: str, embeddings: Any) -> None:
+    from _datasets import load_locomo
+
+    print()
+    print("| LoCoMo dev, a question after two others | turns | R@5 |")
+    print("|---|---:|---:|")
+    users = load_locomo(path)
+    for turns in (1, 2, 3):
+        store = InMemorySummaryStore(embeddings=embeddings, dedup_threshold=1.0)
+        total, n = 0.0, 0
+        for user in users:
+            for item, created in zip(user.items, user.created, strict=True):
+                store.add(user.user_id, [item], created_at=created)
+            groups = {text: g for text, g in zip(user.items, user.groups, strict=True)}
+            qs = [q.text for q in user.questions]
+            for i, question in enumerate(user.questions):
+                texts = (qs[max(0, i - 2) : i] + [question.text])[-turns:]
+                vector = combine(np.stack([store.embed_query(t) for t in texts]))
+                found = store.search(user.user_id, " ".join(texts), 5, vector=vector)
+                sessions = {groups.get(d.page_content) for d in found}
+                total += len(sessions & question.evidence) / len(question.evidence)
+                n += 1
+        print(f"| | {turns} | {total / n:.3f} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--locomo", help="LoCoMo json: direct questions after a topic switch")
     args = parser.parse_args()
     scenarios: list[dict[str, Any]] = json.loads(args.data.read_text(encoding="utf-8"))["scenarios"]
     embeddings = default_embeddings()
@@ -96,6 +127,8 @@ def main() -> int:
         for lang, positions in sorted(hits.items()):
             at = [sum(p < k for p in positions) / len(positions) for k in (1, 3, 5)]
             print(f"| {variant.name} | {lang} | {at[0]:.2f} | {at[1]:.2f} | {at[2]:.2f} |")
+    if args.locomo:
+        locomo_topic_switch(args.locomo, embeddings)
     return 0
 
 

@@ -549,9 +549,13 @@ def main() -> int:
     parser.add_argument("--record", type=Path, help="save the server's replies here")
     parser.add_argument("--replay", type=Path, help="replay recorded replies")
     parser.add_argument("--split", choices=["dev", "heldout", "all"], default="all")
+    parser.add_argument("--limit", type=int, help="an even sample of this many messages")
     args = parser.parse_args()
 
     cases = [c for c in build() if args.split in ("all", c.split)]
+    if args.limit and args.limit < len(cases):
+        step = len(cases) / args.limit  # every step-th message: all splits and languages
+        cases = [cases[int(i * step)] for i in range(args.limit)]
     print(
         f"{len(cases)} messages: "
         + ", ".join(

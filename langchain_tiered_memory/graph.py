@@ -70,8 +70,17 @@ from langchain_tiered_memory.prompt import (
     render_compact_memory,
     render_memory_section,
 )
+from langchain_tiered_memory.retrieval.conversation import (
+    DEFAULT_CONTEXT_TURNS,
+    recent_user_texts,
+)
 from langchain_tiered_memory.stores.history import check_portable
-from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool
+from langchain_tiered_memory.tools import (
+    USER_TAG_TOOL,
+    SearchMemoryTool,
+    SummarizeTool,
+    UserTagTool,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -251,6 +260,9 @@ class MemoryNodes:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     max_context_messages: int = 20
     recall_k: int = 3
+    # user turns the recall query reads (the latest one included): a memory the
+    # conversation is about, not only what its last message names
+    recall_context_turns: int = DEFAULT_CONTEXT_TURNS
     memory_token_budget: int | None = DEFAULT_MEMORY_TOKEN_BUDGET
     context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET
     auto_summarize_after: int | None = None
@@ -266,11 +278,10 @@ class MemoryNodes:
 
     # ----- load -----
 
-    def _load_args(self, state: dict[str, Any]) -> tuple[str | None, int]:
-        last = _last_human(state.get("messages", []))
-        query = last.text if last is not None else None
+    def _load_args(self, state: dict[str, Any]) -> tuple[list[str], int]:
+        texts = recent_user_texts(state.get("messages", []), max(self.recall_context_turns, 1))
         first_turn = "recent_history" not in state
-        return query, self.max_context_messages if first_turn else 0
+        return texts, self.max_context_messages if first_turn else 0
 
     def _load_update(self, state: dict[str, Any], snap: MemorySnapshot) -> dict[str, Any]:
         update: dict[str, Any] = {
@@ -284,14 +295,18 @@ class MemoryNodes:
 
     def load(self, state: dict[str, Any], user_id: str) -> dict[str, Any]:
         """Read tags, recalled items and (first turn) recent history into the state."""
-        query, n = self._load_args(state)
-        snap = self.memory.load(user_id, query, max_messages=n, k=self.recall_k)
+        texts, n = self._load_args(state)
+        query, context = (texts[-1], texts[:-1]) if texts else (None, [])
+        snap = self.memory.load(user_id, query, max_messages=n, k=self.recall_k, context=context)
         return self._load_update(state, snap)
 
     async def aload(self, state: dict[str, Any], user_id: str) -> dict[str, Any]:
         """Async :meth:`load`."""
-        query, n = self._load_args(state)
-        snap = await self.memory.aload(user_id, query, max_messages=n, k=self.recall_k)
+        texts, n = self._load_args(state)
+        query, context = (texts[-1], texts[:-1]) if texts else (None, [])
+        snap = await self.memory.aload(
+            user_id, query, max_messages=n, k=self.recall_k, context=context
+        )
         return self._load_update(state, snap)
 
     # ----- compose -----
@@ -518,6 +533,7 @@ def create_memory_graph(
     memory_prompt: MemoryRenderer | None = None,
     max_context_messages: int | None = None,
     recall_k: int = 3,
+    recall_context_turns: int = DEFAULT_CONTEXT_TURNS,
     memory_token_budget: int | None = DEFAULT_MEMORY_TOKEN_BUDGET,
     context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET,
     auto_summarize_after: int | None = None,
@@ -527,6 +543,7 @@ def create_memory_graph(
     tag_capture: TagCapture | None = None,
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
     extractive_summary_fallback: bool | None = None,
+    search_memory: bool | None = None,
     name: str | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:  # context: a MemoryContext or a dict
     """Build the memory agent graph.
@@ -547,6 +564,13 @@ def create_memory_graph(
             20; 0 for small models, which are sent the current turn only: earlier
             exchanges make a 135M model repeat them instead of answering).
         recall_k: summary items recalled per turn.
+        recall_context_turns: the user turns of the thread the recall query reads, the
+            latest included (default 3; 1: the latest message only). Each is embedded once
+            (the store keeps recent query vectors); their vectors are summed, each older
+            turn at half the weight of the next, so a memory the conversation is about comes
+            up though the last message does not name it ("I'm scared I'll fail again" after
+            "a big test on Friday" -> the failed driving test). See
+            :mod:`~langchain_tiered_memory.retrieval.conversation`.
         memory_token_budget: approximate token cap of the memory section.
         context_token_budget: approximate token cap of everything sent to the model.
         auto_summarize_after: summarize in the background once a user has this many
@@ -581,6 +605,10 @@ def create_memory_graph(
             store the user's own first-person statements (quoted) instead of failing.
             For small local models, whose structured output is often empty. ``None``:
             follows ``small_model``.
+        search_memory: offer the ``search_memory`` tool
+            (:class:`~langchain_tiered_memory.tools.SearchMemoryTool`): the model searches
+            the user's memory with its own query when the recalled items miss what the user
+            refers to. ``None`` (default): on for capable models, off for small ones.
         name: the compiled graph's name.
 
     Example:
@@ -617,6 +645,7 @@ def create_memory_graph(
         current_turn_only=policy.current_turn_only,
         max_context_messages=max_context_messages,
         recall_k=recall_k,
+        recall_context_turns=recall_context_turns,
         memory_token_budget=memory_token_budget,
         context_token_budget=context_token_budget,
         auto_summarize_after=auto_summarize_after,
@@ -632,7 +661,10 @@ def create_memory_graph(
         grounded=policy.grounded,
         reconcile=policy.reconcile,
     )
-    all_tools: list[BaseTool] = [tag_tool, summarize_tool, *tools]
+    if search_memory is None:
+        search_memory = policy.search_tool
+    search: list[BaseTool] = [SearchMemoryTool(memory=memory)] if search_memory else []
+    all_tools: list[BaseTool] = [tag_tool, summarize_tool, *search, *tools]
     offered = [t for t in all_tools if t is not tag_tool] if force_tag_capture else all_tools
     bound = model.bind_tools(offered)
     forced = model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL) if force_tag_capture else None

@@ -37,6 +37,10 @@ from langchain_tiered_memory.opening import (
 )
 from langchain_tiered_memory.privacy import DEFAULT_STORE_NAMESPACES
 from langchain_tiered_memory.queue import SummaryQueue
+from langchain_tiered_memory.retrieval.conversation import (
+    DEFAULT_CONTEXT_TURNS,
+    recent_user_texts,
+)
 from langchain_tiered_memory.stores.history import (
     HistoryStore,
     InMemoryHistoryStore,
@@ -541,23 +545,58 @@ class TieredMemory:
         return ids
 
     def recall_summaries(
-        self, user_id: str, query: str, n: int = 3, *, include_superseded: bool = False
+        self,
+        user_id: str,
+        query: str | None = None,
+        n: int = 3,
+        *,
+        messages: Sequence[BaseMessage | str] = (),
+        context_turns: int = DEFAULT_CONTEXT_TURNS,
+        include_superseded: bool = False,
     ) -> list[Document]:
         """The ``n`` items most relevant to ``query``, best first (``metadata["score"]``).
 
-        Items that a newer one superseded (``metadata["superseded_by"]``, ``"valid_until"``)
-        are left out unless ``include_superseded``.
+        With ``messages`` (a conversation, oldest first; strings are user messages) the
+        query is its last ``context_turns`` user turns, ``query`` after them if given: what
+        the graph recalls with, so a memory the conversation is about comes up though the
+        last message does not name it
+        (:mod:`~langchain_tiered_memory.retrieval.conversation`). Items that a newer one
+        superseded (``metadata["superseded_by"]``, ``"valid_until"``) are left out unless
+        ``include_superseded``.
+
+        Example:
+            >>> memory.recall_summaries("alice", messages=[
+            ...     "There's a big test on Friday.", "I'm scared I'll fail again."
+            ... ])  # doctest: +SKIP
+            [Document(page_content='The user failed their driving test last spring.', ...)]
         """
         user_id = validate_user_id(user_id)  # whatever the store: an invalid id is an error
-        return self.summaries.search(user_id, query, n, include_superseded=include_superseded)
+        texts = _query_texts(query, messages, context_turns)
+        if not texts:
+            return []
+        vector = self.summaries.embed_conversation(texts)
+        return self.summaries.search(
+            user_id, " ".join(texts), n, vector=vector, include_superseded=include_superseded
+        )
 
     async def arecall_summaries(
-        self, user_id: str, query: str, n: int = 3, *, include_superseded: bool = False
+        self,
+        user_id: str,
+        query: str | None = None,
+        n: int = 3,
+        *,
+        messages: Sequence[BaseMessage | str] = (),
+        context_turns: int = DEFAULT_CONTEXT_TURNS,
+        include_superseded: bool = False,
     ) -> list[Document]:
         """Async :meth:`recall_summaries`."""
         user_id = validate_user_id(user_id)
+        texts = _query_texts(query, messages, context_turns)
+        if not texts:
+            return []
+        vector = await self.summaries.aembed_conversation(texts)
         return await self.summaries.asearch(
-            user_id, query, n, include_superseded=include_superseded
+            user_id, " ".join(texts), n, vector=vector, include_superseded=include_superseded
         )
 
     # ----- retention -----
@@ -583,28 +622,44 @@ class TieredMemory:
         return RedisTiers.of(self.history, self.tags, self.summaries)
 
     def load(
-        self, user_id: str, query: str | None, *, max_messages: int = 20, k: int = 3
+        self,
+        user_id: str,
+        query: str | None,
+        *,
+        max_messages: int = 20,
+        k: int = 3,
+        context: Sequence[str] = (),
     ) -> MemorySnapshot:
         """Read a turn's memory: tags, the last ``max_messages`` messages, ``k`` items.
+
+        ``context``: the conversation's earlier user messages (oldest first), recalled with
+        ``query`` as one conversation query (see :meth:`recall_summaries`).
 
         On the Redis stores this is one pipelined round trip (plus a fetch of new summary
         items if another process added some) and one query embedding. A tier whose stored
         data is corrupt (:class:`CorruptMemoryError`) is logged as an error and comes back
         empty, so the other tiers still reach the model; the store's own methods raise it.
         """
-        return drive(self._load_plan(user_id, query, max_messages, k))
+        return drive(self._load_plan(user_id, query, max_messages, k, context))
 
     async def aload(
-        self, user_id: str, query: str | None, *, max_messages: int = 20, k: int = 3
+        self,
+        user_id: str,
+        query: str | None,
+        *,
+        max_messages: int = 20,
+        k: int = 3,
+        context: Sequence[str] = (),
     ) -> MemorySnapshot:
         """Async :meth:`load`."""
-        return await adrive(self._load_plan(user_id, query, max_messages, k))
+        return await adrive(self._load_plan(user_id, query, max_messages, k, context))
 
     def _load_plan(
-        self, user_id: str, query: str | None, max_messages: int, k: int
+        self, user_id: str, query: str | None, max_messages: int, k: int, context: Sequence[str]
     ) -> Plan[MemorySnapshot]:
         user_id = validate_user_id(user_id)
-        want_recall = bool(query) and k > 0
+        texts = [t for t in (*context, query or "") if t.strip()] if query else []
+        want_recall = bool(texts) and k > 0
         tiers = self._tiers
         tags: dict[str, str]
         history: list[BaseMessage]
@@ -616,7 +671,7 @@ class TieredMemory:
             history = yield from _tier(
                 user_id, "history", [], step(self.history, "tail", user_id, max_messages)
             )
-            search = step(self.summaries, "search", user_id, query or "", k)
+            search = _store_recall(self.summaries, user_id, texts, k)
         else:
             replies = yield step(tiers, "fetch", user_id, max_messages, touch_ms=self._ttl_ms())
             # replies already fetched: parsed here, each tier on its own
@@ -626,7 +681,7 @@ class TieredMemory:
             history = yield from _tier(
                 user_id, "history", list[BaseMessage](), lambda: tiers.messages(user_id, replies)
             )
-            search = step(tiers, "recall", user_id, replies, query or "", k)
+            search = step(tiers, "recall", user_id, replies, texts, k)
         if want_recall:
             recalled = yield from _tier(user_id, "summaries", [], search)
         return MemorySnapshot(tags=tags, history=history, recalled=recalled)
@@ -907,6 +962,28 @@ class TieredMemory:
 
 
 _T = TypeVar("_T")
+
+
+def _query_texts(
+    query: str | None, messages: Sequence[BaseMessage | str], turns: int
+) -> list[str]:
+    """The texts a recall query reads: the last ``turns`` user turns of ``messages`` and
+    ``query``, oldest first.
+    """
+    return recent_user_texts([*messages, *([query] if query else [])], max(turns, 1))
+
+
+def _store_recall(store: SummaryStore, user_id: str, texts: list[str], k: int) -> Step:
+    """One step: embed the conversation's texts and search the store with them."""
+
+    def recall() -> list[Document]:
+        return store.search(user_id, " ".join(texts), k, vector=store.embed_conversation(texts))
+
+    async def arecall() -> list[Document]:
+        vector = await store.aembed_conversation(texts)
+        return await store.asearch(user_id, " ".join(texts), k, vector=vector)
+
+    return Step(recall, arecall)
 
 
 def _tier(user_id: str, tier: str, empty: _T, read: Step | Callable[[], _T]) -> Plan[_T]:

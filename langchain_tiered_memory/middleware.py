@@ -38,7 +38,14 @@ from langchain_tiered_memory.graph import (
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.policy import ModelPolicy
 from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
-from langchain_tiered_memory.tools import USER_TAG_TOOL, SummarizeTool, UserTagTool
+from langchain_tiered_memory.retrieval.conversation import DEFAULT_CONTEXT_TURNS
+from langchain_tiered_memory.tools import (
+    SEARCH_MEMORY_TOOL,
+    USER_TAG_TOOL,
+    SearchMemoryTool,
+    SummarizeTool,
+    UserTagTool,
+)
 
 __all__ = ["TieredMemoryMiddleware", "TieredMemoryState"]
 
@@ -71,6 +78,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     forced tag capture, scripted replies after a forced summarize or capture, grounded
     summaries with the extractive fallback; a capable model gets the after-turn capture
     instead. ``max_tool_rounds`` bounds the tool-calling replies per turn, as in the graph.
+    ``search_memory`` offers the ``search_memory`` tool (``None``: to capable models only).
     The compact prompt and current-turn-only guards of the graph are not applied: the
     agent's model is known only at the model call, after the memory section is built.
 
@@ -91,11 +99,13 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         summary_model: BaseChatModel | None = None,
         max_context_messages: int = 20,
         recall_k: int = 3,
+        recall_context_turns: int = DEFAULT_CONTEXT_TURNS,
         memory_token_budget: int | None = DEFAULT_MEMORY_TOKEN_BUDGET,
         context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET,
         auto_summarize_after: int | None = None,
         small_model: bool | None = None,
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+        search_memory: bool | None = None,
     ) -> None:
         super().__init__()
         self.small_model = small_model
@@ -105,6 +115,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             system_prompt=DEFAULT_SYSTEM_PROMPT,
             max_context_messages=max_context_messages,
             recall_k=recall_k,
+            recall_context_turns=recall_context_turns,
             memory_token_budget=memory_token_budget,
             context_token_budget=context_token_budget,
             auto_summarize_after=auto_summarize_after,
@@ -112,7 +123,10 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         )
         self._summarize = SummarizeTool(memory=memory, model=summary_model)
         self._tag_tool = UserTagTool(memory=memory)
-        self.tools = [self._tag_tool, self._summarize]
+        # offered unless False; None: withdrawn from a small model's calls (the policy)
+        self.search_memory = search_memory
+        search = [SearchMemoryTool(memory=memory)] if search_memory is not False else []
+        self.tools = [self._tag_tool, self._summarize, *search]
         # set from the agent's model on its first call (the policy needs the model)
         self._capture: AfterTurnCapture | None = None
         self._policy: ModelPolicy | None = None
@@ -166,6 +180,9 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     def _plan(self, request: ModelRequest) -> _ModelCall:
         """Everything about this model call but its I/O (shared by the sync and async paths)."""
         request = self._request(request)
+        if self.search_memory is None and not self._adopt(request.model).search_tool:
+            tools = [t for t in request.tools if _tool_name(t) != SEARCH_MEMORY_TOOL]
+            request = request.override(tools=tools)
         return _ModelCall(request, self._step(request), list(request.state["messages"]))
 
     def _forced(self, request: ModelRequest) -> Any:

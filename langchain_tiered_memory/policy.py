@@ -98,6 +98,13 @@ class ModelPolicy:
         return self.small
 
     @property
+    def search_tool(self) -> bool:
+        """Offer ``search_memory`` (a capable model writes its own queries; a small one
+        would call it on every turn, or never).
+        """
+        return not self.small
+
+    @property
     def scripted_requests(self) -> bool:
         """A request to summarize runs the tool and the reply is its report (a small model
         does not call the tool reliably, nor report it faithfully).

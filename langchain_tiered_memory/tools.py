@@ -34,10 +34,19 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["UserTagTool", "SummarizeTool", "USER_TAG_TOOL", "SUMMARIZE_TOOL"]
+__all__ = [
+    "UserTagTool",
+    "SummarizeTool",
+    "SearchMemoryTool",
+    "USER_TAG_TOOL",
+    "SUMMARIZE_TOOL",
+    "SEARCH_MEMORY_TOOL",
+]
 
 USER_TAG_TOOL = "user_tag"
 SUMMARIZE_TOOL = "summarize"
+SEARCH_MEMORY_TOOL = "search_memory"
+MAX_SEARCH_RESULTS = 20
 
 
 def run_context() -> Any:
@@ -254,3 +263,70 @@ class SummarizeTool(BaseTool):
             return self._report(ids, docs)
         except SummarizationError as exc:
             raise ToolException(f"Summarizing failed, nothing was stored: {exc}") from exc
+
+
+class _SearchArgs(BaseModel):
+    query: str = Field(
+        description="What to look for, in your own words: a topic, a person, an event, a "
+        "feeling, or a hypothetical memory ('the user failed an exam')."
+    )
+    k: int = Field(default=5, ge=1, le=MAX_SEARCH_RESULTS, description="How many memories.")
+
+
+class SearchMemoryTool(BaseTool):
+    """Searches the user's long-term memory with a query the model writes.
+
+    The memory section of the prompt already holds what the conversation recalls; this
+    tool is for what it missed (another topic, an earlier event the user alludes to). The
+    user is the run's, never an argument; the ranking is ``recall_summaries``'.
+
+    Example:
+        >>> tool = SearchMemoryTool(memory=memory)  # doctest: +SKIP
+        >>> tool.invoke({"query": "driving test"},
+        ...             config={"configurable": {"user_id": "alice"}})  # doctest: +SKIP
+        '1. (2025-06-01) The user passed their driving test on the second try.'
+    """
+
+    name: str = SEARCH_MEMORY_TOOL
+    description: str = (
+        "Search the user's long-term memory (summaries of earlier conversations) when the "
+        "memories in your instructions do not cover what the user refers to. Returns the "
+        "best matches with their dates."
+    )
+    args_schema: type[BaseModel] = _SearchArgs
+    memory: Any = Field(exclude=True)
+    handle_tool_error: bool = True
+    handle_validation_error: bool = True  # bad arguments come back as a message
+
+    def __init__(self, *, memory: TieredMemory, **kwargs: Any) -> None:
+        super().__init__(memory=memory, **kwargs)
+
+    @staticmethod
+    def _query(query: Any, k: Any) -> tuple[str, int]:
+        if not isinstance(query, str) or not query.strip():
+            raise ToolException("Give a non-empty query string.")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_SEARCH_RESULTS:
+            raise ToolException(f"k must be a whole number from 1 to {MAX_SEARCH_RESULTS}.")
+        return query, k
+
+    @staticmethod
+    def _report(docs: list[Any]) -> str:
+        if not docs:
+            return "No memories found."
+        lines = []
+        for i, doc in enumerate(docs, start=1):
+            when = str(doc.metadata.get("created_at") or "")[:10]
+            lines.append(
+                f"{i}. ({when}) {doc.page_content}" if when else f"{i}. {doc.page_content}"
+            )
+        return "\n".join(lines)
+
+    def _run(self, config: RunnableConfig, query: Any, k: Any = 5) -> str:
+        text, n = self._query(query, k)
+        user_id = _user_id(config)
+        return self._report(self.memory.recall_summaries(user_id, text, n))
+
+    async def _arun(self, config: RunnableConfig, query: Any, k: Any = 5) -> str:
+        text, n = self._query(query, k)
+        user_id = _user_id(config)
+        return self._report(await self.memory.arecall_summaries(user_id, text, n))

@@ -150,21 +150,27 @@ class RedisTiers:
             return []
         return RedisHistoryStore.parse_tail(replies.history, self.history.where(user_id))
 
-    def recall(self, user_id: str, replies: TurnReplies, query: str, k: int) -> list[Document]:
-        """The ``k`` items for ``query``, on the index version the round trip saw."""
+    def recall(
+        self, user_id: str, replies: TurnReplies, texts: Sequence[str], k: int
+    ) -> list[Document]:
+        """The ``k`` items for a conversation's ``texts`` (oldest first, the query last;
+        see :mod:`~langchain_tiered_memory.retrieval.conversation`), on the index version
+        the round trip saw.
+        """
         index = self.summaries.index_for(user_id, replies.version)
         if index is None:
             return []
-        return index.search(self.summaries.embed_query(query), k, query=query)
+        return index.search(self.summaries.embed_conversation(texts), k, query=" ".join(texts))
 
     async def arecall(
-        self, user_id: str, replies: TurnReplies, query: str, k: int
+        self, user_id: str, replies: TurnReplies, texts: Sequence[str], k: int
     ) -> list[Document]:
         """Async :meth:`recall`."""
         index = await self.summaries.aindex_for(user_id, replies.version)
         if index is None:
             return []
-        return index.search(await self.summaries.aembed_query(query), k, query=query)
+        vector = await self.summaries.aembed_conversation(texts)
+        return index.search(vector, k, query=" ".join(texts))
 
     # ----- a turn's save -----
 

@@ -691,7 +691,7 @@ def test_questions_and_non_statements_do_not_force_capture(
     ask(graph, text)
     assert model.bindings[0].get("tool_choice") is None
     # in force mode user_tag is offered only through the forced call ...
-    assert set(model.bindings[0]["tool_names"]) == {"summarize"}
+    assert set(model.bindings[0]["tool_names"]) == {"summarize", "search_memory"}
     # ... and a guess the free model emits anyway is not stored
     assert embedded_memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
 
@@ -783,7 +783,7 @@ def test_app_tools_are_bound_beside_the_memory_tools_and_callable(
     model = ScriptedChatModel(replies=[call("weather", {"city": "Oslo"}, "w1"), "It is sunny."])
     graph = create_memory_graph(model, memory=embedded_memory, tools=[weather])
     result = ask(graph, "Weather in Oslo?")
-    assert model.bindings[0]["tool_names"] == ["user_tag", "summarize", "weather"]
+    assert model.bindings[0]["tool_names"] == ["user_tag", "summarize", "search_memory", "weather"]
     assert seen == ["Oslo"]
     (answer,) = tool_messages(result)
     assert answer.text == "Sunny in Oslo." and answer.name == "weather"

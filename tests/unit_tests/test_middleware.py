@@ -66,7 +66,7 @@ def test_agent_records_tags_saves_the_turn_once_and_remembers_in_a_new_thread(
     result = agent.invoke(inputs, **kwargs)
     assert memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
     assert result["messages"][2].text == "Recorded: age=30, name=Alice."
-    assert set(model.bindings[0]["tool_names"]) == {"user_tag", "summarize"}
+    assert set(model.bindings[0]["tool_names"]) == {"user_tag", "summarize", "search_memory"}
     saved = history(memory)
     assert [m.id for m in saved] == [m.id for m in result["messages"]]
     assert len(saved) == 4
