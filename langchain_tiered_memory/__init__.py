@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from langchain_tiered_memory.errors import (
         CorruptMemoryError,
         EmbeddingsMismatchError,
+        InvalidArgumentError,
         InvalidMessageError,
         InvalidSummaryError,
         InvalidTagError,
@@ -70,6 +71,7 @@ __all__ = [
     "InMemoryHistoryStore",
     "InMemorySummaryStore",
     "InMemoryTagStore",
+    "InvalidArgumentError",
     "InvalidMessageError",
     "InvalidSummaryError",
     "InvalidTagError",
@@ -113,6 +115,7 @@ _MODULES: dict[str, str] = {
     "InMemoryHistoryStore": "langchain_tiered_memory.stores",
     "InMemorySummaryStore": "langchain_tiered_memory.stores",
     "InMemoryTagStore": "langchain_tiered_memory.stores",
+    "InvalidArgumentError": "langchain_tiered_memory.errors",
     "InvalidMessageError": "langchain_tiered_memory.errors",
     "InvalidSummaryError": "langchain_tiered_memory.errors",
     "InvalidTagError": "langchain_tiered_memory.errors",

@@ -9,9 +9,22 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from langchain_tiered_memory.errors import InvalidUserIdError
+from langchain_tiered_memory.errors import InvalidArgumentError, InvalidUserIdError
 
-__all__ = ["MAX_USER_ID_LENGTH", "UserId", "validate_user_id"]
+__all__ = [
+    "MAX_COUNT",
+    "MAX_THREAD_ID_LENGTH",
+    "MAX_USER_ID_LENGTH",
+    "UserId",
+    "validate_count",
+    "validate_thread_id",
+    "validate_user_id",
+]
+
+# A count of messages or items a call may ask for: far above any real one, and within
+# Redis's 64-bit integers (LRANGE with 10**20 was a connection error).
+MAX_COUNT = 1_000_000
+MAX_THREAD_ID_LENGTH = 1024
 
 MAX_USER_ID_LENGTH = 256
 
@@ -68,3 +81,43 @@ def validate_user_id(user_id: object) -> UserId:
             "user_id contains lone surrogates and cannot be encoded as UTF-8."
         ) from exc
     return UserId(user_id)
+
+
+def validate_count(value: object, name: str) -> int:
+    """``value`` as a count from 0 to :data:`MAX_COUNT` (a whole number, not a bool).
+
+    Raises:
+        InvalidArgumentError: anything else, saying what is allowed.
+
+    Example:
+        >>> validate_count(3, "n")
+        3
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(f"{name} must be a whole number, got {value!r}.")
+    if not 0 <= value <= MAX_COUNT:
+        raise InvalidArgumentError(f"{name} must be from 0 to {MAX_COUNT:,}, got {value}.")
+    return value
+
+
+def validate_thread_id(value: object) -> str | None:
+    """``value`` as a thread id: ``None``, or a string of UTF-8-encodable text of at most
+    :data:`MAX_THREAD_ID_LENGTH` characters.
+
+    Raises:
+        InvalidArgumentError: anything else, saying what is allowed.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_THREAD_ID_LENGTH:
+        raise InvalidArgumentError(
+            f"thread_id must be a non-empty string of at most {MAX_THREAD_ID_LENGTH} "
+            f"characters, got {value!r:.80}."
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgumentError(
+            f"thread_id {value!r:.80} is not valid text (a lone surrogate): pass UTF-8 text."
+        ) from exc
+    return value

@@ -7,6 +7,7 @@ Each subclasses the builtin that describes the failure, so callers that already 
 from __future__ import annotations
 
 __all__ = [
+    "InvalidArgumentError",
     "TieredMemoryError",
     "InvalidUserIdError",
     "InvalidTagError",
@@ -40,6 +41,10 @@ class InvalidSummaryError(TieredMemoryError, ValueError):
 
 class InvalidMessageError(TieredMemoryError, ValueError):
     """A chat message cannot be stored (wrong type or too large)."""
+
+
+class InvalidArgumentError(TieredMemoryError, ValueError):
+    """An argument out of its range or of the wrong type (a count, a thread id)."""
 
 
 class CorruptMemoryError(TieredMemoryError, ValueError):

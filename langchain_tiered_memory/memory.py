@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from langchain_tiered_memory import embeddings as _embeddings
 from langchain_tiered_memory import opening, privacy
-from langchain_tiered_memory._ids import validate_user_id
+from langchain_tiered_memory._ids import validate_count, validate_thread_id, validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, adrive, drive, step
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.opening import (
@@ -358,11 +358,11 @@ class TieredMemory:
 
     def load_context(self, user_id: str, max: int = 20) -> list[BaseMessage]:  # noqa: A002
         """The user's last ``max`` messages, newest last."""
-        return self.history.tail(user_id, max)
+        return self.history.tail(user_id, validate_count(max, "max"))
 
     async def aload_context(self, user_id: str, max: int = 20) -> list[BaseMessage]:  # noqa: A002
         """Async :meth:`load_context`."""
-        return await self.history.atail(user_id, max)
+        return await self.history.atail(user_id, validate_count(max, "max"))
 
     def add_session_log(
         self,
@@ -409,6 +409,7 @@ class TieredMemory:
         thread_position: int | None,
         on_invalid: OnInvalid,
     ) -> Plan[None]:
+        thread_id = validate_thread_id(thread_id)
         tiers = self._tiers
         if messages and tiers is not None and tiers.saves_with(self.queue):
             # the append, the clock and the queue note: one round trip, as the load is
@@ -571,6 +572,7 @@ class TieredMemory:
             [Document(page_content='The user failed their driving test last spring.', ...)]
         """
         user_id = validate_user_id(user_id)  # whatever the store: an invalid id is an error
+        n = validate_count(n, "n")
         texts = _query_texts(query, messages, context_turns)
         if not texts:
             return []
@@ -591,6 +593,7 @@ class TieredMemory:
     ) -> list[Document]:
         """Async :meth:`recall_summaries`."""
         user_id = validate_user_id(user_id)
+        n = validate_count(n, "n")
         texts = _query_texts(query, messages, context_turns)
         if not texts:
             return []
@@ -658,6 +661,7 @@ class TieredMemory:
         self, user_id: str, query: str | None, max_messages: int, k: int, context: Sequence[str]
     ) -> Plan[MemorySnapshot]:
         user_id = validate_user_id(user_id)
+        max_messages, k = validate_count(max_messages, "max_messages"), validate_count(k, "k")
         texts = [t for t in (*context, query or "") if t.strip()] if query else []
         want_recall = bool(texts) and k > 0
         tiers = self._tiers

@@ -8,6 +8,7 @@ a template declares (``"{user_id}"`` at a position), never any label equal to th
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -24,6 +25,8 @@ from langchain_tiered_memory.store import RedisStore
 
 if TYPE_CHECKING:
     from langchain_tiered_memory.memory import TieredMemory
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_STORE_NAMESPACES",
@@ -239,7 +242,14 @@ def _user_prefixes(user_id: str, templates: Sequence[tuple[str, ...]]) -> list[t
                 f"store namespace template {template!r} has no '{{user_id}}' label: it would "
                 "match other users' items. Write it as e.g. ('memories', '{user_id}')."
             )
-        prefixes.append(tuple(label.replace("{user_id}", user_id) for label in template))
+        prefix = tuple(label.replace("{user_id}", user_id) for label in template)
+        if any("." in label for label in prefix):
+            # LangGraph refuses a period in a namespace label (on put as on search), so no
+            # store holds items there: nothing to erase or export, and the other tiers
+            # must not fail for it (an e-mail address is a valid user id here).
+            logger.info("store namespace %r cannot exist (a label has '.'): skipped", prefix)
+            continue
+        prefixes.append(prefix)
     return list(dict.fromkeys(prefixes))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -12,14 +13,31 @@ from langchain_core.messages import (
 from rich.console import Console
 from rich.text import Text
 
-__all__ = ["format_call", "line", "print_memory_section", "print_update"]
+__all__ = ["format_call", "line", "print_memory_section", "print_update", "visible"]
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    r"""``text`` with every control character but newline and tab shown as ``\xNN``:
+    stored text is what users typed, and an ESC sequence in it (clear the screen, OSC 52
+    clipboard write) must not reach the terminal.
+
+    Example:
+        >>> visible("hi" + chr(27) + "[2J" + chr(7))
+        'hi\\x1b[2J\\x07'
+    """
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _esc(text: str) -> str:
-    """``text`` with rich markup escaped: stored data and user input are never markup."""
+    """``text`` with rich markup escaped and control characters shown (:func:`visible`):
+    stored data and user input are never markup nor terminal commands.
+    """
     from rich.markup import escape
 
-    return escape(text)
+    return escape(visible(text))
 
 
 def _short(text: str, limit: int = 200) -> str:
@@ -41,7 +59,6 @@ def _tags_table(tags: dict[str, str], title: str = "tags") -> Any:
 
 
 def _items_table(docs: Sequence[Any], title: str, *, score: bool = False) -> Any:
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
@@ -57,10 +74,10 @@ def _items_table(docs: Sequence[Any], title: str, *, score: bool = False) -> Any
             position_range(int(meta["source_start"]), int(meta.get("source_end", 0)))
             if "source_start" in meta
             else "",
-            escape(doc.page_content)
+            _esc(doc.page_content)
             + (
-                f" [dim](superseded by #{escape(str(meta['superseded_by']))} on "
-                f"{escape(str(meta.get('valid_until', ''))[:10])})[/dim]"
+                f" [dim](superseded by #{_esc(str(meta['superseded_by']))} on "
+                f"{_esc(str(meta.get('valid_until', ''))[:10])})[/dim]"
                 if meta.get("superseded_by")
                 else ""
             ),
@@ -84,7 +101,6 @@ def position_range(start: int, end: int) -> str:
 
 def _messages_table(messages: Sequence[Any], first: int, title: str) -> Any:
     from langchain_core.messages import AIMessage
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
@@ -96,7 +112,7 @@ def _messages_table(messages: Sequence[Any], first: int, title: str) -> Any:
         if isinstance(message, AIMessage) and message.tool_calls:
             calls = "; ".join(format_call(c) for c in message.tool_calls)
             text = f"{text} [calls {calls}]".strip()
-        table.add_row(str(i), message.type, escape(_short(text)))
+        table.add_row(str(i), message.type, _esc(_short(text)))
     if not messages:
         table.add_row("", "", "[dim](none)[/dim]")
     return table
@@ -128,7 +144,7 @@ def print_update(console: Console) -> Callable[[str, dict[str, Any]], None]:
 
 def line(console: Console, text: str, style: str | None = None) -> None:
     """Print ``text`` as data: no markup, no highlighting, no wrapping."""
-    console.print(Text(text, style=style or ""), soft_wrap=True, highlight=False)
+    console.print(Text(visible(text), style=style or ""), soft_wrap=True, highlight=False)
 
 
 def print_memory_section(console: Console, memory_prompt: str, user_id: str) -> None:

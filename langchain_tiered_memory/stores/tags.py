@@ -145,6 +145,8 @@ class TagStore(ABC):
                     f"invalid value {value!r} for tag {name!r}: not a boolean tag."
                 )
             text = checked if isinstance(checked, str) else str(checked)
+            if _has_control_chars(text):  # also what bytes or another type turned into
+                raise InvalidTagError(f"tag {name!r} contains control characters.")
             if len(text) > MAX_TAG_VALUE_CHARS:
                 raise InvalidTagError(
                     f"tag {name!r} is {len(text)} characters; the limit is {MAX_TAG_VALUE_CHARS}."

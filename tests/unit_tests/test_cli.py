@@ -168,6 +168,20 @@ def test_inspect_shows_tags_messages_and_items(
     assert "summary items (1)" in flat
 
 
+def test_inspect_never_sends_stored_control_characters_to_the_terminal(
+    capsys: pytest.CaptureFixture[str], data_dir: Path
+) -> None:
+    """Issue 32 item 11: what an end user typed (clear screen, an OSC 52 clipboard write)
+    is shown as text, not run by the terminal."""
+    attack = "hi\x1b[2J\x1b]52;c;ZWNobyBwd25lZA==\x07 there"
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        memory.add_session_log("eve", [HumanMessage(attack)])
+    code, out, err = run_cli(capsys, "inspect", "--user", "eve", *opts(data_dir))
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[2J" in out and "\\x07" in out  # shown, escaped
+
+
 def test_inspect_unknown_user_is_empty_not_an_error(
     capsys: pytest.CaptureFixture[str], seeded: Path
 ) -> None:

@@ -25,6 +25,7 @@ from langchain_tiered_memory import (
     HashingEmbeddings,
     InvalidMessageError,
     InvalidSummaryError,
+    InvalidTagError,
     MemoryBackendError,
     SummaryLimitError,
     TieredMemory,
@@ -480,3 +481,65 @@ def test_a_near_vector_that_says_other_words_is_kept(
     # within one batch too
     memory.forget_user("u")
     assert len(memory.add_summaries("u", [base, other])) == 2
+
+
+# --------------------------------------------------------------------------- issue 32, item 14
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda m: m.load_context("u", max=10**20), "max must be from 0"),
+        (lambda m: m.load_context("u", max=-1), "max must be from 0"),
+        (lambda m: m.load("u", "hi", max_messages=2.5), "max_messages must be a whole"),
+        (lambda m: m.recall_summaries("u", "tea", n=1.5), "n must be a whole number"),
+        (lambda m: m.recall_summaries("u", "tea", n=True), "n must be a whole number"),
+        (
+            lambda m: m.add_session_log(
+                "u", [HumanMessage("hi")], thread_id="t\ud800", thread_position=0
+            ),
+            "not valid text",
+        ),
+        (lambda m: m.add_session_log("u", [HumanMessage("hi")], thread_id=""), "thread_id"),
+    ],
+)
+def test_bad_counts_and_thread_ids_are_clear_errors_and_write_nothing(
+    memory_factory: MemoryFactory, call: Any, error: str
+) -> None:
+    from langchain_tiered_memory import InvalidArgumentError
+
+    memory = memory_factory()
+    memory.add_session_log("u", [HumanMessage("kept")])
+    with pytest.raises(InvalidArgumentError, match=error):
+        call(memory)
+    assert [m.text for m in memory.load_context("u")] == ["kept"]
+
+
+def test_nul_in_a_tag_given_as_bytes_or_an_item_and_nan_metadata_are_refused(
+    memory_factory: MemoryFactory,
+) -> None:
+    memory = memory_factory()
+    with pytest.raises(InvalidTagError, match="control characters"):
+        memory.set_user_tags("u", {"name": b"Al\x00ice"})
+    with pytest.raises(InvalidSummaryError, match="control characters"):
+        memory.add_summaries("u", ["Alice\x00 likes tea"])
+    with pytest.raises(InvalidSummaryError, match="JSON"):
+        memory.add_summaries("u", ["Alice likes tea"], metadata={"x": math.nan})
+    assert memory.get_user_tags("u") == {} and memory.summaries.get_all("u") == []
+
+
+def test_a_user_id_with_a_period_is_erased_and_exported_beside_a_langgraph_store(
+    memory_factory: MemoryFactory,
+) -> None:
+    """Item 7: LangGraph refuses '.' in a namespace label, so such a user has no store items;
+    forget/export skip that namespace instead of failing (and erasing nothing)."""
+    from langgraph.store.memory import InMemoryStore
+
+    memory = memory_factory()
+    user = "ann.lee@example.com"
+    memory.add_session_log(user, [HumanMessage("hi")])
+    store = InMemoryStore()
+    exported = memory.export_user(user, store=store)
+    assert exported["history"]["messages"][0]["data"]["content"] == "hi"
+    assert memory.forget_user(user, store=store)["history"] == 1
+    assert memory.load_context(user) == []

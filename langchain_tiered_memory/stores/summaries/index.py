@@ -100,6 +100,11 @@ def validate_items(items: Sequence[str]) -> list[str]:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise InvalidSummaryError("a summary item is not valid UTF-8 text.") from exc
+        if any((ord(c) < 32 and c not in "\t\n") or ord(c) == 127 for c in text):
+            raise InvalidSummaryError(
+                f"a summary item contains control characters (NUL, ESC, ...): {text[:60]!r}; "
+                "remove them before storing."
+            )
         out.append(text)
     return out
 
@@ -107,7 +112,7 @@ def validate_items(items: Sequence[str]) -> list[str]:
 def _json_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     meta = dict(metadata or {})
     try:
-        json.dumps(meta)
+        json.dumps(meta, allow_nan=False)  # NaN and infinities are no JSON
     except (TypeError, ValueError) as exc:
         raise InvalidSummaryError(f"metadata must be JSON-serializable: {exc}") from exc
     return meta
