@@ -17,6 +17,7 @@ The user id comes from the run (``context={"user_id": ...}`` or
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -33,6 +34,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolCall,
     ToolMessage,
+    convert_to_messages,
 )
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.messages.utils import count_tokens_approximately
@@ -126,21 +128,70 @@ def _newest_within(
     return [system, *kept[first:]]
 
 
+# Ids for messages written without one (("user", text), a string, a dict): derived from
+# the message before it in the thread and what it says, so that every rebuild of the
+# thread from its checkpoints gives it the same id (add_messages would draw a new uuid4
+# each time: get_state ids changed, a RemoveMessage of it failed, an edit appended). Two
+# messages in a thread never share one: after a message with id P the next one appended
+# follows P only until everything after P is removed again.
+_STABLE_IDS = uuid.UUID("7d0b7c4e-52c1-4e0a-9d3e-2b8f6a1c4e11")
+
+
+def _stable_id(previous: str, message: BaseMessage, present: set[Any]) -> str:
+    ident = str(uuid.uuid5(_STABLE_IDS, f"{previous}\0{message.type}\0{message.content!s}"))
+    while ident in present:  # rare (a message removed and re-added by id): still fixed
+        ident = str(uuid.uuid5(_STABLE_IDS, ident))
+    return ident
+
+
 def _add_message_batches(state: list[AnyMessage] | None, writes: Any) -> list[AnyMessage]:
-    """``add_messages`` over a batch of writes, as ``DeltaChannel`` replays them (applying
-    two batches one after the other equals applying them joined: ids decide).
+    """``add_messages`` applied write by write, as ``DeltaChannel`` replays the writes in
+    batches: the same state however the writes are grouped (a property test checks it).
+
+    Consecutive writes that remove nothing are applied in one pass (equal to one by one:
+    ids replace in place, new ids append); a write with a ``RemoveMessage`` is applied on
+    its own, since ``add_messages`` over writes joined is not the same then
+    (``REMOVE_ALL_MESSAGES`` keeps whatever follows it, a later ``RemoveMessage`` too, and
+    a removal then a re-add of one id would keep the old place). A message without an id
+    gets one from the thread's last message, as write-by-write application has it, and
+    its content (:func:`_stable_id`).
     """
-    # one add_messages over the writes joined: one pass over the thread, not one per
-    # write (a replay of 100 writes over a 1,200-message thread was most of a turn)
-    joined: list[Any] = []
+    messages = list(state or [])
+    ids = {m.id for m in messages}
+    last = str(messages[-1].id) if messages else ""
+    pending: list[BaseMessage] = []
     for write in writes:
-        joined.extend(write if isinstance(write, list) else [write])
-    left = list(state or [])
-    if _appends_only(left, joined):
+        items = convert_to_messages(write if isinstance(write, list) else [write])
+        removes = any(isinstance(m, RemoveMessage) for m in items)
+        if removes:
+            messages = _apply(messages, pending)
+            pending = []
+        for m in items:
+            if isinstance(m, RemoveMessage):
+                continue  # add_messages removes at the end of the write
+            if m.id is None:
+                m.id = _stable_id(last, m, ids)
+            if m.id not in ids:  # appended (an id the thread holds is replaced in place)
+                ids.add(m.id)
+                last = m.id
+        if removes:
+            messages = list(add_messages(messages, items))  # type: ignore[arg-type]
+            ids = {m.id for m in messages}
+            last = str(messages[-1].id) if messages else ""
+        else:
+            pending.extend(items)
+    return _apply(messages, pending)
+
+
+def _apply(left: list[Any], right: list[Any]) -> list[Any]:
+    """``add_messages(left, right)`` for writes that remove nothing, in one pass."""
+    if not right:
+        return left
+    if _appends_only(left, right):
         # what almost every step writes: new messages with new ids. add_messages would
         # give the same list, after indexing every message of the thread by id each step.
-        return [*left, *joined]
-    return list(add_messages(left, joined))  # type: ignore[arg-type]
+        return [*left, *right]
+    return list(add_messages(left, right))
 
 
 def _appends_only(left: list[Any], right: list[Any]) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -95,3 +95,56 @@ async def test_the_async_walk_matches(embedded_memory: TieredMemory, saver: Redi
     ours = await saver.aget_delta_channel_history(config=config, channels=["messages"])
     assert shape(ours) == shape(default_history(saver, config, ["messages"]))
     assert await saver.aget_delta_channel_history(config=config, channels=[]) == {}
+
+
+# --------------------------------------------------------------------------- issue 32, 2 and 8
+
+
+def _graph(memory: TieredMemory, replies: list[str]) -> Any:
+    from langchain_tiered_memory.graph import create_memory_graph
+    from langchain_tiered_memory.testing import ScriptedChatModel
+
+    model = ScriptedChatModel(replies=replies)
+    return create_memory_graph(model, memory=memory, checkpointer=memory.checkpointer())
+
+
+def test_messages_given_as_tuples_keep_their_ids_across_reads(
+    embedded_memory: TieredMemory,
+) -> None:
+    config: Any = {"configurable": {"thread_id": "t", "user_id": "u"}}
+    graph = _graph(embedded_memory, ["hello"])
+    graph.invoke({"messages": [("user", "hi there")]}, config)
+    first = [m.id for m in graph.get_state(config).values["messages"]]
+    cold = _graph(embedded_memory, ["hello"])  # a new saver: rebuilt from Redis
+    assert [m.id for m in cold.get_state(config).values["messages"]] == first
+    # the human message can be removed by its id, and an edit by id replaces it
+    human_id = first[0]
+    cold.update_state(config, {"messages": [HumanMessage("hi (edited)", id=human_id)]})
+    edited = _graph(embedded_memory, []).get_state(config).values["messages"]
+    assert [m.text for m in edited] == ["hi (edited)", "hello"]
+    cold.update_state(config, {"messages": [RemoveMessage(id=human_id)]})
+    assert [m.text for m in _graph(embedded_memory, []).get_state(config).values["messages"]] == [
+        "hello"
+    ]
+
+
+def test_remove_all_then_a_removal_rebuilds_the_state_the_run_saw(
+    embedded_memory: TieredMemory,
+) -> None:
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+    config: Any = {"configurable": {"thread_id": "t", "user_id": "u"}}
+    graph = _graph(embedded_memory, ["one", "two", "three"])
+    for text in ("a", "b"):
+        graph.invoke({"messages": [HumanMessage(text)]}, config)
+    kept = graph.get_state(config).values["messages"][-2:]  # "b" and "two"
+    graph.update_state(config, {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]})
+    graph.update_state(config, {"messages": [RemoveMessage(id=kept[0].id)]})
+    live = [m.text for m in graph.get_state(config).values["messages"]]
+    assert live == ["two"]
+    cold = _graph(embedded_memory, ["three"])
+    rebuilt = cold.get_state(config).values["messages"]
+    assert [m.text for m in rebuilt] == live
+    assert not any(isinstance(m, RemoveMessage) for m in rebuilt)
+    out = cold.invoke({"messages": [HumanMessage("c")]}, config)  # later turns still work
+    assert out["messages"][-1].text == "three"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -164,34 +164,55 @@ def _write_item(kind: int, ident: int | None) -> Any:
     return RemoveMessage(id=mid or "0")
 
 
+def _shape(messages: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return [(type(m).__name__, m.content) for m in messages]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.integers(0, 12), max_size=12, unique=True),
     st.lists(
         st.lists(st.tuples(st.integers(0, 4), st.none() | st.integers(0, 15)), max_size=4),
-        max_size=4,
+        max_size=5,
     ),
+    st.lists(st.integers(0, 5), max_size=3),
 )
-@example([1], [[(1, 1)]])  # an id the thread holds: replaced, not appended
-@example([1, 2], [[(0, 3), (1, 3)]])  # one id twice in a batch
-@example([1], [[(4, 1)], [(0, 5)]])  # a removal, then an append
-def test_the_fast_path_equals_add_messages(left_ids: list[int], writes: list[Any]) -> None:
+@example([1], [[(1, 1)]], [])  # an id the thread holds: replaced, not appended
+@example([1, 2], [[(0, 3), (1, 3)]], [])  # one id twice in a batch
+@example([1], [[(4, 1)], [(0, 5)]], [])  # a removal, then an append
+@example([1], [[(4, 1)], [(0, 1)]], [1])  # removed, then re-added: at the end (issue 32)
+@example([1, 2], [[(4, None), (0, 3)], [(4, 3)]], [])  # remove-all, then a removal
+def test_the_reducer_is_add_messages_write_by_write_however_grouped(
+    left_ids: list[int], writes: list[Any], cuts: list[int]
+) -> None:
+    """Issue 32 item 2: the state rebuilt from a checkpoint must be the state the run saw.
+    LangGraph applies a channel's writes one by one; DeltaChannel replays them in batches
+    of any grouping. Ids of id-less messages are the same in every grouping and replay."""
     from langgraph.graph.message import add_messages
 
     from langchain_tiered_memory.graph import _add_message_batches
 
+    def batches() -> list[list[Any]]:  # fresh objects: the reducer gives ids in place
+        return [[_write_item(kind, ident) for kind, ident in write] for write in writes]
+
     state: list[Any] = [HumanMessage(f"s{i}", id=str(i)) for i in left_ids]
-    batches = [[_write_item(kind, ident) for kind, ident in write] for write in writes]
-    joined: list[Any] = [item for batch in batches for item in batch]
+    reference: Any = list(state)
     try:
-        merged: list[Any] = add_messages(list(state), joined)  # type: ignore[assignment]
-        expected = [(m.id, type(m).__name__, m.content) for m in merged]
-    except ValueError:  # removing an id that is not there: both must refuse
+        for write in batches():
+            reference = add_messages(reference, write)
+    except ValueError:  # removing an id that is not there: the reducer refuses too
         with pytest.raises(ValueError):
-            _add_message_batches(state, batches)
+            _add_message_batches(list(state), batches())
         return
-    got = _add_message_batches(state, batches)
-    assert len(got) == len(expected)
-    for message, (ident, kind, content) in zip(got, expected, strict=True):
-        assert (type(message).__name__, message.content) == (kind, content)
-        assert message.id == ident or (ident is not None and message.id)  # a fresh uuid
+    whole = _add_message_batches(list(state), batches())
+    assert _shape(whole) == _shape(reference)
+    assert not any(isinstance(m, RemoveMessage) for m in whole)
+    # any grouping of the writes into batches gives the same messages with the same ids
+    grouped: Any = list(state)
+    points = sorted({min(c, len(writes)) for c in cuts} | {0, len(writes)})
+    again = batches()
+    for start, end in zip(points, points[1:], strict=False):
+        grouped = _add_message_batches(grouped, again[start:end])
+    assert [(m.id, *s) for m, s in zip(grouped, _shape(grouped), strict=True)] == [
+        (m.id, *s) for m, s in zip(whole, _shape(whole), strict=True)
+    ]
