@@ -13,7 +13,9 @@ last message. Every event goes in through ``add_summaries`` on the default embed
   weights D^age (:func:`~langchain_tiered_memory.retrieval.conversation.combine`); the
   lexical side reads the same turns (``lex=all``) or the last one (``lex=last``);
 - ``joined``: the N turns as one string, embedded as one;
-- ``dense``/``bm25``: one side alone, on the ``turns=3`` query.
+- ``dense``/``bm25``: one side alone, on the ``turns=3`` query;
+- ``fused``: the ``turns=3`` ranking fused with the last message's own (reciprocal rank),
+  what the graph and ``recall_summaries(messages=...)`` do.
 
 Reported: recall@1/3/5 of the scenario's event, per language. A dev set: the default of
 ``recall_context_turns`` is chosen on it.
@@ -51,10 +53,12 @@ class Variant:
     lexical: str = "all"  # "all" turns or the "last" one
     joined: bool = False
     config: RetrievalConfig | None = None
+    fused: bool = False  # fused with the latest message's own ranking (what the graph does)
 
 
 VARIANTS = [
     Variant("last", 1),
+    Variant("turns=3 fused with last (the default)", 3, fused=True),
     Variant("turns=2 decay=0.5 lex=all", 2),
     Variant("turns=3 decay=0.5 lex=all", 3),
     Variant("turns=3 decay=0.5 lex=last", 3, lexical="last"),
@@ -69,6 +73,8 @@ VARIANTS = [
 
 def rank(store: InMemorySummaryStore, user: str, turns: list[str], v: Variant) -> list[str]:
     texts = turns[-v.turns :]
+    if v.fused:
+        return [d.page_content for d in store.search_conversation(user, texts, 5)]
     if v.joined:
         vector = store.embed_query(" ".join(texts))
     else:
@@ -84,7 +90,7 @@ def locomo_topic_switch(path: str, embeddings: Any) -> None:
     print("| LoCoMo dev, a question after two others | turns | R@5 |")
     print("|---|---:|---:|")
     users = load_locomo(path)
-    for turns in (1, 2, 3):
+    for turns, fused in ((1, False), (2, False), (3, False), (3, True)):
         store = InMemorySummaryStore(embeddings=embeddings, dedup_threshold=1.0)
         total, n = 0.0, 0
         for user in users:
@@ -94,12 +100,15 @@ def locomo_topic_switch(path: str, embeddings: Any) -> None:
             qs = [q.text for q in user.questions]
             for i, question in enumerate(user.questions):
                 texts = (qs[max(0, i - 2) : i] + [question.text])[-turns:]
-                vector = combine(np.stack([store.embed_query(t) for t in texts]))
-                found = store.search(user.user_id, " ".join(texts), 5, vector=vector)
+                if fused:
+                    found = store.search_conversation(user.user_id, texts, 5)
+                else:
+                    vector = combine(np.stack([store.embed_query(t) for t in texts]))
+                    found = store.search(user.user_id, " ".join(texts), 5, vector=vector)
                 sessions = {groups.get(d.page_content) for d in found}
                 total += len(sessions & question.evidence) / len(question.evidence)
                 n += 1
-        print(f"| | {turns} | {total / n:.3f} |")
+        print(f"| | {turns}{' fused' if fused else ''} | {total / n:.3f} |")
 
 
 def main() -> int:

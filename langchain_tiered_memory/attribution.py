@@ -142,6 +142,8 @@ ENGLISH = LanguageRules(
             r"\bi turn",
             r"\bnow i(?:'m| am)",
             r"\bage:?",
+            # the age in apposition after the user's name: "I'm Alice, 30."
+            r"\b(?:i am|i'm|im|my name is|my name's|call me) [\w'’-]+(?: [\w'’-]+){0,2},",
         ),
     },
     loose_cues={"name": (r"\b(?:i am|i'm|im)(?: actually| now)?",)},

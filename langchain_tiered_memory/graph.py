@@ -104,6 +104,9 @@ SAVE_MEMORY = "save_memory"
 DEFAULT_MEMORY_TOKEN_BUDGET = 1000
 DEFAULT_CONTEXT_TOKEN_BUDGET = 8000
 DEFAULT_MAX_TOOL_ROUNDS = 5
+# Ids of the last saved messages kept in the state: what is new is after the newest of
+# them still in the thread (a few ids: the state is stored with every turn's checkpoint).
+_SAVED_IDS = 8
 
 
 def _newest_within(
@@ -229,6 +232,7 @@ class MemoryState(TypedDict):
     memory_prompt: NotRequired[str]
     recent_history: NotRequired[list[AnyMessage]]
     saved_count: NotRequired[int]
+    saved_ids: NotRequired[list[str]]
 
 
 def _from_first_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -396,10 +400,30 @@ class MemoryNodes:
 
     # ----- save -----
 
-    def _unsaved(self, state: dict[str, Any]) -> tuple[list[BaseMessage], int, int]:
+    def _unsaved(self, state: dict[str, Any]) -> tuple[list[BaseMessage], int, dict[str, Any]]:
+        """The thread's messages not saved yet, the running count of saved ones (the
+        history's replay check reads it as the batch's position), and the state update.
+
+        What is new is told by identity: after the newest of the last saved messages
+        (``saved_ids``) still in the thread. By position alone, a message removed from the
+        thread (``update_state(RemoveMessage)``, a summarizing middleware) moved later turns
+        below the saved count and they never reached memory. A thread saved before ids
+        were kept, or one that removed every recently saved message, falls back to the
+        position.
+        """
         messages = list(state.get("messages", []))
         saved = int(state.get("saved_count") or 0)
-        return messages[saved:], saved, len(messages)
+        anchors = list(state.get("saved_ids") or [])
+        start = min(saved, len(messages))
+        if anchors:
+            known = set(anchors)
+            for i in range(len(messages) - 1, -1, -1):  # the anchor is near the end
+                if messages[i].id in known:
+                    start = i + 1
+                    break
+        new = messages[start:]
+        kept = [*anchors, *(str(m.id) for m in new if m.id)][-_SAVED_IDS:]
+        return new, saved, {"saved_count": saved + len(new), "saved_ids": kept}
 
     def save(
         self, state: dict[str, Any], user_id: str, thread_id: str | None = None
@@ -410,25 +434,25 @@ class MemoryNodes:
         not stored twice by the next turn; a message the history refuses is stored as a
         short note (and logged) so that it cannot fail every later turn of the thread.
         """
-        new, saved, count = self._unsaved(state)
+        new, saved, update = self._unsaved(state)
         if new:
             self.memory.add_session_log(
                 user_id, new, thread_id=thread_id, thread_position=saved, on_invalid="placeholder"
             )
             self._maybe_summarize(user_id)
-        return {"saved_count": count}
+        return update
 
     async def asave(
         self, state: dict[str, Any], user_id: str, thread_id: str | None = None
     ) -> dict[str, Any]:
         """Async :meth:`save`."""
-        new, saved, count = self._unsaved(state)
+        new, saved, update = self._unsaved(state)
         if new:
             await self.memory.aadd_session_log(
                 user_id, new, thread_id=thread_id, thread_position=saved, on_invalid="placeholder"
             )
             self._maybe_summarize(user_id)
-        return {"saved_count": count}
+        return update
 
     def _maybe_summarize(self, user_id: str) -> None:
         if self.auto_summarize_after is None or self.summary_model is None:

@@ -576,9 +576,8 @@ class TieredMemory:
         texts = _query_texts(query, messages, context_turns)
         if not texts:
             return []
-        vector = self.summaries.embed_conversation(texts)
-        return self.summaries.search(
-            user_id, " ".join(texts), n, vector=vector, include_superseded=include_superseded
+        return self.summaries.search_conversation(
+            user_id, texts, n, include_superseded=include_superseded
         )
 
     async def arecall_summaries(
@@ -597,9 +596,8 @@ class TieredMemory:
         texts = _query_texts(query, messages, context_turns)
         if not texts:
             return []
-        vector = await self.summaries.aembed_conversation(texts)
-        return await self.summaries.asearch(
-            user_id, " ".join(texts), n, vector=vector, include_superseded=include_superseded
+        return await self.summaries.asearch_conversation(
+            user_id, texts, n, include_superseded=include_superseded
         )
 
     # ----- retention -----
@@ -978,16 +976,8 @@ def _query_texts(
 
 
 def _store_recall(store: SummaryStore, user_id: str, texts: list[str], k: int) -> Step:
-    """One step: embed the conversation's texts and search the store with them."""
-
-    def recall() -> list[Document]:
-        return store.search(user_id, " ".join(texts), k, vector=store.embed_conversation(texts))
-
-    async def arecall() -> list[Document]:
-        vector = await store.aembed_conversation(texts)
-        return await store.asearch(user_id, " ".join(texts), k, vector=vector)
-
-    return Step(recall, arecall)
+    """One step: the store's search for a conversation's texts."""
+    return Step(store.search_conversation, store.asearch_conversation, (user_id, texts, k))
 
 
 def _tier(user_id: str, tier: str, empty: _T, read: Step | Callable[[], _T]) -> Plan[_T]:

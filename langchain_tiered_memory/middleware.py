@@ -56,6 +56,7 @@ class TieredMemoryState(AgentState):  # type: ignore[type-arg]
     memory_prompt: NotRequired[str]
     recent_history: NotRequired[list[AnyMessage]]
     saved_count: NotRequired[int]
+    saved_ids: NotRequired[list[str]]
 
 
 def _config() -> RunnableConfig | None:

@@ -7,7 +7,8 @@ built from the last few user turns (:func:`recent_user_texts`); each is embedded
 stores keep the vectors of recent query texts, so a turn embeds only its new message) and
 the vectors are summed with weights that halve with each older turn (:func:`combine`):
 the newest message leads, the earlier ones pull towards the topic. The lexical side reads
-the same turns.
+the same turns. That ranking is fused with the latest message's own (:func:`fuse`), so a
+question that names its fact loses nothing to the turns before it.
 
 Example:
     >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -22,9 +23,18 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
+from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, HumanMessage
 
-__all__ = ["DEFAULT_CONTEXT_TURNS", "DECAY", "QueryVectors", "combine", "recent_user_texts"]
+__all__ = [
+    "DEFAULT_CONTEXT_TURNS",
+    "DECAY",
+    "QueryVectors",
+    "combine",
+    "conversation_depth",
+    "fuse",
+    "recent_user_texts",
+]
 
 DEFAULT_CONTEXT_TURNS = 3
 """User turns a recall query reads (the newest included); chosen on the associative dev
@@ -108,3 +118,39 @@ class QueryVectors:
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
         return vector
+
+
+RRF_K = 60
+"""The rank offset of reciprocal rank fusion (the usual constant, not tuned here)."""
+
+
+def conversation_depth(k: int) -> int:
+    """How deep each ranking is read before :func:`fuse`: an item a little below the top
+    of both can outrank one at the top of one only.
+    """
+    return max(2 * k, 10)
+
+
+def fuse(latest: Sequence[Document], conversation: Sequence[Document], k: int) -> list[Document]:
+    """The top ``k`` of two rankings of one store's items, by reciprocal rank fusion: the
+    items the latest message alone ranks first and those the conversation does. A tie goes
+    to the latest message's ranking, so a question that names its fact keeps its best item
+    first ("When is my birthday?" after an introduction that also gave the name), and an
+    item only the conversation finds still comes up.
+
+    Example:
+        >>> a, b, c = (Document(page_content=t, id=t) for t in "abc")
+        >>> [d.id for d in fuse([a, b], [c, a], 2)]
+        ['a', 'c']
+    """
+    scores: dict[str, float] = {}
+    first: dict[str, tuple[int, int]] = {}
+    docs: dict[str, Document] = {}
+    for which, ranking in enumerate((latest, conversation)):
+        for rank, doc in enumerate(ranking):
+            key = str(doc.id if doc.id is not None else doc.page_content)
+            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
+            first.setdefault(key, (which, rank))
+            docs.setdefault(key, doc)
+    order = sorted(scores, key=lambda key: (-scores[key], first[key]))
+    return [docs[key] for key in order[:k]]

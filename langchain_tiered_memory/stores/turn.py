@@ -29,6 +29,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_tiered_memory._keys import KeyBuilder
 from langchain_tiered_memory._redis import RedisConnection, ScriptCall
+from langchain_tiered_memory.retrieval.conversation import conversation_depth, fuse
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, RedisHistoryStore
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryStore
 from langchain_tiered_memory.stores.tags import RedisTagStore, TagStore
@@ -160,7 +161,12 @@ class RedisTiers:
         index = self.summaries.index_for(user_id, replies.version)
         if index is None:
             return []
-        return index.search(self.summaries.embed_conversation(texts), k, query=" ".join(texts))
+        depth = conversation_depth(k)
+        latest = index.search(self.summaries.embed_query(texts[-1]), depth, query=texts[-1])
+        if len(texts) < 2:
+            return latest[:k]
+        vector = self.summaries.embed_conversation(texts)
+        return fuse(latest, index.search(vector, depth, query=" ".join(texts)), k)
 
     async def arecall(
         self, user_id: str, replies: TurnReplies, texts: Sequence[str], k: int
@@ -169,8 +175,13 @@ class RedisTiers:
         index = await self.summaries.aindex_for(user_id, replies.version)
         if index is None:
             return []
+        depth = conversation_depth(k)
+        latest_vector = await self.summaries.aembed_query(texts[-1])
+        latest = index.search(latest_vector, depth, query=texts[-1])
+        if len(texts) < 2:
+            return latest[:k]
         vector = await self.summaries.aembed_conversation(texts)
-        return index.search(vector, k, query=" ".join(texts))
+        return fuse(latest, index.search(vector, depth, query=" ".join(texts)), k)
 
     # ----- a turn's save -----
 

@@ -33,12 +33,12 @@ def call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
 
 
 def script() -> ScriptedChatModel:
-    """Turn 1 tags Alice; turn 2 summarizes; turn 3 just answers."""
+    """Turn 1 tags Alice; turn 2 summarizes (the graph calls the tool for the request);
+    turn 3 just answers."""
     return ScriptedChatModel(
         replies=[
             call("user_tag", {"name": "Alice", "age": 30}, "c1"),
             "Hi Alice!",
-            call("summarize", {}, "c2"),
             call("SummaryItems", {"items": [BIRTHDAY_ITEM]}, "s1"),
             "Summarized.",
             "On May 8.",
@@ -107,7 +107,7 @@ def check_threads(graph: Any) -> None:
         "Recorded: age=30, name=Alice.",
         "Hi Alice!",
         "Please summarize our conversation.",
-        "",
+        "(saving our conversation to memory)",
         "Stored 1 memory item(s) from the conversation:\n- The user's birthday is on May 8.",
         "Summarized.",
     ]

@@ -49,20 +49,24 @@ def test_demo_in_three_processes(data_dir: Path) -> None:
     assert one["result"][2]["text"] == "Recorded: age=30, name=Alice."
     assert one["history_length"] == 4
 
-    # (2) A new process and a new thread: the model is told what memory knows.
+    # (2) A new process and a new thread: the request to summarize runs the summarize tool
+    # before the reply (the summarizer's call comes first), and the reply is written with
+    # what memory knows and what was stored.
     two = run_step(2, data_dir)
     assert two["pid"] != one["pid"] and two["server_started_here"]
-    system = two["prompts"][0][0]["text"]
+    summarizer, reply = two["prompts"]
+    system = reply[0]["text"]
     assert '"name": "Alice"' in system and '"age": "30"' in system
     # The first turn came back as recent history, before the new message, once.
-    assert texts(two["prompts"][0][1:]) == [
+    assert texts(reply[1:])[: len(one["result"]) + 1] == [
         *texts(one["result"]),
         "Please summarize our conversation.",
     ]
-    assert [m["id"] for m in two["prompts"][0][1:5]] == [m["id"] for m in one["result"]]
+    assert [m["id"] for m in reply[1:5]] == [m["id"] for m in one["result"]]
+    assert texts(reply)[-1].startswith("Stored 2 memory item(s)")  # the reply sees them
     # The summarize tool ran the summarizer on that history and stored the items.
-    assert two["bindings"][1] == {"tool_names": ["SummaryItems"], "tool_choice": "SummaryItems"}
-    assert INTRO in two["prompts"][1][-1]["text"]
+    assert two["bindings"][0] == {"tool_names": ["SummaryItems"], "tool_choice": "SummaryItems"}
+    assert INTRO in summarizer[-1]["text"]
     tool_reply = next(m for m in two["result"] if m["type"] == "tool")
     assert tool_reply["text"].startswith("Stored 2 memory item(s) from the conversation:\n- ")
     assert sorted(two["summaries"]) == sorted([BIRTHDAY_ITEM, NAME_ITEM])
@@ -98,7 +102,7 @@ def test_the_seed_scenario_in_chinese_in_three_processes(data_dir: Path) -> None
     # (2) a new process: the prompt holds the tags; the summary is stored whole, in
     # Chinese (a capable model's items are not checked against English words)
     two = run_step(2, data_dir, "zh")
-    assert '"name": "李明"' in two["prompts"][0][0]["text"]
+    assert '"name": "李明"' in two["prompts"][-1][0]["text"]
     tool_reply = next(m for m in two["result"] if m["type"] == "tool")
     assert tool_reply["text"].startswith("Stored 3 memory item(s) from the conversation:\n- ")
     assert {"用户名叫李明，今年三十岁。", "用户的生日是五月八日。", "用户喜欢下围棋。"} <= set(

@@ -148,3 +148,49 @@ def test_remove_all_then_a_removal_rebuilds_the_state_the_run_saw(
     assert not any(isinstance(m, RemoveMessage) for m in rebuilt)
     out = cold.invoke({"messages": [HumanMessage("c")]}, config)  # later turns still work
     assert out["messages"][-1].text == "three"
+
+
+# --------------------------------------------------------------------------- issue 32, 3
+
+
+def test_every_turn_reaches_the_history_after_a_message_is_removed(
+    embedded_memory: TieredMemory,
+) -> None:
+    config: Any = {"configurable": {"thread_id": "t", "user_id": "u"}}
+    graph = _graph(embedded_memory, ["r1", "r2", "r3", "r4"])
+    for text in ("q1", "q2"):
+        graph.invoke({"messages": [HumanMessage(text)]}, config)
+    first = graph.get_state(config).values["messages"][0]
+    graph.update_state(config, {"messages": [RemoveMessage(id=first.id)]})
+    for text in ("q3", "q4"):
+        graph.invoke({"messages": [HumanMessage(text)]}, config)
+    saved = [m.text for m in embedded_memory.load_context("u", max=100)]
+    assert saved == ["q1", "r1", "q2", "r2", "q3", "r3", "q4", "r4"]
+
+
+def test_every_turn_reaches_memory_beside_a_summarizing_middleware(
+    embedded_memory: TieredMemory,
+) -> None:
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_tiered_memory.middleware import TieredMemoryMiddleware
+
+    model = ScriptedChatModel(replies=[f"r{i}" for i in range(1, 9)])
+    summarizer = ScriptedChatModel(replies=["(summary)"])
+    agent: Any = create_agent(
+        model,
+        tools=[],
+        middleware=[
+            SummarizationMiddleware(summarizer, trigger=("messages", 5), keep=("messages", 2)),
+            TieredMemoryMiddleware(embedded_memory, recall_k=0),
+        ],
+        checkpointer=InMemorySaver(),
+    )
+    options: Any = {"context": {"user_id": "u"}, "config": {"configurable": {"thread_id": "t"}}}
+    for i in range(1, 9):
+        agent.invoke({"messages": [HumanMessage(f"q{i}")]}, **options)
+    texts = [m.text for m in embedded_memory.load_context("u", max=100)]
+    for i in range(1, 9):  # every turn, question and answer
+        assert f"q{i}" in texts and f"r{i}" in texts, (i, texts)

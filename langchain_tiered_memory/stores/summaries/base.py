@@ -22,7 +22,12 @@ from langchain_tiered_memory.errors import (
     InvalidSummaryError,
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
-from langchain_tiered_memory.retrieval.conversation import QueryVectors, combine
+from langchain_tiered_memory.retrieval.conversation import (
+    QueryVectors,
+    combine,
+    conversation_depth,
+    fuse,
+)
 from langchain_tiered_memory.stores.summaries.index import (
     DEDUP_THRESHOLD,
     DEFAULT_MAX_ITEMS,
@@ -95,6 +100,47 @@ class SummaryStore(ABC):
     async def aembed_conversation(self, texts: Sequence[str]) -> np.ndarray:
         """Async :meth:`embed_conversation`."""
         return combine(np.stack([await self.aembed_query(t) for t in texts]))
+
+    def search_conversation(
+        self, user_id: str, texts: Sequence[str], k: int = 3, *, include_superseded: bool = False
+    ) -> list[Document]:
+        """Top-``k`` items for a conversation's ``texts`` (oldest first, the latest message
+        last): the latest message's ranking fused with the conversation's
+        (:func:`~langchain_tiered_memory.retrieval.conversation.fuse`).
+        """
+        latest = self.search(
+            user_id, texts[-1], conversation_depth(k), include_superseded=include_superseded
+        )
+        if len(texts) < 2:
+            return latest[:k]
+        vector = self.embed_conversation(texts)
+        joined = self.search(
+            user_id,
+            " ".join(texts),
+            conversation_depth(k),
+            vector=vector,
+            include_superseded=include_superseded,
+        )
+        return fuse(latest, joined, k)
+
+    async def asearch_conversation(
+        self, user_id: str, texts: Sequence[str], k: int = 3, *, include_superseded: bool = False
+    ) -> list[Document]:
+        """Async :meth:`search_conversation`."""
+        latest = await self.asearch(
+            user_id, texts[-1], conversation_depth(k), include_superseded=include_superseded
+        )
+        if len(texts) < 2:
+            return latest[:k]
+        vector = await self.aembed_conversation(texts)
+        joined = await self.asearch(
+            user_id,
+            " ".join(texts),
+            conversation_depth(k),
+            vector=vector,
+            include_superseded=include_superseded,
+        )
+        return fuse(latest, joined, k)
 
     def _prepare(
         self,
