@@ -21,9 +21,9 @@ NAME_ITEM = "The user's name is Alice and she is 30 years old."
 INTRO = "Hi, my name is Alice and I am 30 years old. My birthday is on May 8."
 
 
-def run_step(step: int, data_dir: Path, lang: str = "en") -> dict[str, Any]:
+def run_step(step: int, data_dir: Path, lang: str = "en", mode: str = "graph") -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, str(HELPER), str(step), str(data_dir), lang],
+        [sys.executable, str(HELPER), str(step), str(data_dir), lang, mode],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -116,3 +116,23 @@ def test_the_seed_scenario_in_chinese_in_three_processes(data_dir: Path) -> None
     assert json.dumps("用户的生日是五月八日。", ensure_ascii=False) in memories
     assert memories.count("\n- [") == 3  # k=3
     assert '"name": "李明"' in system and '"age": "30"' in system
+
+
+def test_the_seed_scenario_through_create_agent_in_three_processes(data_dir: Path) -> None:
+    """Issue 36 item 7: TieredMemoryMiddleware writes memory as the graph does, with a
+    capable model that never calls a tool on its own (it answered "Nice to meet you"
+    and "I don't have enough information to summarize"): nothing was remembered."""
+    one = run_step(1, data_dir, "en", "agent")
+    assert one["tags"] == {"name": "Alice", "age": "30"}  # the after-turn extraction
+    assert one["result"][-1]["text"] == "Nice to meet you, Alice!"
+    two = run_step(2, data_dir, "en", "agent")
+    assert two["pid"] != one["pid"]
+    assert sorted(two["summaries"]) == sorted([BIRTHDAY_ITEM, NAME_ITEM])
+    tool_reply = next(m for m in two["result"] if m["type"] == "tool")
+    assert tool_reply["text"].startswith("Stored 2 memory item(s)")
+    assert two["result"][-1]["text"] == "I kept your birthday and age."
+    three = run_step(3, data_dir, "en", "agent")
+    assert three["pid"] not in {one["pid"], two["pid"]}
+    system = three["prompts"][-1][0]["text"]
+    assert BIRTHDAY_ITEM in system and '"name": "Alice"' in system
+    assert three["result"][-1]["text"] == "Your birthday is on May 8."

@@ -1,6 +1,6 @@
 """One step of the three-process demo, in a process of its own.
 
-Usage: python demo_step.py STEP DATA_DIR [en|zh]
+Usage: python demo_step.py STEP DATA_DIR [en|zh] [graph|agent]
 
 Each step opens the embedded memory and a SQLite checkpointer in DATA_DIR, drives the
 memory graph with a ScriptedChatModel of its own, closes everything (the embedded
@@ -14,6 +14,11 @@ resumed thread the state the checkpointer restored.
 
 ``zh`` is the same story in Chinese, the language of the design this package comes from;
 step 2 also stores 30 unrelated Chinese notes, so step 3's recall has to find the birthday.
+
+``agent`` runs LangChain's ``create_agent`` with ``TieredMemoryMiddleware`` instead of the
+graph, with a capable model that never calls a tool on its own (it answers in text): the
+middleware's after-turn extraction records the tags, and the request to summarize runs
+the summarize tool.
 """
 
 from __future__ import annotations
@@ -70,6 +75,39 @@ STEPS_ZH: dict[str, tuple[str, str, list[Any]]] = {
 }
 
 
+def _agent_model(texts: list[str]) -> ScriptedChatModel:
+    """A capable model that answers in text and calls no tool on its own: the forced
+    extraction and the summarizer get their structured answers, every other call the next
+    of ``texts``."""
+    left = list(texts)
+
+    def answer(prompt: list[BaseMessage]) -> AIMessage:
+        system = prompt[0].text if prompt else ""
+        if "user_facts" in system:
+            return _call("user_facts", {"name": "Alice", "age": 30}, "x1")
+        if "SummaryItems" in system:
+            return _call("SummaryItems", {"items": [BIRTHDAY_ITEM, NAME_ITEM]}, "s1")
+        return AIMessage(content=left.pop(0) if left else "OK.")
+
+    return ScriptedChatModel(replies=[answer])
+
+
+AGENT_STEPS: dict[str, tuple[str, str, list[str]]] = {
+    "1": ("t1", INTRO, ["Nice to meet you, Alice!"]),
+    "2": ("t2", "Please summarize our conversation.", ["I kept your birthday and age."]),
+    "3": ("t1", "When is my birthday?", ["Your birthday is on May 8."]),
+}
+
+
+def _agent(model: ScriptedChatModel, memory: TieredMemory, saver: Any) -> Any:
+    from langchain.agents import create_agent
+
+    from langchain_tiered_memory.middleware import TieredMemoryMiddleware
+
+    middleware = [TieredMemoryMiddleware(memory, recall_k=1)]
+    return create_agent(model, tools=[], middleware=middleware, checkpointer=saver)
+
+
 def _dump(messages: list[BaseMessage]) -> list[dict[str, Any]]:
     return [{"type": m.type, "id": m.id, "text": m.text} for m in messages]
 
@@ -77,8 +115,13 @@ def _dump(messages: list[BaseMessage]) -> list[dict[str, Any]]:
 def main() -> None:
     step, data_dir = sys.argv[1], Path(sys.argv[2])
     lang = sys.argv[3] if len(sys.argv) > 3 else "en"
-    thread, text, replies = (STEPS_ZH if lang == "zh" else STEPS)[step]
-    model = ScriptedChatModel(replies=replies)
+    mode = sys.argv[4] if len(sys.argv) > 4 else "graph"
+    if mode == "agent":
+        thread, text, texts = AGENT_STEPS[step]
+        model = _agent_model(texts)
+    else:
+        thread, text, replies = (STEPS_ZH if lang == "zh" else STEPS)[step]
+        model = ScriptedChatModel(replies=replies)
     config: RunnableConfig = {"configurable": {"thread_id": thread}}
     memory = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
     try:
@@ -86,7 +129,10 @@ def main() -> None:
             # recall_k=1: in step 3 the birthday item must win on relevance, not by count;
             # in Chinese, k=3 among 30 other notes.
             k = 3 if lang == "zh" else 1
-            graph = create_memory_graph(model, memory=memory, checkpointer=saver, recall_k=k)
+            if mode == "agent":
+                graph = _agent(model, memory, saver)
+            else:
+                graph = create_memory_graph(model, memory=memory, checkpointer=saver, recall_k=k)
             restored = graph.get_state(config).values.get("messages", [])
             result = graph.invoke(
                 {"messages": [HumanMessage(text)]}, context={"user_id": USER}, config=config
