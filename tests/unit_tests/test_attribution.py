@@ -318,3 +318,32 @@ def test_an_app_calling_the_tool_directly_records_what_it_is_given(
     out = tool.invoke({"name": "Alice", "age": 30}, config={"configurable": {"user_id": "a"}})
     assert out == "Recorded: age=30, name=Alice."
     assert embedded_memory.get_user_tags("a") == {"name": "Alice", "age": "30"}
+
+
+QWEN = json.loads(
+    (Path(__file__).parent / "data" / "qwen_tag_extraction.json").read_text(encoding="utf-8")
+)["replies"]
+
+
+@pytest.mark.parametrize("text", sorted(QWEN), ids=range(len(QWEN)))
+def test_a_capable_models_recorded_extraction_stores_no_wrong_value(
+    memory: TieredMemory, text: str
+) -> None:
+    """Qwen2.5-Coder-1.5B's own answers to the new extraction (recorded live by
+    bench/tag_capture.py --record): whatever it proposed, no value written by the turn is
+    wrong (a value the rules cannot read is left as it was: "my name is actually Dana")."""
+    from langchain_tiered_memory.capture import AfterTurnCapture
+
+    case = QWEN[text]
+    if case["before"]:
+        memory.set_user_tags("u", case["before"])
+    calls = [{**c, "id": f"r{i}"} for i, c in enumerate(case["tool_calls"])]
+    model = ScriptedChatModel(replies=[AIMessage(content=case["content"], tool_calls=calls)])
+    AfterTurnCapture.for_model(memory, model).run([HumanMessage(text), AIMessage("OK.")], "u", "t")
+    after = memory.get_user_tags("u")
+    truth = {k: str(v) for k, v in case["after"].items()}
+    written = {k: v for k, v in after.items() if case["before"].get(k) != v}
+    wrong = {k: v for k, v in written.items() if truth.get(k) != v}
+    assert not wrong, (text, case["tool_calls"], after)
+    if case["kind"] == "distractor":
+        assert after == case["before"]
