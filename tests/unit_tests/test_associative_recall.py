@@ -85,14 +85,19 @@ async def test_the_middleware_recalls_from_the_conversation_too(e5_memory: Tiere
     assert target in reply_prompt(model)
 
 
+class Counting(HashingEmbeddings):
+    """Records every query text it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def embed_query(self, text: str) -> list[float]:
+        self.asked.append(text)
+        return super().embed_query(text)
+
+
 def test_recall_context_turns_1_is_the_latest_message_alone(embedded_memory: TieredMemory) -> None:
-    class Counting(HashingEmbeddings):
-        asked: list[str] = []  # noqa: RUF012
-
-        def embed_query(self, text: str) -> list[float]:
-            self.asked.append(text)
-            return super().embed_query(text)
-
     embeddings = Counting()
     memory = embedded_memory
     memory.summaries.embeddings = embeddings
@@ -106,13 +111,6 @@ def test_recall_context_turns_1_is_the_latest_message_alone(embedded_memory: Tie
 
 
 def test_a_turn_embeds_only_its_new_message(embedded_memory: TieredMemory) -> None:
-    class Counting(HashingEmbeddings):
-        asked: list[str] = []  # noqa: RUF012
-
-        def embed_query(self, text: str) -> list[float]:
-            self.asked.append(text)
-            return super().embed_query(text)
-
     embeddings = Counting()
     memory = embedded_memory
     memory.summaries.embeddings = embeddings
