@@ -17,7 +17,6 @@ The user id comes from the run (``context={"user_id": ...}`` or
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -27,14 +26,11 @@ from langchain_core.messages import (
     AIMessage,
     AnyMessage,
     BaseMessage,
-    BaseMessageChunk,
     HumanMessage,
     InvalidToolCall,
-    RemoveMessage,
     SystemMessage,
     ToolCall,
     ToolMessage,
-    convert_to_messages,
 )
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.messages.utils import count_tokens_approximately
@@ -44,7 +40,6 @@ from langgraph._internal._runnable import RunnableCallable
 from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
@@ -64,6 +59,7 @@ from langchain_tiered_memory.capture import (
 from langchain_tiered_memory.context import MemoryContext, resolve_user_id, thread_of
 from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
+from langchain_tiered_memory.messages import add_message_batches
 from langchain_tiered_memory.policy import ModelPolicy
 from langchain_tiered_memory.prompt import (
     DEFAULT_SYSTEM_PROMPT,
@@ -131,96 +127,6 @@ def _newest_within(
     return [system, *kept[first:]]
 
 
-# Ids for messages written without one (("user", text), a string, a dict): derived from
-# the message before it in the thread and what it says, so that every rebuild of the
-# thread from its checkpoints gives it the same id (add_messages would draw a new uuid4
-# each time: get_state ids changed, a RemoveMessage of it failed, an edit appended). Two
-# messages in a thread never share one: after a message with id P the next one appended
-# follows P only until everything after P is removed again.
-_STABLE_IDS = uuid.UUID("7d0b7c4e-52c1-4e0a-9d3e-2b8f6a1c4e11")
-
-
-def _stable_id(previous: str, message: BaseMessage, present: set[Any]) -> str:
-    ident = str(uuid.uuid5(_STABLE_IDS, f"{previous}\0{message.type}\0{message.content!s}"))
-    while ident in present:  # rare (a message removed and re-added by id): still fixed
-        ident = str(uuid.uuid5(_STABLE_IDS, ident))
-    return ident
-
-
-def _add_message_batches(state: list[AnyMessage] | None, writes: Any) -> list[AnyMessage]:
-    """``add_messages`` applied write by write, as ``DeltaChannel`` replays the writes in
-    batches: the same state however the writes are grouped (a property test checks it).
-
-    Consecutive writes that remove nothing are applied in one pass (equal to one by one:
-    ids replace in place, new ids append); a write with a ``RemoveMessage`` is applied on
-    its own, since ``add_messages`` over writes joined is not the same then
-    (``REMOVE_ALL_MESSAGES`` keeps whatever follows it, a later ``RemoveMessage`` too, and
-    a removal then a re-add of one id would keep the old place). A message without an id
-    gets one from the thread's last message, as write-by-write application has it, and
-    its content (:func:`_stable_id`).
-    """
-    messages = list(state or [])
-    ids = {m.id for m in messages}
-    last = str(messages[-1].id) if messages else ""
-    pending: list[BaseMessage] = []
-    for write in writes:
-        items = convert_to_messages(write if isinstance(write, list) else [write])
-        removes = any(isinstance(m, RemoveMessage) for m in items)
-        if removes:
-            messages = _apply(messages, pending)
-            pending = []
-        for m in items:
-            if isinstance(m, RemoveMessage):
-                continue  # add_messages removes at the end of the write
-            if m.id is None:
-                m.id = _stable_id(last, m, ids)
-            if m.id not in ids:  # appended (an id the thread holds is replaced in place)
-                ids.add(m.id)
-                last = m.id
-        if removes:
-            messages = list(add_messages(messages, items))  # type: ignore[arg-type]
-            ids = {m.id for m in messages}
-            last = str(messages[-1].id) if messages else ""
-        else:
-            pending.extend(items)
-    return _apply(messages, pending)
-
-
-def _apply(left: list[Any], right: list[Any]) -> list[Any]:
-    """``add_messages(left, right)`` for writes that remove nothing, in one pass."""
-    if not right:
-        return left
-    if _appends_only(left, right):
-        # what almost every step writes: new messages with new ids. add_messages would
-        # give the same list, after indexing every message of the thread by id each step.
-        return [*left, *right]
-    return list(add_messages(left, right))
-
-
-def _appends_only(left: list[Any], right: list[Any]) -> bool:
-    """Whether ``add_messages(left, right)`` is ``left + right``: every new item a plain
-    message (not a chunk, not a removal) with an id of its own that ``left`` does not hold,
-    and every ``left`` message has an id (add_messages would give it one).
-    """
-    ids = set()
-    for message in right:
-        if (
-            not isinstance(message, BaseMessage)
-            or isinstance(message, (RemoveMessage, BaseMessageChunk))
-            or not message.id
-            or message.id in ids
-        ):
-            return False
-        ids.add(message.id)
-    return all(
-        isinstance(m, BaseMessage)
-        and not isinstance(m, BaseMessageChunk)
-        and m.id
-        and m.id not in ids
-        for m in left
-    )
-
-
 class MemoryState(TypedDict):
     """Graph state: the thread's messages plus what memory loaded for this turn.
 
@@ -228,7 +134,7 @@ class MemoryState(TypedDict):
     whole thread again, so a thread's checkpoints grow with the thread, not its square.
     """
 
-    messages: Annotated[list[AnyMessage], DeltaChannel(_add_message_batches)]
+    messages: Annotated[list[AnyMessage], DeltaChannel(add_message_batches)]
     memory_prompt: NotRequired[str]
     recent_history: NotRequired[list[AnyMessage]]
     saved_count: NotRequired[int]

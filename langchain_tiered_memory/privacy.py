@@ -21,6 +21,7 @@ from langgraph.store.base import BaseStore, Item, PutOp
 
 from langchain_tiered_memory._ids import validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, adrive, drive, step
+from langchain_tiered_memory.messages import messages_at
 from langchain_tiered_memory.store import RedisStore
 
 if TYPE_CHECKING:
@@ -203,8 +204,24 @@ def _export_plan(
     if checkpointer is not None:
         states = []
         for thread_id in threads:
-            found = yield step(checkpointer, "get_tuple", _thread_config(thread_id))
-            states.append(_thread_state(thread_id, found))
+            config = _thread_config(thread_id)
+            found = yield step(checkpointer, "get_tuple", config)
+            state = _thread_state(thread_id, found)
+            stored = found.checkpoint["channel_values"].get("messages") if found else None
+            if found is not None and not isinstance(stored, list):
+                # the prebuilt graph's messages are a DeltaChannel: a checkpoint holds what
+                # a step wrote (or now and then a snapshot), not the thread; rebuilt from
+                # the saver's writes (issue 32 item 5: the export had no messages)
+                history = yield step(
+                    checkpointer,
+                    "get_delta_channel_history",
+                    config=found.config,
+                    channels=["messages"],
+                )
+                rebuilt = messages_at(history.get("messages") or {})
+                if rebuilt:
+                    state["values"]["messages"] = _jsonable(rebuilt)
+            states.append(state)
         extra["thread_states"] = states
     if store is not None:
         prefixes = _user_prefixes(user_id, store_namespaces)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -128,3 +129,28 @@ async def test_forget_thread_deletes_only_a_thread_of_that_user_and_counts_it(
     assert (await memory.aforget_thread("bob", "a2", checkpointer=saver))["checkpoints"] == 0
     assert (await memory.aforget_thread("alice", "a2", checkpointer=saver))["checkpoints"] > 0
     assert saver.get_tuple({"configurable": {"thread_id": "a2"}}) is None
+
+
+@pytest.mark.parametrize("saver", ["redis", "in_memory"])
+def test_export_holds_the_threads_messages_from_the_delta_channel(
+    embedded_memory: TieredMemory, saver: str
+) -> None:
+    """Issue 32 item 5: the prebuilt graph keeps its messages in a DeltaChannel, which a
+    checkpoint's values do not hold; the export rebuilds them from the saver's writes."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_tiered_memory.graph import create_memory_graph
+    from langchain_tiered_memory.testing import ScriptedChatModel
+
+    checkpointer: Any = embedded_memory.checkpointer() if saver == "redis" else InMemorySaver()
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["one", "two"]), memory=embedded_memory, checkpointer=checkpointer
+    )
+    config: Any = {"configurable": {"thread_id": "t1", "user_id": "u"}}
+    for text in ("first", "second"):
+        graph.invoke({"messages": [HumanMessage(text)]}, config)
+    exported = embedded_memory.export_user("u", checkpointer=checkpointer)
+    (state,) = exported["thread_states"]
+    texts = [m["kwargs"]["content"] for m in state["values"]["messages"]]
+    assert texts == ["first", "one", "second", "two"]
+    json.dumps(exported)  # still JSON

@@ -1,0 +1,130 @@
+"""The thread's messages as the prebuilt graph keeps them: a ``DeltaChannel`` reducer that
+is ``add_messages`` applied write by write, however the writes are grouped.
+
+Shared by the graph (its state) and privacy (a thread's messages rebuilt for an export
+from any checkpointer's ``get_delta_channel_history``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    BaseMessageChunk,
+    RemoveMessage,
+    convert_to_messages,
+)
+from langgraph.graph.message import add_messages
+
+__all__ = ["add_message_batches", "messages_at"]
+
+
+# Ids for messages written without one (("user", text), a string, a dict): derived from
+# the message before it in the thread and what it says, so that every rebuild of the
+# thread from its checkpoints gives it the same id (add_messages would draw a new uuid4
+# each time: get_state ids changed, a RemoveMessage of it failed, an edit appended). Two
+# messages in a thread never share one: after a message with id P the next one appended
+# follows P only until everything after P is removed again.
+_STABLE_IDS = uuid.UUID("7d0b7c4e-52c1-4e0a-9d3e-2b8f6a1c4e11")
+
+
+def _stable_id(previous: str, message: BaseMessage, present: set[Any]) -> str:
+    ident = str(uuid.uuid5(_STABLE_IDS, f"{previous}\0{message.type}\0{message.content!s}"))
+    while ident in present:  # rare (a message removed and re-added by id): still fixed
+        ident = str(uuid.uuid5(_STABLE_IDS, ident))
+    return ident
+
+
+def add_message_batches(state: list[AnyMessage] | None, writes: Any) -> list[AnyMessage]:
+    """``add_messages`` applied write by write, as ``DeltaChannel`` replays the writes in
+    batches: the same state however the writes are grouped (a property test checks it).
+
+    Consecutive writes that remove nothing are applied in one pass (equal to one by one:
+    ids replace in place, new ids append); a write with a ``RemoveMessage`` is applied on
+    its own, since ``add_messages`` over writes joined is not the same then
+    (``REMOVE_ALL_MESSAGES`` keeps whatever follows it, a later ``RemoveMessage`` too, and
+    a removal then a re-add of one id would keep the old place). A message without an id
+    gets one from the thread's last message, as write-by-write application has it, and
+    its content (:func:`_stable_id`).
+    """
+    messages = list(state or [])
+    ids = {m.id for m in messages}
+    last = str(messages[-1].id) if messages else ""
+    pending: list[BaseMessage] = []
+    for write in writes:
+        items = convert_to_messages(write if isinstance(write, list) else [write])
+        removes = any(isinstance(m, RemoveMessage) for m in items)
+        if removes:
+            messages = _apply(messages, pending)
+            pending = []
+        for m in items:
+            if isinstance(m, RemoveMessage):
+                continue  # add_messages removes at the end of the write
+            if m.id is None:
+                m.id = _stable_id(last, m, ids)
+            if m.id not in ids:  # appended (an id the thread holds is replaced in place)
+                ids.add(m.id)
+                last = m.id
+        if removes:
+            messages = list(add_messages(messages, items))  # type: ignore[arg-type]
+            ids = {m.id for m in messages}
+            last = str(messages[-1].id) if messages else ""
+        else:
+            pending.extend(items)
+    return _apply(messages, pending)
+
+
+def _apply(left: list[Any], right: list[Any]) -> list[Any]:
+    """``add_messages(left, right)`` for writes that remove nothing, in one pass."""
+    if not right:
+        return left
+    if _appends_only(left, right):
+        # what almost every step writes: new messages with new ids. add_messages would
+        # give the same list, after indexing every message of the thread by id each step.
+        return [*left, *right]
+    return list(add_messages(left, right))
+
+
+def _appends_only(left: list[Any], right: list[Any]) -> bool:
+    """Whether ``add_messages(left, right)`` is ``left + right``: every new item a plain
+    message (not a chunk, not a removal) with an id of its own that ``left`` does not hold,
+    and every ``left`` message has an id (add_messages would give it one).
+    """
+    ids = set()
+    for message in right:
+        if (
+            not isinstance(message, BaseMessage)
+            or isinstance(message, (RemoveMessage, BaseMessageChunk))
+            or not message.id
+            or message.id in ids
+        ):
+            return False
+        ids.add(message.id)
+    return all(
+        isinstance(m, BaseMessage)
+        and not isinstance(m, BaseMessageChunk)
+        and m.id
+        and m.id not in ids
+        for m in left
+    )
+
+
+def messages_at(history: Any) -> list[AnyMessage]:
+    """The messages a ``DeltaChannelHistory`` (its seed and writes) rebuilds to.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> [m.text for m in messages_at({"writes": [("t", "messages", [HumanMessage("hi")])]})]
+        ['hi']
+    """
+    from langgraph.channels import DeltaChannel
+    from langgraph.channels.base import MISSING  # type: ignore[attr-defined]
+
+    channel = DeltaChannel(add_message_batches, list).from_checkpoint(
+        history.get("seed", MISSING)
+    )
+    channel.replay_writes(list(history.get("writes") or []))
+    return list(channel.get()) if channel.is_available() else []
