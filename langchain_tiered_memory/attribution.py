@@ -51,6 +51,7 @@ __all__ = [
     "DroppedValue",
     "Grounding",
     "LanguageRules",
+    "check_changes",
     "ground_tags",
     "is_request",
     "normalize_numbers",
@@ -496,23 +497,51 @@ def ground_tags(
     for tag, raw in values.items():
         if raw is None or raw == "":
             continue
-        value = normalize_numbers(_as_text(raw))
-        reason = _why_not(tag, value, normal, said, languages)
-        previous = (stored or {}).get(tag)
-        if (
-            reason is None
-            and previous is not None
-            and previous != _as_text(raw)
-            and not states_a_change(normal, languages)
-        ):
-            reason = (
-                f'changes the stored value {previous} without saying so (e.g. "now", "actually")'
-            )
-
+        reason = _why_not(tag, normalize_numbers(_as_text(raw)), normal, said, languages)
         if reason is None:
             kept[tag] = raw
         else:
             dropped.append(DroppedValue(tag, raw, reason))
+    if stored is None:
+        return Grounding(kept, dropped)
+    changes = check_changes(kept, text, stored, languages=languages)
+    return Grounding(changes.kept, dropped + changes.dropped)
+
+
+def check_changes(
+    values: Mapping[str, Any],
+    text: str,
+    stored: Mapping[str, str],
+    *,
+    languages: Iterable[LanguageRules] = LANGUAGES,
+) -> Grounding:
+    """The stored-value rule of :func:`ground_tags` alone: a value that would replace a
+    different stored one is kept only when ``text`` states a change. For values already
+    grounded in ``text``.
+
+    Example:
+        >>> check_changes({"age": 31}, "I'm 31.", {"age": "30"}).kept
+        {}
+        >>> check_changes({"age": 31}, "I'm 31 now.", {"age": "30"}).kept
+        {'age': 31}
+    """
+    languages = tuple(languages)
+    changes: bool | None = None  # read from the text once, when a value would change
+    kept: dict[str, Any] = {}
+    dropped: list[DroppedValue] = []
+    for tag, raw in values.items():
+        previous = stored.get(tag)
+        if previous is not None and previous != _as_text(raw):
+            if changes is None:
+                changes = states_a_change(normalize_numbers(text), languages)
+            if not changes:
+                reason = (
+                    f"changes the stored value {previous} without saying so "
+                    '(e.g. "now", "actually")'
+                )
+                dropped.append(DroppedValue(tag, raw, reason))
+                continue
+        kept[tag] = raw
     return Grounding(kept, dropped)
 
 

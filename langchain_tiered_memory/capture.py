@@ -42,7 +42,12 @@ from langchain_core.messages.tool import tool_call
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, Field, create_model
 
-from langchain_tiered_memory.attribution import ground_tags, stated_tags, states_a_fact
+from langchain_tiered_memory.attribution import (
+    check_changes,
+    ground_tags,
+    stated_tags,
+    states_a_fact,
+)
 from langchain_tiered_memory.errors import InvalidTagError
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.text import asks_to_summarize, is_cjk
@@ -201,7 +206,8 @@ class AfterTurnCapture:
     def _store_plan(
         self, values: dict[str, Any], human: HumanMessage, stored: dict[str, str]
     ) -> dict[str, Any]:
-        grounding = ground_tags(values, human.text, stored=stored)
+        # the values are grounded in the message already: only the stored-value rule is left
+        grounding = check_changes(values, human.text, stored)
         grounding.log("after-turn capture")
         return grounding.kept
 

@@ -660,7 +660,7 @@ class TieredMemory:
     ) -> Plan[MemorySnapshot]:
         user_id = validate_user_id(user_id)
         max_messages, k = validate_count(max_messages, "max_messages"), validate_count(k, "k")
-        texts = [t for t in (*context, query or "") if t.strip()] if query else []
+        texts = [t for t in (*context, query) if t.strip()] if query else []
         want_recall = bool(texts) and k > 0
         tiers = self._tiers
         tags: dict[str, str]
@@ -673,7 +673,7 @@ class TieredMemory:
             history = yield from _tier(
                 user_id, "history", [], step(self.history, "tail", user_id, max_messages)
             )
-            search = _store_recall(self.summaries, user_id, texts, k)
+            search = step(self.summaries, "search_conversation", user_id, texts, k)
         else:
             replies = yield step(tiers, "fetch", user_id, max_messages, touch_ms=self._ttl_ms())
             # replies already fetched: parsed here, each tier on its own
@@ -973,11 +973,6 @@ def _query_texts(
     ``query``, oldest first.
     """
     return recent_user_texts([*messages, *([query] if query else [])], max(turns, 1))
-
-
-def _store_recall(store: SummaryStore, user_id: str, texts: list[str], k: int) -> Step:
-    """One step: the store's search for a conversation's texts."""
-    return Step(store.search_conversation, store.asearch_conversation, (user_id, texts, k))
 
 
 def _tier(user_id: str, tier: str, empty: _T, read: Step | Callable[[], _T]) -> Plan[_T]:

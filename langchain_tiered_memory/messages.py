@@ -17,6 +17,8 @@ from langchain_core.messages import (
     RemoveMessage,
     convert_to_messages,
 )
+from langgraph.channels import DeltaChannel
+from langgraph.channels.base import MISSING  # type: ignore[attr-defined]
 from langgraph.graph.message import add_messages
 
 __all__ = ["add_message_batches", "messages_at"]
@@ -120,11 +122,6 @@ def messages_at(history: Any) -> list[AnyMessage]:
         >>> [m.text for m in messages_at({"writes": [("t", "messages", [HumanMessage("hi")])]})]
         ['hi']
     """
-    from langgraph.channels import DeltaChannel
-    from langgraph.channels.base import MISSING  # type: ignore[attr-defined]
-
-    channel = DeltaChannel(add_message_batches, list).from_checkpoint(
-        history.get("seed", MISSING)
-    )
+    channel = DeltaChannel(add_message_batches, list).from_checkpoint(history.get("seed", MISSING))
     channel.replay_writes(list(history.get("writes") or []))
     return list(channel.get()) if channel.is_available() else []

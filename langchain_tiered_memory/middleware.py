@@ -160,7 +160,6 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         return self._policy
 
     def _request(self, request: ModelRequest) -> ModelRequest:
-        self._adopt(request.model)
         base = request.system_message.text if request.system_message else None
         prompt = (base + "\n\n" + DEFAULT_SYSTEM_PROMPT) if base else None
         state = {**request.state, "messages": request.messages}
@@ -169,8 +168,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         assert isinstance(system, SystemMessage)
         return request.override(system_message=system, messages=composed[1:])  # type: ignore[arg-type]
 
-    def _step(self, request: ModelRequest) -> ModelStep:
-        policy = self._adopt(request.model)
+    def _step(self, policy: ModelPolicy) -> ModelStep:
         return ModelStep(
             max_tool_rounds=self.max_tool_rounds,
             force_tag_capture=policy.forced_capture,
@@ -180,11 +178,12 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
 
     def _plan(self, request: ModelRequest) -> _ModelCall:
         """Everything about this model call but its I/O (shared by the sync and async paths)."""
+        policy = self._adopt(request.model)
         request = self._request(request)
-        if self.search_memory is None and not self._adopt(request.model).search_tool:
+        if self.search_memory is None and not policy.search_tool:
             tools = [t for t in request.tools if _tool_name(t) != SEARCH_MEMORY_TOOL]
             request = request.override(tools=tools)
-        return _ModelCall(request, self._step(request), list(request.state["messages"]))
+        return _ModelCall(request, self._step(policy), list(request.state["messages"]))
 
     def _forced(self, request: ModelRequest) -> Any:
         return request.model.bind_tools([self._tag_tool], tool_choice=USER_TAG_TOOL)

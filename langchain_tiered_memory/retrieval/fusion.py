@@ -276,8 +276,13 @@ class HybridIndex:
         n = len(self)
         if n < 2:
             return 0.0
-        mean = (float(self._sum @ self._sum) - n) / (n * (n - 1))
+        mean = self._mean_pair_cosine()
         return min(max(mean * n / (n + CENTERING_PRIOR_ITEMS), 0.0), 0.99)
+
+    def _mean_pair_cosine(self) -> float:
+        """The mean cosine of two different items, unshrunk (two items at least)."""
+        n = len(self)
+        return (float(self._sum @ self._sum) - n) / (n * (n - 1))
 
     def relative_similarity(self, cosines: np.ndarray) -> np.ndarray:
         """Cosines rescaled so that this index's typical pair is 0 and identity 1."""
@@ -293,10 +298,8 @@ class HybridIndex:
         recall by date (``bench/recall_associative.py``: the best item ranked last).
         """
         base = self.typical_similarity()
-        n = len(self)
-        if n >= 3:
-            observed = (float(self._sum @ self._sum) - n) / (n * (n - 1))
-            base = min(max(base, observed), 0.99)
+        if len(self) >= 3:
+            base = min(max(base, self._mean_pair_cosine()), 0.99)
         return (np.asarray(cosines, dtype=np.float32) - base) / (1.0 - base)
 
     def dense_weight(self, query: str) -> float:
