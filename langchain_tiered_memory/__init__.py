@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         OnnxMiniLMEmbeddings,
     )
     from langchain_tiered_memory.errors import (
+        ConcurrentReembedError,
         CorruptMemoryError,
         EmbeddingsMismatchError,
         InvalidArgumentError,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConcurrentReembedError",
     "CorruptMemoryError",
     "DefaultTags",
     "EmbeddedRedis",
@@ -106,6 +108,7 @@ __all__ = [
 
 # Where each public name lives; ``__getattr__`` imports it on first access.
 _MODULES: dict[str, str] = {
+    "ConcurrentReembedError": "langchain_tiered_memory.errors",
     "CorruptMemoryError": "langchain_tiered_memory.errors",
     "DefaultTags": "langchain_tiered_memory.stores",
     "EmbeddedRedis": "langchain_tiered_memory._server",

@@ -25,7 +25,16 @@ from langchain_tiered_memory.errors import InvalidUserIdError
 DEFAULT_PREFIX = "tm"
 
 KeyKind = Literal[
-    "history", "threads", "turns", "spans", "tags", "tags:log", "sum:items", "sum:vecs", "meta"
+    "history",
+    "threads",
+    "turns",
+    "spans",
+    "tags",
+    "tags:log",
+    "sum:items",
+    "sum:vecs",
+    "sum:revecs",
+    "meta",
 ]
 KINDS: tuple[KeyKind, ...] = (
     "history",
@@ -36,6 +45,7 @@ KINDS: tuple[KeyKind, ...] = (
     "tags:log",
     "sum:items",
     "sum:vecs",
+    "sum:revecs",  # vectors of another model, staged by reembed until they replace sum:vecs
     "meta",
 )
 

@@ -14,6 +14,7 @@ __all__ = [
     "InvalidSummaryError",
     "EmbeddingsMismatchError",
     "InvalidMessageError",
+    "ConcurrentReembedError",
     "CorruptMemoryError",
     "MissingUserIdError",
     "MemoryBackendError",
@@ -59,6 +60,13 @@ class EmbeddingsMismatchError(InvalidSummaryError):
 
     Vectors of two models are not comparable (even at the same size), so the store refuses
     to search or extend them. The message names both models and how to fix it.
+    """
+
+
+class ConcurrentReembedError(TieredMemoryError, RuntimeError):
+    """Another ``reembed`` run converts the same user's items to another model.
+
+    Nothing is lost: the items and their current vectors are untouched until a run swaps.
     """
 
 

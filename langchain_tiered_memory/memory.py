@@ -46,7 +46,12 @@ from langchain_tiered_memory.stores.history import (
     InMemoryHistoryStore,
     OnInvalid,
 )
-from langchain_tiered_memory.stores.summaries import InMemorySummaryStore, SummaryStore
+from langchain_tiered_memory.stores.summaries import (
+    InMemorySummaryStore,
+    RedisSummaryStore,
+    SummaryStore,
+)
+from langchain_tiered_memory.stores.summaries.reembed import UsersProgress, reembed_users_plan
 from langchain_tiered_memory.stores.tags import (
     DefaultTags,
     InMemoryTagStore,
@@ -962,13 +967,53 @@ class TieredMemory:
             self, user_id, checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
         )
 
+    # ----- changing the embeddings model -----
+
+    def reembed(
+        self, user_ids: Sequence[str] | None = None, *, progress: UsersProgress | None = None
+    ) -> dict[str, int]:
+        """Re-embed stored summary items with this memory's embeddings model.
+
+        For every user in ``user_ids`` (default: every user with items): stage the new
+        vectors beside the old ones (resumable: a killed run continues where it stopped),
+        then swap them in one script. Until its swap a user is served by processes on the
+        old model; restart them with the new model when this returns. ``progress`` gets
+        (user, items done, items in all) after each page. Returns items re-embedded per user.
+
+        Raises:
+            ValueError: the memory is not on Redis (in-process items need no conversion).
+            ConcurrentReembedError: another run converts to another model.
+
+        Example:
+            >>> new = TieredMemory.from_url(url, embeddings=OpenAIEmbeddings())  # doctest: +SKIP
+            >>> new.reembed()  # doctest: +SKIP
+            {'alice': 12, 'bob': 3}
+        """
+        store = self._redis_summaries()
+        with store.connection.errors():
+            return drive(reembed_users_plan(store, user_ids, progress=progress))
+
+    async def areembed(
+        self, user_ids: Sequence[str] | None = None, *, progress: UsersProgress | None = None
+    ) -> dict[str, int]:
+        """Async :meth:`reembed`."""
+        store = self._redis_summaries()
+        with store.connection.errors():
+            return await adrive(reembed_users_plan(store, user_ids, progress=progress))
+
+    def _redis_summaries(self) -> RedisSummaryStore:
+        if not isinstance(self.summaries, RedisSummaryStore):
+            raise ValueError(
+                "reembed() converts summary vectors stored in Redis; this memory's items "
+                f"live in {type(self.summaries).__name__}, which the running process embeds."
+            )
+        return self.summaries
+
 
 _T = TypeVar("_T")
 
 
-def _query_texts(
-    query: str | None, messages: Sequence[BaseMessage | str], turns: int
-) -> list[str]:
+def _query_texts(query: str | None, messages: Sequence[BaseMessage | str], turns: int) -> list[str]:
     """The texts a recall query reads: the last ``turns`` user turns of ``messages`` and
     ``query``, oldest first.
     """

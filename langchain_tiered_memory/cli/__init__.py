@@ -28,6 +28,7 @@ from langchain_tiered_memory.cli.commands import (
     cmd_export,
     cmd_forget,
     cmd_inspect,
+    cmd_reembed,
     cmd_summarize,
     cmd_worker,
 )
@@ -97,9 +98,10 @@ def _common_options(*, top_level: bool) -> argparse.ArgumentParser:
     )
     group.add_argument(
         "--embeddings",
-        choices=("local", "hashing"),
+        choices=("local", "minilm", "hashing"),
         default="local" if top_level else argparse.SUPPRESS,
-        help="'local': the offline multilingual-e5-small (default); "
+        help="'local': the offline multilingual-e5-small (default); 'minilm': "
+        "all-MiniLM-L6-v2 (English only, 0.1's default); "
         "'hashing': deterministic bag of words, no model (fast tests)",
     )
     return common
@@ -287,6 +289,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     forget.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     forget.set_defaults(func=cmd_forget)
+
+    reembed = sub.add_parser(
+        "reembed",
+        parents=[common],
+        formatter_class=fmt,
+        help="re-embed stored summary items with the --embeddings model",
+        description=_para(
+            "Convert every user's summary items (or one user's) to the --embeddings model, "
+            "after changing it. New vectors are staged beside the old ones and swapped in per "
+            "user, so processes on the old model keep serving until the swap; a killed run "
+            "resumes where it stopped. Restart the app with the new model afterwards."
+        ),
+    )
+    _user_option(reembed, required=False)
+    reembed.set_defaults(func=cmd_reembed)
 
     export = sub.add_parser(
         "export",

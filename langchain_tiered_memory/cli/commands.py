@@ -68,6 +68,25 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_reembed(args: argparse.Namespace) -> int:
+    """``reembed [--user U]``: a progress bar on stderr, one line per user on stdout."""
+    from rich.progress import Progress
+
+    users = [_user(args)] if args.user else None
+    console = _console()
+    with _open_memory(args) as memory, Progress(console=_console(stderr=True)) as bar:
+        task = bar.add_task("re-embedding", total=None)
+
+        def report(user: str, done: int, total: int) -> None:
+            bar.update(task, description=f"user {user!r}", completed=done, total=total)
+
+        converted = memory.reembed(users, progress=report)
+    for user, n in converted.items():
+        console.print(f"{_esc(repr(user))}: {n} items", highlight=False)
+    console.print(f"re-embedded {len(converted)} users", highlight=False)
+    return EXIT_OK
+
+
 def cmd_forget(args: argparse.Namespace) -> int:
     """``forget --user U``."""
     user = _user(args)

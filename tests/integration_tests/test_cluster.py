@@ -229,3 +229,23 @@ def test_explicit_cluster_clients_are_used_as_given(
     conn = RedisConnection(client=rc)
     assert conn.is_cluster
     rc.close()
+
+
+def test_reembed_on_cluster_converts_users_on_every_node(
+    redis_cluster_url: str, key_prefix: str, cluster: RedisCluster
+) -> None:
+    users = USERS[:12] + ["{odd}", "ünï cödé"]
+    with TieredMemory.from_url(
+        redis_cluster_url, key_prefix=key_prefix, embeddings=HashingEmbeddings(dim=64)
+    ) as old:
+        for user in users:
+            old.add_summaries(user, [f"{user} keeps bees on the roof.", "Likes green tea."])
+    with TieredMemory.from_url(
+        redis_cluster_url, key_prefix=key_prefix, embeddings=HashingEmbeddings(dim=96)
+    ) as new:
+        assert new.reembed() == dict.fromkeys(sorted(users), 2)
+        for user in users:
+            assert "bees" in new.recall_summaries(user, "bees roof", n=1)[0].page_content
+        for user in users:
+            new.forget_user(user)
+    assert keys_of(cluster, key_prefix) == []

@@ -16,6 +16,7 @@ import langchain_tiered_memory.stores
 from langchain_tiered_memory import TieredMemory, errors
 
 PACKAGE_ALL = [
+    "ConcurrentReembedError",
     "CorruptMemoryError",
     "DefaultTags",
     "EmbeddedRedis",
@@ -91,6 +92,7 @@ FACADE_METHODS = [
     "summarize_pending",
     "forget_user",
     "export_user",
+    "reembed",
     "close",
 ]
 
@@ -145,6 +147,7 @@ def test_version_is_the_distribution_version() -> None:
         (errors.MemoryBackendError, ConnectionError),
         (errors.SummarizationError, RuntimeError),
         (errors.WatermarkConflict, RuntimeError),
+        (errors.ConcurrentReembedError, RuntimeError),
         (errors.CorruptMemoryError, ValueError),
         (errors.SummaryLimitError, ValueError),
     ],

@@ -258,7 +258,7 @@ async def test_another_model_of_the_same_size_is_refused_not_mixed(memory: Tiere
         lambda: memory.recall_summaries("alice", "birthday"),
         lambda: memory.add_summaries("alice", [FACTS[2]]),
     ):
-        with pytest.raises(EmbeddingsMismatchError, match="another-model-256.*forget"):
+        with pytest.raises(EmbeddingsMismatchError, match="another-model-256.*reembed"):
             call()
     with pytest.raises(EmbeddingsMismatchError):
         await memory.arecall_summaries("alice", "birthday")

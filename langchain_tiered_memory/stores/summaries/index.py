@@ -76,7 +76,8 @@ def check_embeddings_model(stored: str, embeddings: Embeddings, where: str) -> N
         raise EmbeddingsMismatchError(
             f"{where} were embedded by {stored!r}, this store embeds with {current!r}: "
             "their vectors cannot be compared. Open the store with the model the items were "
-            "stored with, or forget the user's summaries (forget_user) and store them again."
+            "stored with, or convert them: `tiered-memory reembed` (TieredMemory.reembed) "
+            "re-embeds every user's items with the configured model."
         )
 
 

@@ -22,6 +22,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_tiered_memory._keys import KeyBuilder
 from langchain_tiered_memory._redis import RedisConnection, as_text
+from langchain_tiered_memory._steps import adrive, drive
 from langchain_tiered_memory.embeddings import embeddings_model_id, embeddings_scripts
 from langchain_tiered_memory.errors import (
     CorruptMemoryError,
@@ -49,6 +50,7 @@ from langchain_tiered_memory.stores.summaries.index import (
     encode_vector,
     validate_items,
 )
+from langchain_tiered_memory.stores.summaries.reembed import Progress, reembed_plan
 
 _ADD_LUA = """
 if ARGV[1] ~= '' then
@@ -108,8 +110,8 @@ return n
 
 _CLEAR_LUA = """
 local n = redis.call('HLEN', KEYS[1])
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('HDEL', KEYS[3], 'watermark', 'dim', 'model')
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
+redis.call('HDEL', KEYS[3], 'watermark', 'dim', 'model', 're_model')
 redis.call('HSETNX', KEYS[3], 'gen', ARGV[1])
 redis.call('HINCRBY', KEYS[3], 'gen', 1)
 return n
@@ -188,6 +190,15 @@ class RedisSummaryStore(SummaryStore):
             self.keys.key(user_id, "sum:vecs"),
             self.keys.key(user_id, "meta"),
         )
+
+    def reembed_keys(self, user_id: str) -> tuple[str, str, str, str]:
+        """The user's items, vectors, meta and staged-vectors keys (one slot)."""
+        return (*self._k(user_id), self.keys.key(user_id, "sum:revecs"))
+
+    def drop_cached(self, user_id: str) -> None:
+        """Forget this process's index of the user (it is rebuilt on the next search)."""
+        with self._lock:
+            self._cache.pop(user_id, None)
 
     # ----- cache: shared by the sync and async paths; only the Redis I/O differs -----
 
@@ -529,21 +540,64 @@ class RedisSummaryStore(SummaryStore):
 
     def clear(self, user_id: str) -> int:
         """Delete every item and the watermark; drop the cached index."""
-        keys = self._k(user_id)
+        keys = self.reembed_keys(user_id)
         with self.connection.errors():
-            n = int(self.connection.eval(_CLEAR_LUA, 3, *keys, _new_gen()))
-        with self._lock:
-            self._cache.pop(user_id, None)
+            n = int(self.connection.eval(_CLEAR_LUA, 4, *keys, _new_gen()))
+        self.drop_cached(user_id)
         return n
 
     async def aclear(self, user_id: str) -> int:
         """Async :meth:`clear`."""
-        keys = self._k(user_id)
+        keys = self.reembed_keys(user_id)
         with self.connection.errors():
-            n = int(await self.connection.aeval(_CLEAR_LUA, 3, *keys, _new_gen()))
-        with self._lock:
-            self._cache.pop(user_id, None)
+            n = int(await self.connection.aeval(_CLEAR_LUA, 4, *keys, _new_gen()))
+        self.drop_cached(user_id)
         return n
+
+    def users(self) -> list[str]:
+        """Every user with summary items, found by SCAN (never KEYS) on every node."""
+        pattern = self.keys.scan_pattern("sum:items")
+        with self.connection.errors():
+            found = {
+                self.keys.user_from_key(k)
+                for k in self.connection.sync.scan_iter(match=pattern, count=1000)
+            }
+        return sorted(u for u in found if u is not None)
+
+    async def ausers(self) -> list[str]:
+        """Async :meth:`users`."""
+        pattern = self.keys.scan_pattern("sum:items")
+        client = await self.connection.aclient()
+        with self.connection.errors():
+            found = {
+                self.keys.user_from_key(k)
+                async for k in client.scan_iter(match=pattern, count=1000)
+            }
+        return sorted(u for u in found if u is not None)
+
+    def reembed(self, user_id: str, *, progress: Progress | None = None) -> int:
+        """Re-embed the user's items with this store's model, resumably
+        (:mod:`~langchain_tiered_memory.stores.summaries.reembed`).
+
+        Returns:
+            How many items carry this model's vectors now (0: the user has none).
+
+        Raises:
+            ConcurrentReembedError: another run converts the user to another model.
+
+        Example:
+            >>> e5 = MultilingualE5Embeddings()  # doctest: +SKIP
+            >>> new = RedisSummaryStore(conn, embeddings=e5)  # doctest: +SKIP
+            >>> new.reembed("alice")  # doctest: +SKIP
+            12
+        """
+        with self.connection.errors():
+            return drive(reembed_plan(self, user_id, progress=progress))
+
+    async def areembed(self, user_id: str, *, progress: Progress | None = None) -> int:
+        """Async :meth:`reembed`."""
+        with self.connection.errors():
+            return await adrive(reembed_plan(self, user_id, progress=progress))
 
     def cached_users(self) -> int:
         """How many users' indexes this process holds (bounded by ``max_cached_users``)."""
