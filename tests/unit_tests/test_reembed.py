@@ -179,12 +179,13 @@ def test_forget_user_removes_staged_vectors_and_nothing_else(open_memory: Any) -
     raw = raw_client(store.connection.url)
     try:
         assert raw.hlen(keys[3]) == 5
-        bob = {k: raw.dump(k) for k in raw.scan_iter(match=f"{store.keys.prefix}:{{bob}}:*")}
+        bob_keys = f"{store.keys.prefix}:{{bob}}:*"
+        bob = {k: raw.dump(k) for k in raw.scan_iter(match=bob_keys)}
         assert bob
         old.forget_user("alice")
         left = {k.decode() for k in raw.scan_iter(match=f"{store.keys.prefix}:{{alice}}:*")}
         assert left == set()
-        assert {k: raw.dump(k) for k in raw.scan_iter(match=f"{store.keys.prefix}:{{bob}}:*")} == bob
+        assert {k: raw.dump(k) for k in raw.scan_iter(match=bob_keys)} == bob
     finally:
         raw.close()
 
