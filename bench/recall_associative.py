@@ -15,7 +15,9 @@ last message. Every event goes in through ``add_summaries`` on the default embed
 - ``joined``: the N turns as one string, embedded as one;
 - ``dense``/``bm25``: one side alone, on the ``turns=3`` query;
 - ``fused``: the ``turns=3`` ranking fused with the last message's own (reciprocal rank),
-  what the graph and ``recall_summaries(messages=...)`` do.
+  what the graph and ``recall_summaries(messages=...)`` do;
+- ``PRF``: pseudo-relevance feedback (Rocchio): the fused top-2 items' vectors added to the
+  ``turns=3`` vector, searched again and fused with the last message's ranking.
 
 Reported: recall@1/3/5 of the scenario's event, per language. A dev set: the default of
 ``recall_context_turns`` is chosen on it.
@@ -40,7 +42,7 @@ import numpy as np
 from langchain_tiered_memory import InMemorySummaryStore
 from langchain_tiered_memory.defaults import default_embeddings
 from langchain_tiered_memory.retrieval import RetrievalConfig
-from langchain_tiered_memory.retrieval.conversation import combine
+from langchain_tiered_memory.retrieval.conversation import combine, fuse
 
 DATA = Path(__file__).parent / "data" / "associative_dev.json"
 
@@ -54,6 +56,7 @@ class Variant:
     joined: bool = False
     config: RetrievalConfig | None = None
     fused: bool = False  # fused with the latest message's own ranking (what the graph does)
+    prf: float = 0.0  # pseudo-relevance feedback: add this times the top-2 items' mean vector
 
 
 VARIANTS = [
@@ -65,6 +68,8 @@ VARIANTS = [
     Variant("turns=3 decay=0.7 lex=all", 3, decay=0.7),
     Variant("turns=3 decay=1.0 lex=all", 3, decay=1.0),
     Variant("joined turns=3", 3, joined=True),
+    Variant("turns=3 + PRF 0.5 (top-2 items), fused with last", 3, fused=True, prf=0.5),
+    Variant("turns=3 + PRF 1.0 (top-2 items), fused with last", 3, fused=True, prf=1.0),
     Variant("dense turns=3", 3, config=RetrievalConfig.dense_only()),
     # BM25 over the cosine by a factor that leaves the cosine only to break ties
     Variant("bm25 turns=3", 3, config=RetrievalConfig(lexical_weight=1000.0)),
@@ -73,6 +78,15 @@ VARIANTS = [
 
 def rank(store: InMemorySummaryStore, user: str, turns: list[str], v: Variant) -> list[str]:
     texts = turns[-v.turns :]
+    if v.prf:
+        first = store.search_conversation(user, texts, 2)
+        items = np.array(store.embeddings.embed_documents([d.page_content for d in first]))
+        vector = combine(np.stack([store.embed_query(t) for t in texts]), v.decay)
+        vector = vector + v.prf * items.mean(axis=0)
+        vector = vector / np.linalg.norm(vector)
+        again = store.search(user, " ".join(texts), 10, vector=vector)
+        last = store.search(user, texts[-1], 10)
+        return [d.page_content for d in fuse(last, again, 5)]
     if v.fused:
         return [d.page_content for d in store.search_conversation(user, texts, 5)]
     if v.joined:
