@@ -182,6 +182,9 @@ def _forget_thread_plan(
         checkpoints = yield Step(_count, _acount, (checkpointer, config))
         yield step(checkpointer, "delete_thread", thread_id)
     messages = yield step(memory.history, "forget_thread", user_id, thread_id)
+    # a summarization that read the thread before this erasure must not store it after;
+    # one that stored before is caught below by its provenance
+    yield step(memory.summaries, "rotate_fence", user_id)
     derived = _derived_only_from((yield step(memory.summaries, "get_all", user_id)), thread_id)
     return {
         "messages": messages,

@@ -130,7 +130,8 @@ class Summarization:
         options: dict[str, bool],
     ) -> Plan[list[str]]:
         memory = self.memory
-        watermark = yield step(memory.summaries, "get_watermark", user_id)
+        # the fence first, the messages after: an erasure in between is seen by the write
+        watermark, fence = yield step(memory.summaries, "get_fence", user_id)
         first, end, messages = yield step(
             memory.history, "window", user_id, watermark, max_messages
         )
@@ -155,6 +156,7 @@ class Summarization:
                 metadata=_provenance(first, end, spans),
                 watermark=(watermark, end),
                 supersedes=supersedes,
+                fence=fence,
             )
         except WatermarkConflict:
             logger.info("summarization of %r raced with another summarizer; skipped", user_id)

@@ -265,6 +265,9 @@ def test_forget_user_removes_every_key_and_only_those(
     memory.add_session_log(
         victim, [HumanMessage("from a thread")], thread_id="t-1", thread_position=0
     )
+    raw = raw_client(memory.redis_url or "")
+    raw.hset(KeyBuilder().key(victim, "sum:revecs"), "0", b"vector")  # a reembed under way
+    raw.close()
     keys_before = data_keys(memory)
     exports_before = {u: memory.export_user(u) for u in others}
     victim_keys = set(KeyBuilder().all_keys(victim))

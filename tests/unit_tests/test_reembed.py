@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support import raw_client
 
 from langchain_tiered_memory import (
     ConcurrentReembedError,
@@ -23,7 +24,6 @@ from langchain_tiered_memory import (
 )
 from langchain_tiered_memory.cli import main as cli_main
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore
-from tests.unit_tests.support import raw_client
 
 _prefixes = itertools.count()
 

@@ -167,6 +167,7 @@ class SummaryStore(ABC):
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
+        fence: str | None = None,
     ) -> list[str]:
         """Store items (near-duplicates of stored ones are skipped); return the new ids.
 
@@ -175,10 +176,14 @@ class SummaryStore(ABC):
         is still ``expected``. ``supersedes={i: [stored ids]}``: ``items[i]`` makes those
         stored items no longer true; they are kept, marked with ``superseded_by`` (the new
         id) and ``valid_until`` (its ``created_at``), in the same write, and left out of
-        default recall.
+        default recall. ``fence`` (from :meth:`get_fence`, with ``watermark``): the write
+        also requires that no erasure (``forget_user``, ``forget_thread``) happened since
+        the fence was read, so a summarizer that read messages before an erasure cannot
+        bring them back.
 
         Raises:
-            WatermarkConflict: the watermark moved meanwhile; nothing was written.
+            WatermarkConflict: the watermark moved, or the user's memory was erased,
+                meanwhile; nothing was written.
             InvalidSummaryError: an item is empty or too long; nothing was written.
 
         """
@@ -193,6 +198,7 @@ class SummaryStore(ABC):
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
+        fence: str | None = None,
     ) -> list[str]:
         """Async :meth:`add`."""
 
@@ -222,6 +228,24 @@ class SummaryStore(ABC):
         include_superseded: bool = False,
     ) -> list[Document]:
         """Async :meth:`search`."""
+
+    @abstractmethod
+    def get_fence(self, user_id: str) -> tuple[int, str]:
+        """The summarization watermark and the user's erasure fence, read together: a
+        summarizer passes both to :meth:`add` (``watermark=(it, end)``, ``fence=``).
+        """
+
+    @abstractmethod
+    async def aget_fence(self, user_id: str) -> tuple[int, str]:
+        """Async :meth:`get_fence`."""
+
+    @abstractmethod
+    def rotate_fence(self, user_id: str) -> None:
+        """Invalidate every fence read so far (an erasure of part of the user's memory)."""
+
+    @abstractmethod
+    async def arotate_fence(self, user_id: str) -> None:
+        """Async :meth:`rotate_fence`."""
 
     @abstractmethod
     def get_watermark(self, user_id: str) -> int:

@@ -47,6 +47,12 @@ __all__ = [
 ]
 
 
+ERASED_MEANWHILE = (
+    "the user's memory was erased (forget_user / forget_thread) since this summarization "
+    "read it; nothing was stored."
+)
+
+
 def normalize_created_at(value: datetime | date | str | None) -> str:
     """ISO-8601 text for a timestamp; naive datetimes are taken as UTC."""
     if value is None:

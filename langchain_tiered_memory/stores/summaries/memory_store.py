@@ -22,6 +22,7 @@ from langchain_tiered_memory.stores.summaries.base import SummaryStore
 from langchain_tiered_memory.stores.summaries.index import (
     DEDUP_THRESHOLD,
     DEFAULT_MAX_ITEMS,
+    ERASED_MEANWHILE,
     _as_document,
     _dedup,
     _limit_error,
@@ -59,6 +60,7 @@ class InMemorySummaryStore(SummaryStore):
         self.retrieval = retrieval
         self._indexes: dict[str, _UserIndex] = {}
         self._watermarks: dict[str, int] = {}
+        self._eras: dict[str, int] = {}  # bumped by every erasure: the fence
         self._lock = threading.Lock()
 
     def _write(
@@ -68,6 +70,7 @@ class InMemorySummaryStore(SummaryStore):
         vecs: np.ndarray,
         watermark: tuple[int, int] | None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
+        fence: str | None = None,
     ) -> list[str]:
         with self._lock:
             if watermark is not None:
@@ -76,6 +79,8 @@ class InMemorySummaryStore(SummaryStore):
                     raise WatermarkConflict(
                         f"summarization watermark moved to {current}; nothing was stored."
                     )
+                if fence is not None and fence != str(self._eras.get(user_id, 0)):
+                    raise WatermarkConflict(ERASED_MEANWHILE)
             index = self._indexes.get(user_id)
             if index is not None and records:
                 check_embeddings_model(index.model, self._embedder(), "the stored items")
@@ -122,13 +127,14 @@ class InMemorySummaryStore(SummaryStore):
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
+        fence: str | None = None,
     ) -> list[str]:
         """Embed, de-duplicate and store items."""
         user_id = validate_user_id(user_id)
         texts = validate_items(items)
         vectors = self._embedder().embed_documents(texts) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
-        return self._write(user_id, records, vecs, watermark, supersedes)
+        return self._write(user_id, records, vecs, watermark, supersedes, fence)
 
     async def aadd(
         self,
@@ -139,13 +145,14 @@ class InMemorySummaryStore(SummaryStore):
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
+        fence: str | None = None,
     ) -> list[str]:
         """Async :meth:`add`."""
         user_id = validate_user_id(user_id)
         texts = validate_items(items)
         vectors = await self._embedder().aembed_documents(texts) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
-        return self._write(user_id, records, vecs, watermark, supersedes)
+        return self._write(user_id, records, vecs, watermark, supersedes, fence)
 
     def search(
         self,
@@ -183,6 +190,24 @@ class InMemorySummaryStore(SummaryStore):
     def get_watermark(self, user_id: str) -> int:
         """Summarization watermark."""
         return self._watermarks.get(user_id, 0)
+
+    def get_fence(self, user_id: str) -> tuple[int, str]:
+        """The watermark and the erasure fence."""
+        with self._lock:
+            return self._watermarks.get(user_id, 0), str(self._eras.get(user_id, 0))
+
+    async def aget_fence(self, user_id: str) -> tuple[int, str]:
+        """Async :meth:`get_fence`."""
+        return self.get_fence(user_id)
+
+    def rotate_fence(self, user_id: str) -> None:
+        """Invalidate the fences read so far."""
+        with self._lock:
+            self._eras[user_id] = self._eras.get(user_id, 0) + 1
+
+    async def arotate_fence(self, user_id: str) -> None:
+        """Async :meth:`rotate_fence`."""
+        self.rotate_fence(user_id)
 
     async def aget_watermark(self, user_id: str) -> int:
         """Async :meth:`get_watermark`."""
@@ -228,6 +253,9 @@ class InMemorySummaryStore(SummaryStore):
         """Delete every item and the watermark."""
         with self._lock:
             self._watermarks.pop(user_id, None)
+            # kept (one int per erased user): a summarizer that read before this clear
+            # must not write afterwards
+            self._eras[user_id] = self._eras.get(user_id, 0) + 1
             index = self._indexes.pop(user_id, None)
             return len(index.records) if index else 0
 

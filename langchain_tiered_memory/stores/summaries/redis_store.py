@@ -36,6 +36,7 @@ from langchain_tiered_memory.stores.summaries.index import (
     DEFAULT_MAX_CACHE_BYTES,
     DEFAULT_MAX_CACHED_USERS,
     DEFAULT_MAX_ITEMS,
+    ERASED_MEANWHILE,
     VectorDtype,
     _as_document,
     _dedup,
@@ -56,9 +57,13 @@ _ADD_LUA = """
 if ARGV[1] ~= '' then
   local wm = redis.call('HGET', KEYS[3], 'watermark') or '0'
   if wm ~= ARGV[1] then return {-1, wm} end
+  -- the erasure fence: 'f:' .. the era read before the messages were (absent: erased)
+  if ARGV[8] ~= '' and 'f:' .. (redis.call('HGET', KEYS[3], 'era') or '') ~= ARGV[8] then
+    return {-5, ''}
+  end
 end
 local m = tonumber(ARGV[6])
-local off = 7 + 2 * m
+local off = 8 + 2 * m
 local n = (#ARGV - off) / 2
 if n > 0 then
   if ARGV[5] ~= '' then
@@ -84,9 +89,9 @@ end
 -- superseded items: their new JSON names the new item as @@NEW<k>@@ (k: its batch index)
 local changed = false
 for j = 0, m - 1 do
-  local id = ARGV[8 + 2 * j]
+  local id = ARGV[9 + 2 * j]
   if redis.call('HEXISTS', KEYS[1], id) == 1 then
-    local json = string.gsub(ARGV[9 + 2 * j], '@@NEW(%d+)@@', function(k)
+    local json = string.gsub(ARGV[10 + 2 * j], '@@NEW(%d+)@@', function(k)
       return tostring(first + tonumber(k))
     end)
     redis.call('HSET', KEYS[1], id, json)
@@ -96,6 +101,21 @@ end
 if changed then redis.call('HINCRBY', KEYS[3], 'gen', 1) end
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[3], 'watermark', ARGV[2]) end
 return {first, ''}
+"""
+
+# KEYS: meta, history. ARGV: a new era. The era is created by the first read for
+# summarization of a user who has data, never for one with none: a forgotten user's
+# summarizer reads '' and an erasure after this read deletes the era (or rotates it).
+_FENCE_LUA = """
+if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
+  redis.call('HSETNX', KEYS[1], 'era', ARGV[1])
+end
+return {redis.call('HGET', KEYS[1], 'watermark') or '0', redis.call('HGET', KEYS[1], 'era') or ''}
+"""
+
+_ROTATE_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'era', ARGV[1]) end
+return 1
 """
 
 _DELETE_LUA = """
@@ -367,6 +387,7 @@ class RedisSummaryStore(SummaryStore):
         keep: list[int],
         watermark: tuple[int, int] | None,
         superseding: list[tuple[str, str]],
+        fence: str | None = None,
     ) -> list[Any]:
         args: list[Any] = [
             "" if watermark is None else str(watermark[0]),
@@ -376,6 +397,7 @@ class RedisSummaryStore(SummaryStore):
             "" if self.max_items is None else str(self.max_items),
             len(superseding),
             embeddings_model_id(self._embedder()),
+            "" if fence is None else f"f:{fence}",
         ]
         for stored_id, new_json in superseding:
             args += [stored_id, new_json]
@@ -394,6 +416,8 @@ class RedisSummaryStore(SummaryStore):
                 f"stored items have {_int(info)}-dimensional embeddings; these have a different "
                 "size. Use the same embeddings model, or forget the user's summaries first."
             )
+        if first == -5:
+            raise WatermarkConflict(ERASED_MEANWHILE)
         if first == -4:
             check_embeddings_model(as_text(info), self._embedder(), "the stored summary items")
         if first == -3:
@@ -409,6 +433,7 @@ class RedisSummaryStore(SummaryStore):
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
+        fence: str | None = None,
     ) -> list[str]:
         """Embed, de-duplicate and store items (and mark what they supersede) in one
         atomic script.
@@ -424,7 +449,10 @@ class RedisSummaryStore(SummaryStore):
         superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
         with self.connection.errors():
             result = self.connection.eval(
-                _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark, superseding)
+                _ADD_LUA,
+                3,
+                *keys,
+                *self._add_args(records, vecs, keep, watermark, superseding, fence),
             )
         return self._add_result(result, len(keep))
 
@@ -437,6 +465,7 @@ class RedisSummaryStore(SummaryStore):
         metadata: Mapping[str, Any] | None = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
+        fence: str | None = None,
     ) -> list[str]:
         """Async :meth:`add`."""
         keys = self._k(user_id)
@@ -450,7 +479,10 @@ class RedisSummaryStore(SummaryStore):
         superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
         with self.connection.errors():
             result = await self.connection.aeval(
-                _ADD_LUA, 3, *keys, *self._add_args(records, vecs, keep, watermark, superseding)
+                _ADD_LUA,
+                3,
+                *keys,
+                *self._add_args(records, vecs, keep, watermark, superseding, fence),
             )
         return self._add_result(result, len(keep))
 
@@ -501,6 +533,30 @@ class RedisSummaryStore(SummaryStore):
         with self.connection.errors():
             raw = await (await self.connection.aclient()).hget(self._k(user_id)[2], "watermark")
         return _int(raw, self.where(user_id))
+
+    def get_fence(self, user_id: str) -> tuple[int, str]:
+        """The watermark and the erasure fence, in one script."""
+        keys = self._k(user_id)[2], self.keys.key(user_id, "history")
+        with self.connection.errors():
+            raw = self.connection.eval(_FENCE_LUA, 2, *keys, _new_gen())
+        return _int(raw[0], self.where(user_id)), as_text(raw[1])
+
+    async def aget_fence(self, user_id: str) -> tuple[int, str]:
+        """Async :meth:`get_fence`."""
+        keys = self._k(user_id)[2], self.keys.key(user_id, "history")
+        with self.connection.errors():
+            raw = await self.connection.aeval(_FENCE_LUA, 2, *keys, _new_gen())
+        return _int(raw[0], self.where(user_id)), as_text(raw[1])
+
+    def rotate_fence(self, user_id: str) -> None:
+        """Give the user a new era: every fence read before it no longer admits a write."""
+        with self.connection.errors():
+            self.connection.eval(_ROTATE_LUA, 1, self._k(user_id)[2], _new_gen())
+
+    async def arotate_fence(self, user_id: str) -> None:
+        """Async :meth:`rotate_fence`."""
+        with self.connection.errors():
+            await self.connection.aeval(_ROTATE_LUA, 1, self._k(user_id)[2], _new_gen())
 
     def get_all(self, user_id: str) -> list[Document]:
         """Every item, oldest first."""
