@@ -254,19 +254,27 @@ class MemoryNodes:
             update["recent_history"] = snap.history
         return update
 
-    def load(self, state: dict[str, Any], user_id: str) -> dict[str, Any]:
-        """Read tags, recalled items and (first turn) recent history into the state."""
+    def load(
+        self, state: dict[str, Any], user_id: str, thread_id: str | None = None
+    ) -> dict[str, Any]:
+        """Read tags, recalled items and (first turn) recent history into the state; record
+        the thread as the user's (before anything of the turn can fail).
+        """
         texts, n = self._load_args(state)
         query, context = (texts[-1], texts[:-1]) if texts else (None, [])
-        snap = self.memory.load(user_id, query, max_messages=n, k=self.recall_k, context=context)
+        snap = self.memory.load(
+            user_id, query, max_messages=n, k=self.recall_k, context=context, thread_id=thread_id
+        )
         return self._load_update(state, snap)
 
-    async def aload(self, state: dict[str, Any], user_id: str) -> dict[str, Any]:
+    async def aload(
+        self, state: dict[str, Any], user_id: str, thread_id: str | None = None
+    ) -> dict[str, Any]:
         """Async :meth:`load`."""
         texts, n = self._load_args(state)
         query, context = (texts[-1], texts[:-1]) if texts else (None, [])
         snap = await self.memory.aload(
-            user_id, query, max_messages=n, k=self.recall_k, context=context
+            user_id, query, max_messages=n, k=self.recall_k, context=context, thread_id=thread_id
         )
         return self._load_update(state, snap)
 
@@ -674,12 +682,12 @@ def create_memory_graph(
     def load_memory(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
     ) -> dict[str, Any]:
-        return nodes.load(state, _user(runtime, config))
+        return nodes.load(state, _user(runtime, config), thread_of(config))
 
     async def aload_memory(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
     ) -> dict[str, Any]:
-        return await nodes.aload(state, _user(runtime, config))
+        return await nodes.aload(state, _user(runtime, config), thread_of(config))
 
     def _scripted(state: dict[str, Any]) -> dict[str, Any] | None:
         reply = step.scripted(state["messages"])

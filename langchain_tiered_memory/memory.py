@@ -635,18 +635,21 @@ class TieredMemory:
         max_messages: int = 20,
         k: int = 3,
         context: Sequence[str] = (),
+        thread_id: str | None = None,
     ) -> MemorySnapshot:
         """Read a turn's memory: tags, the last ``max_messages`` messages, ``k`` items.
 
         ``context``: the conversation's earlier user messages (oldest first), recalled with
-        ``query`` as one conversation query (see :meth:`recall_summaries`).
+        ``query`` as one conversation query (see :meth:`recall_summaries`). ``thread_id``
+        (the graph passes its checkpointer thread) is recorded as the user's at once, so
+        :meth:`forget_user` finds a thread even if its first turn never reached the save.
 
         On the Redis stores this is one pipelined round trip (plus a fetch of new summary
         items if another process added some) and one query embedding. A tier whose stored
         data is corrupt (:class:`CorruptMemoryError`) is logged as an error and comes back
         empty, so the other tiers still reach the model; the store's own methods raise it.
         """
-        return drive(self._load_plan(user_id, query, max_messages, k, context))
+        return drive(self._load_plan(user_id, query, max_messages, k, context, thread_id))
 
     async def aload(
         self,
@@ -656,12 +659,19 @@ class TieredMemory:
         max_messages: int = 20,
         k: int = 3,
         context: Sequence[str] = (),
+        thread_id: str | None = None,
     ) -> MemorySnapshot:
         """Async :meth:`load`."""
-        return await adrive(self._load_plan(user_id, query, max_messages, k, context))
+        return await adrive(self._load_plan(user_id, query, max_messages, k, context, thread_id))
 
     def _load_plan(
-        self, user_id: str, query: str | None, max_messages: int, k: int, context: Sequence[str]
+        self,
+        user_id: str,
+        query: str | None,
+        max_messages: int,
+        k: int,
+        context: Sequence[str],
+        thread_id: str | None = None,
     ) -> Plan[MemorySnapshot]:
         user_id = validate_user_id(user_id)
         max_messages, k = validate_count(max_messages, "max_messages"), validate_count(k, "k")
@@ -672,6 +682,8 @@ class TieredMemory:
         history: list[BaseMessage]
         recalled: list[Document] = []
         if tiers is None:
+            if thread_id is not None:
+                yield step(self.history, "record_thread", user_id, thread_id)
             if self.user_ttl is not None:
                 yield Step(self._touch, self._atouch, (user_id,))
             tags = yield from _tier(user_id, "tags", {}, step(self.tags, "get_all", user_id))
@@ -680,7 +692,9 @@ class TieredMemory:
             )
             search = step(self.summaries, "search_conversation", user_id, texts, k)
         else:
-            replies = yield step(tiers, "fetch", user_id, max_messages, touch_ms=self._ttl_ms())
+            replies = yield step(
+                tiers, "fetch", user_id, max_messages, touch_ms=self._ttl_ms(), thread_id=thread_id
+            )
             # replies already fetched: parsed here, each tier on its own
             tags = yield from _tier(
                 user_id, "tags", dict[str, str](), lambda: tiers.tags(user_id, replies)

@@ -134,13 +134,13 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
 
     def before_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Load tags, recalled items and (first turn) recent history."""
-        return self.nodes.load(dict(state), _user_id(runtime))
+        return self.nodes.load(dict(state), _user_id(runtime), thread_of(_config()))
 
     async def abefore_agent(
         self, state: TieredMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any]:
         """Async :meth:`before_agent`."""
-        return await self.nodes.aload(dict(state), _user_id(runtime))
+        return await self.nodes.aload(dict(state), _user_id(runtime), thread_of(_config()))
 
     def _adopt(self, model: BaseChatModel) -> ModelPolicy:
         """Decide the policy from the agent's model, once, as the graph does."""

@@ -316,6 +316,16 @@ class HistoryStore(ABC):
         """Async :meth:`append`."""
 
     @abstractmethod
+    def record_thread(self, user_id: str, thread_id: str) -> None:
+        """Record ``thread_id`` as the user's before anything of it is saved (a turn's
+        start), so that erasing the user also finds a thread whose first turn failed.
+        """
+
+    @abstractmethod
+    async def arecord_thread(self, user_id: str, thread_id: str) -> None:
+        """Async :meth:`record_thread`."""
+
+    @abstractmethod
     def threads(self, user_id: str) -> list[str]:
         """Thread ids the user's turns were appended from (sorted)."""
 
@@ -803,6 +813,22 @@ class RedisHistoryStore(HistoryStore):
         with self.connection.errors():
             return self.appended_length(await self.connection.arun(call))
 
+    def record_thread_command(self, user_id: str, thread_id: str) -> tuple[str, str, str]:
+        """The ``SADD`` of :meth:`record_thread`, for callers batching a pipeline."""
+        return ("SADD", self.keys.key(user_id, "threads"), _thread_arg(thread_id))
+
+    def record_thread(self, user_id: str, thread_id: str) -> None:
+        """Add the thread to the user's set of threads (``SADD``)."""
+        command = self.record_thread_command(user_id, thread_id)
+        with self.connection.errors():
+            self.connection.sync.execute_command(*command)
+
+    async def arecord_thread(self, user_id: str, thread_id: str) -> None:
+        """Async :meth:`record_thread`."""
+        command = self.record_thread_command(user_id, thread_id)
+        with self.connection.errors():
+            await (await self.connection.aclient()).execute_command(*command)
+
     def threads(self, user_id: str) -> list[str]:
         """Thread ids recorded for the user."""
         with self.connection.errors():
@@ -1039,6 +1065,16 @@ class InMemoryHistoryStore(HistoryStore):
             thread_position=thread_position,
             on_invalid=on_invalid,
         )
+
+    def record_thread(self, user_id: str, thread_id: str) -> None:
+        """Add the thread to the user's threads."""
+        user_id, thread = validate_user_id(user_id), _thread_arg(thread_id)
+        with self._lock:
+            self._threads.setdefault(user_id, set()).add(thread)
+
+    async def arecord_thread(self, user_id: str, thread_id: str) -> None:
+        """Async :meth:`record_thread`."""
+        self.record_thread(user_id, thread_id)
 
     def threads(self, user_id: str) -> list[str]:
         """Thread ids recorded for the user."""

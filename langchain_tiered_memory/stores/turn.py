@@ -98,7 +98,7 @@ class RedisTiers:
         return None
 
     def _commands(
-        self, user_id: str, max_messages: int, touch_ms: int | None
+        self, user_id: str, max_messages: int, touch_ms: int | None, thread_id: str | None
     ) -> list[tuple[Any, ...]]:
         commands: list[tuple[Any, ...]] = [
             ("HGETALL", self.tags_store.key(user_id)),
@@ -106,6 +106,8 @@ class RedisTiers:
         ]
         if max_messages > 0:
             commands.append(self.history.tail_command(user_id, max_messages))
+        if thread_id is not None:  # before the touch: the new set gets the user's expiry too
+            commands.append(self.history.record_thread_command(user_id, thread_id))
         if touch_ms:  # the user's retention clock, in the same round trip (same slot)
             commands += [("PEXPIRE", k, touch_ms) for k in self.history.keys.all_keys(user_id)]
         return commands
@@ -116,9 +118,17 @@ class RedisTiers:
             tags=raw[0], version=raw[1], history=raw[2] if max_messages > 0 else None
         )
 
-    def fetch(self, user_id: str, max_messages: int, *, touch_ms: int | None = None) -> TurnReplies:
+    def fetch(
+        self,
+        user_id: str,
+        max_messages: int,
+        *,
+        touch_ms: int | None = None,
+        thread_id: str | None = None,
+    ) -> TurnReplies:
         """Send the turn's commands in one pipeline (no transaction) and return the replies;
-        with ``touch_ms``, restart the expiry of every key of the user in it too.
+        with ``touch_ms``, restart the expiry of every key of the user in it too; with
+        ``thread_id``, record the thread as the user's.
 
         Raises:
             MemoryBackendError: Redis is unreachable or refused a command.
@@ -126,18 +136,23 @@ class RedisTiers:
         connection = self.summaries.connection
         with connection.errors():
             pipe = connection.sync.pipeline(transaction=False)
-            for command in self._commands(user_id, max_messages, touch_ms):
+            for command in self._commands(user_id, max_messages, touch_ms, thread_id):
                 pipe.execute_command(*command)
             return self._replies(pipe.execute(), max_messages)
 
     async def afetch(
-        self, user_id: str, max_messages: int, *, touch_ms: int | None = None
+        self,
+        user_id: str,
+        max_messages: int,
+        *,
+        touch_ms: int | None = None,
+        thread_id: str | None = None,
     ) -> TurnReplies:
         """Async :meth:`fetch`."""
         connection = self.summaries.connection
         with connection.errors():
             pipe = (await connection.aclient()).pipeline(transaction=False)
-            for command in self._commands(user_id, max_messages, touch_ms):
+            for command in self._commands(user_id, max_messages, touch_ms, thread_id):
                 pipe.execute_command(*command)
             return self._replies(await pipe.execute(), max_messages)
 

@@ -154,3 +154,40 @@ def test_export_holds_the_threads_messages_from_the_delta_channel(
     texts = [m["kwargs"]["content"] for m in state["values"]["messages"]]
     assert texts == ["first", "one", "second", "two"]
     json.dumps(exported)  # still JSON
+
+
+class _Failing(ScriptedChatModel):
+    """A model whose every call raises, as a provider outage would."""
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("provider down")
+
+
+@pytest.mark.parametrize("driver", ["graph", "middleware"])
+def test_a_thread_whose_first_turn_failed_is_still_forgotten(
+    memory_factory: Callable[..., TieredMemory], driver: str
+) -> None:
+    """Issue 32 item 4: the thread is recorded when its turn starts, not at the save."""
+    memory = memory_factory()
+    saver = InMemorySaver()
+    if driver == "graph":
+        graph: Any = create_memory_graph(_Failing(), memory=memory, checkpointer=saver)
+    else:
+        from langchain.agents import create_agent
+
+        from langchain_tiered_memory.middleware import TieredMemoryMiddleware
+
+        graph = create_agent(
+            _Failing(), middleware=[TieredMemoryMiddleware(memory=memory)], checkpointer=saver
+        )
+    with pytest.raises(RuntimeError, match="provider down"):
+        _run(graph, "erin", "e1", "My passport number is X123.")
+    stored = saver.get_tuple({"configurable": {"thread_id": "e1"}})
+    assert stored is not None  # the user's text is in the thread's checkpoints
+    assert memory.history.threads("erin") == ["e1"]
+
+    removed = memory.forget_user("erin", checkpointer=saver)
+
+    assert removed["threads"] == 1
+    assert saver.get_tuple({"configurable": {"thread_id": "e1"}}) is None
+    assert list(saver.list(None)) == []
