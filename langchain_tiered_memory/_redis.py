@@ -28,7 +28,7 @@ from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
-from langchain_tiered_memory.errors import MemoryBackendError
+from langchain_tiered_memory.errors import CorruptMemoryError, MemoryBackendError
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +66,29 @@ def translate_errors(url: str) -> Iterator[None]:
         ) from exc
     except OSError as exc:
         raise _unreachable(url, exc) from exc
+    except redis.exceptions.ResponseError as exc:
+        raise response_error(url, exc) from exc
     except redis.exceptions.RedisError as exc:
         raise MemoryBackendError(f"Redis at {url} refused a command: {exc}") from exc
+
+
+def response_error(url: str, exc: redis.exceptions.ResponseError) -> Exception:
+    """The error a command's error reply stands for: stored data this package did not
+    write (a key of another type, a value a script cannot read) is ``CorruptMemoryError``,
+    so the other tiers still load; anything else the server refused is a backend error.
+    """
+    text = str(exc)
+    if text.startswith("WRONGTYPE"):
+        return CorruptMemoryError(
+            f"Redis at {url}: a key holds another type than this package writes ({text}). "
+            "Another program wrote it, or a bug did: delete the key, or forget the user."
+        )
+    if "user_script" in text and "attempt to" in text:  # a Lua runtime error on bad data
+        return CorruptMemoryError(
+            f"Redis at {url}: stored data could not be read by a script ({text}). Another "
+            "program wrote it, or a bug did: delete the key, or forget the user or thread."
+        )
+    return MemoryBackendError(f"Redis at {url} refused a command: {exc}")
 
 
 # What redis-py's blocking pools raise when no connection came free in time.

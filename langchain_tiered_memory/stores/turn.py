@@ -24,11 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import redis
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
 from langchain_tiered_memory._keys import KeyBuilder
-from langchain_tiered_memory._redis import RedisConnection, ScriptCall
+from langchain_tiered_memory._redis import RedisConnection, ScriptCall, response_error
+from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.retrieval.conversation import conversation_depth, fuse
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, RedisHistoryStore
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryStore
@@ -64,6 +66,11 @@ async def atouch_user(
     """Async :func:`touch_user`."""
     with connection.errors():
         await connection.arun(touch_call(keys, user_id, ttl_ms))
+
+
+def _raise_stored(reply: Any) -> None:
+    if isinstance(reply, CorruptMemoryError):
+        raise reply
 
 
 @dataclass(frozen=True)
@@ -112,10 +119,25 @@ class RedisTiers:
             commands += [("PEXPIRE", k, touch_ms) for k in self.history.keys.all_keys(user_id)]
         return commands
 
-    @staticmethod
-    def _replies(raw: list[Any], max_messages: int) -> TurnReplies:
+    def _replies(self, raw: list[Any], max_messages: int) -> TurnReplies:
+        # Executed with raise_on_error=False: a reply that is an error stays in its place.
+        # A key of another type (WRONGTYPE) is that tier's corrupt data, raised when the
+        # tier is parsed, so the other tiers still load; any other error fails the turn.
+        url = self.summaries.connection.url
+        checked = []
+        for reply in raw:
+            if isinstance(reply, redis.exceptions.ResponseError):
+                error = response_error(url, reply)
+                if not isinstance(error, CorruptMemoryError):
+                    raise error from reply
+                reply = error
+            elif isinstance(reply, Exception):
+                raise reply
+            checked.append(reply)
         return TurnReplies(
-            tags=raw[0], version=raw[1], history=raw[2] if max_messages > 0 else None
+            tags=checked[0],
+            version=checked[1],
+            history=checked[2] if max_messages > 0 else None,
         )
 
     def fetch(
@@ -138,7 +160,7 @@ class RedisTiers:
             pipe = connection.sync.pipeline(transaction=False)
             for command in self._commands(user_id, max_messages, touch_ms, thread_id):
                 pipe.execute_command(*command)
-            return self._replies(pipe.execute(), max_messages)
+            return self._replies(pipe.execute(raise_on_error=False), max_messages)
 
     async def afetch(
         self,
@@ -154,16 +176,18 @@ class RedisTiers:
             pipe = (await connection.aclient()).pipeline(transaction=False)
             for command in self._commands(user_id, max_messages, touch_ms, thread_id):
                 pipe.execute_command(*command)
-            return self._replies(await pipe.execute(), max_messages)
+            return self._replies(await pipe.execute(raise_on_error=False), max_messages)
 
     def tags(self, user_id: str, replies: TurnReplies) -> dict[str, str]:
         """The user's tags from the replies (raises ``CorruptMemoryError`` on bad data)."""
+        _raise_stored(replies.tags)
         return RedisTagStore.parse_all(replies.tags, self.tags_store.where(user_id))
 
     def messages(self, user_id: str, replies: TurnReplies) -> list[BaseMessage]:
         """The recent history from the replies (raises ``CorruptMemoryError`` on bad data)."""
         if replies.history is None:
             return []
+        _raise_stored(replies.history)
         return RedisHistoryStore.parse_tail(replies.history, self.history.where(user_id))
 
     def recall(
@@ -173,6 +197,7 @@ class RedisTiers:
         see :mod:`~langchain_tiered_memory.retrieval.conversation`), on the index version
         the round trip saw.
         """
+        _raise_stored(replies.version)
         index = self.summaries.index_for(user_id, replies.version)
         if index is None:
             return []
@@ -187,6 +212,7 @@ class RedisTiers:
         self, user_id: str, replies: TurnReplies, texts: Sequence[str], k: int
     ) -> list[Document]:
         """Async :meth:`recall`."""
+        _raise_stored(replies.version)
         index = await self.summaries.aindex_for(user_id, replies.version)
         if index is None:
             return []
