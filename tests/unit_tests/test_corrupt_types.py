@@ -71,7 +71,7 @@ def _thread_with_checkpoints(memory: TieredMemory) -> tuple[Any, Any, dict[str, 
     graph = create_memory_graph(
         ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=saver
     )
-    config: dict[str, Any] = {"configurable": {"thread_id": "t1"}}
+    config: Any = {"configurable": {"thread_id": "t1"}}
     for i in range(3):
         graph.invoke({"messages": [HumanMessage(f"hi {i}")]}, config, context={"user_id": "u"})
     return saver, graph, config
@@ -96,7 +96,7 @@ def test_a_bad_refs_entry_or_a_refs_key_of_another_type_is_corrupt_memory(
     finally:
         raw.close()
     # the other users' memory and other threads are unaffected
-    other = {"configurable": {"thread_id": "t2"}}
+    other: Any = {"configurable": {"thread_id": "t2"}}
     graph.invoke({"messages": [HumanMessage("hello")]}, other, context={"user_id": "v"})
     assert saver.get_tuple(other) is not None
 
