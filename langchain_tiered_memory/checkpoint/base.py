@@ -171,9 +171,9 @@ end
 return out
 """
 
-# ARGV: members. Per member, what says whether a delta walk's copy of it is still current:
-# "<sha1 of the record>:<sha1 of its refs>:<number of its writes>", or false if it is gone.
-# A regular write is never replaced (HSETNX), so the count tells whether writes came.
+# ARGV: members. Per member, what says whether a delta walk's copy of it is still current
+# (the same string as _digest): "<sha1 of the record>:<sha1 of its refs>:<number of its
+# writes>:<sha1 of the sha1s of its writes, field and value>", or false if it is gone.
 _DIGEST = r"""
 local out = {}
 for i = 1, #ARGV do
@@ -181,8 +181,18 @@ for i = 1, #ARGV do
   local rec = redis.call('HGET', KEYS[2], m)
   if rec then
     local refs = redis.call('HGET', KEYS[7], m) or ''
-    local n = redis.call('ZLEXCOUNT', KEYS[4], '[' .. m .. '\0', '(' .. m .. '\1')
-    out[i] = redis.sha1hex(rec) .. ':' .. redis.sha1hex(refs) .. ':' .. n
+    -- the writes by content, not by count: a thread restored from a copy (delete_thread
+    -- + copy_thread) by another process may hold as many writes with other values
+    local fields = redis.call('ZRANGEBYLEX', KEYS[4], '[' .. m .. '\0', '(' .. m .. '\1')
+    local parts = {}
+    for j = 1, #fields, 1000 do
+      local got = redis.call('HMGET', KEYS[3], unpack(fields, j, math.min(j + 999, #fields)))
+      for q = 1, #got do
+        parts[#parts + 1] = redis.sha1hex(fields[j + q - 1] .. '\0' .. (got[q] or ''))
+      end
+    end
+    out[i] = redis.sha1hex(rec) .. ':' .. redis.sha1hex(refs) .. ':' .. #fields .. ':'
+      .. redis.sha1hex(table.concat(parts))
   else
     out[i] = false
   end
@@ -300,6 +310,21 @@ def _fresh_ancestor(ancestor: _Ancestor) -> _Ancestor:
     writes = [(task, channel, fresh(value)) for task, channel, value in ancestor.writes]
     seeds = {ch: fresh(value) for ch, value in ancestor.seeds.items()}
     return ancestor._replace(writes=writes, seeds=seeds)
+
+
+def _digest(record: Any, refs: Any, fields: Sequence[Any], values: Sequence[Any]) -> str:
+    """What ``_DIGEST`` returns for a checkpoint loaded as ``record``, ``refs`` and the
+    writes ``fields`` -> ``values``.
+    """
+    parts = "".join(
+        _sha1(_as_bytes(f) + b"\0" + _as_bytes(v or b""))
+        for f, v in zip(fields, values, strict=True)
+    )
+    return f"{_sha1(record)}:{_sha1(refs)}:{len(fields)}:{_sha1(parts)}"
+
+
+def _as_bytes(data: bytes | str) -> bytes:
+    return data.encode() if isinstance(data, str) else data
 
 
 def _sha1(data: bytes | str) -> str:
@@ -677,7 +702,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
             walked.add(cursor)
             if cursor not in loaded and cursor not in checked:
                 # The ancestors this saver walked before are checked, not loaded again:
-                # one digest each (record, refs, write count), one round trip for them all.
+                # one digest each (record, refs, writes), one round trip for them all.
                 known = checked | loaded.keys()  # a new set: the chain adds to it
                 chain = self._walked_chain(where.thread_id, ns, cursor, remaining, known)
                 if chain:
@@ -745,9 +770,9 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
     def _keep_walked(
         self, thread_id: str, entry: Sequence[Any], channels: set[str], found: _Ancestor
     ) -> None:
-        member, record, fields = as_text(entry[0]), entry[1], entry[2]
+        member, record, fields, values = as_text(entry[0]), entry[1], entry[2], entry[3]
         refs = entry[4] if len(entry) > 4 else b""
-        digest = f"{_sha1(record)}:{_sha1(refs)}:{len(fields)}"
+        digest = _digest(record, refs, fields, values)
         size = sum(len(part) for part in _byte_parts(entry))
         key = ("walked", thread_id, member, frozenset(channels))
         self._decoded.keep(key, (digest, found), size)

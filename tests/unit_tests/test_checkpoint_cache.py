@@ -16,9 +16,11 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from support import raw_client
 from test_checkpoint_blobs import checkpoint, put
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
+from langchain_tiered_memory._keys import KeyBuilder
 from langchain_tiered_memory.checkpoint import RedisSaver
 from langchain_tiered_memory.checkpoint.base import _DIGEST
 from langchain_tiered_memory.checkpoint.cache import MIN_BYTES, DecodedValues
@@ -255,3 +257,38 @@ def test_a_write_to_an_old_checkpoint_a_delete_and_a_rewrite_are_seen(
     saver.put(tuple_.config, tuple_.checkpoint, changed, {})  # type: ignore[arg-type]
     with pytest.raises(CorruptMemoryError, match="its own ancestor"):
         _walk(_cold(embedded_memory), config)
+
+
+def test_a_thread_restored_from_an_edited_copy_is_read_again(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Issue 32 item 12: the walk's check reads the writes' content, not only their number.
+
+    Another process restores the thread from a copy (delete_thread + copy_thread) whose
+    old checkpoint holds as many writes as before, with other values: a long-lived saver
+    must not serve the walk it kept.
+    """
+    saver = embedded_memory.checkpointer()
+    other = _cold(embedded_memory)  # another process
+    _, config = _long_thread(embedded_memory, saver, "restored", 12)
+    other.copy_thread("restored", "backup")
+    kept = _walk(saver, config)  # the long-lived saver keeps what it walked
+
+    writes_key = KeyBuilder().thread_key("backup", "cp:writes")
+    raw = raw_client(embedded_memory.redis_url or "")
+    try:
+        # two of the user's messages, written to two old checkpoints: swap their values
+        users = [f for f, v in raw.hgetall(writes_key).items() if v.startswith(b"\x94\xa8messages")]
+        users = [f for f in users if b"user" in raw.hget(writes_key, f)]
+        assert len(users) >= 4
+        first, second = sorted(users)[1], sorted(users)[-2]
+        a, b = raw.hmget(writes_key, [first, second])
+        raw.hset(writes_key, mapping={first: b, second: a})  # same fields, other values
+    finally:
+        raw.close()
+    other.delete_thread("restored")
+    other.copy_thread("backup", "restored")
+
+    fresh = _walk(_cold(embedded_memory), config)
+    assert fresh != kept  # the copy really holds other values
+    assert _walk(saver, config) == fresh
