@@ -275,7 +275,7 @@ def test_a_thread_restored_from_an_edited_copy_is_read_again(
     kept = _walk(saver, config)  # the long-lived saver keeps what it walked
 
     writes_key = KeyBuilder().thread_key("backup", "cp:writes")
-    raw = raw_client(embedded_memory.redis_url or "")
+    raw: Any = raw_client(embedded_memory.redis_url or "")
     try:
         # two of the user's messages, written to two old checkpoints: swap their values
         users = [f for f, v in raw.hgetall(writes_key).items() if v.startswith(b"\x94\xa8messages")]
