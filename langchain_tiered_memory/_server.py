@@ -7,6 +7,7 @@ and stopping; the last object attached stops it); the clients that talk to it ar
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import fcntl
@@ -26,7 +27,11 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from langchain_tiered_memory._redis import DEFAULT_CONNECT_TIMEOUT, DEFAULT_SOCKET_TIMEOUT
+from langchain_tiered_memory._redis import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_SOCKET_TIMEOUT,
+    translate_errors,
+)
 from langchain_tiered_memory.errors import MemoryBackendError
 
 logger = logging.getLogger(__name__)
@@ -488,6 +493,58 @@ class EmbeddedRedis:
                 client.close()
             self._wait_server_gone(10.0)
             self._proc = None
+
+    def compact(self, timeout: float = 120.0) -> None:
+        """Rewrite the server's files so that deleted data is gone from disk too.
+
+        Redis persists by appending commands (``appendonlydir/*.incr.aof``) and by
+        snapshots (``dump.rdb``): a deleted key's values stay readable in both until they
+        are rewritten. Erasure (``forget_user``, ``forget_thread``) calls this on the
+        package's own server: an AOF rewrite (a new base file; the old files are removed)
+        and, if a snapshot exists, a new snapshot. Both run in a forked child; this waits
+        for them (a rewrite already running when the erasure happened may predate it, so
+        it is waited for and started again).
+
+        Raises:
+            MemoryBackendError: the server refused or did not finish in ``timeout``.
+        """
+        client = self._client(DEFAULT_SOCKET_TIMEOUT)
+        deadline = time.monotonic() + timeout
+        try:
+            with translate_errors(self.url):
+                self._run_background(client, "BGREWRITEAOF", "aof_rewrite", deadline)
+                if (self.data_dir / "dump.rdb").exists():
+                    self._run_background(client, "BGSAVE", "rdb_bgsave", deadline)
+        finally:
+            client.close()
+
+    async def acompact(self, timeout: float = 120.0) -> None:
+        """Async :meth:`compact` (the waiting runs in a worker thread)."""
+        await asyncio.to_thread(self.compact, timeout)
+
+    @staticmethod
+    def _run_background(client: redis.Redis, command: str, what: str, deadline: float) -> None:
+        def busy() -> bool:
+            info = client.info("persistence")
+            return bool(info.get(f"{what}_in_progress") or info.get(f"{what}_scheduled"))
+
+        def wait() -> None:
+            while busy():
+                if time.monotonic() > deadline:
+                    raise MemoryBackendError(
+                        f"the embedded redis-server did not finish {command} in time; the "
+                        "erased data may stay on disk until its next rewrite. Try again."
+                    )
+                time.sleep(0.02)
+
+        wait()  # one already running may have started before the erasure
+        try:
+            client.execute_command(command)
+        except redis.exceptions.ResponseError as exc:
+            if "already in progress" not in str(exc) and "scheduled" not in str(exc):
+                raise
+        time.sleep(0.01)
+        wait()
 
     def __enter__(self) -> EmbeddedRedis:
         return self.start()

@@ -899,15 +899,20 @@ class TieredMemory:
         LangMem's ``("memories", "{user_id}")``; pass ``[("{user_id}",)]`` for LangGraph's
         ``(user_id, ...)`` layout). The user id is matched at that position only, never as
         any label: a user called ``"memories"`` erases ``("memories", "memories")``, not
-        everyone's ``("memories", <id>)``.
+        everyone's ``("memories", <id>)``. On the package's embedded server the server's
+        files are rewritten before this returns, so the erased data is off disk too
+        (:meth:`EmbeddedRedis.compact <langchain_tiered_memory.EmbeddedRedis.compact>`).
 
         Example:
             >>> memory.forget_user("alice", checkpointer=saver, store=store)  # doctest: +SKIP
             {'threads': 2, 'history': 12, 'tags': 2, 'summaries': 3, 'store_items': 4}
         """
-        return privacy.forget_user(
+        removed = privacy.forget_user(
             self, user_id, checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
         )
+        if self._server is not None:  # the package's own server: off its files too
+            self._server.compact()
+        return removed
 
     async def aforget_user(
         self,
@@ -918,9 +923,12 @@ class TieredMemory:
         store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
     ) -> dict[str, int]:
         """Async :meth:`forget_user`."""
-        return await privacy.aforget_user(
+        removed = await privacy.aforget_user(
             self, user_id, checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
         )
+        if self._server is not None:
+            await self._server.acompact()
+        return removed
 
     def forget_thread(
         self, user_id: str, thread_id: str, *, checkpointer: BaseCheckpointSaver | None = None
@@ -938,13 +946,19 @@ class TieredMemory:
             {'messages': 4, 'summaries': 1, 'checkpoints': 3}
 
         """
-        return privacy.forget_thread(self, user_id, thread_id, checkpointer=checkpointer)
+        removed = privacy.forget_thread(self, user_id, thread_id, checkpointer=checkpointer)
+        if self._server is not None:
+            self._server.compact()
+        return removed
 
     async def aforget_thread(
         self, user_id: str, thread_id: str, *, checkpointer: BaseCheckpointSaver | None = None
     ) -> dict[str, int]:
         """Async :meth:`forget_thread`."""
-        return await privacy.aforget_thread(self, user_id, thread_id, checkpointer=checkpointer)
+        removed = await privacy.aforget_thread(self, user_id, thread_id, checkpointer=checkpointer)
+        if self._server is not None:
+            await self._server.acompact()
+        return removed
 
     def export_user(
         self,
