@@ -62,7 +62,7 @@ THREAD_KINDS: tuple[ThreadKeyKind, ...] = (
     "cp:refs",
 )
 # "queued": the pre-0.2 set of queued users, still cleaned up
-QueueKeyKind = Literal["stream", "entries", "owners", "pending", "wm", "dead", "queued"]
+QueueKeyKind = Literal["stream", "entries", "owners", "pending", "wm", "dead", "queued", "expiry"]
 MAX_THREAD_ID_LENGTH = 1024
 
 

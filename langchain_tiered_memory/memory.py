@@ -442,7 +442,12 @@ class TieredMemory:
         )
         if self.queue is not None and messages:
             yield step(
-                self.queue, "note", user_id, added=len(messages), threshold=self.summarize_after
+                self.queue,
+                "note",
+                user_id,
+                added=len(messages),
+                threshold=self.summarize_after,
+                ttl_ms=self._ttl_ms(),
             )
         if self.user_ttl is not None:
             yield Step(self._touch, self._atouch, (user_id,))

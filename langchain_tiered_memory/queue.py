@@ -17,7 +17,11 @@ carries all the traffic), in one hash tag ``{wq:<shard>}``:
 - ``wq:pending``: sorted set, user -> unsummarized messages (``pending_users`` reads it:
   O(log n + result), never touching idle users);
 - ``wq:wm``: sorted set, user -> the watermark as of its last summarization (a copy of the
-  user's own, so a turn can count its pending messages in the shard's slot).
+  user's own, so a turn can count its pending messages in the shard's slot);
+- ``wq:expiry``: sorted set, user -> when its data expires (ms since the epoch), with the
+  memory's ``user_ttl`` only: set by each turn's note, it takes the user's id out of the
+  shard when the user's keys expire (the next note of the shard, or the worker, which
+  purges every few seconds), so an expired user leaves no id behind.
 
 Entries written before 0.2 (field ``user``, membership in the set ``wq:queued``) are still
 read and acknowledged.
@@ -47,7 +51,29 @@ __all__ = ["DEFAULT_SHARDS", "QueueEntry", "SummaryQueue"]
 DEFAULT_SHARDS = 16
 GROUP = "summarizers"
 
-# Every script takes a shard's keys: stream, entries, owners, pending, wm, legacy queued.
+# Every script takes a shard's keys: stream, entries, owners, pending, wm, legacy queued,
+# expiry. _PURGE (a prelude): take users whose data expired by ``now`` out of the shard.
+_PURGE = r"""
+local function erase(user)
+  local own = redis.call('HGET', KEYS[2], user)
+  if own then
+    redis.call('XACK', KEYS[1], 'summarizers', own)
+    redis.call('XDEL', KEYS[1], own)
+    redis.call('HDEL', KEYS[3], own)
+  end
+  redis.call('HDEL', KEYS[2], user)
+  redis.call('SREM', KEYS[6], user)
+  redis.call('ZREM', KEYS[4], user)
+  redis.call('ZREM', KEYS[5], user)
+  redis.call('ZREM', KEYS[7], user)
+end
+local function purge(now, limit)
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[7], '-inf', now, 'LIMIT', 0, limit)
+  for _, user in ipairs(gone) do erase(user) end
+  return #gone
+end
+"""
+
 # _ENQUEUE (a prelude): queue ARGV[1] unless it has an entry already.
 _ENQUEUE = r"""
 local function enqueue(user)
@@ -61,12 +87,18 @@ local function enqueue(user)
 end
 """
 
-# ARGV: user, messages added, threshold (0: index only). The pending count goes up by what
-# the turn added (sent in the same round trip as the append, so the new length is not
-# known yet); a summarization's settle sets it from the history's length again.
+# ARGV: user, messages added, threshold (0: index only), when the user's data expires and
+# now (ms; '' without a user_ttl). The pending count goes up by what the turn added (sent
+# in the same round trip as the append, so the new length is not known yet); a
+# summarization's settle sets it from the history's length again.
 _NOTE = (
-    _ENQUEUE
+    _PURGE
+    + _ENQUEUE
     + r"""
+if ARGV[4] ~= '' then
+  purge(ARGV[5], 16)
+  redis.call('ZADD', KEYS[7], ARGV[4], ARGV[1])
+end
 local pending = tonumber(redis.call('ZINCRBY', KEYS[4], ARGV[2], ARGV[1]))
 local threshold = tonumber(ARGV[3])
 if threshold > 0 and pending >= threshold then return enqueue(ARGV[1]) end
@@ -95,7 +127,10 @@ if pending > 0 then
   redis.call('ZADD', KEYS[4], pending, ARGV[2])
 else
   redis.call('ZREM', KEYS[4], ARGV[2])
-  if tonumber(ARGV[4]) == 0 then redis.call('ZREM', KEYS[5], ARGV[2]) end
+  if tonumber(ARGV[4]) == 0 then
+    redis.call('ZREM', KEYS[5], ARGV[2])
+    redis.call('ZREM', KEYS[7], ARGV[2])
+  end
 end
 local threshold = tonumber(ARGV[5])
 if threshold > 0 and pending >= threshold then return enqueue(ARGV[2]) end
@@ -105,23 +140,24 @@ return 0
 
 # ARGV: user, then entry ids to drop besides its own (pre-0.2 entries naming it). Erases
 # the user from the shard: its entry (acknowledged and deleted), the index, the watermark.
-_FORGET = r"""
+_FORGET = (
+    _PURGE
+    + r"""
 local removed = 0
-local own = redis.call('HGET', KEYS[2], ARGV[1])
-local ids = {}
-if own then ids[1] = own end
-for i = 2, #ARGV do ids[#ids + 1] = ARGV[i] end
-for _, id in ipairs(ids) do
-  redis.call('XACK', KEYS[1], 'summarizers', id)
-  removed = removed + redis.call('XDEL', KEYS[1], id)
-  redis.call('HDEL', KEYS[3], id)
+for i = 2, #ARGV do  -- pre-0.2 entries naming the user
+  redis.call('XACK', KEYS[1], 'summarizers', ARGV[i])
+  removed = removed + redis.call('XDEL', KEYS[1], ARGV[i])
+  redis.call('HDEL', KEYS[3], ARGV[i])
 end
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('SREM', KEYS[6], ARGV[1])
-redis.call('ZREM', KEYS[4], ARGV[1])
-redis.call('ZREM', KEYS[5], ARGV[1])
+local own = redis.call('HGET', KEYS[2], ARGV[1])
+if own then removed = removed + redis.call('XDEL', KEYS[1], own) end
+erase(ARGV[1])
 return removed
 """
+)
+
+# ARGV: now (ms), how many at most. Erase the users whose data expired.
+_PURGE_EXPIRED = _PURGE + "return purge(ARGV[1], tonumber(ARGV[2]))"
 
 # ARGV: user. Queue it unless queued.
 _QUEUE = _ENQUEUE + "return enqueue(ARGV[1])"
@@ -182,30 +218,47 @@ class SummaryQueue:
         return zlib.crc32(user_id.encode("utf-8")) % self.shards
 
     def _shard_keys(self, shard: int) -> list[str]:
-        kinds: tuple[QueueKeyKind, ...] = ("stream", "entries", "owners", "pending", "wm", "queued")
+        kinds: tuple[QueueKeyKind, ...] = (
+            "stream",
+            "entries",
+            "owners",
+            "pending",
+            "wm",
+            "queued",
+            "expiry",
+        )
         return [self.keys.queue_key(shard, k) for k in kinds]
 
     # ----- the write side: a turn, a summarization -----
 
-    def note_call(self, user_id: str, *, added: int, threshold: int | None) -> ScriptCall:
+    def note_call(
+        self, user_id: str, *, added: int, threshold: int | None, ttl_ms: int | None = None
+    ) -> ScriptCall:
         """The script call of :meth:`note`, for a caller that sends it with others."""
         keys = self._shard_keys(self.shard_of(user_id))
-        return ScriptCall(_NOTE, len(keys), (*keys, user_id, added, threshold or 0))
+        now = int(time.time() * 1000)
+        expiry = ("", "") if not ttl_ms else (now + ttl_ms, now)
+        return ScriptCall(_NOTE, len(keys), (*keys, user_id, added, threshold or 0, *expiry))
 
-    def note(self, user_id: str, *, added: int, threshold: int | None) -> bool:
+    def note(
+        self, user_id: str, *, added: int, threshold: int | None, ttl_ms: int | None = None
+    ) -> bool:
         """Count ``added`` new messages of the user as waiting to be summarized; enqueue
-        the user if ``threshold`` of them are.
+        the user if ``threshold`` of them are. With ``ttl_ms`` (the memory's ``user_ttl``),
+        the user's id leaves the queue that long after this note unless a later one
+        extends it, as the user's own keys expire.
 
         Returns whether the user was enqueued (``False`` if already queued or not due).
         """
+        call = self.note_call(user_id, added=added, threshold=threshold, ttl_ms=ttl_ms)
         with self.connection.errors():
-            return bool(
-                self.connection.run(self.note_call(user_id, added=added, threshold=threshold))
-            )
+            return bool(self.connection.run(call))
 
-    async def anote(self, user_id: str, *, added: int, threshold: int | None) -> bool:
+    async def anote(
+        self, user_id: str, *, added: int, threshold: int | None, ttl_ms: int | None = None
+    ) -> bool:
         """Async :meth:`note`."""
-        call = self.note_call(user_id, added=added, threshold=threshold)
+        call = self.note_call(user_id, added=added, threshold=threshold, ttl_ms=ttl_ms)
         with self.connection.errors():
             return bool(await self.connection.arun(call))
 
@@ -222,7 +275,7 @@ class SummaryQueue:
         keys = self._shard_keys(self.shard_of(user_id))
         args = [entry.entry_id if entry else "", user_id, watermark, length, threshold or 0]
         with self.connection.errors():
-            return bool(self.connection.eval(_SETTLE, 6, *keys, *args))
+            return bool(self.connection.eval(_SETTLE, len(keys), *keys, *args))
 
     async def asettle(
         self,
@@ -237,7 +290,7 @@ class SummaryQueue:
         keys = self._shard_keys(self.shard_of(user_id))
         args = [entry.entry_id if entry else "", user_id, watermark, length, threshold or 0]
         with self.connection.errors():
-            return bool(await self.connection.aeval(_SETTLE, 6, *keys, *args))
+            return bool(await self.connection.aeval(_SETTLE, len(keys), *keys, *args))
 
     def forget(self, user_id: str) -> int:
         """Erase the user from its shard: its entry (acknowledged and deleted, even if a
@@ -249,7 +302,7 @@ class SummaryQueue:
             legacy: list[str] = []
             if self.connection.sync.sismember(keys[5], user_id):
                 legacy = _legacy_ids(self.connection.sync.xrange(keys[0]), user_id)
-            return int(self.connection.eval(_FORGET, 6, *keys, user_id, *legacy))
+            return int(self.connection.eval(_FORGET, len(keys), *keys, user_id, *legacy))
 
     async def aforget(self, user_id: str) -> int:
         """Async :meth:`forget`."""
@@ -259,7 +312,33 @@ class SummaryQueue:
             legacy: list[str] = []
             if await client.sismember(keys[5], user_id):  # type: ignore[misc]
                 legacy = _legacy_ids(await client.xrange(keys[0]), user_id)
-            return int(await self.connection.aeval(_FORGET, 6, *keys, user_id, *legacy))
+            return int(await self.connection.aeval(_FORGET, len(keys), *keys, user_id, *legacy))
+
+    def purge_expired(self) -> int:
+        """Take every user whose data expired (``user_ttl``) out of every shard; return how
+        many. The worker runs it every few seconds; each turn's note purges a few too.
+        """
+        now = int(time.time() * 1000)
+        total = 0
+        with self.connection.errors():
+            for shard in range(self.shards):
+                keys = self._shard_keys(shard)
+                while n := int(self.connection.eval(_PURGE_EXPIRED, len(keys), *keys, now, 500)):
+                    total += n
+        return total
+
+    async def apurge_expired(self) -> int:
+        """Async :meth:`purge_expired`."""
+        now = int(time.time() * 1000)
+        total = 0
+        with self.connection.errors():
+            for shard in range(self.shards):
+                keys = self._shard_keys(shard)
+                while n := int(
+                    await self.connection.aeval(_PURGE_EXPIRED, len(keys), *keys, now, 500)
+                ):
+                    total += n
+        return total
 
     # ----- the read side: workers -----
 
@@ -394,7 +473,7 @@ class SummaryQueue:
             keys = self._shard_keys(shard)
             with self.connection.errors():
                 for user in self.connection.sync.zrangebyscore(keys[3], threshold, "+inf"):
-                    n += int(self.connection.eval(_QUEUE, 6, *keys, as_text(user)))
+                    n += int(self.connection.eval(_QUEUE, len(keys), *keys, as_text(user)))
         return n
 
     async def aenqueue_due(self, threshold: int) -> int:
@@ -405,7 +484,7 @@ class SummaryQueue:
             keys = self._shard_keys(shard)
             with self.connection.errors():
                 for user in await client.zrangebyscore(keys[3], threshold, "+inf"):
-                    n += int(await self.connection.aeval(_QUEUE, 6, *keys, as_text(user)))
+                    n += int(await self.connection.aeval(_QUEUE, len(keys), *keys, as_text(user)))
         return n
 
     def indexed(self) -> bool:

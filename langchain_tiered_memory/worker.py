@@ -145,10 +145,15 @@ class SummaryWorker:
         shard = 0
         idle_rounds = 0
         last_claim = last_stats = 0.0
+        last_purge = 0.0
         while not self._stop.is_set():
             if sweep_every is not None and time.monotonic() - last_sweep >= sweep_every:
                 last_sweep = time.monotonic()
                 await self.memory.asweep_pending()
+            if self.memory.user_ttl and time.monotonic() - last_purge >= 5.0:
+                # expired users' ids out of the queue within seconds, not at the next sweep
+                last_purge = time.monotonic()
+                await self.queue.apurge_expired()
             if on_progress is not None and time.monotonic() - last_stats >= 2.0:
                 last_stats = time.monotonic()
                 self.stats.queue = await self.queue.astats(lag=True)

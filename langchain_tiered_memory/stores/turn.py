@@ -250,7 +250,9 @@ class RedisTiers:
         if ttl_ms:  # after the append, so the keys it created expire too
             calls.append(touch_call(self.history.keys, user_id, ttl_ms))
         if queue is not None:
-            calls.append(queue.note_call(user_id, added=len(messages), threshold=threshold))
+            calls.append(
+                queue.note_call(user_id, added=len(messages), threshold=threshold, ttl_ms=ttl_ms)
+            )
         return calls
 
     def saves_with(self, queue: SummaryQueue | None) -> bool:
