@@ -152,6 +152,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the memory section of the system prompt before each answer",
     )
+    chat.add_argument(
+        "--summarize-after",
+        metavar="N",
+        type=int,
+        default=10,
+        help="summarize in the background once N messages are unsummarized, as the "
+        "graph's auto_summarize_after does (default: 10; 0: only on request)",
+    )
     chat.set_defaults(func=cmd_chat)
 
     demo = sub.add_parser(

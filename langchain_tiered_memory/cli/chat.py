@@ -39,7 +39,15 @@ def cmd_chat(args: argparse.Namespace) -> int:
     with _open_memory(args) as memory, open_checkpointer(memory) as saver:
         with console.status("loading the chat model..."):
             model, force = load_chat_model(args.model)
-        graph = create_memory_graph(model, memory=memory, checkpointer=saver, small_model=force)
+        # as an app's graph would: the history is summarized in the background once a
+        # user has this many unsummarized messages, so recall works without /summarize
+        graph = create_memory_graph(
+            model,
+            memory=memory,
+            checkpointer=saver,
+            small_model=force,
+            auto_summarize_after=args.summarize_after or None,
+        )
         thread = args.thread or uuid.uuid4().hex[:8]
         session = _ChatSession(
             console=console,
@@ -59,7 +67,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
             highlight=False,
         )
         console.print("type /help for the slash commands, /quit to leave", style="dim")
-        session.loop()
+        try:
+            session.loop()
+        finally:
+            with console.status("finishing the background summarization..."):
+                memory.wait_for_background()
     return EXIT_OK
 
 

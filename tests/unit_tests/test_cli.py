@@ -553,3 +553,31 @@ def test_the_prompt_command_shows_the_base_prompt_the_model_is_sent(small: bool)
     assert any(str(m.content).startswith(expected.splitlines()[0]) for m in sent)
     assert all(f"| {row}" in shown for row in expected.splitlines() if row)
     assert f"| {other.splitlines()[0]}" not in shown
+
+
+def test_chat_summarizes_by_itself_after_summarize_after_messages(
+    capsys: pytest.CaptureFixture[str], data_dir: Path
+) -> None:
+    """Issue 33 item 3: ``chat`` summarizes as the graph's ``auto_summarize_after`` does,
+    with no /summarize; the items are stored when the chat ends."""
+    script = "\n".join(
+        [
+            "Hi, my name is Alice and I am 30 years old.",
+            "My birthday is on May 8.",
+            "I keep bees on the roof.",
+            "/quit",
+        ]
+    )
+    args = ["chat", "--user", "alice", "--model", "fake", "--summarize-after", "4"]
+    code, _, err = run_cli(capsys, *args, *opts(data_dir), stdin=script + "\n")
+    assert code == 0, err
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        items = [d.page_content for d in memory.summaries.get_all("alice")]
+        assert memory.summaries.get_watermark("alice") >= 4
+    assert any("May 8" in item for item in items), items
+    # 0 switches it off
+    off = ["chat", "--user", "bob", "--model", "fake", "--summarize-after", "0"]
+    code, _, err = run_cli(capsys, *off, *opts(data_dir), stdin=script + "\n")
+    assert code == 0, err
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        assert memory.summaries.get_all("bob") == []
