@@ -28,6 +28,7 @@ from langchain_tiered_memory.cli.commands import (
     cmd_export,
     cmd_forget,
     cmd_inspect,
+    cmd_mcp,
     cmd_reembed,
     cmd_summarize,
     cmd_worker,
@@ -297,6 +298,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     forget.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     forget.set_defaults(func=cmd_forget)
+
+    mcp = sub.add_parser(
+        "mcp",
+        parents=[common],
+        formatter_class=fmt,
+        help="serve one user's memory to MCP clients (stdio or HTTP)",
+        description=_para(
+            "Serve the memory of --user as an MCP server: add, search, list, get and delete "
+            "memories, get and set tags, export and forget. The user is this configuration, "
+            "never a tool argument. stdio (default) for clients that start the server; "
+            "--http serves streamable HTTP on 127.0.0.1 only."
+        ),
+    )
+    _user_option(mcp)
+    mcp.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
+    mcp.set_defaults(func=cmd_mcp)
 
     reembed = sub.add_parser(
         "reembed",

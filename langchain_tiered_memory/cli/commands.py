@@ -68,6 +68,30 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """``mcp --user U [--http --port P]``: runs until the client (or Ctrl-C) ends it."""
+    try:
+        from langchain_tiered_memory.mcp_server import create_mcp_server
+    except ImportError as exc:  # pragma: no cover - the extra is missing
+        raise ImportError(
+            "tiered-memory mcp needs the [mcp] extra: pip install 'langchain-tiered-memory[mcp]'"
+        ) from exc
+    user = _user(args)
+    with _open_memory(args) as memory:
+        server = create_mcp_server(memory, user_id=user)
+        if args.http:
+            # loopback only: the server has no authentication of its own
+            server.settings.host = "127.0.0.1"
+            server.settings.port = args.port
+            print(
+                f"MCP server for user {user!r}: http://127.0.0.1:{args.port}/mcp", file=sys.stderr
+            )
+            server.run("streamable-http")
+        else:
+            server.run("stdio")  # stdout carries the protocol: nothing else is printed there
+    return EXIT_OK
+
+
 def cmd_reembed(args: argparse.Namespace) -> int:
     """``reembed [--user U]``: a progress bar on stderr, one line per user on stdout."""
     from rich.progress import Progress

@@ -1,0 +1,153 @@
+"""The memory as an MCP server: any MCP client (an IDE, a desktop app, another agent) can
+add, search, list, get and delete one user's memories and read and fix their tags.
+
+The user is the server's configuration (``user_id``), never a tool argument: a model that
+fills the arguments cannot reach another user's memory. Item ids are the user's own (a
+per-user counter), so an id names an item of this user or nothing. Built on the official
+SDK's ``FastMCP``; ``tiered-memory mcp`` serves it over stdio (the default, for clients
+that start the server) or streamable HTTP on the loopback interface.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_tiered_memory._ids import validate_user_id
+from langchain_tiered_memory.errors import TieredMemoryError
+from langchain_tiered_memory.memory import TieredMemory
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MAX_RESULTS", "create_mcp_server"]
+
+MAX_RESULTS = 100
+
+
+def _item(doc: Document) -> dict[str, Any]:
+    meta = doc.metadata
+    out: dict[str, Any] = {"id": doc.id or meta.get("id"), "text": doc.page_content}
+    for key in ("created_at", "superseded_by", "valid_until", "threads"):
+        if meta.get(key) is not None:
+            out[key] = meta[key]
+    return out
+
+
+def _count(value: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RESULTS:
+        raise ValueError(f"{what} must be an integer from 1 to {MAX_RESULTS}, got {value!r}.")
+    return value
+
+
+def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered-memory") -> Any:
+    """An MCP server (``mcp.server.fastmcp.FastMCP``) over ``memory`` for ``user_id`` only.
+
+    Tools: ``add_memory``, ``search_memories`` (the graph's ranking), ``list_memories``,
+    ``get_memory``, ``delete_memory``, ``get_tags``, ``set_tags``, ``export_memory`` and
+    ``forget_everything`` (needs ``confirm=true``). Bad arguments come back as MCP tool
+    errors with the reason, and nothing stored changes.
+
+    Example:
+        >>> server = create_mcp_server(memory, user_id="alice")  # doctest: +SKIP
+        >>> server.run("stdio")  # doctest: +SKIP
+    """
+    from mcp.server.fastmcp import FastMCP
+    from mcp.server.fastmcp.exceptions import ToolError
+
+    user = validate_user_id(user_id)
+    server = FastMCP(
+        name,
+        instructions=(
+            f"Long-term memory of one user ({user!r}): short notes recalled by similarity "
+            "and typed facts (tags). Search before answering from memory; add a memory for "
+            "something worth keeping; fix a wrong note by deleting it and adding the right one."
+        ),
+    )
+
+    async def _all() -> list[Document]:
+        return await memory.summaries.aget_all(user)
+
+    def _fail(exc: Exception) -> ToolError:
+        # the package's errors say how to fix the input; storage errors are not swallowed
+        return ToolError(str(exc))
+
+    @server.tool()
+    async def add_memory(text: str) -> dict[str, Any]:
+        """Store one short note about the user (a fact, a preference, an event).
+
+        Returns the new id, or no id when the same note is already stored.
+        """
+        try:
+            ids = await memory.aadd_summaries(user, [text])
+        except (TieredMemoryError, ValueError, TypeError) as exc:
+            raise _fail(exc) from exc
+        return {"ids": ids}
+
+    @server.tool()
+    async def search_memories(query: str, n: int = 5) -> list[dict[str, Any]]:
+        """The ``n`` notes most relevant to ``query`` (the ranking the agent's graph uses)."""
+        try:
+            found = await memory.arecall_summaries(user, query, n=_count(n, "n"))
+        except (TieredMemoryError, ValueError, TypeError) as exc:
+            raise _fail(exc) from exc
+        return [_item(d) for d in found]
+
+    @server.tool()
+    async def list_memories(offset: int = 0, limit: int = 50) -> dict[str, Any]:
+        """The user's notes, oldest first, a page at a time."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ToolError(f"offset must be a non-negative integer, got {offset!r}.")
+        try:
+            items = await _all()
+            page = items[offset : offset + _count(limit, "limit")]
+        except (TieredMemoryError, ValueError) as exc:
+            raise _fail(exc) from exc
+        return {"total": len(items), "items": [_item(d) for d in page]}
+
+    @server.tool()
+    async def get_memory(id: str) -> dict[str, Any]:  # noqa: A002 - the MCP argument's name
+        """One note by its id."""
+        for doc in await _all():
+            if _item(doc)["id"] == id:
+                return _item(doc)
+        raise ToolError(f"no memory with id {id!r} for this user (list_memories shows the ids).")
+
+    @server.tool()
+    async def delete_memory(id: str) -> dict[str, Any]:  # noqa: A002
+        """Delete one note by its id."""
+        if not isinstance(id, str) or not id.isdigit():
+            raise ToolError(f"id must be a memory id such as '3', got {id!r}.")
+        deleted = await memory.summaries.adelete(user, [id])
+        if not deleted:
+            raise ToolError(f"no memory with id {id!r} for this user; nothing was deleted.")
+        return {"deleted": deleted}
+
+    @server.tool()
+    async def get_tags() -> dict[str, str]:
+        """The user's recorded facts (tags), e.g. name and age."""
+        return await memory.aget_user_tags(user)
+
+    @server.tool()
+    async def set_tags(tags: dict[str, str | int]) -> dict[str, str]:
+        """Record or correct facts (tags), e.g. {"age": 31}. Returns all tags."""
+        try:
+            await memory.aset_user_tags(user, tags)
+        except (TieredMemoryError, ValueError, TypeError) as exc:
+            raise _fail(exc) from exc
+        return await memory.aget_user_tags(user)
+
+    @server.tool()
+    async def export_memory() -> dict[str, Any]:
+        """Everything remembered about the user, as JSON."""
+        return await memory.aexport_user(user)
+
+    @server.tool()
+    async def forget_everything(confirm: bool = False) -> dict[str, int]:
+        """Erase every memory of the user (history, tags, notes). Needs confirm=true."""
+        if confirm is not True:
+            raise ToolError("pass confirm=true to erase every memory of this user.")
+        return await memory.aforget_user(user)
+
+    return server

@@ -1,0 +1,177 @@
+"""``tiered-memory mcp`` through the official MCP SDK's client, the server a subprocess.
+
+Over stdio and over streamable HTTP, on an embedded Redis data dir of the test's own: each
+tool; another user's memory in the same Redis is unreachable (the user is the server's
+configuration, never an argument); bad arguments are MCP errors and change nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+
+pytest.importorskip("mcp", reason="the [mcp] extra is part of the test install")
+
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLS = {
+    "add_memory",
+    "search_memories",
+    "list_memories",
+    "get_memory",
+    "delete_memory",
+    "get_tags",
+    "set_tags",
+    "export_memory",
+    "forget_everything",
+}
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def _args(data_dir: Path, user: str) -> list[str]:
+    return [
+        "-m",
+        "langchain_tiered_memory.cli",
+        "mcp",
+        "--user",
+        user,
+        "--data-dir",
+        str(data_dir),
+        "--embeddings",
+        "hashing",
+    ]
+
+
+@asynccontextmanager
+async def _stdio(data_dir: Path, user: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable, args=_args(data_dir, user), env=_env())
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def _data(result: Any) -> Any:
+    assert not result.isError, result.content
+    if result.structuredContent is not None:
+        value = result.structuredContent
+        return value.get("result", value) if set(value) == {"result"} else value
+    return json.loads(result.content[0].text)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    with TieredMemory.embedded(path, embeddings=HashingEmbeddings()) as memory:
+        memory.add_summaries("bob", ["Bob's bank PIN is 1234."])
+        memory.set_user_tags("bob", {"name": "Bob"})
+    return path
+
+
+async def test_every_tool_over_stdio_for_the_configured_user_only(data_dir: Path) -> None:
+    async with _stdio(data_dir, "ana") as session:
+        tools = {t.name for t in (await session.list_tools()).tools}
+        assert tools == TOOLS
+        first = _data(
+            await session.call_tool("add_memory", {"text": "Ana failed her driving test in April."})
+        )
+        _data(await session.call_tool("add_memory", {"text": "安娜养了一只叫豆豆的猫。"}))
+        found = _data(await session.call_tool("search_memories", {"query": "driving test", "n": 1}))
+        assert found[0]["text"] == "Ana failed her driving test in April."
+        listed = _data(await session.call_tool("list_memories", {}))
+        assert listed["total"] == 2
+        assert [i["text"] for i in listed["items"]][1] == "安娜养了一只叫豆豆的猫。"
+        item_id = first["ids"][0]
+        got = _data(await session.call_tool("get_memory", {"id": item_id}))
+        assert got["text"].startswith("Ana failed")
+        assert _data(await session.call_tool("set_tags", {"tags": {"name": "Ana", "age": 31}})) == {
+            "age": "31",
+            "name": "Ana",
+        }
+        assert _data(await session.call_tool("get_tags", {}))["age"] == "31"
+        exported = _data(await session.call_tool("export_memory", {}))
+        assert exported["tags"]["name"] == "Ana"
+        # Bob's memory is in the same Redis and unreachable: not searched, not listed
+        searched = _data(await session.call_tool("search_memories", {"query": "bank PIN", "n": 5}))
+        assert all("Bob" not in i["text"] for i in searched)
+        # Bob's item 0 and Ana's item 0 are different items: an id is the user's own
+        assert "Bob" not in json.dumps(_data(await session.call_tool("get_memory", {"id": "0"})))
+        # bad arguments: MCP errors, nothing changes
+        bad: list[tuple[str, dict[str, Any]]] = [
+            ("add_memory", {"text": ""}),
+            ("search_memories", {"query": "x", "n": 10_000}),
+            ("set_tags", {"tags": {"age": "very old"}}),
+            ("set_tags", {"tags": {"user_id": "bob"}}),
+            ("delete_memory", {"id": "../1"}),
+            ("delete_memory", {"id": "999"}),
+            ("forget_everything", {}),
+        ]
+        for name, arguments in bad:
+            result = await session.call_tool(name, arguments)
+            assert result.isError, (name, arguments)
+        assert _data(await session.call_tool("list_memories", {}))["total"] == 2
+        assert _data(await session.call_tool("get_tags", {})) == {"age": "31", "name": "Ana"}
+        assert _data(await session.call_tool("delete_memory", {"id": item_id})) == {"deleted": 1}
+        assert _data(await session.call_tool("list_memories", {}))["total"] == 1
+        _data(await session.call_tool("forget_everything", {"confirm": True}))
+        assert _data(await session.call_tool("list_memories", {}))["total"] == 0
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        assert memory.get_user_tags("bob") == {"name": "Bob"}  # untouched
+        assert len(memory.summaries.get_all("bob")) == 1
+        assert memory.get_user_tags("ana") == {}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_streamable_http(data_dir: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, *_args(data_dir, "cy"), "--http", "--port", str(port)],
+        env=_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the HTTP server never listened"
+            time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with (
+            streamable_http_client(url) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            assert {t.name for t in (await session.list_tools()).tools} == TOOLS
+            _data(await session.call_tool("add_memory", {"text": "Cy plays the cello."}))
+            found = _data(await session.call_tool("search_memories", {"query": "cello"}))
+            assert found[0]["text"] == "Cy plays the cello."
+            assert "Bob" not in json.dumps(_data(await session.call_tool("export_memory", {})))
+    finally:
+        proc.terminate()
+        proc.wait(30)
