@@ -15,7 +15,7 @@ id never contains ``:``, so these can never be read as a user's keys, and each t
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 from urllib.parse import quote, unquote
 
 # re-exported: the stores import the id check from here, with the keys
@@ -33,21 +33,10 @@ KeyKind = Literal[
     "tags:log",
     "sum:items",
     "sum:vecs",
-    "sum:revecs",
-    "meta",
-]
-KINDS: tuple[KeyKind, ...] = (
-    "history",
-    "threads",
-    "turns",
-    "spans",
-    "tags",
-    "tags:log",
-    "sum:items",
-    "sum:vecs",
     "sum:revecs",  # vectors of another model, staged by reembed until they replace sum:vecs
     "meta",
-)
+]
+KINDS: tuple[KeyKind, ...] = get_args(KeyKind)  # every kind of a user's keys, in this order
 
 ThreadKeyKind = Literal[
     "cp:ids", "cp:data", "cp:writes", "cp:wkeys", "cp:runs", "cp:blobs", "cp:refs"
