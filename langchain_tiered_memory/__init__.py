@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         SummarizationError,
         SummaryLimitError,
         TieredMemoryError,
+        UnsafeBindError,
         WatermarkConflict,
     )
     from langchain_tiered_memory.graph import MemoryState, create_memory_graph
@@ -93,12 +94,13 @@ __all__ = [
     "RetrievalConfig",
     "SummarizationError",
     "SummarizeTool",
-    "SummaryRetriever",
     "SummaryLimitError",
+    "SummaryRetriever",
     "SummaryStore",
     "TagStore",
     "TieredMemory",
     "TieredMemoryError",
+    "UnsafeBindError",
     "UserChatMessageHistory",
     "UserTagTool",
     "WatermarkConflict",
@@ -109,6 +111,7 @@ __all__ = [
 # Where each public name lives; ``__getattr__`` imports it on first access.
 _MODULES: dict[str, str] = {
     "ConcurrentReembedError": "langchain_tiered_memory.errors",
+    "UnsafeBindError": "langchain_tiered_memory.errors",
     "CorruptMemoryError": "langchain_tiered_memory.errors",
     "DefaultTags": "langchain_tiered_memory.stores",
     "EmbeddedRedis": "langchain_tiered_memory._server",

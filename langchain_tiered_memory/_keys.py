@@ -223,6 +223,32 @@ class KeyBuilder:
         """A SCAN MATCH pattern for ``kind`` keys of every user under this prefix."""
         return f"{self.prefix}:{{*}}:{kind}"
 
+    def user_search_pattern(self, kind: KeyKind, contains: str | None = None) -> str:
+        """A SCAN MATCH pattern for ``kind`` keys of the users whose id holds ``contains``
+        (any user if empty); ASCII letters match in either case. The escaped text holds no
+        glob characters, so ``contains`` is matched literally; a match may also span the
+        escape of another character ("2A" in the "%2A" of "*"), so callers check the
+        decoded ids again.
+
+        Example:
+            >>> KeyBuilder("tm").user_search_pattern("tags", "Al*")
+            'tm:{*[aA][lL]%2A*}:tags'
+        """
+        parts = ["*"]
+        escaped = quote(contains or "", safe=_SAFE)
+        i = 0
+        while i < len(escaped):
+            if escaped[i] == "%":  # a percent escape is matched as written
+                parts.append(escaped[i : i + 3])
+                i += 3
+                continue
+            c = escaped[i]
+            parts.append(f"[{c.lower()}{c.upper()}]" if c.isascii() and c.isalpha() else c)
+            i += 1
+        if contains:
+            parts.append("*")
+        return f"{self.prefix}:{{{''.join(parts)}}}:{kind}"
+
     def user_from_key(self, key: str | bytes) -> str | None:
         """The user id a key belongs to, or ``None`` if it is not one of ours."""
         try:

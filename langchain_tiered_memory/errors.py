@@ -15,6 +15,7 @@ __all__ = [
     "EmbeddingsMismatchError",
     "InvalidMessageError",
     "ConcurrentReembedError",
+    "UnsafeBindError",
     "CorruptMemoryError",
     "MissingUserIdError",
     "MemoryBackendError",
@@ -68,6 +69,10 @@ class ConcurrentReembedError(TieredMemoryError, RuntimeError):
 
     Nothing is lost: the items and their current vectors are untouched until a run swaps.
     """
+
+
+class UnsafeBindError(TieredMemoryError, ValueError):
+    """The console was asked to listen beyond this machine without an access token."""
 
 
 class SummaryLimitError(InvalidSummaryError):

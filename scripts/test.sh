@@ -3,7 +3,7 @@
 #
 #     bash scripts/test.sh [extra pytest args]
 #
-# 1. installs what is missing: redis-server + PostgreSQL (Debian apt, needs root), torch
+# 1. installs what is missing: redis-server, PostgreSQL, chromium (Debian apt, needs root), torch
 #    (CPU build, pinned) and the package itself with its [test] extra (editable), every
 #    Python package at the version in requirements/test-constraints.txt, so that a new
 #    machine runs what CI ran; nothing compiles (about 3-6 minutes on a fresh machine);
@@ -64,6 +64,8 @@ install_system_packages() {
   # redis-cli into Python's bin dir, which must not count as the Debian package.
   [[ -x /usr/bin/redis-server && -x /usr/bin/redis-cli ]] || need+=(redis-server)
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need+=(postgresql)
+  # the console's browser tests drive Debian's chromium (Playwright never downloads one)
+  [[ -x /usr/bin/chromium ]] || need+=(chromium)
   ((${#need[@]})) || return 0
   if [[ "$(id -u)" != 0 ]]; then
     echo "missing ${need[*]}; install as root: apt-get install -y ${need[*]}" >&2
@@ -85,11 +87,12 @@ install_system_packages() {
   fi
   # in case something started them anyway (e.g. a site policy-rc.d that allows it)
   local svc
-  for svc in "${need[@]}"; do
+  for svc in redis-server postgresql; do
     service "${svc}" stop >/dev/null 2>&1 || true
   done
   [[ -x /usr/bin/redis-server ]]
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+  [[ -x /usr/bin/chromium ]]
 }
 
 # python_deps MODE: MODE=check exits 0 iff torch==TORCH_VERSION and an editable install of this
@@ -237,7 +240,10 @@ wheel_smoke() {
   (cd "${tmp}" && TIERED_MEMORY_HOME="${tmp}/home" "${tmp}/venv/bin/tiered-memory" demo \
     --model fake --embeddings hashing | tail -1)
   "${tmp}/venv/bin/python" -c "import importlib.resources as r; \
-assert r.files('langchain_tiered_memory').joinpath('py.typed').is_file(), 'no py.typed'"
+assert r.files('langchain_tiered_memory').joinpath('py.typed').is_file(), 'no py.typed'; \
+c = r.files('langchain_tiered_memory') / 'console'; \
+assert (c / 'templates/user.html').is_file() and (c / 'static/console.css').is_file(), \
+'the console templates are not in the wheel'"
   rm -rf "${tmp}"
 }
 phase "wheel" wheel_smoke

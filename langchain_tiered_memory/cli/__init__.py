@@ -31,6 +31,7 @@ from langchain_tiered_memory.cli.commands import (
     cmd_mcp,
     cmd_reembed,
     cmd_summarize,
+    cmd_ui,
     cmd_worker,
 )
 from langchain_tiered_memory.cli.common import _CHAT_HELP, EXIT_ERROR, EXIT_INTERRUPTED
@@ -315,6 +316,25 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
     mcp.set_defaults(func=cmd_mcp)
+
+    ui = sub.add_parser(
+        "ui",
+        parents=[common],
+        formatter_class=fmt,
+        help="a local web console: see and fix every user's memory",
+        description=_para(
+            "Serve a web console over the memory: the users, one user's tags (with their "
+            "history), summary items, recent history and threads, each fixable; export, "
+            "forget, and a recall playground showing the memory section the graph would "
+            "build. Binds 127.0.0.1; another address needs --token (or "
+            "TIERED_MEMORY_CONSOLE_TOKEN)."
+        ),
+    )
+    ui.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    ui.add_argument("--port", type=int, default=8766, help="port (default: 8766)")
+    ui.add_argument("--token", help="access token, required to bind beyond loopback")
+    ui.add_argument("--read-only", action="store_true", help="show, never change")
+    ui.set_defaults(func=cmd_ui)
 
     reembed = sub.add_parser(
         "reembed",

@@ -28,7 +28,15 @@ from langchain_tiered_memory.cli.render import (
     position_range,
 )
 
-__all__ = ["cmd_demo", "cmd_demo_step", "cmd_export", "cmd_forget", "cmd_inspect", "cmd_summarize"]
+__all__ = [
+    "cmd_demo",
+    "cmd_demo_step",
+    "cmd_export",
+    "cmd_forget",
+    "cmd_inspect",
+    "cmd_summarize",
+    "cmd_ui",
+]
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -89,6 +97,34 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             server.run("streamable-http")
         else:
             server.run("stdio")  # stdout carries the protocol: nothing else is printed there
+    return EXIT_OK
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    """``ui [--host H --port P --token T --read-only]``: serves until Ctrl-C."""
+    try:
+        import uvicorn
+
+        from langchain_tiered_memory.console import check_bind, create_app
+    except ImportError as exc:  # pragma: no cover - the extra is missing
+        raise ImportError(
+            "tiered-memory ui needs the [ui] extra: pip install 'langchain-tiered-memory[ui]'"
+        ) from exc
+    import os
+
+    token = args.token or os.environ.get("TIERED_MEMORY_CONSOLE_TOKEN") or None
+    check_bind(args.host, token)  # before opening anything: a refused bind leaves no trace
+    with _open_memory(args) as memory:
+        app = create_app(memory, host=args.host, token=token, read_only=args.read_only)
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
+        server = uvicorn.Server(config)
+        shown = f"[{args.host}]" if ":" in args.host else args.host
+        address = f"http://{shown}:{server.config.port}/"
+        if token:
+            address += "?token=<your token>"
+        mode = " (read-only)" if args.read_only else ""
+        print(f"memory console{mode}: {address}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
+        server.run()
     return EXIT_OK
 
 

@@ -148,9 +148,23 @@ def fuse(latest: Sequence[Document], conversation: Sequence[Document], k: int) -
     docs: dict[str, Document] = {}
     for which, ranking in enumerate((latest, conversation)):
         for rank, doc in enumerate(ranking):
-            key = str(doc.id if doc.id is not None else doc.page_content)
+            key = _key(doc)
             scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
             first.setdefault(key, (which, rank))
             docs.setdefault(key, doc)
     order = sorted(scores, key=lambda key: (-scores[key], first[key]))
-    return [docs[key] for key in order[:k]]
+    out = []
+    for key in order[:k]:
+        doc = docs[key]
+        # why it ranks here: the fused score and the item's rank in each list (0 = first)
+        doc.metadata["fused_score"] = scores[key]
+        doc.metadata["ranks"] = {
+            name: next((r for r, d in enumerate(ranking) if _key(d) == key), None)
+            for name, ranking in (("latest", latest), ("conversation", conversation))
+        }
+        out.append(doc)
+    return out
+
+
+def _key(doc: Document) -> str:
+    return str(doc.id if doc.id is not None else doc.page_content)

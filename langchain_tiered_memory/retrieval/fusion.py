@@ -77,6 +77,7 @@ class Hit:
     position: int
     score: float
     similarity: float
+    dense: float  # the cosine of the item and the centered query: the score's dense part
     lexical: float
     time: float
 
@@ -258,6 +259,7 @@ class HybridIndex:
                         position=pos,
                         score=float(score[i]),
                         similarity=float(raw[j]),
+                        dense=float(dense[i]),
                         lexical=float(lex[i]) if lex is not None else 0.0,
                         time=float(tmatch[i]) if tmatch is not None else 0.0,
                     )

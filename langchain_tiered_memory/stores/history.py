@@ -595,6 +595,10 @@ if n > skip and ARGV[1] ~= '' then
   redis.call('SADD', KEYS[3], ARGV[1])
   redis.call('RPUSH', KEYS[5], (base + before) .. ':' .. (base + len) .. ':' .. ARGV[1])
 end
+if n > skip then
+  -- last activity, for the console's user list (server time: one clock for every client)
+  redis.call('HSET', KEYS[2], 'last_at', redis.call('TIME')[1])
+end
 if tracked and n > skip then
   local kept = {}
   for i = math.max(1, n - MARK_IDS + 1), n do kept[#kept + 1] = ARGV[3 + i] end

@@ -38,8 +38,9 @@ MAX_TAG_HISTORY = 1000
 
 
 class TagChange(TypedDict):
-    """One logged change of a tag: its new value, the one it replaced (``None`` on the
-    first write), when (ISO-8601, UTC) and from which thread (``None`` if not known).
+    """One logged change of a tag: its new value (``""``: the tag was deleted), the one it
+    replaced (``None`` on the first write), when (ISO-8601, UTC) and from which thread
+    (``None`` if not known).
     """
 
     tag: str
@@ -199,6 +200,32 @@ class TagStore(ABC):
         """Async :meth:`history`."""
 
     @abstractmethod
+    def delete(self, user_id: str, names: Sequence[str], *, thread_id: str | None = None) -> int:
+        """Delete the named tags (logged as a change to ``""``); return how many existed.
+
+        Example:
+            >>> store = InMemoryTagStore()
+            >>> _ = store.set("bob", {"age": 41})
+            >>> store.delete("bob", ["age"]), store.get_all("bob")
+            (1, {})
+        """
+
+    @abstractmethod
+    async def adelete(
+        self, user_id: str, names: Sequence[str], *, thread_id: str | None = None
+    ) -> int:
+        """Async :meth:`delete`."""
+
+    def _names(self, names: Sequence[str]) -> list[str]:
+        if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+            raise InvalidTagError(f"names must be a list of tag names, got {names!r}.")
+        unknown = [n for n in names if n not in self._adapters]
+        if unknown:
+            known = ", ".join(sorted(self._adapters))
+            raise InvalidTagError(f"unknown tag {unknown[0]!r}; known tags: {known}.")
+        return list(dict.fromkeys(names))
+
+    @abstractmethod
     def clear(self, user_id: str) -> int:
         """Delete every tag of the user and their history; return how many tags."""
 
@@ -242,6 +269,23 @@ for i = 4, #ARGV, 2 do
 end
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3]), -1)
 return 1
+"""
+
+
+# Delete fields and log each deletion, atomically. ARGV: time, thread, max log length, names.
+_DELETE_LUA = """
+local n = 0
+for i = 4, #ARGV do
+  local old = redis.call('HGET', KEYS[1], ARGV[i])
+  if old then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+    redis.call('RPUSH', KEYS[2], cjson.encode({
+      tag = ARGV[i], value = '', previous = old, changed_at = ARGV[1], thread_id = ARGV[2]}))
+    n = n + 1
+  end
+end
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3]), -1)
+return n
 """
 
 
@@ -341,6 +385,37 @@ class RedisTagStore(TagStore):
             with self.connection.errors():
                 await self.connection.aeval(*args)
         return values
+
+    def _delete_args(self, user_id: str, names: list[str], thread_id: str | None) -> list[Any]:
+        log = self.keys.key(user_id, "tags:log")
+        return [
+            _DELETE_LUA,
+            2,
+            self.key(user_id),
+            log,
+            _now(),
+            thread_id or "",
+            MAX_TAG_HISTORY,
+            *names,
+        ]
+
+    def delete(self, user_id: str, names: Sequence[str], *, thread_id: str | None = None) -> int:
+        """One script: ``HDEL`` each tag that exists, log each deletion."""
+        names = self._names(names)
+        if not names:
+            return 0
+        with self.connection.errors():
+            return int(self.connection.eval(*self._delete_args(user_id, names, thread_id)))
+
+    async def adelete(
+        self, user_id: str, names: Sequence[str], *, thread_id: str | None = None
+    ) -> int:
+        """Async :meth:`delete`."""
+        names = self._names(names)
+        if not names:
+            return 0
+        with self.connection.errors():
+            return int(await self.connection.aeval(*self._delete_args(user_id, names, thread_id)))
 
     def history(self, user_id: str, tag: str | None = None) -> list[TagChange]:
         """The logged changes, oldest first."""
@@ -443,6 +518,34 @@ class InMemoryTagStore(TagStore):
     ) -> dict[str, str]:
         """Async :meth:`set`."""
         return self.set(user_id, mapping, thread_id=thread_id)
+
+    def delete(self, user_id: str, names: Sequence[str], *, thread_id: str | None = None) -> int:
+        """Delete each named tag that exists, logging each deletion."""
+        user_id = validate_user_id(user_id)
+        names = self._names(names)
+        now = _now()
+        with self._lock:
+            tags = self._data.get(user_id, {})
+            log = self._log.setdefault(user_id, [])
+            gone = [n for n in names if n in tags]
+            for name in gone:
+                log.append(
+                    TagChange(
+                        tag=name,
+                        value="",
+                        previous=tags.pop(name),
+                        changed_at=now,
+                        thread_id=thread_id or None,
+                    )
+                )
+            del log[:-MAX_TAG_HISTORY]
+        return len(gone)
+
+    async def adelete(
+        self, user_id: str, names: Sequence[str], *, thread_id: str | None = None
+    ) -> int:
+        """Async :meth:`delete`."""
+        return self.delete(user_id, names, thread_id=thread_id)
 
     def history(self, user_id: str, tag: str | None = None) -> list[TagChange]:
         """The logged changes, oldest first."""

@@ -288,7 +288,8 @@ class _UserIndex:
 
         ``metadata["score"]`` is the hybrid relevance in [-1, 1] (see
         :mod:`langchain_tiered_memory.retrieval`), ``metadata["similarity"]`` the plain
-        cosine of query and item. Without ``query`` only the embedding ranks. Items a newer
+        cosine of query and item, ``metadata["score_parts"]`` the score's ``dense``, ``lexical``
+        and ``time`` parts. Without ``query`` only the embedding ranks. Items a newer
         item superseded are left out unless ``include_superseded``; among near-duplicates
         that are recalled together, the newer comes first.
         """
@@ -316,6 +317,12 @@ class _UserIndex:
             doc = _as_document(record)
             doc.metadata["score"] = hit.score
             doc.metadata["similarity"] = hit.similarity
+            # the score's parts, for a person asking why an item came up (the console)
+            doc.metadata["score_parts"] = {
+                "dense": hit.dense,
+                "lexical": hit.lexical,
+                "time": hit.time,
+            }
             out.append(doc)
         return out
 

@@ -1,0 +1,203 @@
+"""The console's web app: server-rendered pages (Starlette + Jinja2, no script), one per
+task: the user list, one user's memory, the recall playground, export and forget.
+
+Every handler reads and writes through :class:`TieredMemory` and its stores, in a thread
+pool (their sync methods do blocking I/O). Every page goes through
+:class:`~langchain_tiered_memory.console.security.ConsoleGuard` first.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from langchain_tiered_memory._ids import validate_user_id
+from langchain_tiered_memory.console import views
+from langchain_tiered_memory.console.security import ConsoleGuard, secure_headers
+from langchain_tiered_memory.errors import TieredMemoryError
+from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.stores.history import RedisHistoryStore
+
+__all__ = ["create_app"]
+
+logger = logging.getLogger(__name__)
+
+_HERE = Path(__file__).parent
+MAX_TURNS = 20
+MAX_K = 20
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(_HERE / "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
+    env.globals["when"] = views.when
+    env.filters["q"] = lambda params: urlencode(params)
+    return env
+
+
+def create_app(
+    memory: TieredMemory,
+    *,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    read_only: bool = False,
+) -> Starlette:
+    """The console as an ASGI app over ``memory`` (serve it with uvicorn).
+
+    ``host`` is the address it will be served on (it decides which Host headers are
+    accepted); ``token``: required on every request when set; ``read_only``: no POST.
+    Check the bind first with :func:`~langchain_tiered_memory.console.check_bind`
+    (``tiered-memory ui`` does).
+
+    Example:
+        >>> app = create_app(TieredMemory.embedded(), read_only=True)  # doctest: +SKIP
+        >>> uvicorn.run(app, host="127.0.0.1", port=8766)  # doctest: +SKIP
+    """
+    guard = ConsoleGuard(host=host, token=token, read_only=read_only)
+    env = _environment()
+
+    def page(name: str, status: int = 200, **values: Any) -> HTMLResponse:
+        html = env.get_template(name).render(
+            csrf=guard.csrf_token, read_only=guard.read_only, **values
+        )
+        return HTMLResponse(html, status)
+
+    def error(message: str, status: int) -> HTMLResponse:
+        return page("error.html", status, message=message)
+
+    def user_of(value: Any) -> str:
+        return validate_user_id(value if isinstance(value, str) else "")
+
+    async def users(request: Request) -> Response:
+        contains = request.query_params.get("q") or None
+        cursor = request.query_params.get("cursor") or None
+        listing = await run_in_threadpool(views.list_users, memory, cursor, contains)
+        return page("users.html", listing=listing, q=contains or "", cursor=cursor)
+
+    async def user(request: Request) -> Response:
+        user_id = user_of(request.query_params.get("u"))
+        offset = request.query_params.get("offset", "0")
+        start = int(offset) if offset.isdigit() else 0
+        view = await run_in_threadpool(views.user_view, memory, user_id, start)
+        notice = request.query_params.get("notice", "")
+        return page("user.html", v=view, notice=notice, per_page=views.ITEMS_PER_PAGE)
+
+    async def playground(request: Request) -> Response:
+        user_id = user_of(request.query_params.get("u"))
+        text = request.query_params.get("turns", "")
+        k_text = request.query_params.get("k", "3")
+        k = min(int(k_text), MAX_K) if k_text.isdigit() and int(k_text) > 0 else 3
+        turns = text.splitlines()[-MAX_TURNS:]
+        result = await run_in_threadpool(views.playground, memory, user_id, turns, k)
+        return page("playground.html", user_id=user_id, text=text, k=k, result=result)
+
+    async def export(request: Request) -> Response:
+        user_id = user_of(request.query_params.get("u"))
+        data = await run_in_threadpool(memory.export_user, user_id)
+        body = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+        return Response(
+            body,
+            media_type="application/json",
+            headers={"Content-Disposition": 'attachment; filename="memory-export.json"'},
+        )
+
+    def back(user_id: str, notice: str) -> RedirectResponse:
+        return RedirectResponse("/user?" + urlencode({"u": user_id, "notice": notice}), 303)
+
+    async def post_tag(request: Request) -> Response:
+        form = await request.form()
+        user_id = user_of(form.get("u"))
+        name, value = str(form.get("name", "")), str(form.get("value", ""))
+        if form.get("action") == "delete":
+            await run_in_threadpool(memory.tags.delete, user_id, [name])
+            return back(user_id, f"tag {name} deleted")
+        await run_in_threadpool(memory.set_user_tags, user_id, {name: value})
+        return back(user_id, f"tag {name} saved")
+
+    async def post_item(request: Request) -> Response:
+        form = await request.form()
+        user_id = user_of(form.get("u"))
+        item_id = str(form.get("id", ""))
+        if form.get("action") == "delete":
+            n = await run_in_threadpool(memory.summaries.delete, user_id, [item_id])
+            return back(user_id, f"item {item_id} deleted" if n else f"no item {item_id}")
+        if form.get("action") == "add":
+            await run_in_threadpool(memory.add_summaries, user_id, [str(form.get("text", ""))])
+            return back(user_id, "item added")
+        new_id = await run_in_threadpool(
+            views.edit_item, memory, user_id, item_id, str(form.get("text", ""))
+        )
+        return back(user_id, f"item {item_id} saved as {new_id}")
+
+    async def post_thread(request: Request) -> Response:
+        form = await request.form()
+        user_id = user_of(form.get("u"))
+        thread = str(form.get("thread", ""))
+        removed = await run_in_threadpool(_forget_thread, memory, user_id, thread)
+        return back(user_id, f"thread forgotten: {removed}")
+
+    async def post_forget(request: Request) -> Response:
+        form = await request.form()
+        user_id = user_of(form.get("u"))
+        if form.get("confirm") != user_id:
+            return error("Type the user id exactly to confirm; nothing was erased.", 400)
+        removed = await run_in_threadpool(_forget_user, memory, user_id)
+        return page("forgotten.html", user_id=user_id, removed=removed)
+
+    async def dispatch(request: Request) -> Response:
+        refusal = await guard.check(request)
+        if refusal is not None:
+            return secure_headers(refusal)
+        handler = request.scope["endpoint_handler"]
+        try:
+            response = await handler(request)
+        except (TieredMemoryError, ValueError) as exc:
+            # bad input (an id, a tag value, a cursor): say why; storage errors propagate
+            response = error(str(exc), 400)
+        return secure_headers(response)
+
+    def route(path: str, handler: Any, methods: list[str]) -> Route:
+        async def endpoint(request: Request) -> Response:
+            request.scope["endpoint_handler"] = handler
+            return await dispatch(request)
+
+        return Route(path, endpoint, methods=methods)
+
+    routes = [
+        route("/", users, ["GET", "HEAD"]),
+        route("/user", user, ["GET", "HEAD"]),
+        route("/user/playground", playground, ["GET", "HEAD"]),
+        route("/user/export", export, ["GET"]),
+        route("/user/tags", post_tag, ["POST"]),
+        route("/user/items", post_item, ["POST"]),
+        route("/user/threads/forget", post_thread, ["POST"]),
+        route("/user/forget", post_forget, ["POST"]),
+        Mount("/static", app=StaticFiles(directory=_HERE / "static"), name="static"),
+    ]
+    return Starlette(routes=routes)
+
+
+def _checkpointer(memory: TieredMemory) -> Any:
+    # the graph's threads live beside the tiers on Redis: erase them too
+    return memory.checkpointer() if isinstance(memory.history, RedisHistoryStore) else None
+
+
+def _forget_thread(memory: TieredMemory, user_id: str, thread_id: str) -> dict[str, int]:
+    return memory.forget_thread(user_id, thread_id, checkpointer=_checkpointer(memory))
+
+
+def _forget_user(memory: TieredMemory, user_id: str) -> dict[str, int]:
+    return memory.forget_user(user_id, checkpointer=_checkpointer(memory))

@@ -1,0 +1,249 @@
+"""What each console page shows, read from a :class:`TieredMemory` (no HTTP here).
+
+Every function is synchronous and does blocking I/O: the app runs them in a thread pool.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+
+from langchain_tiered_memory.errors import InvalidSummaryError
+from langchain_tiered_memory.graph import DEFAULT_MEMORY_TOKEN_BUDGET
+from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.prompt import render_memory_section
+from langchain_tiered_memory.stores.directory import (
+    PAGE_SIZE,
+    RedisUserDirectory,
+    UserPage,
+    UserRow,
+)
+from langchain_tiered_memory.stores.history import RedisHistoryStore
+from langchain_tiered_memory.stores.tags import TagChange
+
+logger = logging.getLogger(__name__)
+
+ITEMS_PER_PAGE = 100
+HISTORY_SHOWN = 40
+# what the item table shows in columns of its own: the rest of the metadata is listed
+_ITEM_FIELDS = {"id", "created_at", "threads", "superseded_by", "valid_until", "supersedes"}
+# recall bookkeeping that is not the item's own metadata
+_RECALL_FIELDS = {"score", "similarity", "score_parts", "fused_score", "ranks"}
+
+
+def list_users(memory: TieredMemory, cursor: str | None, contains: str | None) -> UserPage:
+    """A page of the directory (Redis) or every user of the process-local stores."""
+    history = memory.history
+    if isinstance(history, RedisHistoryStore):
+        directory = RedisUserDirectory(history.connection, keys=history.keys)
+        return directory.page(cursor, count=PAGE_SIZE, contains=contains)
+    # the process-local stores: small by nature, listed whole
+    summary_users: list[str] = getattr(memory.summaries, "users", list)()
+    users = sorted(set(history.users()) | set(summary_users))
+    if contains:
+        users = [u for u in users if contains.lower() in u.lower()]
+    start = int(cursor or 0)
+    rows = [
+        UserRow(
+            user_id=u,
+            messages=history.length(u),
+            tags=len(memory.tags.get_all(u)),
+            items=memory.summaries.get_all_count(u),
+            threads=len(history.threads(u)),
+            last_active=None,
+        )
+        for u in users[start : start + PAGE_SIZE]
+    ]
+    more = start + PAGE_SIZE < len(users)
+    return UserPage(rows, str(start + PAGE_SIZE) if more else None)
+
+
+@dataclass
+class TagView:
+    """One tag: its value (``None`` once deleted) and its logged changes."""
+
+    name: str
+    value: str | None
+    changes: list[TagChange]
+
+
+@dataclass
+class ItemView:
+    """One summary item as the user page shows it."""
+
+    id: str
+    text: str
+    created_at: str
+    threads: list[str]
+    superseded_by: str | None
+    supersedes: list[str]
+    extra: dict[str, Any]
+
+
+@dataclass
+class UserView:
+    """Everything the user page shows."""
+
+    user_id: str
+    tags: list[TagView]
+    tag_names: list[str]
+    items: list[ItemView]
+    item_count: int
+    item_offset: int
+    messages: list[tuple[str, str]]
+    message_count: int
+    unsummarized: int
+    threads: list[str]
+
+
+def _item_view(doc: Document, supersedes: dict[str, list[str]]) -> ItemView:
+    meta = doc.metadata
+    item_id = str(doc.id or meta.get("id"))
+    threads = meta.get("threads") or []
+    return ItemView(
+        id=item_id,
+        text=doc.page_content,
+        created_at=str(meta.get("created_at") or ""),
+        threads=[str(t) for t in threads] if isinstance(threads, list) else [str(threads)],
+        superseded_by=str(meta["superseded_by"]) if meta.get("superseded_by") else None,
+        supersedes=supersedes.get(item_id, []),
+        extra={k: v for k, v in meta.items() if k not in _ITEM_FIELDS | _RECALL_FIELDS},
+    )
+
+
+def _role(message: BaseMessage) -> str:
+    return {"human": "user", "ai": "assistant"}.get(message.type, message.type)
+
+
+def _shown(message: BaseMessage) -> str:
+    calls = getattr(message, "tool_calls", None) or []
+    if calls and not message.text.strip():  # a tool call alone: say which
+        return "(calls " + ", ".join(str(c.get("name")) for c in calls) + ")"
+    return message.text
+
+
+def user_view(memory: TieredMemory, user_id: str, item_offset: int = 0) -> UserView:
+    """One user: tags with their changes, a page of items (newest first), recent
+    history, threads and how many messages wait for summarization.
+    """
+    tags = memory.get_user_tags(user_id)
+    changes = memory.tags.history(user_id)
+    names = sorted(memory.tags.schema.model_fields)
+    tag_views = [
+        TagView(name, tags.get(name), [c for c in changes if c["tag"] == name])
+        for name in sorted(set(names) | set(tags))
+        if name in tags or any(c["tag"] == name for c in changes)
+    ]
+    docs = memory.summaries.get_all(user_id)
+    supersedes: dict[str, list[str]] = {}
+    for doc in docs:
+        newer = doc.metadata.get("superseded_by")
+        if newer:
+            supersedes.setdefault(str(newer), []).append(str(doc.id))
+    docs.reverse()  # newest first
+    page = docs[item_offset : item_offset + ITEMS_PER_PAGE]
+    messages = memory.history.tail(user_id, HISTORY_SHOWN)
+    length = memory.history.length(user_id)
+    return UserView(
+        user_id=user_id,
+        tags=tag_views,
+        tag_names=names,
+        items=[_item_view(d, supersedes) for d in page],
+        item_count=len(docs),
+        item_offset=item_offset,
+        messages=[(_role(m), _shown(m)) for m in messages],
+        message_count=length,
+        unsummarized=max(length - memory.summaries.get_watermark(user_id), 0),
+        threads=memory.history.threads(user_id),
+    )
+
+
+def edit_item(memory: TieredMemory, user_id: str, item_id: str, text: str) -> str:
+    """Replace an item's text: the new text is embedded and stored with the old item's date
+    and metadata, then the old item is deleted (a failure in between leaves both, never
+    neither). Returns the id that now holds the text.
+
+    Raises:
+        InvalidSummaryError: no item ``item_id``, or ``text`` is not a valid item.
+    """
+    old = next((d for d in memory.summaries.get_all(user_id) if str(d.id) == item_id), None)
+    if old is None:
+        raise InvalidSummaryError(f"no item {item_id!r} for this user; it may be deleted.")
+    if text.strip() == old.page_content.strip():
+        return item_id
+    keep = {k: v for k, v in old.metadata.items() if k not in _ITEM_FIELDS}
+    if old.metadata.get("threads"):
+        keep["threads"] = old.metadata["threads"]
+    ids = memory.add_summaries(
+        user_id, [text], created_at=old.metadata.get("created_at"), metadata=keep or None
+    )
+    memory.summaries.delete(user_id, [item_id])
+    logger.info("console: item %s of a user replaced by %s", item_id, ids or "an existing item")
+    return ids[0] if ids else item_id
+
+
+@dataclass
+class RecallRow:
+    """One recalled item and the parts of its ranking."""
+
+    text: str
+    created_at: str
+    fused: float | None
+    score: float
+    dense: float
+    lexical: float
+    time: float
+    ranks: dict[str, int | None]
+
+
+@dataclass
+class Playground:
+    """The playground's result: the turns, the memory section, the ranking."""
+
+    turns: list[str]
+    section: str
+    rows: list[RecallRow]
+
+
+def playground(memory: TieredMemory, user_id: str, turns: list[str], k: int) -> Playground:
+    """The memory section the prebuilt graph would put in the system prompt for a thread
+    whose recent user turns are ``turns`` (the last is the current message), with the
+    ranking of every recalled item. It reads the graph's own way (:meth:`TieredMemory.load`)
+    and renders with the graph's default renderer and token budget.
+    """
+    turns = [t.strip() for t in turns if t.strip()]
+    if not turns:
+        return Playground([], "", [])
+    snap = memory.load(user_id, turns[-1], max_messages=0, k=k, context=turns[:-1])
+    section = render_memory_section(
+        snap.tags, snap.recalled, token_budget=DEFAULT_MEMORY_TOKEN_BUDGET
+    )
+    rows = []
+    for doc in snap.recalled:
+        meta = doc.metadata
+        parts = meta.get("score_parts") or {}
+        rows.append(
+            RecallRow(
+                text=doc.page_content,
+                created_at=str(meta.get("created_at") or ""),
+                fused=meta.get("fused_score"),
+                score=float(meta.get("score", 0.0)),
+                dense=float(parts.get("dense", 0.0)),
+                lexical=float(parts.get("lexical", 0.0)),
+                time=float(parts.get("time", 0.0)),
+                ranks=meta.get("ranks") or {"latest": 0},
+            )
+        )
+    return Playground(turns, section, rows)
+
+
+def when(epoch: float | None) -> str:
+    """Epoch seconds as a UTC time for the pages."""
+    if epoch is None:
+        return "—"
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

@@ -1,0 +1,348 @@
+"""The web console (``tiered-memory ui``) in a real headless browser: Debian's chromium,
+driven by Playwright with the system browser (no browser download), against the console
+served by uvicorn on a loopback port over the embedded Redis.
+
+Each scenario also checks the stored data through the package, not only the page.
+``TM_SCREENSHOTS=docs/img`` keeps the screenshots the guide shows.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_tiered_memory import TieredMemory, create_memory_graph
+from langchain_tiered_memory.embeddings import HashingEmbeddings
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+uvicorn = pytest.importorskip("uvicorn", reason="the [ui] extra is not installed")
+from langchain_tiered_memory.console import create_app  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = os.environ.get("TM_SCREENSHOTS")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _browser_or_skip() -> str:
+    if os.access(CHROMIUM, os.X_OK):
+        return CHROMIUM
+    msg = (
+        f"{CHROMIUM} not found: the console's browser tests need Debian's chromium; "
+        "`bash scripts/test.sh` installs it (apt-get install chromium)"
+    )
+    if os.environ.get("CI"):
+        pytest.fail(msg, pytrace=False)
+    pytest.skip(msg)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Console:
+    """The console app served by uvicorn in a thread, on a free loopback port."""
+
+    def __init__(self, memory: TieredMemory, **options: Any) -> None:
+        self.port = _free_port()
+        app = create_app(memory, **options)
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Console:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the console did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = _browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=executable,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def memory(data_dir: Path) -> Iterator[TieredMemory]:
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        yield memory
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    dialogs: list[str] = []
+
+    def on_dialog(dialog: Any) -> None:  # an alert() means a stored script ran
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.dialogs = dialogs
+    yield page
+    context.close()
+    assert not errors, errors
+
+
+def shot(page: Any, name: str) -> None:
+    if SHOTS:
+        target = ROOT / SHOTS if not Path(SHOTS).is_absolute() else Path(SHOTS)
+        target.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(target / f"console-{name}.png"), full_page=True)
+
+
+def scan_dump(memory: TieredMemory) -> dict[str, bytes | None]:
+    """Every data key of the memory's Redis (SCAN, never KEYS) and its DUMP; the
+    summarization queue's shard keys are shared by all users and left out."""
+    assert memory.redis_url is not None
+    client = redis.Redis.from_url(memory.redis_url)
+    try:
+        keys = [k for k in client.scan_iter(count=1000) if b":{wq:" not in k]
+        return {k.decode(): client.dump(k) for k in keys}
+    finally:
+        client.close()
+
+
+def tag_call(**args: Any) -> AIMessage:
+    return AIMessage(content="", tool_calls=[{"name": "user_tag", "args": args, "id": "c1"}])
+
+
+def turn(graph: Any, text: str, user: str = "alice", thread: str = "t1") -> None:
+    graph.invoke(
+        {"messages": [HumanMessage(text)]},
+        context={"user_id": user},
+        config={"configurable": {"thread_id": thread}},
+    )
+
+
+def system_prompt(model: ScriptedChatModel) -> str:
+    return [p for p in model.prompts if "user_facts" not in p[0].text][-1][0].text
+
+
+def test_what_the_graph_stored_shows_and_a_tag_fixed_in_the_console_reaches_the_next_prompt(
+    memory: TieredMemory, page: Any
+) -> None:
+    model = ScriptedChatModel(replies=[tag_call(name="Alice", age=30), "Noted, Alice."])
+    graph = create_memory_graph(model, memory=memory, checkpointer=InMemorySaver())
+    turn(graph, "Hi, I'm Alice and I am 30 years old.")
+    memory.add_summaries("alice", ["The user failed their driving test last spring."])
+    memory.add_summaries("李明", ["用户的生日是3月5日。"])
+    memory.set_user_tags("李明", {"name": "李明", "age": 28})
+
+    with Console(memory) as console:
+        page.goto(console.url + "/")
+        rows = page.locator("#users tbody tr")
+        assert sorted(rows.locator("td:first-child").all_inner_texts()) == ["alice", "李明"]
+        shot(page, "users")
+        page.get_by_role("link", name="alice").click()
+        assert page.locator("#user-id").inner_text() == "alice"
+        assert page.locator("tr[data-tag=age] td.value").inner_text() == "30"
+        assert "t1" in page.locator("tr[data-tag=age] .changes").inner_text()  # set by thread t1
+        assert "driving test" in page.locator("#items").inner_text()
+        assert "Hi, I'm Alice" in page.locator("#history").inner_text()
+        # fix the age: the next graph turn's prompt holds the new value
+        page.get_by_label("new value of age").fill("31")
+        page.locator("tr[data-tag=age]").get_by_role("button", name="Save").click()
+        assert page.locator("#notice").inner_text() == "tag age saved"
+        assert page.locator("tr[data-tag=age] td.value").inner_text() == "31"
+        assert "30 → 31" in page.locator("tr[data-tag=age] .changes").inner_text()
+        shot(page, "user")
+        # Chinese content shows as stored
+        page.goto(console.url + "/")
+        page.get_by_role("link", name="李明").click()
+        assert page.locator("tr[data-tag=name] td.value").inner_text() == "李明"
+        assert "用户的生日是3月5日。" in page.locator("#items").inner_text()
+
+    model.replies += ["You are 31."]
+    turn(graph, "How old am I?")
+    assert '"age": "31"' in system_prompt(model)
+    assert memory.get_tag_history("alice", "age")[-1]["previous"] == "30"
+
+
+def test_a_deleted_item_is_no_longer_recalled_and_an_edit_is_re_embedded(
+    memory: TieredMemory, page: Any
+) -> None:
+    memory.add_summaries(
+        "alice", ["The user failed their driving test.", "The user has a cat named Tom."]
+    )
+    with Console(memory) as console:
+        page.goto(console.url + "/user?u=alice")
+        (cat_id,) = [d.id for d in memory.summaries.get_all("alice") if "cat" in d.page_content]
+        row = page.locator(f"tr[data-item='{cat_id}']")
+        row.get_by_role("button", name="Delete").click()
+        assert page.locator("#notice").inner_text() == f"item {cat_id} deleted"
+        assert "cat named Tom" not in page.locator("#items").inner_text()
+        (test_id,) = [d.id for d in memory.summaries.get_all("alice")]
+        row = page.locator(f"tr[data-item='{test_id}']")
+        row.get_by_label(f"text of item {test_id}").fill("The user passed their driving test.")
+        row.get_by_role("button", name="Save (re-embed)").click()
+        assert "passed their driving test" in page.locator("#items").inner_text()
+        # the playground shows the graph's memory section and each item's scores
+        page.goto(console.url + "/user/playground?u=alice")
+        page.get_by_label("turns").fill("I have a big exam on Friday.\nHow did my driving test go?")
+        page.get_by_role("button", name="Recall").click()
+        assert "passed their driving test" in page.locator("#section").inner_text()
+        cells = page.locator("#recalled tbody tr").first.locator("td").all_inner_texts()
+        assert float(cells[4]) > 0 and cells[5] != ""  # score and its dense part
+        shot(page, "playground")
+    recalled = memory.recall_summaries("alice", "Tell me about my cat Tom", n=5)
+    assert [d.page_content for d in recalled] == ["The user passed their driving test."]
+
+
+def test_forget_in_the_console_leaves_no_key_of_the_user_and_every_other_key_intact(
+    memory: TieredMemory, page: Any
+) -> None:
+    for user in ("alice", "alice2", "Alice"):  # look-alike ids must survive
+        memory.add_session_log(user, [HumanMessage(f"I am {user}"), AIMessage("Hello")])
+        memory.set_user_tags(user, {"name": user})
+        memory.add_summaries(user, [f"The user is called {user}."])
+    others_before = {k: v for k, v in scan_dump(memory).items() if "{alice}" not in k}
+    with Console(memory) as console:
+        page.goto(console.url + "/user?u=alice")
+        page.get_by_label("type the user id to confirm").fill("alic")  # a typo erases nothing
+        page.get_by_role("button", name="Forget everything").click()
+        assert "Type the user id exactly" in page.locator("#error").inner_text()
+        assert memory.get_user_tags("alice") == {"name": "alice"}
+        page.goto(console.url + "/user?u=alice")
+        page.get_by_label("type the user id to confirm").fill("alice")
+        page.get_by_role("button", name="Forget everything").click()
+        assert "history 2" in page.locator("#removed").inner_text()
+    after = scan_dump(memory)
+    assert not [k for k in after if "{alice}" in k]  # SCAN finds none of the user's keys
+    assert after == others_before
+
+
+def test_stored_markup_renders_as_text_and_runs_nothing(memory: TieredMemory, page: Any) -> None:
+    evil = "<img src=x onerror=alert(1)><script>alert(2)</script>"
+    memory.add_summaries("mallory", [evil])
+    memory.add_session_log("mallory", [HumanMessage(evil), AIMessage("ok")])
+    with Console(memory) as console:
+        page.goto(console.url + "/user?u=mallory")
+        assert evil in page.locator("#items").inner_text()
+        assert evil in page.locator("#history").inner_text()
+        assert page.locator("#items img").count() == 0 and page.locator("main script").count() == 0
+        page.goto(console.url + "/user/playground?u=mallory&turns=" + "alert")
+        page.wait_for_load_state("load")
+    assert page.dialogs == []
+
+
+def test_a_post_without_the_csrf_token_is_refused_and_changes_nothing(
+    memory: TieredMemory, page: Any
+) -> None:
+    memory.set_user_tags("alice", {"age": 30})
+    with Console(memory) as console:
+        page.goto(console.url + "/user?u=alice")
+        # the page's own form, its token removed: as a forged cross-site form would be
+        page.evaluate("document.querySelectorAll('input[name=csrf]').forEach(e => e.remove())")
+        page.get_by_label("new value of age").fill("99")
+        page.locator("tr[data-tag=age]").get_by_role("button", name="Save").click()
+        assert "CSRF" in page.content()
+        # with the token but from another origin
+        response = page.request.post(
+            console.url + "/user/tags",
+            form={"u": "alice", "name": "age", "value": "98", "action": "set", "csrf": "x"},
+            headers={"Origin": "http://evil.example"},
+        )
+        assert response.status == 403
+    assert memory.get_user_tags("alice") == {"age": "30"}
+
+
+def test_read_only_mode_shows_no_form_and_refuses_posts(memory: TieredMemory, page: Any) -> None:
+    memory.set_user_tags("alice", {"age": 30})
+    with Console(memory, read_only=True) as console:
+        page.goto(console.url + "/user?u=alice")
+        assert page.locator("form[method=post]").count() == 0
+        assert page.locator(".badge").inner_text() == "read-only"
+        response = page.request.post(console.url + "/user/forget", form={"u": "alice"})
+        assert response.status == 403
+    assert memory.get_user_tags("alice") == {"age": "30"}
+
+
+def test_with_a_token_the_console_needs_it(memory: TieredMemory, page: Any) -> None:
+    token = "s3cret-token-0123456789"
+    with Console(memory, token=token) as console:
+        assert page.goto(console.url + "/").status == 401
+        assert page.goto(console.url + "/?token=wrong").status == 401
+        page.goto(console.url + f"/?token={token}")  # trades it for a cookie
+        assert "?token" not in page.url and page.locator("h1").inner_text() == "Users"
+        assert page.goto(console.url + "/user?u=alice").status == 200
+
+
+def test_a_non_loopback_bind_without_a_token_refuses_to_start(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "langchain_tiered_memory.cli", "ui", "--host", "0.0.0.0"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TIERED_MEMORY_DATA_DIR": str(tmp_path / "d")}
+    env.pop("TIERED_MEMORY_CONSOLE_TOKEN", None)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "--token" in done.stderr and "0.0.0.0" in done.stderr
+    assert not (tmp_path / "d").exists()  # refused before anything was opened
+
+
+def test_tiered_memory_ui_prints_its_address_and_serves(tmp_path: Path) -> None:
+    port = _free_port()
+    command = [sys.executable, "-m", "langchain_tiered_memory.cli", "ui", "--port", str(port)]
+    command += ["--data-dir", str(tmp_path / "d"), "--embeddings", "hashing"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert f"http://127.0.0.1:{port}/" in line, line
+        import urllib.request
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/") as reply:
+                    assert "Users" in reply.read().decode()
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(30)

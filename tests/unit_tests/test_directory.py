@@ -1,0 +1,124 @@
+"""The user directory the console lists (stores/directory.py) and tag deletion, on the
+embedded Redis: every user listed exactly once over all pages, search, counts per tier,
+last activity, look-alike ids kept apart."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_tiered_memory import TieredMemory
+from langchain_tiered_memory.errors import InvalidTagError
+from langchain_tiered_memory.stores.directory import RedisUserDirectory
+
+
+def directory(memory: TieredMemory) -> RedisUserDirectory:
+    history: Any = memory.history
+    return RedisUserDirectory(history.connection, keys=history.keys)
+
+
+def every_page(memory: TieredMemory, count: int, contains: str | None = None) -> list[str]:
+    users: list[str] = []
+    cursor = None
+    for _ in range(1000):
+        page = directory(memory).page(cursor, count=count, contains=contains)
+        users += [row.user_id for row in page.users]
+        cursor = page.next_cursor
+        if cursor is None:
+            return users
+    raise AssertionError("the listing never ended")
+
+
+def test_every_user_is_listed_once_whatever_tiers_they_have(
+    embedded_memory: TieredMemory,
+) -> None:
+    memory = embedded_memory
+    expected = set()
+    for i in range(120):  # history, tags, items, or all three: one row each
+        user = f"user-{i}"
+        if i % 3 == 0:
+            memory.add_session_log(user, [HumanMessage("hi"), AIMessage("hello")])
+        if i % 3 == 1 or i % 5 == 0:
+            memory.set_user_tags(user, {"age": 30})
+        if i % 3 == 2 or i % 5 == 0:
+            memory.add_summaries(user, [f"note {i}"])
+        expected.add(user)
+    for count in (1, 7, 50, 500):
+        listed = every_page(memory, count)
+        assert sorted(listed) == sorted(expected), count
+
+
+def test_rows_count_each_tier_and_the_last_write(embedded_memory: TieredMemory) -> None:
+    memory = embedded_memory
+    before = time.time()
+    memory.add_session_log("alice", [HumanMessage("hi"), AIMessage("hello")], thread_id="t1")
+    memory.set_user_tags("alice", {"name": "Alice", "age": 30})
+    memory.add_summaries("alice", ["one", "two", "three"])
+    memory.set_user_tags("bob", {"age": 41})
+    rows = {r.user_id: r for r in directory(memory).page().users}
+    alice, bob = rows["alice"], rows["bob"]
+    assert (alice.messages, alice.tags, alice.items, alice.threads) == (2, 2, 3, 1)
+    assert alice.last_active is not None and before - 1 <= alice.last_active <= time.time() + 1
+    assert (bob.messages, bob.tags, bob.items, bob.last_active) == (0, 1, 0, None)
+
+
+def test_search_matches_part_of_the_id_in_either_case_and_nothing_else(
+    embedded_memory: TieredMemory,
+) -> None:
+    memory = embedded_memory
+    for user in ("Alice", "alice@example.com", "malice", "bob", "李明", "a*b", "a?c"):
+        memory.set_user_tags(user, {"age": 30})
+    assert sorted(every_page(memory, 50, "ALIC")) == ["Alice", "alice@example.com", "malice"]
+    assert every_page(memory, 50, "李") == ["李明"]
+    # glob characters in the search are literal
+    assert every_page(memory, 50, "*") == ["a*b"]
+    assert every_page(memory, 50, "?") == ["a?c"]
+    assert every_page(memory, 50, "nobody") == []
+    assert every_page(memory, 50, "2a") == []  # "a*b" is stored as a%2Ab: no match inside
+
+
+def test_a_cursor_not_from_the_directory_is_a_clear_error(embedded_memory: TieredMemory) -> None:
+    with pytest.raises(ValueError, match="start again without one"):
+        directory(embedded_memory).page("garbage")
+    with pytest.raises(ValueError, match="start again without one"):
+        directory(embedded_memory).page("9.0.0")
+
+
+def test_the_directory_writes_nothing(embedded_memory: TieredMemory) -> None:
+    memory = embedded_memory
+    memory.set_user_tags("alice", {"age": 30})
+    assert memory.redis_url is not None
+    import redis
+
+    client = redis.Redis.from_url(memory.redis_url)
+    before = {k: client.dump(k) for k in client.scan_iter()}
+    every_page(memory, 1, "ali")
+    assert {k: client.dump(k) for k in client.scan_iter()} == before
+
+
+def test_deleting_a_tag_logs_it_and_leaves_the_others(memory_factory: Any) -> None:
+    memory = memory_factory()
+    memory.set_user_tags("alice", {"name": "Alice", "age": 30}, thread_id="t1")
+    memory.set_user_tags("alice2", {"age": 30})
+    assert memory.tags.delete("alice", ["age", "age"], thread_id="console") == 1
+    assert memory.tags.delete("alice", ["age"]) == 0  # gone already: nothing logged
+    assert memory.get_user_tags("alice") == {"name": "Alice"}
+    assert memory.get_user_tags("alice2") == {"age": "30"}
+    last = memory.get_tag_history("alice", "age")[-1]
+    assert (last["value"], last["previous"], last["thread_id"]) == ("", "30", "console")
+    assert len(memory.get_tag_history("alice", "age")) == 2
+    with pytest.raises(InvalidTagError, match="unknown tag 'colour'"):
+        memory.tags.delete("alice", ["colour"])
+    with pytest.raises(InvalidTagError, match="list of tag names"):
+        memory.tags.delete("alice", "age")
+    assert memory.get_user_tags("alice") == {"name": "Alice"}
+
+
+async def test_adelete_is_the_async_twin(memory_factory: Any) -> None:
+    memory = memory_factory()
+    await memory.aset_user_tags("alice", {"name": "Alice", "age": 30})
+    assert await memory.tags.adelete("alice", ["name"]) == 1
+    assert await memory.aget_user_tags("alice") == {"age": "30"}
