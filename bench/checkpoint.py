@@ -13,7 +13,7 @@ What is timed, on the same checkpoints for every saver, in one process:
 - a whole turn of the package's memory graph (scripted model, hashing embeddings, memory
   on the embedded Redis) with each saver as its checkpointer.
 
-Savers: ``RedisSaver`` on the embedded server (a unix socket, append-only ``everysec``),
+Savers: ``RedisSaver`` on the embedded server (a unix socket, append-only ``always``),
 ``SqliteSaver`` on a file (LangGraph's defaults) and ``PostgresSaver`` on a throwaway local
 PostgreSQL over loopback TCP (started with fsync off, the most favourable setting for it).
 A checkpoint is ~2 KB: ten short messages and a memory section, as the memory graph writes.

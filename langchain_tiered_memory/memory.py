@@ -206,7 +206,7 @@ class TieredMemory:
         langchain-tiered-memory``. Another process calling ``embedded()`` on the same
         directory shares the same server and data; the last one to close stops it, and a
         server that died is restarted by the next call (see :class:`EmbeddedRedis`).
-        ``appendfsync`` (``"everysec"`` for a new server when not given, ``"always"``,
+        ``appendfsync`` (``"always"`` for a new server when not given, ``"everysec"``,
         ``"no"``) is applied to the server even if another process started it.
 
         Example:
