@@ -337,8 +337,34 @@ def _skip_ext(code: int, data: bytes) -> None:
     return None
 
 
-# Digits of a channel version's counter (see get_next_version).
-VERSION_DIGITS = 16
+_B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _base36(n: int, width: int = 0) -> str:
+    digits = ""
+    while n:
+        n, r = divmod(n, 36)
+        digits = _B36[r] + digits
+    return digits.rjust(width, "0") or "0"
+
+
+def _version_counter(version: str | int | None) -> int:
+    """The counter of a channel version of any scheme this package wrote (or an int)."""
+    if version is None:
+        return 0
+    if isinstance(version, int):
+        return version
+    head = str(version).split(".")[0]
+    if head[:1].isalpha():  # "<length letter><base 36>"
+        return int(head[1:], 36)
+    return int(head)  # "<zero-padded decimal>" (before the short scheme)
+
+
+def _next_version(current: str | int | None) -> str:
+    digits = _base36(_version_counter(current) + 1)
+    return f"{chr(ord('a') + len(digits) - 1)}{digits}.{_base36(random.getrandbits(31), 6)}"
+
+
 # A value this small stays in the checkpoint record: a blob field and its name would cost
 # more than the copy, as PostgresSaver keeps primitives inline.
 INLINE_CHARS = 256
@@ -857,18 +883,21 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         return [e for e in map(as_text, runs) if e.partition(SEP)[2] not in keep]
 
     def get_next_version(self, current: str | None, channel: None) -> str:
-        """A new channel version: a zero-padded counter and a random tie-breaker.
+        """A new channel version: a counter and a random tie-breaker, as LangGraph's scheme,
+        written short.
 
-        LangGraph's scheme with the counter padded to 16 digits, not 32: a checkpoint
-        names each channel's version about twice (``channel_versions``, ``versions_seen``),
-        so the 16 digits no thread reaches were a third of every record. Versions still
-        compare as strings, and one made here compares above every 32-digit one an older
-        release wrote (whose first 16 digits are all 0), so a thread written before goes on.
+        The counter is base 36 after a letter that says how many digits it has (``a`` one,
+        ``b`` two, ...), so versions still compare as strings in counter order, and the
+        tie-breaker (which keeps two forks of one checkpoint from sharing a blob name) is 6
+        base-36 characters (31 bits) instead of a float's 18 digits. A checkpoint names each
+        channel's version about twice (``channel_versions``, ``versions_seen``) and random
+        digits do not compress: "0000000000000042.0.5103196368858631" was the largest part
+        of a record; "b16.k3f9zq" is a third of it. A version made here starts with a letter,
+        so it compares above every older, zero-padded one (16 or 32 digits), and a thread
+        written before goes on.
+
+        Example:
+            >>> _next_version("0000000000000041.0.5103196368858631")[:4]
+            'b16.'
         """
-        if current is None:
-            current_v = 0
-        elif isinstance(current, int):
-            current_v = current
-        else:
-            current_v = int(str(current).split(".")[0])
-        return f"{current_v + 1:0{VERSION_DIGITS}}.{random.random():016}"
+        return _next_version(current)

@@ -12,6 +12,8 @@ from typing import Any
 
 import ormsgpack
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
 
@@ -198,13 +200,27 @@ def test_a_missing_blob_is_a_corrupt_memory_error_naming_it(saver: RedisSaver) -
         values_at(saver, "t", "1")
 
 
-def test_versions_are_shorter_and_compare_above_the_32_digit_ones(saver: RedisSaver) -> None:
-    old = "00000000000000000000000000000041.0.5103196368858631"
-    new = saver.get_next_version(old, None)
-    assert new.split(".")[0] == "0000000000000042"
-    assert new > old
-    assert saver.get_next_version(new, None) > new
+def test_versions_are_short_and_compare_above_every_older_scheme(saver: RedisSaver) -> None:
+    for old in (
+        "00000000000000000000000000000041.0.5103196368858631",  # 32 digits
+        "0000000000000041.0.5103196368858631",  # 16 digits
+    ):
+        new = saver.get_next_version(old, None)
+        assert new.split(".")[0] == "b16" and new > old  # 42 in base 36, two digits
+        assert len(new) == 10
+    assert saver.get_next_version(None, None).startswith("a1.")
     assert saver.get_next_version(None, None) > "00000000000000000000000000009999.0.1"
+
+
+@given(st.integers(min_value=0, max_value=36**12), st.integers(min_value=1, max_value=5000))
+def test_short_versions_compare_as_their_counters(start: int, step: int) -> None:
+    from langchain_tiered_memory.checkpoint.base import _next_version, _version_counter
+
+    a = _next_version(start)
+    b = _next_version(start + step)
+    assert _version_counter(a) == start + 1 and _version_counter(b) == start + step + 1
+    assert a < b  # string order is counter order, across digit counts
+    assert _next_version(a) > a and _version_counter(_next_version(a)) == start + 2
 
 
 def test_records_are_stored_compressed_and_read_back(saver: RedisSaver) -> None:
