@@ -19,14 +19,17 @@ Many models, capable ones included, answer "Nice to meet you, Alice!" without ca
   reply can say what was stored; for small models the reply is the tool's report
   (:func:`summary_reply`); likewise a small model's forced ``user_tag`` capture is
   answered by saying what was recorded (:func:`capture_reply`): SmolLM2-135M's own reply
-  to "Hi, my name is Alice ..." was "I'm a helpful assistant. I'll be ready to assist you".
+  to "Hi, my name is Alice ..." was "I'm a helpful assistant. I'll be ready to assist you";
+  and a small model's question about a recorded name or age is answered from the tag
+  (:func:`tag_answer`), in the user's script.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,11 +63,13 @@ __all__ = [
     "EXTRACTION_TOOL",
     "AfterTurnCapture",
     "TagCapture",
+    "asked_tag",
     "capture_reply",
     "extraction_schema",
     "new_call_id",
     "summarize_call",
     "summary_reply",
+    "tag_answer",
 ]
 
 # The content of a forced user_tag call's AI message (non-empty: OpenAI-compatible servers
@@ -301,10 +306,74 @@ def summary_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
     call = messages[-2]
     if not (isinstance(call, AIMessage) and call.content == SUMMARIZE_NOTE):
         return None
-    return AIMessage(content=str(messages[-1].content))
+    report = str(messages[-1].content)
+    human, _ = _turn(messages)
+    if human is not None and any(is_cjk(c) for c in human.text):
+        # the tool reports in English; the user asked in Chinese
+        items = [line for line in report.splitlines() if line.startswith("- ")]
+        if items:
+            return AIMessage(content=f"好的，我记下了{len(items)}条记忆：\n" + "\n".join(items))
+        if report.startswith("Nothing new"):
+            return AIMessage(content="没有新的内容需要记下：记忆已是最新的。")
+    return AIMessage(content=report)
 
 
 _ZH_LABELS = {"name": "名字", "age": "年龄"}
+
+# Questions about a recorded tag, per language: the user asks what memory holds exactly.
+_TAG_QUESTIONS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "age": (
+        re.compile(r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", re.IGNORECASE),
+        re.compile(r"我(?:今年|现在)?(?:多大|几岁|多少岁)|我的年龄(?:是)?(?:多少|几)"),
+    ),
+    "name": (
+        re.compile(
+            r"\bwhat(?:'s| is) my name\b|\bdo you (?:know|remember) my name\b", re.IGNORECASE
+        ),
+        re.compile(r"我叫什么|我的名字(?:是|叫)?什么|你(?:知道|记得)我(?:的名字|叫什么)"),
+    ),
+}
+_TAG_ANSWERS = {
+    ("age", "zh"): "你{value}岁。",
+    ("name", "zh"): "你叫{value}。",
+    ("age", "en"): "You are {value}.",
+    ("name", "en"): "Your name is {value}.",
+}
+
+
+def asked_tag(text: str) -> str | None:
+    """The tag a message asks about ("How old am I?" -> ``"age"``), or ``None``.
+
+    Example:
+        >>> asked_tag("我多大了？"), asked_tag("What's my name?"), asked_tag("我叫李明。")
+        ('age', 'name', None)
+    """
+    for tag, patterns in _TAG_QUESTIONS.items():
+        if any(p.search(text) for p in patterns):
+            return tag
+    return None
+
+
+def tag_answer(messages: Sequence[BaseMessage], tags: Mapping[str, str]) -> AIMessage | None:
+    """For a small model: the answer to a question about a recorded name or age, from the
+    tag, in the user's script; ``None`` for anything else (or a tag not recorded).
+
+    SmolLM2-135M answered "我多大了？" with the age in memory as "The user is a 28-year-old
+    male." (English, an invented gender); the exact tier is exact, so its answer is too.
+
+    Example:
+        >>> tag_answer([HumanMessage("我多大了？")], {"age": "28"}).content
+        '你28岁。'
+    """
+    if not messages or not isinstance(messages[-1], HumanMessage):
+        return None
+    text = messages[-1].text
+    tag = asked_tag(text)
+    value = tags.get(tag) if tag else None
+    if tag is None or not value:
+        return None
+    script = "zh" if any(is_cjk(c) for c in text) else "en"
+    return AIMessage(content=_TAG_ANSWERS[(tag, script)].format(value=value))
 
 
 def capture_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:

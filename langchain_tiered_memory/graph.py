@@ -16,8 +16,9 @@ The user id comes from the run (``context={"user_id": ...}`` or
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -55,6 +56,7 @@ from langchain_tiered_memory.capture import (
     new_call_id,
     summarize_call,
     summary_reply,
+    tag_answer,
 )
 from langchain_tiered_memory.context import MemoryContext, resolve_user_id, thread_of
 from langchain_tiered_memory.errors import InvalidMessageError
@@ -105,6 +107,15 @@ DEFAULT_MAX_TOOL_ROUNDS = 5
 _SAVED_IDS = 8
 
 
+def _mark(message_id: str) -> str:
+    """A message id as the state keeps it among the saved ones: 10 hex digits of its
+    SHA-1 (40 bits; a thread has thousands of messages, not a million). Whole ids (36-46
+    characters, 8 of them, in a write and a blob of every turn's checkpoints) were about
+    700 bytes of each turn's checkpoint data.
+    """
+    return hashlib.sha1(message_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
 def _newest_within(
     system: BaseMessage, messages: Sequence[BaseMessage], budget: int
 ) -> list[BaseMessage]:
@@ -139,6 +150,8 @@ class MemoryState(TypedDict):
     recent_history: NotRequired[list[AnyMessage]]
     saved_count: NotRequired[int]
     saved_ids: NotRequired[list[str]]
+    # small models only: the tags, for answering a question about one from the tag itself
+    memory_tags: NotRequired[dict[str, str]]
 
 
 def _from_first_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -236,6 +249,9 @@ class MemoryNodes:
     # birthday?" with the birthday item in memory: 10/10 alone, 8/10 after one earlier
     # exchange of the thread, 0/10 with two more loaded from an earlier thread.
     current_turn_only: bool = False
+    # Small models: keep the loaded tags in the state, so that a question about a tag is
+    # answered from it (capture.tag_answer); other models' checkpoints do not carry them.
+    keep_tags: bool = False
 
     # ----- load -----
 
@@ -252,6 +268,8 @@ class MemoryNodes:
         }
         if "recent_history" not in state:
             update["recent_history"] = snap.history
+        if self.keep_tags and snap.tags != state.get("memory_tags"):
+            update["memory_tags"] = dict(snap.tags)
         return update
 
     def load(
@@ -332,11 +350,13 @@ class MemoryNodes:
         if anchors:
             known = set(anchors)
             for i in range(len(messages) - 1, -1, -1):  # the anchor is near the end
-                if messages[i].id in known:
+                msg_id = messages[i].id
+                # a short mark of the id (a thread saved before marks holds whole ids)
+                if msg_id and (_mark(msg_id) in known or msg_id in known):
                     start = i + 1
                     break
         new = messages[start:]
-        kept = [*anchors, *(str(m.id) for m in new if m.id)][-_SAVED_IDS:]
+        kept = [*anchors, *(_mark(m.id) for m in new if m.id)][-_SAVED_IDS:]
         return new, saved, {"saved_count": saved + len(new), "saved_ids": kept}
 
     def save(
@@ -470,13 +490,19 @@ class ModelStep:
         # assistant message whose content is null, which is what "" becomes on the wire.
         return AIMessage(content=CAPTURE_NOTE, tool_calls=calls[:1])
 
-    def scripted(self, messages: Sequence[BaseMessage]) -> AIMessage | None:
+    def scripted(
+        self, messages: Sequence[BaseMessage], tags: Mapping[str, str] | None = None
+    ) -> AIMessage | None:
         """The reply made without the model, or ``None``: a ``summarize`` call for a
         request to summarize (every model); for small models the report after a forced
-        summarize or capture.
+        summarize or capture, and the answer to a question about a recorded tag (``tags``).
         """
         if self.scripted_replies:
-            reply = summary_reply(messages) or capture_reply(messages)
+            reply = (
+                summary_reply(messages)
+                or capture_reply(messages)
+                or tag_answer(messages, tags or {})
+            )
             if reply is not None:
                 return reply
         return summarize_call(messages)
@@ -632,6 +658,7 @@ def create_memory_graph(
         system_prompt=system_prompt or default_prompt,
         render_memory=memory_prompt,
         current_turn_only=policy.current_turn_only,
+        keep_tags=policy.scripted_requests,
         max_context_messages=max_context_messages,
         recall_k=recall_k,
         recall_context_turns=recall_context_turns,
@@ -690,7 +717,7 @@ def create_memory_graph(
         return await nodes.aload(state, _user(runtime, config), thread_of(config))
 
     def _scripted(state: dict[str, Any]) -> dict[str, Any] | None:
-        reply = step.scripted(state["messages"])
+        reply = step.scripted(state["messages"], state.get("memory_tags"))
         return None if reply is None else {"messages": [reply]}
 
     def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:

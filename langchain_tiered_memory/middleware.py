@@ -57,6 +57,7 @@ class TieredMemoryState(AgentState):  # type: ignore[type-arg]
     recent_history: NotRequired[list[AnyMessage]]
     saved_count: NotRequired[int]
     saved_ids: NotRequired[list[str]]
+    memory_tags: NotRequired[dict[str, str]]
 
 
 def _config() -> RunnableConfig | None:
@@ -121,6 +122,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             context_token_budget=context_token_budget,
             auto_summarize_after=auto_summarize_after,
             summary_model=summary_model,
+            keep_tags=small_model is True,
         )
         self._summarize = SummarizeTool(memory=memory, model=summary_model)
         self._tag_tool = UserTagTool(memory=memory)
@@ -149,6 +151,9 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             if self.nodes.summary_model is None:
                 self.nodes.summary_model = model
                 self._summarize.model = model
+            # from the next load on (the first turn's load ran before the model was known,
+            # unless small_model=True said so at construction)
+            self.nodes.keep_tags = policy.scripted_requests
             self.nodes.extractive_summary_fallback = policy.extractive_fallback
             self.nodes.grounded_summaries = policy.grounded
             self._summarize.extractive_fallback = policy.extractive_fallback
@@ -183,7 +188,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         if self.search_memory is None and not policy.search_tool:
             tools = [t for t in request.tools if _tool_name(t) != SEARCH_MEMORY_TOOL]
             request = request.override(tools=tools)
-        return _ModelCall(request, self._step(policy), list(request.state["messages"]))
+        tags: dict[str, str] = dict(request.state.get("memory_tags") or {})  # type: ignore[call-overload]
+        return _ModelCall(request, self._step(policy), list(request.state["messages"]), tags)
 
     def _forced(self, request: ModelRequest) -> Any:
         return request.model.bind_tools([self._tag_tool], tool_choice=USER_TAG_TOOL)
@@ -195,7 +201,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         tag capture for small models; stop the tool loop after ``max_tool_rounds``.
         """
         call = self._plan(request)
-        if (scripted := call.step.scripted(call.thread)) is not None:
+        if (scripted := call.step.scripted(call.thread, call.tags)) is not None:
             return ModelResponse(result=[scripted])
         if call.human is not None:
             forced = self._forced(call.request).invoke(call.prompt)
@@ -211,7 +217,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     ) -> ModelResponse:
         """Async :meth:`wrap_model_call`."""
         call = self._plan(request)
-        if (scripted := call.step.scripted(call.thread)) is not None:
+        if (scripted := call.step.scripted(call.thread, call.tags)) is not None:
             return ModelResponse(result=[scripted])
         if call.human is not None:
             forced = await self._forced(call.request).ainvoke(call.prompt)
@@ -251,6 +257,7 @@ class _ModelCall:
     request: ModelRequest
     step: ModelStep
     thread: list[Any]
+    tags: dict[str, str]
 
     @cached_property
     def human(self) -> Any:

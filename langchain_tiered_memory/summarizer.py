@@ -444,7 +444,10 @@ def _or_fallback(
     items: list[str], messages: Sequence[BaseMessage], extractive_fallback: bool
 ) -> list[str]:
     if not items and extractive_fallback:
-        items = extract_user_statements(messages)
+        # The user's own statements, and none is none: a window of questions and greetings
+        # ("我多大了？") holds nothing to keep, and the watermark moves past it. Raising
+        # here left such a window unsummarized, failing again at every later attempt.
+        return extract_user_statements(messages)
     if not items:
         raise SummarizationError(
             "the summarizer model returned no usable items; nothing was stored and the "

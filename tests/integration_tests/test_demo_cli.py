@@ -113,3 +113,53 @@ def test_demo_with_the_local_model(backend: str, module: str, model_class: str) 
     assert f"model: {model_class}" in out
     assert proc.returncode == 0, out + proc.stderr
     assert all(word == "PASS" for word, _ in verdicts(out)), out
+
+
+def run_chat(data_dir: Path, lines: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"REDIS_URL", "OPENAI_API_KEY"}}
+    env.pop("OPENAI_BASE_URL", None)
+    env["TIERED_MEMORY_LOCAL_BACKEND"] = "transformers"
+    exe = shutil.which("tiered-memory")
+    cmd = [exe] if exe else [sys.executable, "-m", "langchain_tiered_memory.cli"]
+    return subprocess.run(
+        [*cmd, "chat", "--user", "liming", "--data-dir", str(data_dir)],
+        input="".join(f"{line}\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=REAL_TIMEOUT,
+        env={**env, "COLUMNS": "200"},
+    )
+
+
+def replies(stdout: str) -> list[str]:
+    return re.findall(r"assistant> (.*)", stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2 * REAL_TIMEOUT + 60)
+def test_chat_in_chinese_on_the_small_model_across_a_restart(tmp_path: Path) -> None:
+    """Issue 33 item 3: the Chinese seed through ``tiered-memory chat`` on SmolLM2-135M,
+    then a new process asks; name, age and birthday stored, answers in Chinese, no broken
+    characters, no traceback."""
+    pytest.importorskip("llguidance")
+    from langchain_tiered_memory import TieredMemory
+    from langchain_tiered_memory.embeddings import default_embeddings
+
+    data_dir = tmp_path / "zh"
+    seed = "你好，我叫李明，今年28岁，我的生日是3月5日。"
+    first = run_chat(data_dir, [seed, "请总结一下我们的对话。"])
+    print(first.stdout)
+    assert first.returncode == 0, first.stdout + first.stderr
+    for answer in replies(first.stdout):  # what was recorded, then what was summarized
+        assert "\ufffd" not in answer and any("\u4e00" <= c <= "\u9fff" for c in answer)
+    second = run_chat(data_dir, ["我多大了？", "我叫什么名字？", "我的生日是哪天？"])
+    print(second.stdout)
+    assert second.returncode == 0 and "Traceback" not in second.stderr, second.stderr
+    age, name, birthday = replies(second.stdout)[-3:]
+    assert (age, name) == ("你28岁。", "你叫李明。")  # from the tags, not the model
+    for answer in (age, name, birthday):
+        assert "\ufffd" not in answer and any("\u4e00" <= c <= "\u9fff" for c in answer)
+    with TieredMemory.embedded(data_dir, embeddings=default_embeddings()) as memory:
+        assert memory.get_user_tags("liming") == {"name": "李明", "age": "28"}
+        items = [d.page_content for d in memory.summaries.get_all("liming")]
+    assert any("3月5日" in item for item in items), items
