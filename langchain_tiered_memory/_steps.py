@@ -1,6 +1,7 @@
 """One plan, two drivers: a multi-step operation written once for sync and async.
 
-A plan is a generator that yields :class:`Step` s (a call with its sync and its async form)
+A plan is a generator that yields :class:`Step` s (a call with its sync and its async form,
+made by :func:`call` from the two methods themselves)
 and receives each one's result; :func:`drive` runs the sync forms, :func:`adrive` awaits the
 async ones. An exception a step raises is thrown into the plan at its ``yield``, so the plan's
 own ``try``/``except``/``finally`` handle it as straight-line code would. ``store/`` drives
@@ -11,11 +12,13 @@ methods come in ``name``/``aname`` pairs.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, ParamSpec, TypeVar
 
-__all__ = ["Plan", "Step", "adrive", "drive", "step"]
+__all__ = ["Plan", "Step", "adrive", "call", "drive"]
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
+_P = ParamSpec("_P")
 
 
 class Step(NamedTuple):
@@ -30,20 +33,30 @@ class Step(NamedTuple):
 Plan = Generator[Step, Any, _T]
 
 
-def step(owner: Any, name: str, *args: Any, **kwargs: Any) -> Step:
-    """``owner.name(*args, **kwargs)``, awaited as ``owner.aname(...)`` by :func:`adrive`.
+def call(
+    sync: Callable[_P, _R],
+    aio: Callable[_P, Awaitable[_R]],
+    /,
+    *args: _P.args,
+    **kwargs: _P.kwargs,
+) -> Step:
+    """``sync(*args, **kwargs)``, awaited as ``aio(*args, **kwargs)`` by :func:`adrive`.
+
+    Both forms are references, not names: a type checker checks the arguments against
+    them and that the two take the same ones, and an IDE follows them to their code.
 
     Example:
         >>> class Counter:
-        ...     def count(self, n): return n + 1
-        ...     async def acount(self, n): return n + 1
+        ...     def count(self, n: int) -> int: return n + 1
+        ...     async def acount(self, n: int) -> int: return n + 1
         >>> def plan():
-        ...     one = yield step(Counter(), "count", 0)
-        ...     return (yield step(Counter(), "count", one))
+        ...     c = Counter()
+        ...     one = yield call(c.count, c.acount, 0)
+        ...     return (yield call(c.count, c.acount, one))
         >>> drive(plan())
         2
     """
-    return Step(getattr(owner, name), getattr(owner, f"a{name}"), args, kwargs)
+    return Step(sync, aio, args, kwargs)
 
 
 def drive(plan: Plan[_T]) -> _T:

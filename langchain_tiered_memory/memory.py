@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from langchain_tiered_memory import embeddings as _embeddings
 from langchain_tiered_memory import opening, privacy
 from langchain_tiered_memory._ids import validate_count, validate_thread_id, validate_user_id
-from langchain_tiered_memory._steps import Plan, Step, adrive, drive, step
+from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.opening import (
     DEFAULT_MAX_CONNECTIONS,
@@ -418,9 +418,9 @@ class TieredMemory:
         tiers = self._tiers
         if messages and tiers is not None and tiers.saves_with(self.queue):
             # the append, the clock and the queue note: one round trip, as the load is
-            yield step(
-                tiers,
-                "save",
+            yield call(
+                tiers.save,
+                tiers.asave,
                 user_id,
                 messages,
                 thread_id=thread_id,
@@ -431,9 +431,9 @@ class TieredMemory:
                 ttl_ms=self._ttl_ms(),
             )
             return
-        yield step(
-            self.history,
-            "append",
+        yield call(
+            self.history.append,
+            self.history.aappend,
             user_id,
             messages,
             thread_id=thread_id,
@@ -441,9 +441,9 @@ class TieredMemory:
             on_invalid=on_invalid,
         )
         if self.queue is not None and messages:
-            yield step(
-                self.queue,
-                "note",
+            yield call(
+                self.queue.note,
+                self.queue.anote,
                 user_id,
                 added=len(messages),
                 threshold=self.summarize_after,
@@ -688,17 +688,35 @@ class TieredMemory:
         recalled: list[Document] = []
         if tiers is None:
             if thread_id is not None:
-                yield step(self.history, "record_thread", user_id, thread_id)
+                yield call(
+                    self.history.record_thread, self.history.arecord_thread, user_id, thread_id
+                )
             if self.user_ttl is not None:
                 yield Step(self._touch, self._atouch, (user_id,))
-            tags = yield from _tier(user_id, "tags", {}, step(self.tags, "get_all", user_id))
-            history = yield from _tier(
-                user_id, "history", [], step(self.history, "tail", user_id, max_messages)
+            tags = yield from _tier(
+                user_id, "tags", {}, call(self.tags.get_all, self.tags.aget_all, user_id)
             )
-            search = step(self.summaries, "search_conversation", user_id, texts, k)
+            history = yield from _tier(
+                user_id,
+                "history",
+                [],
+                call(self.history.tail, self.history.atail, user_id, max_messages),
+            )
+            search = call(
+                self.summaries.search_conversation,
+                self.summaries.asearch_conversation,
+                user_id,
+                texts,
+                k,
+            )
         else:
-            replies = yield step(
-                tiers, "fetch", user_id, max_messages, touch_ms=self._ttl_ms(), thread_id=thread_id
+            replies = yield call(
+                tiers.fetch,
+                tiers.afetch,
+                user_id,
+                max_messages,
+                touch_ms=self._ttl_ms(),
+                thread_id=thread_id,
             )
             # replies already fetched: parsed here, each tier on its own
             tags = yield from _tier(
@@ -707,7 +725,7 @@ class TieredMemory:
             history = yield from _tier(
                 user_id, "history", list[BaseMessage](), lambda: tiers.messages(user_id, replies)
             )
-            search = step(tiers, "recall", user_id, replies, texts, k)
+            search = call(tiers.recall, tiers.arecall, user_id, replies, texts, k)
         if want_recall:
             recalled = yield from _tier(user_id, "summaries", [], search)
         return MemorySnapshot(tags=tags, history=history, recalled=recalled)

@@ -20,7 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.store.base import BaseStore, Item, PutOp
 
 from langchain_tiered_memory._ids import validate_user_id
-from langchain_tiered_memory._steps import Plan, Step, adrive, drive, step
+from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
 from langchain_tiered_memory.messages import messages_at
 from langchain_tiered_memory.store import RedisStore
 
@@ -136,7 +136,7 @@ def _forget_user_plan(
     store_namespaces: Sequence[tuple[str, ...]],
 ) -> Plan[dict[str, int]]:
     user_id = validate_user_id(user_id)
-    threads = yield step(memory.history, "threads", user_id)
+    threads = yield call(memory.history.threads, memory.history.athreads, user_id)
     prefixes = _user_prefixes(user_id, store_namespaces)
     # another store's items are collected before anything is deleted: a read that
     # fails then leaves the user whole, not half erased
@@ -145,27 +145,29 @@ def _forget_user_plan(
         items = yield from _store_items(store, prefixes)
     if checkpointer is not None:
         for thread_id in threads:
-            yield step(checkpointer, "delete_thread", thread_id)
+            yield call(checkpointer.delete_thread, checkpointer.adelete_thread, thread_id)
     store_items = 0
     if isinstance(store, RedisStore):
         for prefix in prefixes:
-            store_items += yield step(store, "purge", prefix)
+            store_items += yield call(store.purge, store.apurge, prefix)
     elif store is not None:
-        yield step(store, "batch", [PutOp(item.namespace, item.key, None) for item in items])
+        yield call(
+            store.batch, store.abatch, [PutOp(item.namespace, item.key, None) for item in items]
+        )
         store_items = len(items)
     removed = {
         "threads": len(threads),
-        "history": (yield step(memory.history, "clear", user_id)),
-        "tags": (yield step(memory.tags, "clear", user_id)),
-        "summaries": (yield step(memory.summaries, "clear", user_id)),
+        "history": (yield call(memory.history.clear, memory.history.aclear, user_id)),
+        "tags": (yield call(memory.tags.clear, memory.tags.aclear, user_id)),
+        "summaries": (yield call(memory.summaries.clear, memory.summaries.aclear, user_id)),
     }
     if store is not None:
         removed["store_items"] = store_items
     if memory._tiers is not None:
-        yield step(memory._tiers, "purge", user_id)
+        yield call(memory._tiers.purge, memory._tiers.apurge, user_id)
     if memory.queue is not None:
         # its entry, the pending index, the watermark copy
-        yield step(memory.queue, "forget", user_id)
+        yield call(memory.queue.forget, memory.queue.aforget, user_id)
     return removed
 
 
@@ -177,18 +179,26 @@ def _forget_thread_plan(
 ) -> Plan[dict[str, int]]:
     user_id = validate_user_id(user_id)
     checkpoints = 0
-    if checkpointer is not None and thread_id in (yield step(memory.history, "threads", user_id)):
+    if checkpointer is not None and thread_id in (
+        yield call(memory.history.threads, memory.history.athreads, user_id)
+    ):
         config = _thread_config(thread_id, any_namespace=True)
         checkpoints = yield Step(_count, _acount, (checkpointer, config))
-        yield step(checkpointer, "delete_thread", thread_id)
-    messages = yield step(memory.history, "forget_thread", user_id, thread_id)
+        yield call(checkpointer.delete_thread, checkpointer.adelete_thread, thread_id)
+    messages = yield call(
+        memory.history.forget_thread, memory.history.aforget_thread, user_id, thread_id
+    )
     # a summarization that read the thread before this erasure must not store it after;
     # one that stored before is caught below by its provenance
-    yield step(memory.summaries, "rotate_fence", user_id)
-    derived = _derived_only_from((yield step(memory.summaries, "get_all", user_id)), thread_id)
+    yield call(memory.summaries.rotate_fence, memory.summaries.arotate_fence, user_id)
+    derived = _derived_only_from(
+        (yield call(memory.summaries.get_all, memory.summaries.aget_all, user_id)), thread_id
+    )
     return {
         "messages": messages,
-        "summaries": (yield step(memory.summaries, "delete", user_id, derived)),
+        "summaries": (
+            yield call(memory.summaries.delete, memory.summaries.adelete, user_id, derived)
+        ),
         "checkpoints": checkpoints,
     }
 
@@ -201,23 +211,23 @@ def _export_plan(
     store_namespaces: Sequence[tuple[str, ...]],
 ) -> Plan[dict[str, Any]]:
     user_id = validate_user_id(user_id)
-    first, messages = yield step(memory.history, "since", user_id, 0)
-    threads = yield step(memory.history, "threads", user_id)
+    first, messages = yield call(memory.history.since, memory.history.asince, user_id, 0)
+    threads = yield call(memory.history.threads, memory.history.athreads, user_id)
     extra: dict[str, Any] = {}
     if checkpointer is not None:
         states = []
         for thread_id in threads:
             config = _thread_config(thread_id)
-            found = yield step(checkpointer, "get_tuple", config)
+            found = yield call(checkpointer.get_tuple, checkpointer.aget_tuple, config)
             state = _thread_state(thread_id, found)
             stored = found.checkpoint["channel_values"].get("messages") if found else None
             if found is not None and not isinstance(stored, list):
                 # the prebuilt graph's messages are a DeltaChannel: a checkpoint holds what
                 # a step wrote (or now and then a snapshot), not the thread; rebuilt from
                 # the saver's writes (issue 32 item 5: the export had no messages)
-                history = yield step(
-                    checkpointer,
-                    "get_delta_channel_history",
+                history = yield call(
+                    checkpointer.get_delta_channel_history,
+                    checkpointer.aget_delta_channel_history,
                     config=found.config,
                     channels=["messages"],
                 )
@@ -230,15 +240,17 @@ def _export_plan(
         prefixes = _user_prefixes(user_id, store_namespaces)
         items = yield from _store_items(store, prefixes)
         extra["store"] = [_jsonable(i.dict()) for i in items]
-    summaries = yield step(memory.summaries, "get_all", user_id)
+    summaries = yield call(memory.summaries.get_all, memory.summaries.aget_all, user_id)
     return {
         "user_id": user_id,
-        "tags": (yield step(memory.tags, "get_all", user_id)),
-        "tag_history": (yield step(memory.tags, "history", user_id)),
+        "tags": (yield call(memory.tags.get_all, memory.tags.aget_all, user_id)),
+        "tag_history": (yield call(memory.tags.history, memory.tags.ahistory, user_id)),
         "threads": threads,
         "history": {"first_position": first, "messages": messages_to_dict(messages)},
         "summaries": [{"id": d.id, "text": d.page_content, **d.metadata} for d in summaries],
-        "watermark": (yield step(memory.summaries, "get_watermark", user_id)),
+        "watermark": (
+            yield call(memory.summaries.get_watermark, memory.summaries.aget_watermark, user_id)
+        ),
         **extra,
     }
 
@@ -291,14 +303,22 @@ def _store_items(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> Plan[
     for prefix in prefixes:
         offset = 0
         while page := (
-            yield step(store, "list_namespaces", prefix=prefix, limit=_STORE_PAGE, offset=offset)
+            yield call(
+                store.list_namespaces,
+                store.alist_namespaces,
+                prefix=prefix,
+                limit=_STORE_PAGE,
+                offset=offset,
+            )
         ):
             namespaces += _under(page, prefix)
             offset += len(page)
     items: list[Item] = []
     for namespace in dict.fromkeys(namespaces):
         offset = 0
-        while found := (yield step(store, "search", namespace, limit=_STORE_PAGE, offset=offset)):
+        while found := (
+            yield call(store.search, store.asearch, namespace, limit=_STORE_PAGE, offset=offset)
+        ):
             items += [i for i in found if tuple(i.namespace) == namespace]
             offset += len(found)
     return items

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 
 from langchain_tiered_memory._ids import validate_user_id
-from langchain_tiered_memory._steps import Plan, Step, drive, step
+from langchain_tiered_memory._steps import Plan, Step, call, drive
 from langchain_tiered_memory.errors import (
     CorruptMemoryError,
     MemoryBackendError,
@@ -108,12 +108,14 @@ class Summarization:
         """
         memory = self.memory
         assert memory.queue is not None
-        watermark = yield step(memory.summaries, "get_watermark", user_id)
-        length = yield step(memory.history, "length", user_id)
+        watermark = yield call(
+            memory.summaries.get_watermark, memory.summaries.aget_watermark, user_id
+        )
+        length = yield call(memory.history.length, memory.history.alength, user_id)
         threshold = memory.summarize_after if requeue else None
-        yield step(
-            memory.queue,
-            "settle",
+        yield call(
+            memory.queue.settle,
+            memory.queue.asettle,
             user_id,
             watermark=watermark,
             length=length,
@@ -131,9 +133,11 @@ class Summarization:
     ) -> Plan[list[str]]:
         memory = self.memory
         # the fence first, the messages after: an erasure in between is seen by the write
-        watermark, fence = yield step(memory.summaries, "get_fence", user_id)
-        first, end, messages = yield step(
-            memory.history, "window", user_id, watermark, max_messages
+        watermark, fence = yield call(
+            memory.summaries.get_fence, memory.summaries.aget_fence, user_id
+        )
+        first, end, messages = yield call(
+            memory.history.window, memory.history.awindow, user_id, watermark, max_messages
         )
         if end == first:
             return []
@@ -142,15 +146,17 @@ class Summarization:
             items = yield Step(summarize_messages, asummarize_messages, (model, messages), options)
         supersedes: dict[int, list[str]] = {}
         if reconcile and items:
-            similar = yield step(memory.summaries, "similar", user_id, items)
+            similar = yield call(
+                memory.summaries.similar, memory.summaries.asimilar, user_id, items
+            )
             items, supersedes = yield Step(
                 reconcile_items, areconcile_items, (model, items, similar)
             )
-        spans = yield step(memory.history, "spans", user_id)
+        spans = yield call(memory.history.spans, memory.history.aspans, user_id)
         try:
-            ids: list[str] = yield step(
-                memory.summaries,
-                "add",
+            ids: list[str] = yield call(
+                memory.summaries.add,
+                memory.summaries.aadd,
                 user_id,
                 items,
                 metadata=_provenance(first, end, spans),
@@ -162,9 +168,9 @@ class Summarization:
             logger.info("summarization of %r raced with another summarizer; skipped", user_id)
             return []
         if memory.history_retention is not None:
-            yield step(
-                memory.history,
-                "trim",
+            yield call(
+                memory.history.trim,
+                memory.history.atrim,
                 user_id,
                 keep_last=memory.history_retention,
                 not_after=end,
@@ -237,13 +243,17 @@ class Summarization:
     def pending_users(self, min_messages: int = 20) -> Plan[list[str]]:
         """The plan of :meth:`TieredMemory.pending_users`."""
         memory = self.memory
-        if memory.queue is not None and (yield step(memory.queue, "indexed")):
-            return (yield step(memory.queue, "pending_users", min_messages))  # type: ignore[no-any-return]
+        if memory.queue is not None and (yield call(memory.queue.indexed, memory.queue.aindexed)):
+            return (
+                yield call(memory.queue.pending_users, memory.queue.apending_users, min_messages)
+            )  # type: ignore[no-any-return]
         out = []
-        for user_id in (yield step(memory.history, "users")):
+        for user_id in (yield call(memory.history.users, memory.history.ausers)):
             try:
-                length = yield step(memory.history, "length", user_id)
-                watermark = yield step(memory.summaries, "get_watermark", user_id)
+                length = yield call(memory.history.length, memory.history.alength, user_id)
+                watermark = yield call(
+                    memory.summaries.get_watermark, memory.summaries.aget_watermark, user_id
+                )
             except CorruptMemoryError:
                 logger.exception("cannot tell whether %r has pending messages", user_id)
                 continue
@@ -257,8 +267,10 @@ class Summarization:
         if queue is None:
             return 0
         n = 0
-        indexed = yield step(queue, "indexed_users")  # before the SCAN: a user new since is kept
-        users = yield step(self.memory.history, "users")
+        indexed = yield call(
+            queue.indexed_users, queue.aindexed_users
+        )  # before the SCAN: a user new since is kept
+        users = yield call(self.memory.history.users, self.memory.history.ausers)
         for user_id in users:
             try:
                 yield from self.settle(user_id)
@@ -267,8 +279,10 @@ class Summarization:
                 continue
             n += 1
         for gone in sorted(indexed - set(users)):
-            yield step(queue, "forget", gone)  # its data expired (user_ttl) or was deleted
-        yield step(queue, "mark_indexed")
+            yield call(
+                queue.forget, queue.aforget, gone
+            )  # its data expired (user_ttl) or was deleted
+        yield call(queue.mark_indexed, queue.amark_indexed)
         return n
 
     def summarize_pending(

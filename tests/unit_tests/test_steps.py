@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from langchain_tiered_memory._steps import Plan, Step, adrive, drive, step
+from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
 
 
 class Log:
@@ -37,13 +37,13 @@ def plan(log: Log, names: list[str]) -> Plan[list[str]]:
     try:
         for name in names:
             try:
-                out.append((yield step(log, "put", name)))
+                out.append((yield call(log.put, log.aput, name)))
             except KeyError:
                 out.append("handled")
                 if name == "bad" and "fatal" in names:
                     raise
     finally:
-        yield step(log, "put", "cleanup")
+        yield call(log.put, log.aput, "cleanup")
     return out
 
 
@@ -70,9 +70,12 @@ def test_both_drivers_give_the_same_result_and_the_same_calls(names: list[str]) 
         assert outcomes[0] == "raised 'bad'"
 
 
-def test_a_step_names_its_two_forms() -> None:
+def test_a_call_holds_its_two_forms_and_its_arguments() -> None:
     log = Log()
-    made = step(log, "put", "x")
+    made = call(log.put, log.aput, "x")
     assert made == Step(log.put, log.aput, ("x",), {})
-    with pytest.raises(AttributeError):
-        step(log, "missing")
+    assert drive(iter_one(made)) == "X" and log.calls == ["sync x"]
+
+
+def iter_one(made: Step) -> Plan[str]:
+    return (yield made)  # type: ignore[no-any-return]

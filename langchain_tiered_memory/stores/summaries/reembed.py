@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from langchain_tiered_memory._redis import RedisConnection, as_text
-from langchain_tiered_memory._steps import Plan, Step, step
+from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.embeddings import embeddings_model_id
 from langchain_tiered_memory.errors import ConcurrentReembedError
 from langchain_tiered_memory.stores.summaries.index import (
@@ -209,7 +209,7 @@ def reembed_users_plan(
     """:func:`reembed_plan` for each of ``user_ids`` (default: every user with items, by
     SCAN), one after the other. Returns each user's count of re-embedded items.
     """
-    users = list(user_ids) if user_ids is not None else (yield step(store, "users"))
+    users = list(user_ids) if user_ids is not None else (yield call(store.users, store.ausers))
     done: dict[str, int] = {}
     for user in users:
         report = None if progress is None else functools.partial(progress, user)
