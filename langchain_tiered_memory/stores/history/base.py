@@ -1,0 +1,338 @@
+"""The history tier's interface (:class:`HistoryStore`), its LangChain
+``BaseChatMessageHistory`` view of one user, and the argument checks and the replay check
+both stores share.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import (
+    BaseMessage,
+)
+
+from langchain_tiered_memory.errors import InvalidMessageError
+from langchain_tiered_memory.stores.history.codec import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    OnInvalid,
+    dump_message,
+    placeholder_for,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class HistoryStore(ABC):
+    """Per-user append-only chat history with absolute message positions.
+
+    Sync and async methods form pairs with the same signature.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> from langchain_tiered_memory.stores.history import InMemoryHistoryStore
+        >>> store = InMemoryHistoryStore()
+        >>> store.append("alice", [HumanMessage("Hi, I'm Alice."), AIMessage("Hello!")])
+        2
+        >>> [m.text for m in store.tail("alice", 1)]
+        ['Hello!']
+    """
+
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+    @abstractmethod
+    def append(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+    ) -> int:
+        """Append ``messages`` atomically (all or nothing); return the new absolute length.
+
+        Args:
+            user_id: whose history.
+            messages: the turn's messages, oldest first.
+            thread_id: the conversation thread the turn came from, recorded so that
+                forgetting the user can also delete those threads from a checkpointer.
+            thread_position: with ``thread_id``, the position of ``messages[0]`` in the
+                thread. The append is then idempotent: messages of the thread that are
+                already stored (the same position and message id, e.g. from a save that
+                timed out after it was applied) are skipped.
+            on_invalid: ``"raise"`` (nothing is written if one message is refused) or
+                ``"placeholder"`` (a refused message is stored as a short note that keeps
+                its type and tool-call ids, and a warning is logged).
+
+        Raises:
+            InvalidMessageError: with ``on_invalid="raise"``, a message cannot be stored.
+
+        """
+
+    @abstractmethod
+    async def aappend(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+    ) -> int:
+        """Async :meth:`append`."""
+
+    @abstractmethod
+    def record_thread(self, user_id: str, thread_id: str) -> None:
+        """Record ``thread_id`` as the user's before anything of it is saved (a turn's
+        start), so that erasing the user also finds a thread whose first turn failed.
+        """
+
+    @abstractmethod
+    async def arecord_thread(self, user_id: str, thread_id: str) -> None:
+        """Async :meth:`record_thread`."""
+
+    @abstractmethod
+    def threads(self, user_id: str) -> list[str]:
+        """Thread ids the user's turns were appended from (sorted)."""
+
+    @abstractmethod
+    async def athreads(self, user_id: str) -> list[str]:
+        """Async :meth:`threads`."""
+
+    @abstractmethod
+    def spans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """``(start, end, thread_id)`` of every turn appended with a thread, oldest first:
+        which thread each absolute position came from (provenance of summary items).
+        """
+
+    @abstractmethod
+    async def aspans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """Async :meth:`spans`."""
+
+    @abstractmethod
+    def forget_thread(self, user_id: str, thread_id: str) -> int:
+        """Delete the messages that came from ``thread_id`` and its records; return how
+        many messages. Positions stay (the messages become tombstones readers skip).
+        """
+
+    @abstractmethod
+    async def aforget_thread(self, user_id: str, thread_id: str) -> int:
+        """Async :meth:`forget_thread`."""
+
+    @abstractmethod
+    def tail(self, user_id: str, n: int) -> list[BaseMessage]:
+        """The last ``n`` messages, oldest first, never starting with an orphan tool result."""
+
+    @abstractmethod
+    async def atail(self, user_id: str, n: int) -> list[BaseMessage]:
+        """Async :meth:`tail`."""
+
+    @abstractmethod
+    def window(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Up to ``limit`` (default: all) positions from absolute position ``start``.
+
+        If ``start`` was trimmed away, reading begins at the oldest kept message. Messages
+        of a forgotten thread are skipped, so there may be fewer messages than positions.
+
+        Returns ``(first position read, position after the last one read, messages)``.
+        """
+
+    @abstractmethod
+    async def awindow(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Async :meth:`window`."""
+
+    def since(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, list[BaseMessage]]:
+        """``(first position, messages)`` of :meth:`window`."""
+        first, _, messages = self.window(user_id, start, limit)
+        return first, messages
+
+    async def asince(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, list[BaseMessage]]:
+        """Async :meth:`since`."""
+        first, _, messages = await self.awindow(user_id, start, limit)
+        return first, messages
+
+    @abstractmethod
+    def length(self, user_id: str) -> int:
+        """Absolute length: messages ever appended, trimmed ones included."""
+
+    @abstractmethod
+    async def alength(self, user_id: str) -> int:
+        """Async :meth:`length`."""
+
+    @abstractmethod
+    def trim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
+        """Drop the oldest messages, keeping ``keep_last``, never dropping a position >=
+        ``not_after`` (the summarizer's watermark). Returns how many were dropped.
+        """
+
+    @abstractmethod
+    async def atrim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
+        """Async :meth:`trim`."""
+
+    @abstractmethod
+    def users(self) -> list[str]:
+        """Every user with a history (for offline jobs; a SCAN on Redis)."""
+
+    @abstractmethod
+    async def ausers(self) -> list[str]:
+        """Async :meth:`users`."""
+
+    @abstractmethod
+    def clear(self, user_id: str) -> int:
+        """Delete the user's kept messages and thread records; return how many messages
+        (those already forgotten with their thread are not counted again).
+
+        Positions keep counting (:meth:`length` is unchanged), so the summarizer's
+        watermark stays valid for messages appended afterwards.
+        """
+
+    @abstractmethod
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+
+    def session(self, user_id: str) -> UserChatMessageHistory:
+        """A ``BaseChatMessageHistory`` view of one user's history.
+
+        Example:
+            >>> from langchain_tiered_memory.stores.history import InMemoryHistoryStore
+            >>> store = InMemoryHistoryStore()
+            >>> store.session("alice").add_user_message("hi")
+            >>> [m.content for m in store.session("alice").messages]
+            ['hi']
+
+        """
+        return UserChatMessageHistory(self, user_id)
+
+    def _dump_all(
+        self, messages: Sequence[BaseMessage], on_invalid: OnInvalid = "raise"
+    ) -> list[bytes]:
+        out = []
+        for i, message in enumerate(messages):
+            try:
+                out.append(dump_message(message, self.max_message_bytes))
+            except InvalidMessageError as exc:
+                if on_invalid != "placeholder":
+                    raise
+                logger.warning("message %d of a turn was not stored: %s", i, exc)
+                out.append(dump_message(placeholder_for(message, str(exc)), 2**20))
+        return out
+
+
+class UserChatMessageHistory(BaseChatMessageHistory):
+    """LangChain chat history of one user, backed by any :class:`HistoryStore`.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> from langchain_tiered_memory.stores.history import InMemoryHistoryStore
+        >>> history = UserChatMessageHistory(InMemoryHistoryStore(), "alice")
+        >>> history.add_messages([HumanMessage("I like tea.")])
+        >>> [m.text for m in history.messages]
+        ['I like tea.']
+    """
+
+    def __init__(self, store: HistoryStore, user_id: str) -> None:
+        self.store = store
+        self.user_id = user_id
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """Every kept message of the user (use ``store.tail`` for the last N)."""
+        return self.store.since(self.user_id, 0)[1]
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async :attr:`messages`."""
+        return (await self.store.asince(self.user_id, 0))[1]
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append messages in one atomic write."""
+        self.store.append(self.user_id, messages)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async :meth:`add_messages`."""
+        await self.store.aappend(self.user_id, messages)
+
+    def clear(self) -> None:
+        """Delete this user's history."""
+        self.store.clear(self.user_id)
+
+    async def aclear(self) -> None:
+        """Async :meth:`clear`."""
+        await self.store.aclear(self.user_id)
+
+
+# A thread's replay mark keeps the ids of this many last saved messages (a turn's worth).
+MARK_IDS = 32
+
+
+def message_ids(messages: Sequence[BaseMessage]) -> list[str]:
+    """Each message's id (``""`` for none): what the replay check compares."""
+    ids = []
+    for message in messages:
+        msg_id = getattr(message, "id", None)
+        ids.append(msg_id if isinstance(msg_id, str) else "")
+    return ids
+
+
+def position_arg(thread_id: str | None, thread_position: int | None) -> str:
+    """A checked thread position as a script argument (``""``: not tracked)."""
+    if thread_position is None:
+        return ""
+    if isinstance(thread_position, bool) or not isinstance(thread_position, int):
+        raise InvalidMessageError(f"thread_position must be an int, got {thread_position!r}.")
+    if thread_position < 0:
+        raise InvalidMessageError(f"thread_position must be >= 0, got {thread_position}.")
+    return "" if thread_id is None else str(thread_position)
+
+
+def replayed_prefix(mark: tuple[int, Sequence[str]] | None, start: int, ids: Sequence[str]) -> int:
+    """How many leading messages of a batch at thread position ``start`` are already
+    stored, given the thread's mark: ``(saved position, ids of the last saved messages)``
+    (the in-memory twin of the check in the append script).
+
+    Either the batch reaches the saved position with the id stored there (a replay of
+    everything saved), or its leading ids are those stored at its positions (a save
+    applied while the step's checkpoint was lost: the next turn starts with the same
+    human message, then a new reply).
+
+    Example:
+        >>> replayed_prefix((2, ("h1", "a1")), 0, ["h1", "a1-regenerated", "h2"])
+        1
+    """
+    if mark is None:
+        return 0
+    saved, stored = mark
+    k = saved - start
+    if 0 < k <= len(ids) and stored and stored[-1] and ids[k - 1] == stored[-1]:
+        return k
+    first, skip = saved - len(stored), 0
+    while skip < len(ids) and first <= start + skip < saved:
+        expected = stored[start + skip - first]
+        if not expected or ids[skip] != expected:
+            break
+        skip += 1
+    return skip
+
+
+def thread_arg(thread_id: str | None) -> str:
+    """A checked thread id as a script argument (``""``: none)."""
+    if thread_id is None:
+        return ""
+    if not isinstance(thread_id, str) or not thread_id:
+        raise InvalidMessageError(f"thread_id must be a non-empty str, got {thread_id!r}.")
+    return thread_id
+
+
+def limit_arg(limit: int | None) -> str | int:
+    """A read limit as a script argument (``"all"``: none)."""
+    return "all" if limit is None else max(limit, 0)

@@ -1,0 +1,248 @@
+"""The history's stored form: a message as compact JSON, checked to be portable (JSON and
+every checkpointer's msgpack can carry it), read back tolerant of what an older release or
+a forgotten thread left (tombstones), and the per-thread spans of positions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+    message_to_dict,
+)
+from langchain_core.messages import messages_from_dict as _messages_from_dict
+
+from langchain_tiered_memory.errors import CorruptMemoryError, InvalidMessageError
+
+logger = logging.getLogger(__name__)
+
+OnInvalid = Literal["raise", "placeholder"]
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+BASE_FIELD = "hist_base"  # in the user's meta hash: absolute position of list index 0
+
+
+# What JSON and the checkpointers' msgpack both carry: 64-bit integers, finite floats,
+# bounded nesting. A value outside that stored in the history would break every later
+# thread that loads it (msgpack refuses integers past 64 bits).
+MIN_INT, MAX_INT = -(2**63), 2**64 - 1
+MAX_NESTING = 64
+
+
+def check_portable(value: Any, what: str = "value") -> None:
+    """Raise ``InvalidMessageError`` unless ``value`` is plain JSON data every checkpointer
+    can serialize: str keys, 64-bit ints, finite floats, at most ``MAX_NESTING`` levels.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise InvalidMessageError(
+                f"{what} is nested more than {MAX_NESTING} levels deep; flatten it."
+            )
+        if isinstance(item, bool) or item is None or isinstance(item, str):
+            continue
+        if isinstance(item, int):
+            if not MIN_INT <= item <= MAX_INT:
+                raise InvalidMessageError(
+                    f"{what} holds the integer {str(item)[:20]}... ({item.bit_length()} bits); "
+                    "numbers must fit in 64 bits. Send it as a string."
+                )
+        elif isinstance(item, float):
+            if item != item or item in (float("inf"), float("-inf")):
+                raise InvalidMessageError(f"{what} holds {item!r}; only finite numbers are stored.")
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                if not isinstance(key, str):
+                    raise InvalidMessageError(f"{what} has a non-string key {key!r}.")
+                stack.append((sub, depth + 1))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((sub, depth + 1) for sub in item)
+        else:
+            raise InvalidMessageError(
+                f"{what} holds a {type(item).__name__}, which is not JSON data."
+            )
+
+
+# Fields a message holds at their default value, left out of the stored entry (the loader
+# gives them back): for a short message they were half of its bytes.
+_DEFAULTS: dict[str, Any] = {
+    "additional_kwargs": {},
+    "response_metadata": {},
+    "name": None,
+    "id": None,
+    "example": False,
+    "tool_calls": [],
+    "invalid_tool_calls": [],
+    "usage_metadata": None,
+    "artifact": None,
+    "status": "success",
+}
+
+
+def _compact(data: dict[str, Any]) -> dict[str, Any]:
+    """LangChain's message dict without the fields that hold their defaults."""
+    body = {
+        k: v
+        for k, v in data["data"].items()
+        if not (k in _DEFAULTS and type(v) is type(_DEFAULTS[k]) and v == _DEFAULTS[k])
+        and not (k == "type" and v == data["type"])
+    }
+    return {"type": data["type"], "data": body}
+
+
+def dump_message(message: BaseMessage, max_bytes: int) -> bytes:
+    """Serialize one message as JSON bytes (LangChain's dict format without the fields at
+    their defaults), enforcing the size cap.
+
+    Raises:
+        InvalidMessageError: not a message, not portable JSON data (see
+            :func:`check_portable`), or over ``max_bytes`` serialized.
+
+    """
+    if not isinstance(message, BaseMessage):
+        raise InvalidMessageError(
+            f"expected a langchain BaseMessage, got {type(message).__name__}; wrap text in "
+            "HumanMessage/AIMessage."
+        )
+    try:
+        data = _compact(message_to_dict(message))
+        check_portable(data, f"a {message.type} message")
+        raw = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode(
+            "utf-8"
+        )
+    except InvalidMessageError:
+        raise
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as exc:
+        raise InvalidMessageError(
+            f"message cannot be stored as JSON ({type(exc).__name__}: {str(exc)[:200]}); keep "
+            "contents to text, JSON-able content blocks and JSON-able additional_kwargs."
+        ) from exc
+    if len(raw) > max_bytes:
+        raise InvalidMessageError(
+            f"message is {len(raw)} bytes serialized; the limit is {max_bytes}. Store large "
+            "payloads elsewhere and keep a reference in the message, or raise max_message_bytes."
+        )
+    return raw
+
+
+def placeholder_for(message: Any, reason: str) -> BaseMessage:
+    """A small stand-in for a message the history refused, keeping the conversation's shape.
+
+    Tool results keep their ``tool_call_id`` and tool calls their ids, so the stored turn
+    stays one a chat model accepts.
+    """
+    note = f"[not stored: {reason[:300]}]"
+    msg_id = getattr(message, "id", None)
+    msg_id = msg_id if isinstance(msg_id, str) and len(msg_id) <= 200 else None
+    try:
+        if isinstance(message, ToolMessage):
+            return ToolMessage(
+                content=note,
+                tool_call_id=str(message.tool_call_id)[:200],
+                id=msg_id,
+                status="error",
+            )
+        if isinstance(message, AIMessage):
+            calls = [
+                {"id": str(c.get("id") or "")[:200], "name": str(c.get("name"))[:200], "args": {}}
+                for c in message.tool_calls
+            ]
+            return AIMessage(content=note, tool_calls=calls, id=msg_id)
+        if isinstance(message, HumanMessage):
+            return HumanMessage(content=note, id=msg_id)
+    except (TypeError, ValueError):
+        pass
+    return AIMessage(content=note)
+
+
+# What a forgotten thread's messages become (positions are kept; readers skip them).
+TOMBSTONE = '{"forgotten": true}'
+TOMBSTONES = frozenset({TOMBSTONE, TOMBSTONE.encode()})
+
+
+def thread_spans(raw: Sequence[bytes | str]) -> list[tuple[int, int, str]]:
+    """Parse stored ``"start:end:thread"`` records."""
+    out = []
+    for entry in raw:
+        text = entry.decode() if isinstance(entry, bytes) else entry
+        start, end, thread = text.split(":", 2)
+        out.append((int(start), int(end), thread))
+    return out
+
+
+def threads_between(spans: Sequence[tuple[int, int, str]], start: int, end: int) -> list[str]:
+    """Threads with a message in positions ``[start, end)``, in order of first appearance."""
+    out: list[str] = []
+    for first, last, thread in spans:
+        if first < end and start < last and thread not in out:
+            out.append(thread)
+    return out
+
+
+def load_messages(raw: Sequence[bytes | str], *, where: str = "a history") -> list[BaseMessage]:
+    """Inverse of :func:`dump_message` for a batch.
+
+    Raises:
+        CorruptMemoryError: an entry is not what this package writes (another writer, a
+            bug, a migration); ``where`` names the user and key in the message.
+
+    """
+    try:
+        return _messages_from_dict([json.loads(r) for r in raw if r not in TOMBSTONES])
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        # JSONDecodeError and UnicodeDecodeError are ValueErrors; a dict of the wrong shape
+        # raises KeyError/TypeError/ValueError in messages_from_dict.
+        raise CorruptMemoryError(
+            f"{where} holds an entry that is not a stored chat message "
+            f"({type(exc).__name__}: {str(exc)[:200]}). Export the user's other tiers with "
+            "export_user, then forget_user or delete the key to recover."
+        ) from exc
+
+
+def drop_orphan_tool_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Cut a history window so it starts at a message a chat model accepts first.
+
+    A window cut from the middle can start with ``ToolMessage``\\s whose ``AIMessage`` (with
+    the ``tool_calls``) was cut off; providers reject those, so they are dropped.
+    """
+    start = 0
+    while start < len(messages) and isinstance(messages[start], ToolMessage):
+        start += 1
+    return messages[start:]
+
+
+def drop_unanswered_tool_calls(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """Drop a trailing ``AIMessage`` whose tool calls are not all answered (cut turn).
+
+    The ``ToolMessage``\\s that follow it are dropped with it: providers reject an
+    assistant message with ``tool_calls`` unless every call id has a tool result.
+    """
+    end = len(messages)
+    answered: set[str | None] = set()
+    while end > 0 and isinstance(last := messages[end - 1], ToolMessage):
+        answered.add(last.tool_call_id)
+        end -= 1
+    if (
+        end > 0
+        and isinstance(ai := messages[end - 1], AIMessage)
+        and not {call.get("id") for call in ai.tool_calls} <= answered
+    ):
+        return messages[: end - 1]
+    return messages
+
+
+def parse_tail(raw: Sequence[bytes | str], where: str = "a history") -> list[BaseMessage]:
+    """Stored entries (the reply of a tail read) as the messages a turn may see: a tool
+    message whose call was cut off and a tool call whose answer was are dropped.
+
+    Raises:
+        CorruptMemoryError: an entry is not a stored message (``where`` names it).
+    """
+    return drop_unanswered_tool_calls(drop_orphan_tool_messages(load_messages(raw, where=where)))

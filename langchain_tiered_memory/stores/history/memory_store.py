@@ -1,0 +1,235 @@
+"""Process-local chat history with the Redis store's semantics, for tests and prototypes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from langchain_core.messages import (
+    BaseMessage,
+)
+
+from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory.stores.history.base import (
+    MARK_IDS,
+    HistoryStore,
+    message_ids,
+    position_arg,
+    replayed_prefix,
+    thread_arg,
+)
+from langchain_tiered_memory.stores.history.codec import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    TOMBSTONE,
+    TOMBSTONES,
+    OnInvalid,
+    load_messages,
+    parse_tail,
+)
+
+
+class InMemoryHistoryStore(HistoryStore):
+    """Process-local history for tests and prototypes; same semantics as Redis.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> InMemoryHistoryStore().append("bob", [HumanMessage("hi")])
+        1
+    """
+
+    def __init__(self, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        self.max_message_bytes = max_message_bytes
+        self._data: dict[str, list[bytes]] = {}
+        self._base: dict[str, int] = {}
+        self._threads: dict[str, set[str]] = {}
+        # user -> thread -> (saved thread position, id of the last saved message)
+        self._marks: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {}
+        self._spans: dict[str, list[tuple[int, int, str]]] = {}
+        self._lock = threading.Lock()
+
+    def append(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+    ) -> int:
+        """Append atomically, idempotent per thread position (as on Redis)."""
+        user_id = validate_user_id(user_id)
+        thread = thread_arg(thread_id)
+        position = position_arg(thread_id, thread_position)
+        payload = self._dump_all(messages, on_invalid)
+        ids = message_ids(messages)
+        with self._lock:
+            marks = self._marks.setdefault(user_id, {})
+            skip = replayed_prefix(marks.get(thread), int(position), ids) if position else 0
+            if len(payload) > skip:
+                data = self._data.setdefault(user_id, [])
+                start = len(data) + self._base.get(user_id, 0)
+                data.extend(payload[skip:])
+                if thread:
+                    self._threads.setdefault(user_id, set()).add(thread)
+                    end = start + len(payload) - skip
+                    self._spans.setdefault(user_id, []).append((start, end, thread))
+                if position:
+                    marks[thread] = (int(position) + len(payload), tuple(ids[-MARK_IDS:]))
+            return len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
+
+    async def aappend(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+    ) -> int:
+        """Async :meth:`append`."""
+        return self.append(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        )
+
+    def record_thread(self, user_id: str, thread_id: str) -> None:
+        """Add the thread to the user's threads."""
+        user_id, thread = validate_user_id(user_id), thread_arg(thread_id)
+        with self._lock:
+            self._threads.setdefault(user_id, set()).add(thread)
+
+    async def arecord_thread(self, user_id: str, thread_id: str) -> None:
+        """Async :meth:`record_thread`."""
+        self.record_thread(user_id, thread_id)
+
+    def threads(self, user_id: str) -> list[str]:
+        """Thread ids recorded for the user."""
+        user_id = validate_user_id(user_id)
+        with self._lock:
+            return sorted(self._threads.get(user_id, ()))
+
+    async def athreads(self, user_id: str) -> list[str]:
+        """Async :meth:`threads`."""
+        return self.threads(user_id)
+
+    def spans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """The thread spans, oldest first."""
+        user_id = validate_user_id(user_id)
+        with self._lock:
+            return list(self._spans.get(user_id, []))
+
+    async def aspans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """Async :meth:`spans`."""
+        return self.spans(user_id)
+
+    def forget_thread(self, user_id: str, thread_id: str) -> int:
+        """Tombstone the thread's messages."""
+        user_id = validate_user_id(user_id)
+        thread = thread_arg(thread_id)
+        tomb = TOMBSTONE.encode()
+        removed = 0
+        with self._lock:
+            data, base = self._data.get(user_id, []), self._base.get(user_id, 0)
+            kept = []
+            for first, last, owner in self._spans.get(user_id, []):
+                if owner != thread:
+                    kept.append((first, last, owner))
+                    continue
+                for p in range(max(first, base), last):
+                    if p - base < len(data) and data[p - base] != tomb:
+                        data[p - base] = tomb
+                        removed += 1
+            self._spans[user_id] = kept
+            self._threads.get(user_id, set()).discard(thread)
+            self._marks.get(user_id, {}).pop(thread, None)
+        return removed
+
+    async def aforget_thread(self, user_id: str, thread_id: str) -> int:
+        """Async :meth:`forget_thread`."""
+        return self.forget_thread(user_id, thread_id)
+
+    def tail(self, user_id: str, n: int) -> list[BaseMessage]:
+        """Last ``n`` messages."""
+        user_id = validate_user_id(user_id)
+        if n <= 0:
+            return []
+        with self._lock:
+            raw = list(self._data.get(user_id, [])[-n:])
+        return parse_tail(raw)
+
+    async def atail(self, user_id: str, n: int) -> list[BaseMessage]:
+        """Async :meth:`tail`."""
+        return self.tail(user_id, n)
+
+    def window(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Positions from absolute position ``start``."""
+        user_id = validate_user_id(user_id)
+        with self._lock:
+            base = self._base.get(user_id, 0)
+            offset = max(start - base, 0)
+            end = None if limit is None else offset + max(limit, 0)
+            raw = list(self._data.get(user_id, [])[offset:end])
+        return base + offset, base + offset + len(raw), load_messages(raw)
+
+    async def awindow(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Async :meth:`window`."""
+        return self.window(user_id, start, limit)
+
+    def length(self, user_id: str) -> int:
+        """Absolute length."""
+        user_id = validate_user_id(user_id)
+        with self._lock:
+            return len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
+
+    async def alength(self, user_id: str) -> int:
+        """Async :meth:`length`."""
+        return self.length(user_id)
+
+    def trim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
+        """Retention: drop old, already-summarized messages."""
+        user_id = validate_user_id(user_id)
+        with self._lock:
+            data = self._data.get(user_id, [])
+            base = self._base.get(user_id, 0)
+            drop = min(len(data) - max(keep_last, 0), max(not_after, 0) - base)
+            if drop <= 0:
+                return 0
+            del data[:drop]
+            self._base[user_id] = base + drop
+            return drop
+
+    async def atrim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
+        """Async :meth:`trim`."""
+        return self.trim(user_id, keep_last=keep_last, not_after=not_after)
+
+    def clear(self, user_id: str) -> int:
+        """Delete the user's history; positions keep counting, as on Redis."""
+        user_id = validate_user_id(user_id)
+        with self._lock:
+            self._threads.pop(user_id, None)
+            self._marks.pop(user_id, None)
+            self._spans.pop(user_id, None)
+            data = self._data.pop(user_id, [])
+            if data:
+                self._base[user_id] = self._base.get(user_id, 0) + len(data)
+            return sum(1 for raw in data if raw not in TOMBSTONES)
+
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+        return self.clear(user_id)
+
+    def users(self) -> list[str]:
+        """Users with a history (the in-memory answer to a SCAN)."""
+        with self._lock:
+            return sorted(self._data)
+
+    async def ausers(self) -> list[str]:
+        """Async :meth:`users`."""
+        return self.users()

@@ -1,0 +1,462 @@
+"""Chat history in Redis: a list per user, each turn appended by one Lua script, with the
+per-thread records (threads, replay marks, spans) beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import (
+    BaseMessage,
+)
+
+from langchain_tiered_memory._keys import KeyBuilder
+from langchain_tiered_memory._redis import RedisConnection, ScriptCall
+from langchain_tiered_memory.stores.history.base import (
+    MARK_IDS,
+    HistoryStore,
+    limit_arg,
+    message_ids,
+    position_arg,
+    thread_arg,
+)
+from langchain_tiered_memory.stores.history.codec import (
+    BASE_FIELD,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    TOMBSTONE,
+    OnInvalid,
+    load_messages,
+    parse_tail,
+    thread_spans,
+)
+
+# Reads the base offset and a range in one atomic step, so trimming in between cannot
+# shift positions under the reader.
+_SINCE_LUA = """
+local base = tonumber(redis.call('HGET', KEYS[2], ARGV[3]) or '0')
+local start = tonumber(ARGV[1]) - base
+if start < 0 then start = 0 end
+local stop = -1
+if ARGV[2] ~= 'all' then
+  if tonumber(ARGV[2]) <= 0 then return {base + start, {}} end
+  stop = start + tonumber(ARGV[2]) - 1
+end
+return {base + start, redis.call('LRANGE', KEYS[1], start, stop)}
+"""
+
+_TRIM_LUA = """
+local base = tonumber(redis.call('HGET', KEYS[2], ARGV[3]) or '0')
+local len = redis.call('LLEN', KEYS[1])
+local drop = math.min(len - tonumber(ARGV[1]), tonumber(ARGV[2]) - base)
+if drop <= 0 then return 0 end
+redis.call('LTRIM', KEYS[1], drop, -1)
+redis.call('HINCRBY', KEYS[2], ARGV[3], drop)
+return drop
+"""
+
+# Clearing keeps positions counting: the summarizer's watermark (an absolute position)
+# stays meaningful, so messages added after a clear are summarized, not skipped.
+# Returns the messages deleted: forgotten ones (tombstones) are not counted again.
+_CLEAR_LUA = """
+local n = redis.call('LLEN', KEYS[1])
+local kept = n
+if n > 0 then
+  for _, entry in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+    if entry == ARGV[2] then kept = kept - 1 end
+  end
+  redis.call('HINCRBY', KEYS[2], ARGV[1], n)
+  redis.call('DEL', KEYS[1])
+end
+redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
+return kept
+"""
+
+# One script: the whole turn lands or none of it. RPUSH per element because unpack() of a
+# large ARGV overflows Lua's C stack (about 8000 values).
+# ARGV: thread id ('' = none), thread position of the first message ('' = none), n, then
+# n message ids, then n payloads. KEYS[4] maps a thread to its mark: "<saved position>:"
+# then the ids of the last saved messages (up to MARK_IDS, NUL-separated; the thread
+# positions just before the saved one). A batch is a replay of what is stored (a save
+# that timed out after it was applied, or a save applied while the step's checkpoint was
+# lost) when it reaches the saved position with the id stored there, or starts with ids
+# stored at its positions: that prefix is skipped. A batch from a fork of the thread (time
+# travel) has other ids there and is stored whole. See replayed_prefix, its twin.
+_APPEND_LUA = """
+local MARK_IDS = @MARK_IDS@
+local n = tonumber(ARGV[3])
+local skip = 0
+local tracked = ARGV[1] ~= '' and ARGV[2] ~= ''
+if tracked then
+  local mark = redis.call('HGET', KEYS[4], ARGV[1])
+  if mark then
+    local sep = string.find(mark, ':', 1, true)
+    local saved = tonumber(string.sub(mark, 1, sep - 1))
+    local ids, at = {}, sep + 1
+    while true do
+      local nul = string.find(mark, '\0', at, true)
+      if not nul then ids[#ids + 1] = string.sub(mark, at); break end
+      ids[#ids + 1] = string.sub(mark, at, nul - 1)
+      at = nul + 1
+    end
+    local start = tonumber(ARGV[2])
+    local k = saved - start
+    if k > 0 and k <= n and ids[#ids] ~= '' and ARGV[3 + k] == ids[#ids] then
+      skip = k
+    else
+      local first = saved - #ids
+      while skip < n do
+        local q = start + skip
+        if q < first or q >= saved then break end
+        local stored = ids[q - first + 1]
+        if stored == '' or ARGV[4 + skip] ~= stored then break end
+        skip = skip + 1
+      end
+    end
+  end
+end
+local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
+local before = redis.call('LLEN', KEYS[1])
+local len = before
+for i = 1 + skip, n do len = redis.call('RPUSH', KEYS[1], ARGV[3 + n + i]) end
+if n > skip and ARGV[1] ~= '' then
+  redis.call('SADD', KEYS[3], ARGV[1])
+  redis.call('RPUSH', KEYS[5], (base + before) .. ':' .. (base + len) .. ':' .. ARGV[1])
+end
+if n > skip then
+  -- last activity, for the console's user list (server time: one clock for every client)
+  redis.call('HSET', KEYS[2], 'last_at', redis.call('TIME')[1])
+end
+if tracked and n > skip then
+  local kept = {}
+  for i = math.max(1, n - MARK_IDS + 1), n do kept[#kept + 1] = ARGV[3 + i] end
+  redis.call('HSET', KEYS[4], ARGV[1], (tonumber(ARGV[2]) + n) .. ':' .. table.concat(kept, '\0'))
+end
+return {len + base, skip}
+""".replace("@MARK_IDS@", str(MARK_IDS))
+
+# Forget one thread: its messages become tombstones (positions stay, so the watermark and
+# the other threads' spans keep their meaning), its records go. KEYS: history, meta,
+# threads, turns, spans. ARGV: thread id, tombstone.
+_FORGET_THREAD_LUA = """
+local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
+local len = redis.call('LLEN', KEYS[1])
+local removed = 0
+local spans = redis.call('LRANGE', KEYS[5], 0, -1)
+for _, span in ipairs(spans) do
+  local a = string.find(span, ':', 1, true)
+  local b = string.find(span, ':', a + 1, true)
+  if string.sub(span, b + 1) == ARGV[1] then
+    local first = tonumber(string.sub(span, 1, a - 1))
+    local last = tonumber(string.sub(span, a + 1, b - 1))
+    for p = math.max(first, base), last - 1 do
+      if p - base < len and redis.call('LINDEX', KEYS[1], p - base) ~= ARGV[2] then
+        redis.call('LSET', KEYS[1], p - base, ARGV[2])
+        removed = removed + 1
+      end
+    end
+    redis.call('LREM', KEYS[5], 0, span)
+  end
+end
+redis.call('SREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
+return removed
+"""
+
+
+class RedisHistoryStore(HistoryStore):
+    """Chat history in a Redis list per user: ``RPUSH`` whole turns, ``LRANGE`` the tail.
+
+    Reading the last N messages costs O(N) whatever the history length.
+
+    Example:
+        >>> store = RedisHistoryStore(RedisConnection("redis://localhost:6379"))  # no I/O yet
+
+    """
+
+    def __init__(
+        self,
+        connection: RedisConnection,
+        *,
+        keys: KeyBuilder | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
+        self.connection = connection
+        self.keys = keys or KeyBuilder()
+        self.max_message_bytes = max_message_bytes
+
+    def _k(self, user_id: str) -> tuple[str, str]:
+        return self.keys.key(user_id, "history"), self.keys.key(user_id, "meta")
+
+    def tail_command(self, user_id: str, n: int) -> tuple[str, str, int, int]:
+        """The ``LRANGE`` of :meth:`tail`, for callers batching it into a pipeline."""
+        if n <= 0:
+            return ("LRANGE", self._k(user_id)[0], 0, -1)  # never executed, see tail()
+        return ("LRANGE", self._k(user_id)[0], -n, -1)
+
+    parse_tail = staticmethod(parse_tail)  # the reply of tail_command as messages
+
+    def _records(self, user_id: str) -> list[str]:
+        # the per-thread records beside the list: thread ids, replay marks, spans
+        k = self.keys.key
+        return [k(user_id, "threads"), k(user_id, "turns"), k(user_id, "spans")]
+
+    def where(self, user_id: str) -> str:
+        """How errors name the user's history: the user id and the Redis key."""
+        return f"the history of user {user_id!r} (key {self._k(user_id)[0]})"
+
+    def append_call(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+    ) -> ScriptCall:
+        """The script call of :meth:`append` (its reply: :meth:`appended_length`), for a
+        caller that sends it with others. Validates and serializes the messages first.
+        """
+        hist, meta = self._k(user_id)
+        thread = thread_arg(thread_id)
+        position = position_arg(thread_id, thread_position)
+        payload = self._dump_all(messages, on_invalid)
+        keys = (hist, meta, *self._records(user_id))
+        args = (thread, position, len(payload), *message_ids(messages), *payload)
+        return ScriptCall(_APPEND_LUA, len(keys), (*keys, *args))
+
+    @staticmethod
+    def appended_length(reply: Any) -> int:
+        """The history's length after an append, from the append script's reply."""
+        return int(reply[0])
+
+    def append(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+    ) -> int:
+        """Append a turn in one script: atomic, contiguous, in order, idempotent per
+        thread position.
+        """
+        call = self.append_call(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        )
+        if not messages:
+            return self.length(user_id)
+        with self.connection.errors():
+            return self.appended_length(self.connection.run(call))
+
+    async def aappend(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+    ) -> int:
+        """Async :meth:`append`."""
+        call = self.append_call(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        )
+        if not messages:
+            return await self.alength(user_id)
+        with self.connection.errors():
+            return self.appended_length(await self.connection.arun(call))
+
+    def record_thread_command(self, user_id: str, thread_id: str) -> tuple[str, str, str]:
+        """The ``SADD`` of :meth:`record_thread`, for callers batching a pipeline."""
+        return ("SADD", self.keys.key(user_id, "threads"), thread_arg(thread_id))
+
+    def record_thread(self, user_id: str, thread_id: str) -> None:
+        """Add the thread to the user's set of threads (``SADD``)."""
+        command = self.record_thread_command(user_id, thread_id)
+        with self.connection.errors():
+            self.connection.sync.execute_command(*command)
+
+    async def arecord_thread(self, user_id: str, thread_id: str) -> None:
+        """Async :meth:`record_thread`."""
+        command = self.record_thread_command(user_id, thread_id)
+        with self.connection.errors():
+            await (await self.connection.aclient()).execute_command(*command)
+
+    def threads(self, user_id: str) -> list[str]:
+        """Thread ids recorded for the user."""
+        with self.connection.errors():
+            raw = self.connection.sync.smembers(self.keys.key(user_id, "threads"))
+        return sorted(r.decode() if isinstance(r, bytes) else r for r in raw)
+
+    async def athreads(self, user_id: str) -> list[str]:
+        """Async :meth:`threads`."""
+        with self.connection.errors():
+            raw = await (await self.connection.aclient()).smembers(
+                self.keys.key(user_id, "threads")
+            )
+        return sorted(r.decode() if isinstance(r, bytes) else r for r in raw)
+
+    def spans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """The thread spans, oldest first."""
+        with self.connection.errors():
+            raw = self.connection.sync.lrange(self.keys.key(user_id, "spans"), 0, -1)
+        return thread_spans(raw)
+
+    async def aspans(self, user_id: str) -> list[tuple[int, int, str]]:
+        """Async :meth:`spans`."""
+        with self.connection.errors():
+            raw = await (await self.connection.aclient()).lrange(
+                self.keys.key(user_id, "spans"), 0, -1
+            )
+        return thread_spans(raw)
+
+    def _forget_args(self, user_id: str, thread_id: str) -> list[Any]:
+        hist, meta = self._k(user_id)
+        records = self._records(user_id)
+        return [_FORGET_THREAD_LUA, 5, hist, meta, *records, thread_arg(thread_id), TOMBSTONE]
+
+    def forget_thread(self, user_id: str, thread_id: str) -> int:
+        """Tombstone the thread's messages in one script."""
+        args = self._forget_args(user_id, thread_id)
+        with self.connection.errors():
+            return int(self.connection.eval(*args))
+
+    async def aforget_thread(self, user_id: str, thread_id: str) -> int:
+        """Async :meth:`forget_thread`."""
+        args = self._forget_args(user_id, thread_id)
+        with self.connection.errors():
+            return int(await self.connection.aeval(*args))
+
+    def tail(self, user_id: str, n: int) -> list[BaseMessage]:
+        """Last ``n`` messages (``LRANGE -n -1``)."""
+        if n <= 0:
+            return []
+        _, key, start, stop = self.tail_command(user_id, n)
+        with self.connection.errors():
+            raw = self.connection.sync.lrange(key, start, stop)
+        return self.parse_tail(raw, self.where(user_id))
+
+    async def atail(self, user_id: str, n: int) -> list[BaseMessage]:
+        """Async :meth:`tail`."""
+        if n <= 0:
+            return []
+        _, key, start, stop = self.tail_command(user_id, n)
+        with self.connection.errors():
+            raw = await (await self.connection.aclient()).lrange(key, start, stop)
+        return self.parse_tail(raw, self.where(user_id))
+
+    def window(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Positions from absolute position ``start`` (one script: trimming in between
+        cannot shift them).
+        """
+        hist, meta = self._k(user_id)
+        with self.connection.errors():
+            first, raw = self.connection.eval(
+                _SINCE_LUA, 2, hist, meta, max(start, 0), limit_arg(limit), BASE_FIELD
+            )
+        return int(first), int(first) + len(raw), load_messages(raw, where=self.where(user_id))
+
+    async def awindow(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[BaseMessage]]:
+        """Async :meth:`window`."""
+        hist, meta = self._k(user_id)
+        with self.connection.errors():
+            first, raw = await self.connection.aeval(
+                _SINCE_LUA, 2, hist, meta, max(start, 0), limit_arg(limit), BASE_FIELD
+            )
+        return int(first), int(first) + len(raw), load_messages(raw, where=self.where(user_id))
+
+    def length(self, user_id: str) -> int:
+        """Absolute length."""
+        hist, meta = self._k(user_id)
+        with self.connection.errors():
+            pipe = self.connection.sync.pipeline(transaction=False)
+            pipe.llen(hist)
+            pipe.hget(meta, BASE_FIELD)
+            n, base = pipe.execute()
+        return int(n) + int(base or 0)
+
+    async def alength(self, user_id: str) -> int:
+        """Async :meth:`length`."""
+        hist, meta = self._k(user_id)
+        with self.connection.errors():
+            pipe = (await self.connection.aclient()).pipeline(transaction=False)
+            pipe.llen(hist)
+            pipe.hget(meta, BASE_FIELD)
+            n, base = await pipe.execute()
+        return int(n) + int(base or 0)
+
+    def trim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
+        """Retention: drop old, already-summarized messages."""
+        hist, meta = self._k(user_id)
+        with self.connection.errors():
+            return int(
+                self.connection.eval(
+                    _TRIM_LUA, 2, hist, meta, max(keep_last, 0), max(not_after, 0), BASE_FIELD
+                )
+            )
+
+    async def atrim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
+        """Async :meth:`trim`."""
+        hist, meta = self._k(user_id)
+        with self.connection.errors():
+            return int(
+                await self.connection.aeval(
+                    _TRIM_LUA, 2, hist, meta, max(keep_last, 0), max(not_after, 0), BASE_FIELD
+                )
+            )
+
+    def users(self) -> list[str]:
+        """Users with a history, found by SCAN (never KEYS) on every node."""
+        pattern = self.keys.scan_pattern("history")
+        found: set[str] = set()
+        with self.connection.errors():
+            for key in self.connection.sync.scan_iter(match=pattern, count=1000):
+                user = self.keys.user_from_key(key)
+                if user is not None:
+                    found.add(user)
+        return sorted(found)
+
+    async def ausers(self) -> list[str]:
+        """Async :meth:`users`."""
+        pattern = self.keys.scan_pattern("history")
+        found: set[str] = set()
+        with self.connection.errors():
+            async for key in (await self.connection.aclient()).scan_iter(match=pattern, count=1000):
+                user = self.keys.user_from_key(key)
+                if user is not None:
+                    found.add(user)
+        return sorted(found)
+
+    def clear(self, user_id: str) -> int:
+        """Delete the list; positions keep counting (:meth:`length` is unchanged)."""
+        hist, meta = self._k(user_id)
+        with self.connection.errors():
+            return int(
+                self.connection.eval(
+                    _CLEAR_LUA, 5, hist, meta, *self._records(user_id), BASE_FIELD, TOMBSTONE
+                )
+            )
+
+    async def aclear(self, user_id: str) -> int:
+        """Async :meth:`clear`."""
+        hist, meta = self._k(user_id)
+        with self.connection.errors():
+            return int(
+                await self.connection.aeval(
+                    _CLEAR_LUA, 5, hist, meta, *self._records(user_id), BASE_FIELD, TOMBSTONE
+                )
+            )
