@@ -4,6 +4,7 @@ per-thread records (threads, replay marks, spans) beside it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,14 +75,15 @@ return kept
 
 # One script: the whole turn lands or none of it. RPUSH per element because unpack() of a
 # large ARGV overflows Lua's C stack (about 8000 values).
-# ARGV: thread id ('' = none), thread position of the first message ('' = none), n, then
-# n message ids, then n payloads. KEYS[4] maps a thread to its mark: "<saved position>:"
-# then the ids of the last saved messages (up to MARK_IDS, NUL-separated; the thread
-# positions just before the saved one). A batch is a replay of what is stored (a save
-# that timed out after it was applied, or a save applied while the step's checkpoint was
-# lost) when it reaches the saved position with the id stored there, or starts with ids
-# stored at its positions: that prefix is skipped. A batch from a fork of the thread (time
-# travel) has other ids there and is stored whole. See replayed_prefix, its twin.
+# ARGV: thread id ('' = none), thread position of the first message ('' = none), n, then n
+# message ids, then n payloads, then the time (Unix seconds). KEYS[4] maps a thread to its
+# mark: "<saved position>:" then the ids of the last saved messages (up to MARK_IDS, NUL-
+# separated; the thread positions just before the saved one). A batch is a replay of what
+# is stored (a save that timed out after it was applied, or a save applied while the
+# step's checkpoint was lost) when it reaches the saved position with the id stored there,
+# or starts with ids stored at its positions: that prefix is skipped. A batch from a fork
+# of the thread (time travel) has other ids there and is stored whole. See
+# replayed_prefix, its twin.
 _APPEND_LUA = """
 local MARK_IDS = @MARK_IDS@
 local n = tonumber(ARGV[3])
@@ -124,8 +126,9 @@ if n > skip and ARGV[1] ~= '' then
   redis.call('RPUSH', KEYS[5], (base + before) .. ':' .. (base + len) .. ':' .. ARGV[1])
 end
 if n > skip then
-  -- last activity, for the console's user list (server time: one clock for every client)
-  redis.call('HSET', KEYS[2], 'last_at', redis.call('TIME')[1])
+  -- last activity, for the console's user list. The client's clock, not TIME: the
+  -- guide's ACL rule (data commands only) does not grant TIME.
+  redis.call('HSET', KEYS[2], 'last_at', ARGV[4 + 2 * n])
 end
 if tracked and n > skip then
   local kept = {}
@@ -222,7 +225,8 @@ class RedisHistoryStore(HistoryStore):
         position = position_arg(thread_id, thread_position)
         payload = self._dump_all(messages, on_invalid)
         keys = (hist, meta, *self._records(user_id))
-        args = (thread, position, len(payload), *message_ids(messages), *payload)
+        now = int(time.time())
+        args = (thread, position, len(payload), *message_ids(messages), *payload, now)
         return ScriptCall(_APPEND_LUA, len(keys), (*keys, *args))
 
     @staticmethod
