@@ -41,6 +41,7 @@ from langchain_tiered_memory.retrieval.conversation import (
     DEFAULT_CONTEXT_TURNS,
     recent_user_texts,
 )
+from langchain_tiered_memory.stores import turn as _turn
 from langchain_tiered_memory.stores.history import (
     HistoryStore,
     InMemoryHistoryStore,
@@ -58,7 +59,7 @@ from langchain_tiered_memory.stores.tags import (
     TagChange,
     TagStore,
 )
-from langchain_tiered_memory.stores.turn import RedisTiers, atouch_user, touch_user
+from langchain_tiered_memory.stores.turn import RedisTiers
 from langchain_tiered_memory.summarization import DEFAULT_SUMMARY_BATCH, Summarization
 
 if TYPE_CHECKING:
@@ -415,7 +416,7 @@ class TieredMemory:
         on_invalid: OnInvalid,
     ) -> Plan[None]:
         thread_id = validate_thread_id(thread_id)
-        tiers = self._tiers
+        tiers = self.tiers
         if messages and tiers is not None and tiers.saves_with(self.queue):
             # the append, the clock and the queue note: one round trip, as the load is
             yield call(
@@ -450,7 +451,7 @@ class TieredMemory:
                 ttl_ms=self._ttl_ms(),
             )
         if self.user_ttl is not None:
-            yield Step(self._touch, self._atouch, (user_id,))
+            yield Step(self.touch_user, self.atouch_user, (user_id,))
 
     # ----- long-term exact -----
 
@@ -484,7 +485,7 @@ class TieredMemory:
         """
         stored = self.tags.set(user_id, mapping, thread_id=thread_id)
         if self.user_ttl is not None:
-            self._touch(user_id)
+            self.touch_user(user_id)
         return stored
 
     async def aset_user_tags(
@@ -493,7 +494,7 @@ class TieredMemory:
         """Async :meth:`set_user_tags`."""
         stored = await self.tags.aset(user_id, mapping, thread_id=thread_id)
         if self.user_ttl is not None:
-            await self._atouch(user_id)
+            await self.atouch_user(user_id)
         return stored
 
     def get_tag_history(self, user_id: str, tag: str) -> list[TagChange]:
@@ -535,7 +536,7 @@ class TieredMemory:
             user_id, items, created_at=created_at, metadata=metadata, supersedes=supersedes
         )
         if self.user_ttl is not None:
-            self._touch(user_id)
+            self.touch_user(user_id)
         return ids
 
     async def aadd_summaries(
@@ -552,7 +553,7 @@ class TieredMemory:
             user_id, items, created_at=created_at, metadata=metadata, supersedes=supersedes
         )
         if self.user_ttl is not None:
-            await self._atouch(user_id)
+            await self.atouch_user(user_id)
         return ids
 
     def recall_summaries(
@@ -612,24 +613,34 @@ class TieredMemory:
 
     # ----- retention -----
 
-    def _touch(self, user_id: str) -> None:
-        """Restart the clock of every key of the user (``user_ttl``): they expire together."""
-        if self._connection is None or self.user_ttl is None:
-            return
-        keys = opening.keys_of(self.history)
-        touch_user(self._connection, keys, user_id, int(self.user_ttl * 1000))
+    def touch_user(self, user_id: str) -> None:
+        """Restart the clock of every key of the user (``user_ttl``): they expire together.
+        Every write and load does it; a service that writes for the user calls it too.
+        Nothing happens without ``user_ttl`` or off Redis.
 
-    async def _atouch(self, user_id: str) -> None:
+        Example:
+            >>> memory.touch_user("alice")  # doctest: +SKIP
+        """
         if self._connection is None or self.user_ttl is None:
             return
         keys = opening.keys_of(self.history)
-        await atouch_user(self._connection, keys, user_id, int(self.user_ttl * 1000))
+        _turn.touch_user(self._connection, keys, user_id, int(self.user_ttl * 1000))
+
+    async def atouch_user(self, user_id: str) -> None:
+        """Async :meth:`touch_user`."""
+        if self._connection is None or self.user_ttl is None:
+            return
+        keys = opening.keys_of(self.history)
+        await _turn.atouch_user(self._connection, keys, user_id, int(self.user_ttl * 1000))
 
     # ----- one turn's read -----
 
     @property
-    def _tiers(self) -> RedisTiers | None:
-        # Checked per call: the stores are public attributes an app may swap.
+    def tiers(self) -> RedisTiers | None:
+        """The three Redis tiers as one unit (a turn's read and save in one round trip
+        each, a user's purge), or ``None`` when a store is not on Redis. Checked per call:
+        the stores are public attributes an app may swap.
+        """
         return RedisTiers.of(self.history, self.tags, self.summaries)
 
     def load(
@@ -682,7 +693,7 @@ class TieredMemory:
         max_messages, k = validate_count(max_messages, "max_messages"), validate_count(k, "k")
         texts = [t for t in (*context, query) if t.strip()] if query else []
         want_recall = bool(texts) and k > 0
-        tiers = self._tiers
+        tiers = self.tiers
         tags: dict[str, str]
         history: list[BaseMessage]
         recalled: list[Document] = []
@@ -692,7 +703,7 @@ class TieredMemory:
                     self.history.record_thread, self.history.arecord_thread, user_id, thread_id
                 )
             if self.user_ttl is not None:
-                yield Step(self._touch, self._atouch, (user_id,))
+                yield Step(self.touch_user, self.atouch_user, (user_id,))
             tags = yield from _tier(
                 user_id, "tags", {}, call(self.tags.get_all, self.tags.aget_all, user_id)
             )

@@ -163,8 +163,8 @@ def _forget_user_plan(
     }
     if store is not None:
         removed["store_items"] = store_items
-    if memory._tiers is not None:
-        yield call(memory._tiers.purge, memory._tiers.apurge, user_id)
+    if memory.tiers is not None:
+        yield call(memory.tiers.purge, memory.tiers.apurge, user_id)
     if memory.queue is not None:
         # its entry, the pending index, the watermark copy
         yield call(memory.queue.forget, memory.queue.aforget, user_id)

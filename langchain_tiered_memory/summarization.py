@@ -176,7 +176,8 @@ class Summarization:
                 not_after=end,
             )
         if memory.user_ttl is not None:
-            yield Step(memory._touch, memory._atouch, (user_id,))  # new items join the clock
+            # new items join the user's retention clock
+            yield Step(memory.touch_user, memory.atouch_user, (user_id,))
         return ids
 
     # ----- in the background -----

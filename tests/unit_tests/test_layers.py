@@ -116,3 +116,44 @@ def test_the_checker_sees_lazy_and_relative_imports(tmp_path: Path) -> None:
     )
     found = imports_of(fake, tmp_path)
     assert f"{NAME}.local" in found and f"{NAME}.graph" in found
+
+
+# what a namedtuple offers under a leading underscore: public API, not a private member
+_NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make"}
+
+
+def _private_names_defined(tree: ast.AST) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return {n for n in names if n.startswith("_")}
+
+
+def test_no_private_member_crosses_a_module_boundary() -> None:
+    """``obj._name`` only where ``_name`` is defined in the same module (or ``self``'s):
+    a service that needs a member of another module's object gets a public one."""
+    found = []
+    for path in modules(""):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        own = _private_names_defined(tree)
+        aliases = {
+            alias.asname or alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for alias in node.names
+        }
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")):
+                continue
+            if node.attr.startswith("__") or node.attr in own | _NAMEDTUPLE_API:
+                continue
+            value = node.value
+            if isinstance(value, ast.Name) and value.id in {"self", "cls", *aliases}:
+                continue  # one's own member, or a module's
+            found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, found

@@ -94,6 +94,7 @@ FACADE_METHODS = [
     "forget_user",
     "export_user",
     "reembed",
+    "touch_user",
     "close",
 ]
 
