@@ -9,7 +9,8 @@ One thread of the prebuilt memory graph (scripted model, 200-character messages,
 embeddings, memory on the embedded Redis), with each saver as its checkpointer:
 
 - bytes: the thread's checkpoints (``MEMORY USAGE`` of its keys on Redis; the file size
-  for ``SqliteSaver``), and that over the user's history tier (the same messages, once);
+  for ``SqliteSaver``), and that over the user's history tier (the same messages, once)
+  and over the messages' text (issue 32's measure: at most 20x, flat per turn);
 - ``get_tuple`` p50 of the latest checkpoint (what every step reads), and the whole-turn
   p50 over the last 10 turns (``invoke``: load, model, save).
 
@@ -117,6 +118,7 @@ def run(name: str, turns: int, graph_kind: str = "prebuilt") -> dict[str, Any]:
                 "turns": turns,
                 "bytes": size(),
                 "history": history,
+                "text": turns * (len(f"{turns} ") + 2 * 200),
                 "get_tuple": statistics.median(reads) * 1000,
                 "turn": statistics.median(times[-10:]) * 1000,
             }
@@ -133,13 +135,17 @@ def main() -> None:
         for name in args.savers:
             rows.append(run(name, turns, args.graph))
             print(f"  {name} at {turns} turns", file=sys.stderr, flush=True)
-    print("| saver | turns | thread bytes | x history tier | get_tuple p50 ms | turn p50 ms |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print(
+        "| saver | turns | thread bytes | x history tier | x text "
+        "| get_tuple p50 ms | turn p50 ms |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         size = f"{row['bytes'] / 1e6:.2f} MB" if row["bytes"] is not None else "n/a"
         ratio = f"{row['bytes'] / row['history']:.0f}" if row["bytes"] is not None else "n/a"
+        text = f"{row['bytes'] / row['text']:.1f}" if row["bytes"] is not None else "n/a"
         print(
-            f"| {row['saver']} | {row['turns']} | {size} | {ratio} | "
+            f"| {row['saver']} | {row['turns']} | {size} | {ratio} | {text} | "
             f"{row['get_tuple']:.2f} | {row['turn']:.1f} |"
         )
 

@@ -9,7 +9,9 @@ so a thread lives in one Redis Cluster slot and each write is one atomic Lua scr
 - ``cp:blobs`` (hash): ``<ns>\\0<channel>\\0<version>`` -> one channel value, written once
   by the checkpoint that gave the channel that version and shared by every later
   checkpoint that still holds it (as ``PostgresSaver``'s blobs): a step that changes one
-  channel stores one value, not all of them again.
+  channel stores one value, not all of them again. A long list snapshot (a
+  ``DeltaChannel``'s) is a list of chunk fields (``<ns>\\0<channel>\\0#<hash>``), each
+  chunk shared by every later snapshot that holds the same items (``chunks.py``).
 - ``cp:refs`` (hash): ``<ns>\\0<checkpoint id>`` -> the blob fields the checkpoint holds
   (msgpack list of strings, which Lua's ``cmsgpack`` reads), so a read is still one
   script: record, writes and blobs.
@@ -26,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import zlib
 from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict, cast
 
@@ -46,10 +47,13 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
     writes_sort_key,
 )
+from langgraph.constants import START
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, escape_id
 from langchain_tiered_memory._redis import RedisConnection, as_text
+from langchain_tiered_memory.checkpoint import chunks
 from langchain_tiered_memory.checkpoint.cache import DecodedValues, fresh
+from langchain_tiered_memory.checkpoint.records import pack_record, unpack_record
 from langchain_tiered_memory.errors import CorruptMemoryError
 
 __all__ = ["BaseRedisSaver", "CheckpointTTL"]
@@ -381,27 +385,6 @@ def _small(value: Any) -> bool:
     return isinstance(value, (list, dict, tuple, set)) and not value
 
 
-# A record longer than this is stored zlib-compressed (level 1): LangGraph's bookkeeping
-# (each channel's version in ``channel_versions`` and again per node in ``versions_seen``)
-# is most of a record and repeats itself, so it halves (measured: 1,050 -> 500 bytes, 45 us
-# to compress, 12 to expand).
-COMPRESS_OVER = 256
-
-
-def _pack_record(fields: list[Any]) -> bytes:
-    packed = ormsgpack.packb(fields)
-    return zlib.compress(packed, 1) if len(packed) > COMPRESS_OVER else packed
-
-
-def _unpack_record(record: bytes) -> Any:
-    """A record's fields; a zlib stream starts with 0x78, a record's msgpack array with
-    0x95 (five fields), so the two are told apart by the first byte.
-    """
-    if record[:1] == b"\x78":
-        record = zlib.decompress(record)
-    return ormsgpack.unpackb(record)
-
-
 class _Where(NamedTuple):
     """Where a config points: a thread, a namespace (``None``: all) and maybe an id."""
 
@@ -509,23 +492,36 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         member = f"{ns}{SEP}{checkpoint_id}"
         values = checkpoint.get("channel_values") or {}
         versions = checkpoint.get("channel_versions") or {}
-        inline = {ch: v for ch, v in values.items() if ch not in versions or _small(v)}
+        # The input channel's value is read by the next step only, never held by a later
+        # checkpoint: a blob of its own would buy nothing and cost a field and a ref.
+        inline = {
+            ch: v for ch, v in values.items() if ch not in versions or ch == START or _small(v)
+        }
         refs: list[str] = []
         sent: list[Any] = []
         held: list[str] = []
         for channel, value in values.items():
             if channel in inline:
                 continue
-            field = f"{ns}{SEP}{_check_part(str(channel), 'channel')}{SEP}{versions[channel]}"
-            refs.append(field)
-            if new_versions.get(channel) == versions[channel] or field in resend:
-                sent += [field, ormsgpack.packb(list(self.serde.dumps_typed(value)))]
-            else:
-                held.append(field)
+            prefix = f"{ns}{SEP}{_check_part(str(channel), 'channel')}{SEP}"
+            field = f"{prefix}{versions[channel]}"
+            new = new_versions.get(channel) == versions[channel]
+            chunked = chunks.split(self.serde, prefix, value)
+            parts = [(field, None if chunked is None else chunked.blob)]
+            # chunks after the blob that names them: refs list each field once
+            parts += [c for c in (chunked.chunks if chunked else []) if c[0] not in refs]
+            for name, stored in parts:
+                refs.append(name)
+                if new or name in resend:
+                    if stored is None:
+                        stored = ormsgpack.packb(list(self.serde.dumps_typed(value)))
+                    sent += [name, stored]
+                else:
+                    held.append(name)
         ctype, cbytes = self.serde.dumps_typed({**checkpoint, "channel_values": inline})
         full_metadata = get_checkpoint_metadata(config, metadata)
         mtype, mbytes = self.serde.dumps_typed(full_metadata)
-        record = _pack_record([ctype, cbytes, mtype, mbytes, where.checkpoint_id or ""])
+        record = pack_record([ctype, cbytes, mtype, mbytes, where.checkpoint_id or ""])
         run_id = full_metadata.get("run_id")
         run = str(run_id) if run_id else None
         run_entry = f"{_check_part(run, 'run_id')}{SEP}{member}" if run else ""
@@ -623,18 +619,26 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         if len(entry) < 6:
             return {}  # written inline, before blobs
         out: dict[str, Any] = {}
-        for field, blob in zip(ormsgpack.unpackb(entry[4]), entry[5], strict=True):
+        loaded = dict(zip(ormsgpack.unpackb(entry[4]), entry[5], strict=True))
+
+        def missing(field: str) -> CorruptMemoryError:
+            return CorruptMemoryError(
+                f"checkpoint {as_text(entry[0])!r} holds the value {field!r}, which is "
+                "missing from its thread's blobs; delete the thread (delete_thread) or "
+                "restore the keys."
+            )
+
+        for field, blob in loaded.items():
             channel = field.split(SEP)[1]
-            if channels is not None and channel not in channels:
-                continue
+            if (channels is not None and channel not in channels) or chunks.is_chunk_field(field):
+                continue  # a chunk is read with the snapshot that names it
             if blob is None:
-                raise CorruptMemoryError(
-                    f"checkpoint {as_text(entry[0])!r} holds the value {field!r}, which is "
-                    "missing from its thread's blobs; delete the thread (delete_thread) or "
-                    "restore the keys."
-                )
+                raise missing(field)
             vtype, vbytes = ormsgpack.unpackb(blob)
-            out[channel] = self._value(vtype, vbytes)
+            if vtype == chunks.CHUNKED:
+                out[channel] = chunks.join(vbytes, loaded, self._value, missing)
+            else:
+                out[channel] = self._value(vtype, vbytes)
         return out
 
     def _value(self, vtype: str, vbytes: bytes) -> Any:
@@ -646,7 +650,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
     def _decode_entry(self, thread_id: str, entry: Sequence[Any]) -> CheckpointTuple:
         member, record, fields, values = entry[:4]
         ns, _, checkpoint_id = as_text(member).partition(SEP)
-        ctype, cbytes, mtype, mbytes, parent = _unpack_record(record)
+        ctype, cbytes, mtype, mbytes, parent = unpack_record(record)
         checkpoint = cast(Checkpoint, self.serde.loads_typed((ctype, cbytes)))
         if blobs := self._blobs(entry):
             checkpoint["channel_values"] = {**checkpoint.get("channel_values", {}), **blobs}
@@ -813,7 +817,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         try:
             _, record, fields, values = entry[:4]
             _, _, checkpoint_id = member.partition(SEP)
-            ctype, cbytes, _mtype, _mbytes, parent = _unpack_record(record)
+            ctype, cbytes, _mtype, _mbytes, parent = unpack_record(record)
             held = set(channels)
             if ctype == "msgpack":
                 shape = ormsgpack.unpackb(
