@@ -29,7 +29,7 @@ MAX_THREAD_ID_LENGTH = 1024
 MAX_USER_ID_LENGTH = 256
 
 # RFC 3986 unreserved characters stay readable; everything else, '%' included, is escaped.
-_SAFE = "-._~@"
+SAFE_CHARS = "-._~@"
 
 
 class UserId(str):
@@ -44,7 +44,7 @@ class UserId(str):
 
     def __new__(cls, value: str) -> UserId:
         self = super().__new__(cls, value)
-        self.escaped = quote(value, safe=_SAFE)
+        self.escaped = quote(value, safe=SAFE_CHARS)
         return self
 
 

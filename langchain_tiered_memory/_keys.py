@@ -19,7 +19,7 @@ from typing import Literal, get_args
 from urllib.parse import quote, unquote
 
 # re-exported: the stores import the id check from here, with the keys
-from langchain_tiered_memory._ids import _SAFE, MAX_USER_ID_LENGTH, UserId, validate_user_id  # noqa: F401
+from langchain_tiered_memory._ids import MAX_USER_ID_LENGTH, SAFE_CHARS, UserId, validate_user_id  # noqa: F401
 from langchain_tiered_memory.errors import InvalidUserIdError
 
 DEFAULT_PREFIX = "tm"
@@ -76,7 +76,7 @@ def escape_id(value: object, what: str, *, max_length: int = MAX_THREAD_ID_LENGT
     if len(text) > max_length:
         raise ValueError(f"{what} is {len(text)} characters long; the limit is {max_length}.")
     try:
-        return quote(text, safe=_SAFE)
+        return quote(text, safe=SAFE_CHARS)
     except UnicodeEncodeError as exc:
         raise ValueError(f"{what} contains lone surrogates and cannot be encoded.") from exc
 
@@ -147,7 +147,7 @@ class KeyBuilder:
         """A SCAN MATCH pattern for one key of every thread whose id starts with
         ``thread_prefix`` (escaped ids hold no glob characters).
         """
-        head = quote(thread_prefix, safe=_SAFE) if thread_prefix else ""
+        head = quote(thread_prefix, safe=SAFE_CHARS) if thread_prefix else ""
         return f"{self.prefix}:{{cp:{head}*}}:cp:ids"
 
     def thread_from_key(self, key: str | bytes) -> str | None:
@@ -235,7 +235,7 @@ class KeyBuilder:
             'tm:{*[aA][lL]%2A*}:tags'
         """
         parts = ["*"]
-        escaped = quote(contains or "", safe=_SAFE)
+        escaped = quote(contains or "", safe=SAFE_CHARS)
         i = 0
         while i < len(escaped):
             if escaped[i] == "%":  # a percent escape is matched as written

@@ -7,7 +7,7 @@ turn: 46 ms for 1,200 messages, growing with the thread; the up to 100 writes si
 snapshot, replayed on it, took 4 ms more. The bytes of a snapshot and of a write do not
 change between turns, so the values decoded from them can be reused. What a delta walk read
 of each ancestor (its parent and its writes) is kept too, by thread and checkpoint; the next
-walk checks it against Redis with one digest per ancestor (``_DIGEST``: the record's and its
+walk checks it against Redis with one digest per ancestor (``scripts.DIGEST``: the record's and its
 refs' SHA-1 and the number of its writes) and loads only what is new or changed, so a turn
 no longer reads the up to 250 ancestors since the last snapshot again.
 

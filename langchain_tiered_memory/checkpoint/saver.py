@@ -20,19 +20,21 @@ from langgraph.checkpoint.base import (
 from langchain_tiered_memory._keys import DEFAULT_PREFIX
 from langchain_tiered_memory._redis import ConnectionOwner, RedisConnection, as_text
 from langchain_tiered_memory.checkpoint.base import (
-    _COPY,
-    _DELETE,
-    _DIGEST,
-    _LOAD,
-    _PUT,
-    _PUT_WRITES,
-    _READ_ALL,
     DECODE_CACHE_BYTES,
     DELETE_CHUNK,
     PAGE,
     BaseRedisSaver,
     CheckpointTTL,
-    _Where,
+    Where,
+)
+from langchain_tiered_memory.checkpoint.scripts import (
+    COPY,
+    DELETE,
+    DIGEST,
+    LOAD,
+    PUT,
+    PUT_WRITES,
+    READ_ALL,
 )
 
 __all__ = ["RedisSaver"]
@@ -112,7 +114,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         with self.connection.errors():
             return await self.connection.aeval(script, len(keys), *keys, *args)
 
-    def _members(self, where: _Where, high: str, low: str, offset: int, num: int) -> list[str]:
+    def _members(self, where: Where, high: str, low: str, offset: int, num: int) -> list[str]:
         with self.connection.errors():
             found = self.connection.sync.zrevrangebylex(
                 self._thread_keys(where.thread_id)[0], high, low, start=offset, num=num
@@ -120,7 +122,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         return [as_text(m) for m in found]
 
     async def _amembers(
-        self, where: _Where, high: str, low: str, offset: int, num: int
+        self, where: Where, high: str, low: str, offset: int, num: int
     ) -> list[str]:
         with self.connection.errors():
             found = await (await self.connection.aclient()).zrevrangebylex(
@@ -190,7 +192,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
             if kind in ("load", "digest"):
-                reply = self._eval(_LOAD if kind == "load" else _DIGEST, thread_id, *args)
+                reply = self._eval(LOAD if kind == "load" else DIGEST, thread_id, *args)
             else:
                 where, high, low, count = args
                 reply = self._members(where, high, low, 0, count)
@@ -207,7 +209,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
             if kind in ("load", "digest"):
-                script = _LOAD if kind == "load" else _DIGEST
+                script = LOAD if kind == "load" else DIGEST
                 reply = await self._aeval(script, thread_id, *args)
             else:
                 where, high, low, count = args
@@ -219,13 +221,13 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         One script call: O(log n) in the thread's length, plus the checkpoint's size.
         """
         where = self._where(config)
-        reply = self._eval(_LOAD, where.thread_id, *self._load_latest_args(where))
+        reply = self._eval(LOAD, where.thread_id, *self._load_latest_args(where))
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
         where = self._where(config)
-        reply = await self._aeval(_LOAD, where.thread_id, *self._load_latest_args(where))
+        reply = await self._aeval(LOAD, where.thread_id, *self._load_latest_args(where))
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     def list(
@@ -246,9 +248,9 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         if remaining is not None and remaining <= 0:
             return
         if config is not None:
-            wheres: Iterator[_Where] = iter([self._where(config)])
+            wheres: Iterator[Where] = iter([self._where(config)])
         else:
-            wheres = (_Where(t, None, None) for t in self.list_threads())
+            wheres = (Where(t, None, None) for t in self.list_threads())
         before_id = self._before(before)
         for where in wheres:
             high, low = self._lex_range(where, before_id)
@@ -259,7 +261,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
                 offset += len(members)
                 wanted = [m for m in members if self._member_wanted(m, where, before_id)]
                 if wanted:
-                    reply = self._eval(_LOAD, where.thread_id, *self._load_members_args(wanted))
+                    reply = self._eval(LOAD, where.thread_id, *self._load_members_args(wanted))
                     for entry in reply:
                         found = self._decode(where.thread_id, entry)
                         if not self._matches(found.metadata, filter):
@@ -285,14 +287,14 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         if remaining is not None and remaining <= 0:
             return
         if config is not None:
-            thread_ids: list[_Where] | None = [self._where(config)]
+            thread_ids: list[Where] | None = [self._where(config)]
         else:
             thread_ids = None
         before_id = self._before(before)
         wheres = (
             _aiter_list(thread_ids)
             if thread_ids is not None
-            else (_Where(t, None, None) async for t in self.alist_threads())
+            else (Where(t, None, None) async for t in self.alist_threads())
         )
         async for where in wheres:
             high, low = self._lex_range(where, before_id)
@@ -304,7 +306,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
                 wanted = [m for m in members if self._member_wanted(m, where, before_id)]
                 if wanted:
                     reply = await self._aeval(
-                        _LOAD, where.thread_id, *self._load_members_args(wanted)
+                        LOAD, where.thread_id, *self._load_members_args(wanted)
                     )
                     for entry in reply:
                         found = self._decode(where.thread_id, entry)
@@ -332,11 +334,11 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         # The run marker first, so a crash in between leaves a harmless marker, not a lost one.
         self._mark(run, stored["configurable"]["thread_id"])
         with self.connection.errors():
-            missing = self.connection.eval(_PUT, len(keys), *keys, *args)
+            missing = self.connection.eval(PUT, len(keys), *keys, *args)
             if isinstance(missing, list):  # values an inline-era ancestor did not leave
                 resend = [as_text(f) for f in missing]
                 keys, args, *_ = self._put_args(config, checkpoint, metadata, new_versions, resend)
-                self.connection.eval(_PUT, len(keys), *keys, *args)
+                self.connection.eval(PUT, len(keys), *keys, *args)
         return stored
 
     async def aput(
@@ -350,11 +352,11 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         keys, args, stored, run = self._put_args(config, checkpoint, metadata, new_versions)
         await self._amark(run, stored["configurable"]["thread_id"])
         with self.connection.errors():
-            missing = await self.connection.aeval(_PUT, len(keys), *keys, *args)
+            missing = await self.connection.aeval(PUT, len(keys), *keys, *args)
             if isinstance(missing, list):
                 resend = [as_text(f) for f in missing]
                 keys, args, *_ = self._put_args(config, checkpoint, metadata, new_versions, resend)
-                await self.connection.aeval(_PUT, len(keys), *keys, *args)
+                await self.connection.aeval(PUT, len(keys), *keys, *args)
         return stored
 
     def put_writes(
@@ -369,7 +371,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             return
         keys, args = self._put_writes_args(config, writes, task_id, task_path)
         with self.connection.errors():
-            self.connection.eval(_PUT_WRITES, len(keys), *keys, *args)
+            self.connection.eval(PUT_WRITES, len(keys), *keys, *args)
 
     async def aput_writes(
         self,
@@ -383,7 +385,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             return
         keys, args = self._put_writes_args(config, writes, task_id, task_path)
         with self.connection.errors():
-            await self.connection.aeval(_PUT_WRITES, len(keys), *keys, *args)
+            await self.connection.aeval(PUT_WRITES, len(keys), *keys, *args)
 
     # ----- deletes and copies -----
 
@@ -424,7 +426,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             with self.connection.errors():
                 threads = self.connection.sync.smembers(run_key)
             for escaped in threads:
-                self._eval(_DELETE, unquote(as_text(escaped)), "run", run)
+                self._eval(DELETE, unquote(as_text(escaped)), "run", run)
             with self.connection.errors():
                 self.connection.sync.delete(run_key)
         self._forget_runs(map(str, run_ids))
@@ -436,28 +438,28 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             with self.connection.errors():
                 threads = await (await self.connection.aclient()).smembers(run_key)
             for escaped in threads:
-                await self._aeval(_DELETE, unquote(as_text(escaped)), "run", run)
+                await self._aeval(DELETE, unquote(as_text(escaped)), "run", run)
             with self.connection.errors():
                 await (await self.connection.aclient()).delete(run_key)
         self._forget_runs(map(str, run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of a thread into another (merging)."""
-        contents = self._eval(_READ_ALL, str(source_thread_id))
+        contents = self._eval(READ_ALL, str(source_thread_id))
         target = str(target_thread_id)
         for run in self._runs_of(contents[4]):
             self._mark(run, target)
         if contents[0]:
-            self._eval(_COPY, target, *self._copy_args(self._ttl_ms, contents))
+            self._eval(COPY, target, *self._copy_args(self._ttl_ms, contents))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
-        contents = await self._aeval(_READ_ALL, str(source_thread_id))
+        contents = await self._aeval(READ_ALL, str(source_thread_id))
         target = str(target_thread_id)
         for run in self._runs_of(contents[4]):
             await self._amark(run, target)
         if contents[0]:
-            await self._aeval(_COPY, target, *self._copy_args(self._ttl_ms, contents))
+            await self._aeval(COPY, target, *self._copy_args(self._ttl_ms, contents))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Delete old checkpoints: ``"keep_latest"`` keeps the newest of each namespace,
@@ -472,10 +474,10 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             if strategy == "delete":
                 self.delete_thread(thread_id)
                 continue
-            contents = self._eval(_READ_ALL, thread_id)
+            contents = self._eval(READ_ALL, thread_id)
             keep, drop = self._keep_latest(contents[0])
             for i in range(0, len(drop), DELETE_CHUNK):
-                self._eval(_DELETE, thread_id, "members", *drop[i : i + DELETE_CHUNK])
+                self._eval(DELETE, thread_id, "members", *drop[i : i + DELETE_CHUNK])
             stale = self._stale_runs(contents[4], keep)
             if stale:
                 with self.connection.errors():
@@ -488,10 +490,10 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             if strategy == "delete":
                 await self.adelete_thread(thread_id)
                 continue
-            contents = await self._aeval(_READ_ALL, thread_id)
+            contents = await self._aeval(READ_ALL, thread_id)
             keep, drop = self._keep_latest(contents[0])
             for i in range(0, len(drop), DELETE_CHUNK):
-                await self._aeval(_DELETE, thread_id, "members", *drop[i : i + DELETE_CHUNK])
+                await self._aeval(DELETE, thread_id, "members", *drop[i : i + DELETE_CHUNK])
             stale = self._stale_runs(contents[4], keep)
             if stale:
                 with self.connection.errors():
@@ -505,6 +507,6 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
             raise ValueError(f"prune strategy must be 'keep_latest' or 'delete', not {strategy!r}.")
 
 
-async def _aiter_list(items: list[_Where]) -> AsyncIterator[_Where]:
+async def _aiter_list(items: list[Where]) -> AsyncIterator[Where]:
     for item in items:
         yield item

@@ -34,7 +34,7 @@ from langchain_tiered_memory.cli.commands import (
     cmd_ui,
     cmd_worker,
 )
-from langchain_tiered_memory.cli.common import _CHAT_HELP, EXIT_ERROR, EXIT_INTERRUPTED
+from langchain_tiered_memory.cli.common import CHAT_HELP, EXIT_ERROR, EXIT_INTERRUPTED
 from langchain_tiered_memory.errors import TieredMemoryError
 
 __all__ = ["main", "build_parser"]
@@ -141,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Chat with the memory agent. Thread state is kept in "
             "the same Redis as the memory; the memory tiers carry over to every thread."
         ),
-        epilog=_CHAT_HELP,
+        epilog=CHAT_HELP,
     )
     _user_option(chat)
     chat.add_argument(

@@ -7,23 +7,23 @@ import uuid
 from typing import Any
 
 from langchain_tiered_memory.cli.common import (
-    _CHAT_HELP,
+    CHAT_HELP,
     EXIT_OK,
-    _console,
-    _open_memory,
-    _user,
     checkpoint_thread_id,
     describe_model,
     forget_user_everywhere,
     load_chat_model,
+    open_memory,
+    rich_console,
+    user_id_of,
 )
 from langchain_tiered_memory.cli.render import (
-    _esc,
-    _items_table,
-    _tags_table,
+    esc,
+    items_table,
     line,
     print_memory_section,
     print_update,
+    tags_table,
 )
 
 __all__ = ["cmd_chat"]
@@ -34,9 +34,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from langchain_tiered_memory.defaults import open_checkpointer
     from langchain_tiered_memory.graph import create_memory_graph
 
-    user = _user(args)
-    console = _console()
-    with _open_memory(args) as memory, open_checkpointer(memory) as saver:
+    user = user_id_of(args)
+    console = rich_console()
+    with open_memory(args) as memory, open_checkpointer(memory) as saver:
         with console.status("loading the chat model..."):
             model, force = load_chat_model(args.model)
         # as an app's graph would: the history is summarized in the background once a
@@ -61,9 +61,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
             small=force,
         )
         console.print(
-            f"user [bold]{_esc(user)}[/bold], thread [bold]{_esc(thread)}[/bold] "
-            f"(resume with --thread {_esc(thread)}); model: {_esc(describe_model(model))}; "
-            f"memory: {_esc(str(memory.redis_url))}",
+            f"user [bold]{esc(user)}[/bold], thread [bold]{esc(thread)}[/bold] "
+            f"(resume with --thread {esc(thread)}); model: {esc(describe_model(model))}; "
+            f"memory: {esc(str(memory.redis_url))}",
             highlight=False,
         )
         console.print("type /help for the slash commands, /quit to leave", style="dim")
@@ -144,17 +144,15 @@ class _ChatSession:
         if name in {"/quit", "/exit", "/q"}:
             return False
         if name == "/help":
-            line(self.console, _CHAT_HELP)
+            line(self.console, CHAT_HELP)
         elif name == "/tags":
-            self.console.print(_tags_table(self.memory.get_user_tags(self.user)))
+            self.console.print(tags_table(self.memory.get_user_tags(self.user)))
         elif name == "/recall":
             if not rest:
                 line(self.console, "usage: /recall QUERY", style="red")
             else:
                 docs = self.memory.recall_summaries(self.user, rest, n=5)
-                self.console.print(
-                    _items_table(docs, f"recalled for {_esc(repr(rest))}", score=True)
-                )
+                self.console.print(items_table(docs, f"recalled for {esc(repr(rest))}", score=True))
         elif name == "/summarize":
             try:
                 with self.console.status("summarizing..."):
@@ -174,7 +172,7 @@ class _ChatSession:
                 line(self.console, f"  | {row}")
             print_memory_section(self.console, memory_prompt, self.user)
         elif name == "/forget":
-            answer = self.console.input(f"Erase every memory of {_esc(repr(self.user))}? \\[y/N] ")
+            answer = self.console.input(f"Erase every memory of {esc(repr(self.user))}? \\[y/N] ")
             if answer.strip().lower() in {"y", "yes"}:
                 removed = forget_user_everywhere(self.memory, self.user, self.saver)
                 parts = ", ".join(f"{n} {what}" for what, n in removed.items())

@@ -11,21 +11,21 @@ from typing import Any
 from langchain_tiered_memory.cli.common import (
     EXIT_ERROR,
     EXIT_OK,
-    _console,
-    _data_dir,
-    _open_memory,
-    _user,
     checkpoint_thread_id,
+    data_dir_of,
     describe_model,
     forget_user_everywhere,
     load_chat_model,
+    open_memory,
+    rich_console,
+    user_id_of,
 )
 from langchain_tiered_memory.cli.render import (
-    _esc,
-    _items_table,
-    _messages_table,
-    _tags_table,
+    esc,
+    items_table,
+    messages_table,
     position_range,
+    tags_table,
 )
 
 __all__ = [
@@ -41,9 +41,9 @@ __all__ = [
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     """``inspect --user U``."""
-    user = _user(args)
-    console = _console()
-    with _open_memory(args) as memory:
+    user = user_id_of(args)
+    console = rich_console()
+    with open_memory(args) as memory:
         tags = memory.get_user_tags(user)
         total = memory.history.length(user)  # positions: every message ever written
         kept = len(memory.history.since(user, 0)[1])  # not trimmed, not forgotten
@@ -51,26 +51,26 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         items = memory.summaries.get_all(user)
         watermark = memory.summaries.get_watermark(user)
         console.print(
-            f"[bold]user[/bold] {_esc(repr(user))} on {_esc(str(memory.redis_url))}",
+            f"[bold]user[/bold] {esc(repr(user))} on {esc(str(memory.redis_url))}",
             highlight=False,
         )
-        console.print(_tags_table(tags))
+        console.print(tags_table(tags))
         console.print(
-            _messages_table(
+            messages_table(
                 last,
                 max(total - len(last), 0),
                 f"last {len(last)} of {kept} kept messages ({total} written; summarized: "
                 f"{position_range(0, watermark)})",
             )
         )
-        console.print(_items_table(items, f"summary items ({len(items)})"))
+        console.print(items_table(items, f"summary items ({len(items)})"))
     return EXIT_OK
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     """``export --user U``: JSON on stdout."""
-    user = _user(args)
-    with _open_memory(args) as memory:
+    user = user_id_of(args)
+    with open_memory(args) as memory:
         data = memory.export_user(user)
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
     return EXIT_OK
@@ -84,8 +84,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise ImportError(
             "tiered-memory mcp needs the [mcp] extra: pip install 'langchain-tiered-memory[mcp]'"
         ) from exc
-    user = _user(args)
-    with _open_memory(args) as memory:
+    user = user_id_of(args)
+    with open_memory(args) as memory:
         server = create_mcp_server(memory, user_id=user)
         if args.http:
             # loopback only: the server has no authentication of its own
@@ -114,7 +114,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
     token = args.token or os.environ.get("TIERED_MEMORY_CONSOLE_TOKEN") or None
     check_bind(args.host, token)  # before opening anything: a refused bind leaves no trace
-    with _open_memory(args) as memory:
+    with open_memory(args) as memory:
         app = create_app(memory, host=args.host, token=token, read_only=args.read_only)
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
         server = uvicorn.Server(config)
@@ -132,9 +132,9 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     """``reembed [--user U]``: a progress bar on stderr, one line per user on stdout."""
     from rich.progress import Progress
 
-    users = [_user(args)] if args.user else None
-    console = _console()
-    with _open_memory(args) as memory, Progress(console=_console(stderr=True)) as bar:
+    users = [user_id_of(args)] if args.user else None
+    console = rich_console()
+    with open_memory(args) as memory, Progress(console=rich_console(stderr=True)) as bar:
         task = bar.add_task("re-embedding", total=None)
 
         def report(user: str, done: int, total: int) -> None:
@@ -142,18 +142,18 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
         converted = memory.reembed(users, progress=report)
     for user, n in converted.items():
-        console.print(f"{_esc(repr(user))}: {n} items", highlight=False)
+        console.print(f"{esc(repr(user))}: {n} items", highlight=False)
     console.print(f"re-embedded {len(converted)} users", highlight=False)
     return EXIT_OK
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
     """``forget --user U``."""
-    user = _user(args)
-    console = _console()
+    user = user_id_of(args)
+    console = rich_console()
     what = f"thread {args.thread!r} of user" if args.thread else "every memory of user"
     if not args.yes and sys.stdin.isatty():
-        answer = console.input(f"Erase {_esc(what)} {_esc(repr(user))}? \\[y/N] ")
+        answer = console.input(f"Erase {esc(what)} {esc(repr(user))}? \\[y/N] ")
         if answer.strip().lower() not in {"y", "yes"}:
             console.print("nothing erased")
             return EXIT_ERROR
@@ -161,17 +161,17 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
     if args.thread:
         return _forget_thread(args, user, console)
-    with _open_memory(args) as memory, open_checkpointer(memory) as saver:
+    with open_memory(args) as memory, open_checkpointer(memory) as saver:
         removed = forget_user_everywhere(memory, user, saver)
     parts = ", ".join(f"{n} {what}" for what, n in removed.items())
-    console.print(f"forgot user {_esc(repr(user))}: removed {parts}", highlight=False)
+    console.print(f"forgot user {esc(repr(user))}: removed {parts}", highlight=False)
     return EXIT_OK
 
 
 def _forget_thread(args: argparse.Namespace, user: str, console: Any) -> int:
     from langchain_tiered_memory.defaults import open_checkpointer
 
-    with _open_memory(args) as memory, open_checkpointer(memory) as saver:
+    with open_memory(args) as memory, open_checkpointer(memory) as saver:
         # chat threads are recorded under a user-scoped id; an app's under its own
         thread = args.thread
         if thread not in memory.history.threads(user):
@@ -179,7 +179,7 @@ def _forget_thread(args: argparse.Namespace, user: str, console: Any) -> int:
         removed = memory.forget_thread(user, thread, checkpointer=saver)
     parts = ", ".join(f"{n} {what}" for what, n in removed.items())
     console.print(
-        f"forgot thread {_esc(repr(args.thread))} of user {_esc(repr(user))}: removed {parts}",
+        f"forgot thread {esc(repr(args.thread))} of user {esc(repr(user))}: removed {parts}",
         highlight=False,
     )
     return EXIT_OK
@@ -193,16 +193,16 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     from langchain_tiered_memory.errors import SummarizationError
     from langchain_tiered_memory.summarizer import small_model_options
 
-    user = _user(args) if args.user is not None else None
-    console = _console()
-    with _open_memory(args) as memory:
+    user = user_id_of(args) if args.user is not None else None
+    console = rich_console()
+    with open_memory(args) as memory:
         users = [user] if user is not None else memory.pending_users(max(args.min_messages, 1))
         if not users:
             console.print("no user has unsummarized messages: nothing to do")
             return EXIT_OK
         with console.status("loading the chat model..."):
             model, small = load_chat_model(args.model)
-        console.print(f"model: {_esc(describe_model(model))}", highlight=False)
+        console.print(f"model: {esc(describe_model(model))}", highlight=False)
         results = Table(title="summarization", title_justify="left")
         results.add_column("user")
         results.add_column("result")
@@ -211,14 +211,14 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         with Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task("summarizing", total=len(users))
             for uid in users:
-                progress.update(task, description=f"summarizing {_esc(uid)}")
+                progress.update(task, description=f"summarizing {esc(uid)}")
                 try:
                     ids = memory.summarize_history(uid, model, **small_model_options(small))
                     outcome = f"{len(ids)} item(s) stored" if ids else "nothing new"
                 except SummarizationError as exc:
                     failed += 1
-                    outcome = f"[red]failed[/red]: {_esc(str(exc))}"
-                results.add_row(_esc(uid), outcome)
+                    outcome = f"[red]failed[/red]: {esc(str(exc))}"
+                results.add_row(esc(uid), outcome)
                 progress.advance(task)
         console.print(results)
     return EXIT_ERROR if failed else EXIT_OK
@@ -232,8 +232,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from langchain_tiered_memory.summarizer import small_model_options
     from langchain_tiered_memory.worker import SummaryWorker, WorkerStats
 
-    console = _console(stderr=True)
-    with _open_memory(args) as memory:
+    console = rich_console(stderr=True)
+    with open_memory(args) as memory:
         memory.summarize_after = args.min_messages
         with console.status("loading the chat model..."):
             model, small = load_chat_model(args.model)
@@ -248,8 +248,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
             reconcile=options["reconcile"],
         )
         console.print(
-            f"worker {worker.consumer}: model {_esc(describe_model(model))}, "
-            f"{args.concurrency} at a time, memory {_esc(str(memory.redis_url))}",
+            f"worker {worker.consumer}: model {esc(describe_model(model))}, "
+            f"{args.concurrency} at a time, memory {esc(str(memory.redis_url))}",
             highlight=False,
         )
         last = [0.0]
@@ -291,12 +291,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     return run_demo(
         data_dir=Path(args.data_dir).expanduser() if args.data_dir else None,
-        user_id=_user(args),
+        user_id=user_id_of(args),
         model_name=args.model,
         embeddings=args.embeddings,
         redis_url=args.redis_url,
         keep=args.keep,
-        console=_console(),
+        console=rich_console(),
     )
 
 
@@ -306,10 +306,10 @@ def cmd_demo_step(args: argparse.Namespace) -> int:
 
     return run_demo_step(
         args.step,
-        data_dir=_data_dir(args),
-        user_id=_user(args),
+        data_dir=data_dir_of(args),
+        user_id=user_id_of(args),
         model_name=args.model,
         embeddings=args.embeddings,
         redis_url=args.redis_url,
-        console=_console(),
+        console=rich_console(),
     )

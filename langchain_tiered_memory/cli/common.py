@@ -20,7 +20,7 @@ from langchain_tiered_memory.testing import ScriptedChatModel
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 FAKE_MODEL = "fake"
 
-_CHAT_HELP = """\
+CHAT_HELP = """\
 slash commands:
   /tags             the user's tags
   /recall QUERY     the summary items recalled for QUERY
@@ -43,27 +43,27 @@ __all__ = [
 ]
 
 
-def _data_dir(args: argparse.Namespace) -> Path:
+def data_dir_of(args: argparse.Namespace) -> Path:
     return Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
 
 
-def _console(stderr: bool = False) -> Any:
+def rich_console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     return Console(stderr=stderr)
 
 
-def _open_memory(args: argparse.Namespace) -> Any:
+def open_memory(args: argparse.Namespace) -> Any:
     from langchain_tiered_memory.defaults import embeddings_for, open_memory
 
     return open_memory(
         redis_url=args.redis_url,
-        data_dir=_data_dir(args),
+        data_dir=data_dir_of(args),
         embeddings=embeddings_for(args.embeddings),
     )
 
 
-def _user(args: argparse.Namespace) -> str:
+def user_id_of(args: argparse.Namespace) -> str:
     return validate_user_id(args.user)
 
 

@@ -55,7 +55,7 @@ from langchain_tiered_memory.cli.common import (
     user_thread_ids,
 )
 from langchain_tiered_memory.cli.render import (
-    _clip,
+    clip,
     line,
     print_memory_section,
     print_update,
@@ -332,7 +332,7 @@ def run_demo_step(
 
             with console.status("the model is thinking..."):
                 turn = run_turn(graph, user_id=user_id, thread_id=thread, text=text, on_update=show)
-            line(console, f"assistant> {_clip(turn.reply) or '(no text)'}")
+            line(console, f"assistant> {clip(turn.reply) or '(no text)'}")
             turns.append(turn)
         line(console, "")
         ok = {1: _check_step1, 2: _check_step2, 3: _check_step3}[step](

@@ -31,7 +31,7 @@ def visible(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def _esc(text: str) -> str:
+def esc(text: str) -> str:
     """``text`` with rich markup escaped and control characters shown (:func:`visible`):
     stored data and user input are never markup nor terminal commands.
     """
@@ -45,20 +45,20 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
-def _tags_table(tags: dict[str, str], title: str = "tags") -> Any:
+def tags_table(tags: dict[str, str], title: str = "tags") -> Any:
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
     table.add_column("tag", style="bold")
     table.add_column("value")
     for key, value in sorted(tags.items()):
-        table.add_row(_esc(key), _esc(value))
+        table.add_row(esc(key), esc(value))
     if not tags:
         table.add_row("[dim](none)[/dim]", "")
     return table
 
 
-def _items_table(docs: Sequence[Any], title: str, *, score: bool = False) -> Any:
+def items_table(docs: Sequence[Any], title: str, *, score: bool = False) -> Any:
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
@@ -74,10 +74,10 @@ def _items_table(docs: Sequence[Any], title: str, *, score: bool = False) -> Any
             position_range(int(meta["source_start"]), int(meta.get("source_end", 0)))
             if "source_start" in meta
             else "",
-            _esc(doc.page_content)
+            esc(doc.page_content)
             + (
-                f" [dim](superseded by #{_esc(str(meta['superseded_by']))} on "
-                f"{_esc(str(meta.get('valid_until', ''))[:10])})[/dim]"
+                f" [dim](superseded by #{esc(str(meta['superseded_by']))} on "
+                f"{esc(str(meta.get('valid_until', ''))[:10])})[/dim]"
                 if meta.get("superseded_by")
                 else ""
             ),
@@ -99,7 +99,7 @@ def position_range(start: int, end: int) -> str:
     return f"#{start}" if end - start == 1 else f"#{start}-#{end - 1}"
 
 
-def _messages_table(messages: Sequence[Any], first: int, title: str) -> Any:
+def messages_table(messages: Sequence[Any], first: int, title: str) -> Any:
     from langchain_core.messages import AIMessage
     from rich.table import Table
 
@@ -112,7 +112,7 @@ def _messages_table(messages: Sequence[Any], first: int, title: str) -> Any:
         if isinstance(message, AIMessage) and message.tool_calls:
             calls = "; ".join(format_call(c) for c in message.tool_calls)
             text = f"{text} [calls {calls}]".strip()
-        table.add_row(str(i), message.type, _esc(_short(text)))
+        table.add_row(str(i), message.type, esc(_short(text)))
     if not messages:
         table.add_row("", "", "[dim](none)[/dim]")
     return table
@@ -160,7 +160,7 @@ def print_memory_section(console: Console, memory_prompt: str, user_id: str) -> 
 # --------------------------------------------------------------------------- one step
 
 
-def _clip(text: str, limit: int = 400) -> str:
+def clip(text: str, limit: int = 400) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text) - limit} more characters)"

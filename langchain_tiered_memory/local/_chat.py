@@ -55,7 +55,7 @@ _DEFAULT_TOOL_SYSTEM_PROMPT = "You are a helpful assistant."
 
 def _invalid_tool_call_to_dict(call: InvalidToolCall) -> dict[str, Any]:
     return {
-        "id": call.get("id") or _new_call_id(),
+        "id": call.get("id") or new_call_id(),
         "type": "function",
         "function": {"name": call.get("name") or "", "arguments": call.get("args") or ""},
     }
@@ -106,7 +106,7 @@ def messages_to_llama_dicts(messages: Sequence[BaseMessage]) -> list[dict[str, A
     return dicts
 
 
-def _new_call_id() -> str:
+def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
@@ -115,7 +115,7 @@ def _parse_raw_tool_call(raw: Mapping[str, Any]) -> ToolCall | InvalidToolCall:
     function = raw.get("function") or {}
     name = function.get("name") if isinstance(function, Mapping) else None
     arguments = function.get("arguments") if isinstance(function, Mapping) else None
-    call_id = raw.get("id") or _new_call_id()
+    call_id = raw.get("id") or new_call_id()
     if not isinstance(name, str) or not name:
         return invalid_tool_call(
             name=name if isinstance(name, str) else None,
@@ -187,7 +187,7 @@ def llama_dict_to_ai_message(message: Mapping[str, Any]) -> AIMessage:
                     invalid_tool_call(
                         name=None,
                         args=str(raw),
-                        id=_new_call_id(),
+                        id=new_call_id(),
                         error="A tool call must be an object.",
                     )
                 )
@@ -327,7 +327,7 @@ def _adapt_for_template(
     return adapted
 
 
-def _is_empty_reply(response: Mapping[str, Any]) -> bool:
+def is_empty_reply(response: Mapping[str, Any]) -> bool:
     """Whether a chat completion holds neither text nor tool calls."""
     message = (response.get("choices") or [{}])[0].get("message") or {}
     return not message.get("tool_calls") and not (message.get("content") or "").strip()

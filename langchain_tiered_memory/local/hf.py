@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 from langchain_tiered_memory._cache import cache_root
 from langchain_tiered_memory._hf import local_weights
-from langchain_tiered_memory.local._chat import LocalChatModel, _new_call_id
+from langchain_tiered_memory.local._chat import LocalChatModel, new_call_id
 from langchain_tiered_memory.local._smollm2 import LOCAL_EXTRA_HINT
 
 __all__ = ["ChatLocalTransformers"]
@@ -248,7 +248,7 @@ class ChatLocalTransformers(LocalChatModel):
         if forced is not None:
             message["tool_calls"] = [
                 {
-                    "id": _new_call_id(),
+                    "id": new_call_id(),
                     "type": "function",
                     "function": {"name": forced["function"]["name"], "arguments": text},
                 }
@@ -429,7 +429,7 @@ def _parse_auto_reply(text: str) -> dict[str, Any]:
         end = matches[index + 1].start() if index + 1 < len(matches) else len(stripped)
         calls.append(
             {
-                "id": _new_call_id(),
+                "id": new_call_id(),
                 "type": "function",
                 "function": {"name": match.group(1), "arguments": stripped[match.end() : end]},
             }

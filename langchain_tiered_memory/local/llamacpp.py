@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from langchain_tiered_memory.local._chat import LocalChatModel, _is_empty_reply
+from langchain_tiered_memory.local._chat import LocalChatModel, is_empty_reply
 from langchain_tiered_memory.local._smollm2 import LLAMA_CPP_EXTRA_HINT
 
 __all__ = ["ChatLocalLlama"]
@@ -115,7 +115,7 @@ class ChatLocalLlama(LocalChatModel):
         if self.chat_format == "chatml-function-calling":
             messages = _mark_safe(messages)
         response: dict[str, Any] = backend.create_chat_completion(messages=messages, **params)
-        if params.get("tool_choice") == "auto" and _is_empty_reply(response):
+        if params.get("tool_choice") == "auto" and is_empty_reply(response):
             # llama-cpp-python's "auto" mode first picks a call or a message under a
             # grammar, but then samples the message under the grammar meant for a
             # follow-up tool call, which allows only "<|im_end|>": a message always

@@ -59,7 +59,7 @@ import faiss
 import numpy as np
 
 from langchain_tiered_memory.retrieval.config import RetrievalConfig
-from langchain_tiered_memory.retrieval.lexical import LexicalIndex, _Grow
+from langchain_tiered_memory.retrieval.lexical import Grow, LexicalIndex
 from langchain_tiered_memory.retrieval.time import TimeWindow, parse_time_windows
 from langchain_tiered_memory.text import script_share, tokenize
 
@@ -111,7 +111,7 @@ class HybridIndex:
         self._ivf: faiss.IndexIVFFlat | None = None
         self._ivf_trained_on = 0
         self._sum = np.zeros(dim, dtype=np.float64)
-        self._epochs = _Grow(np.float64)
+        self._epochs = Grow(np.float64)
         self._times_sorted = True
         self._lock = threading.RLock()
 

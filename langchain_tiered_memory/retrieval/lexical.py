@@ -16,7 +16,7 @@ __all__ = ["LexicalIndex"]
 # ----------------------------------------------------------------------------- growable
 
 
-class _Grow:
+class Grow:
     """A 1-D numpy array with amortized O(1) appends."""
 
     def __init__(self, dtype: type | np.dtype, capacity: int = 64) -> None:
@@ -77,7 +77,7 @@ class LexicalIndex:
     def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
         self.k1 = k1
         self.b = b
-        self._lengths = _Grow(np.float32)
+        self._lengths = Grow(np.float32)
         self._total_length = 0
         self._postings: dict[str, _Posting] = {}
 

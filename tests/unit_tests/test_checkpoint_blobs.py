@@ -214,13 +214,13 @@ def test_versions_are_short_and_compare_above_every_older_scheme(saver: RedisSav
 
 @given(st.integers(min_value=0, max_value=36**12), st.integers(min_value=1, max_value=5000))
 def test_short_versions_compare_as_their_counters(start: int, step: int) -> None:
-    from langchain_tiered_memory.checkpoint.base import _next_version, _version_counter
+    from langchain_tiered_memory.checkpoint.versions import next_version, version_counter
 
-    a = _next_version(start)
-    b = _next_version(start + step)
-    assert _version_counter(a) == start + 1 and _version_counter(b) == start + step + 1
+    a = next_version(start)
+    b = next_version(start + step)
+    assert version_counter(a) == start + 1 and version_counter(b) == start + step + 1
     assert a < b  # string order is counter order, across digit counts
-    assert _next_version(a) > a and _version_counter(_next_version(a)) == start + 2
+    assert next_version(a) > a and version_counter(next_version(a)) == start + 2
 
 
 def test_records_are_stored_compressed_and_read_back(saver: RedisSaver) -> None:

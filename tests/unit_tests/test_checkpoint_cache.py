@@ -22,8 +22,8 @@ from test_checkpoint_blobs import checkpoint, put
 from langchain_tiered_memory import TieredMemory, create_memory_graph
 from langchain_tiered_memory._keys import KeyBuilder
 from langchain_tiered_memory.checkpoint import RedisSaver
-from langchain_tiered_memory.checkpoint.base import _DIGEST
 from langchain_tiered_memory.checkpoint.cache import MIN_BYTES, DecodedValues
+from langchain_tiered_memory.checkpoint.scripts import DIGEST
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.testing import ScriptedChatModel
 
@@ -242,7 +242,7 @@ def test_a_write_to_an_old_checkpoint_a_delete_and_a_rewrite_are_seen(
     saver._eval = original  # type: ignore[method-assign]
     assert warm == _walk(_cold(embedded_memory), config)
     # one digest call: the changed checkpoint is loaded, the ones older than it still serve
-    assert scripts.count(_DIGEST) == 1
+    assert scripts.count(DIGEST) == 1
     assert "late" in _ids([value for _, _, value in warm["messages"]["writes"]])
     runs = sorted({str(t.metadata["run_id"]) for t in history if t.metadata.get("run_id")})
     saver.delete_for_runs([runs[len(runs) // 3]])

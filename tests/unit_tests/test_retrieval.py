@@ -24,7 +24,7 @@ from langchain_tiered_memory.retrieval import (
     to_epoch,
     tokenize,
 )
-from langchain_tiered_memory.stores.summaries.index import _extend, _UserIndex
+from langchain_tiered_memory.stores.summaries.index import UserIndex, extend_index
 
 NOW = datetime(2024, 3, 15, 12, 0, tzinfo=timezone.utc)
 WORDS = "cello piano birthday lyon paris garden dog cat sister trip museum book".split()
@@ -282,11 +282,11 @@ def test_overlapping_deltas_never_add_an_item_twice() -> None:
             vecs[str(i).encode()] = unit(emb.embed_query(text)).tobytes()
         return items, vecs
 
-    index = _UserIndex(dim=16, next_id=3)
-    _extend(index, *fetched(range(0, 3)))
-    _extend(index, *fetched(range(3, 6)), next_id=6)  # one thread's delta
-    _extend(index, *fetched(range(3, 8)), next_id=8)  # a racing, longer delta
-    _extend(index, *fetched(range(3, 6)), next_id=6)  # a late, shorter one
+    index = UserIndex(dim=16, next_id=3)
+    extend_index(index, *fetched(range(0, 3)))
+    extend_index(index, *fetched(range(3, 6)), next_id=6)  # one thread's delta
+    extend_index(index, *fetched(range(3, 8)), next_id=8)  # a racing, longer delta
+    extend_index(index, *fetched(range(3, 6)), next_id=6)  # a late, shorter one
     assert [r.id for r in index.records] == [str(i) for i in range(8)]
     assert index.next_id == 8 and len(index.hybrid) == 8
     (doc,) = index.search(unit(emb.embed_query("fact number 7")), 1, query="fact number 7")

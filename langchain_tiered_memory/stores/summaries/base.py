@@ -31,10 +31,10 @@ from langchain_tiered_memory.retrieval.conversation import (
 from langchain_tiered_memory.stores.summaries.index import (
     DEDUP_THRESHOLD,
     DEFAULT_MAX_ITEMS,
-    _json_metadata,
-    _Record,
-    _unit_rows,
+    Record,
+    json_metadata,
     normalize_created_at,
+    unit_rows,
     validate_items,
 )
 
@@ -78,7 +78,7 @@ class SummaryStore(ABC):
         vector = cache.get(self._embedder(), text)
         if vector is None:
             vector = cache.put(
-                self._embedder(), text, _unit_rows([self._embedder().embed_query(text)])[0]
+                self._embedder(), text, unit_rows([self._embedder().embed_query(text)])[0]
             )
         return vector
 
@@ -88,7 +88,7 @@ class SummaryStore(ABC):
         vector = cache.get(self._embedder(), text)
         if vector is None:
             raw = await self._embedder().aembed_query(text)
-            vector = cache.put(self._embedder(), text, _unit_rows([raw])[0])
+            vector = cache.put(self._embedder(), text, unit_rows([raw])[0])
         return vector
 
     def embed_conversation(self, texts: Sequence[str]) -> np.ndarray:
@@ -148,14 +148,14 @@ class SummaryStore(ABC):
         vectors: Sequence[Sequence[float]],
         created_at: datetime | date | str | None,
         metadata: Mapping[str, Any] | None,
-    ) -> tuple[list[_Record], np.ndarray]:
+    ) -> tuple[list[Record], np.ndarray]:
         texts = validate_items(items)
         stamp = normalize_created_at(created_at)
-        meta = _json_metadata(metadata)
-        vecs = _unit_rows(vectors)
+        meta = json_metadata(metadata)
+        vecs = unit_rows(vectors)
         if len(vecs) != len(texts):
             raise InvalidSummaryError("the embeddings model returned a wrong number of vectors.")
-        return [_Record("", t, stamp, meta) for t in texts], vecs
+        return [Record("", t, stamp, meta) for t in texts], vecs
 
     @abstractmethod
     def add(
@@ -285,7 +285,7 @@ class SummaryStore(ABC):
         """
         if not texts or not self.get_all_count(user_id):
             return [[] for _ in texts]
-        vectors = _unit_rows(self._embedder().embed_documents(list(texts)))
+        vectors = unit_rows(self._embedder().embed_documents(list(texts)))
         return [self.search(user_id, t, k, vector=v) for t, v in zip(texts, vectors)]
 
     async def asimilar(
@@ -294,7 +294,7 @@ class SummaryStore(ABC):
         """Async :meth:`similar`."""
         if not texts or not await self.aget_all_count(user_id):
             return [[] for _ in texts]
-        vectors = _unit_rows(await self._embedder().aembed_documents(list(texts)))
+        vectors = unit_rows(await self._embedder().aembed_documents(list(texts)))
         return [await self.asearch(user_id, t, k, vector=v) for t, v in zip(texts, vectors)]
 
     def get_all_count(self, user_id: str) -> int:

@@ -31,7 +31,7 @@ DEFAULT_MAX_ITEMS = 10_000
 DEFAULT_MAX_CACHED_USERS = 256
 DEFAULT_MAX_CACHE_BYTES = 256 * 1024 * 1024
 _RECORD_OVERHEAD = 400
-# Cosine similarity from which a new item saying the same words as a stored one (see _dedup)
+# Cosine similarity from which a new item saying the same words as a stored one (see dedup)
 # counts as a restatement of it.
 DEDUP_THRESHOLD = 0.95
 
@@ -116,7 +116,7 @@ def validate_items(items: Sequence[str]) -> list[str]:
     return out
 
 
-def _json_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+def json_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     meta = dict(metadata or {})
     try:
         json.dumps(meta, allow_nan=False)  # NaN and infinities are no JSON
@@ -161,7 +161,7 @@ def decode_vectors(raw: Sequence[bytes], dim: int) -> np.ndarray | None:
     return np.vstack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
 
 
-def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+def unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
     """Rows scaled to unit length.
 
     Raises:
@@ -183,7 +183,7 @@ def _unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
 
 
 @dataclass
-class _Record:
+class Record:
     id: str
     text: str
     created_at: str
@@ -196,7 +196,7 @@ class _Record:
         )
 
     @classmethod
-    def from_json(cls, id_: str, raw: bytes | str, where: str = "summary items") -> _Record:
+    def from_json(cls, id_: str, raw: bytes | str, where: str = "summary items") -> Record:
         try:
             data = json.loads(raw)
             record = cls(id_, data["text"], data["created_at"], data.get("metadata") or {})
@@ -214,7 +214,7 @@ class _Record:
             ) from exc
 
 
-class _UserIndex:
+class UserIndex:
     """One user's items in search-ready form: a :class:`~langchain_tiered_memory.retrieval.
     HybridIndex` (FAISS + BM25 + timestamps) and the records, position for position.
 
@@ -236,7 +236,7 @@ class _UserIndex:
         self.model = model  # the embeddings model of the vectors ("": not recorded)
         self.gen = gen
         self.next_id = next_id
-        self.records: list[_Record] = []
+        self.records: list[Record] = []
         self.hybrid = HybridIndex(dim, config, dense_scripts=dense_scripts)
         self.lock = threading.RLock()
         self._loaded_upto = -1  # highest numeric id appended (Redis ids only grow)
@@ -244,7 +244,7 @@ class _UserIndex:
         # positions of items a newer item superseded: out of default recall
         self.superseded = np.zeros(0, dtype=bool)
 
-    def add(self, records: list[_Record], vectors: np.ndarray) -> None:
+    def add(self, records: list[Record], vectors: np.ndarray) -> None:
         """Append records with their unit vectors."""
         if not records:
             return
@@ -314,7 +314,7 @@ class _UserIndex:
             records = [self.records[h.position] for h in hits]
         out = []
         for hit, record in zip(hits, records):
-            doc = _as_document(record)
+            doc = as_document(record)
             doc.metadata["score"] = hit.score
             doc.metadata["similarity"] = hit.similarity
             # the score's parts, for a person asking why an item came up (the console)
@@ -335,7 +335,7 @@ class _UserIndex:
 NEAR_DUPLICATE = 0.75
 
 
-def _newer_first(hits: list[Any], similar: np.ndarray, index: _UserIndex) -> list[Any]:
+def _newer_first(hits: list[Any], similar: np.ndarray, index: UserIndex) -> list[Any]:
     """``hits`` with every near-duplicate pair (``similar[i, j]``) ordered newer first, stable
     otherwise: each
     hit goes before the first older near-duplicate already placed (so no older
@@ -356,8 +356,8 @@ def _newer_first(hits: list[Any], similar: np.ndarray, index: _UserIndex) -> lis
 _DEDUP_NEIGHBOURS = 4
 
 
-def _dedup(
-    new: np.ndarray, texts: Sequence[str], existing: _UserIndex | None, threshold: float
+def dedup(
+    new: np.ndarray, texts: Sequence[str], existing: UserIndex | None, threshold: float
 ) -> list[int]:
     """Positions of rows in ``new`` that restate neither a stored item nor an earlier row.
 
@@ -400,13 +400,13 @@ def _dedup(
     return keep
 
 
-def _as_document(record: _Record) -> Document:
+def as_document(record: Record) -> Document:
     meta = {**record.metadata, "id": record.id, "created_at": record.created_at}
     return Document(page_content=record.text, id=record.id, metadata=meta)
 
 
-def _extend(
-    index: _UserIndex,
+def extend_index(
+    index: UserIndex,
     items: Mapping[bytes, bytes],
     vecs: Mapping[bytes, bytes],
     *,
@@ -427,12 +427,12 @@ def _extend(
             (
                 (i, v, vecs[k])
                 for k, v in items.items()
-                if k in vecs and (i := _item_id(k, where)) > start
+                if k in vecs and (i := parse_item_id(k, where)) > start
             ),
             key=lambda t: t[0],
         )
         if pairs:
-            records = [_Record.from_json(str(i), raw, where) for i, raw, _ in pairs]
+            records = [Record.from_json(str(i), raw, where) for i, raw, _ in pairs]
             widths = {index.dim * 2, index.dim * 4, index.dim + 4}
             bad = next((i for i, _, v in pairs if len(v) not in widths), None)
             matrix = decode_vectors([v for _, _, v in pairs], index.dim)
@@ -453,12 +453,12 @@ def _extend(
             index.next_id = max(index.next_id, next_id)
 
 
-def _superseded(
-    existing: _UserIndex | None,
-    records: list[_Record],
+def superseded(
+    existing: UserIndex | None,
+    records: list[Record],
     keep: list[int],
     supersedes: Mapping[int, Sequence[str]] | None,
-) -> list[tuple[_Record, int]]:
+) -> list[tuple[Record, int]]:
     """``(stored record with its new metadata, k)`` for each stored item that the ``k``-th
     kept new item supersedes; ``superseded_by`` is set once the new ids are known.
     """
@@ -466,29 +466,29 @@ def _superseded(
         return []
     with existing.lock:
         stored = {r.id: r for r in existing.records}
-    out: list[tuple[_Record, int]] = []
+    out: list[tuple[Record, int]] = []
     for k, i in enumerate(keep):
         for stored_id in supersedes.get(i, ()):
             old = stored.get(str(stored_id))
             if old is None or old.metadata.get("superseded_by"):
                 continue
             meta = {**old.metadata, "valid_until": records[i].created_at}
-            out.append((_Record(old.id, old.text, old.created_at, meta), k))
+            out.append((Record(old.id, old.text, old.created_at, meta), k))
     return out
 
 
-def _superseding_json(updates: list[tuple[_Record, int]]) -> list[tuple[str, str]]:
+def superseding_json(updates: list[tuple[Record, int]]) -> list[tuple[str, str]]:
     """The add script's form: the new item's id is not known before the write, so the JSON
     names it ``@@NEW<k>@@``, which the script replaces.
     """
     out = []
     for record, k in updates:
         meta = {**record.metadata, "superseded_by": f"@@NEW{k}@@"}
-        out.append((record.id, _Record(record.id, record.text, record.created_at, meta).to_json()))
+        out.append((record.id, Record(record.id, record.text, record.created_at, meta).to_json()))
     return out
 
 
-def _limit_error(have: int, adding: int, limit: int | None) -> SummaryLimitError:
+def limit_error(have: int, adding: int, limit: int | None) -> SummaryLimitError:
     return SummaryLimitError(
         f"the user has {have} summary items and {adding} more would pass the limit of "
         f"{limit} (max_items); nothing was stored. Delete old items "
@@ -496,7 +496,7 @@ def _limit_error(have: int, adding: int, limit: int | None) -> SummaryLimitError
     )
 
 
-def _item_id(key: bytes | str, where: str) -> int:
+def parse_item_id(key: bytes | str, where: str) -> int:
     try:
         return int(key)
     except ValueError as exc:

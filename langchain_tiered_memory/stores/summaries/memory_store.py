@@ -23,13 +23,13 @@ from langchain_tiered_memory.stores.summaries.index import (
     DEDUP_THRESHOLD,
     DEFAULT_MAX_ITEMS,
     ERASED_MEANWHILE,
-    _as_document,
-    _dedup,
-    _limit_error,
-    _Record,
-    _superseded,
-    _UserIndex,
+    Record,
+    UserIndex,
+    as_document,
     check_embeddings_model,
+    dedup,
+    limit_error,
+    superseded,
     validate_items,
 )
 
@@ -58,7 +58,7 @@ class InMemorySummaryStore(SummaryStore):
         self.max_items = max_items
         self.dedup_threshold = dedup_threshold
         self.retrieval = retrieval
-        self._indexes: dict[str, _UserIndex] = {}
+        self._indexes: dict[str, UserIndex] = {}
         self._watermarks: dict[str, int] = {}
         self._eras: dict[str, int] = {}  # bumped by every erasure: the fence
         self._lock = threading.Lock()
@@ -66,7 +66,7 @@ class InMemorySummaryStore(SummaryStore):
     def _write(
         self,
         user_id: str,
-        records: list[_Record],
+        records: list[Record],
         vecs: np.ndarray,
         watermark: tuple[int, int] | None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
@@ -87,22 +87,22 @@ class InMemorySummaryStore(SummaryStore):
                 if index.dim != vecs.shape[1]:
                     raise EmbeddingsMismatchError("embedding size differs from the stored items'.")
             keep = (
-                _dedup(vecs, [r.text for r in records], index, self.dedup_threshold)
+                dedup(vecs, [r.text for r in records], index, self.dedup_threshold)
                 if records
                 else []
             )
             have = len(index.records) if index is not None else 0
             if keep and self.max_items is not None and have + len(keep) > self.max_items:
-                raise _limit_error(have, len(keep), self.max_items)
+                raise limit_error(have, len(keep), self.max_items)
             if keep:
                 if index is None:
-                    index = self._indexes[user_id] = _UserIndex(
+                    index = self._indexes[user_id] = UserIndex(
                         dim=vecs.shape[1],
                         config=self.retrieval,
                         dense_scripts=embeddings_scripts(self._embedder()),
                         model=embeddings_model_id(self._embedder()),
                     )
-                updates = _superseded(index, records, keep, supersedes)
+                updates = superseded(index, records, keep, supersedes)
                 kept = []
                 for i in keep:
                     records[i].id = str(index.next_id)
@@ -217,7 +217,7 @@ class InMemorySummaryStore(SummaryStore):
         """Every item, oldest first."""
         with self._lock:
             index = self._indexes.get(user_id)
-            return [_as_document(r) for r in index.records] if index else []
+            return [as_document(r) for r in index.records] if index else []
 
     async def aget_all(self, user_id: str) -> list[Document]:
         """Async :meth:`get_all`."""
@@ -234,7 +234,7 @@ class InMemorySummaryStore(SummaryStore):
             removed = len(index.records) - len(keep)
             if removed:
                 vectors = index.vectors()
-                rebuilt = _UserIndex(
+                rebuilt = UserIndex(
                     dim=index.dim,
                     next_id=index.next_id,
                     config=self.retrieval,

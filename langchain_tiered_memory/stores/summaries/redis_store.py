@@ -37,18 +37,18 @@ from langchain_tiered_memory.stores.summaries.index import (
     DEFAULT_MAX_CACHED_USERS,
     DEFAULT_MAX_ITEMS,
     ERASED_MEANWHILE,
+    Record,
+    UserIndex,
     VectorDtype,
-    _as_document,
-    _dedup,
-    _extend,
-    _item_id,
-    _limit_error,
-    _Record,
-    _superseded,
-    _superseding_json,
-    _UserIndex,
+    as_document,
     check_embeddings_model,
+    dedup,
     encode_vector,
+    extend_index,
+    limit_error,
+    parse_item_id,
+    superseded,
+    superseding_json,
     validate_items,
 )
 from langchain_tiered_memory.stores.summaries.reembed import Progress, reembed_plan
@@ -201,7 +201,7 @@ class RedisSummaryStore(SummaryStore):
         self.keys = keys or KeyBuilder()
         self.max_cached_users = max_cached_users
         self.dedup_threshold = dedup_threshold
-        self._cache: OrderedDict[str, _UserIndex] = OrderedDict()
+        self._cache: OrderedDict[str, UserIndex] = OrderedDict()
         self._lock = threading.Lock()
 
     def _k(self, user_id: str) -> tuple[str, str, str]:
@@ -237,7 +237,7 @@ class RedisSummaryStore(SummaryStore):
         where = self.where(user_id)
         return _int(version[0], where), _int(version[1], where), _int(version[2], where)
 
-    def _cached(self, user_id: str, version: Sequence[Any]) -> tuple[_UserIndex | None, str]:
+    def _cached(self, user_id: str, version: Sequence[Any]) -> tuple[UserIndex | None, str]:
         """Return (index, what to fetch): '' if current, 'delta' or 'full'."""
         gen, next_id, dim = self._version(user_id, version)
         with self._lock:
@@ -253,7 +253,7 @@ class RedisSummaryStore(SummaryStore):
                     return cached, "delta"
         return None, "full" if next_id or gen else ""
 
-    def _store_cache(self, user_id: str, index: _UserIndex) -> None:
+    def _store_cache(self, user_id: str, index: UserIndex) -> None:
         with self._lock:
             self._cache[user_id] = index
             self._cache.move_to_end(user_id)
@@ -284,8 +284,8 @@ class RedisSummaryStore(SummaryStore):
         items: Mapping[bytes, bytes],
         vecs: Mapping[bytes, bytes],
         where: str,
-    ) -> _UserIndex:
-        index = _UserIndex(
+    ) -> UserIndex:
+        index = UserIndex(
             dim=dim,
             gen=gen,
             next_id=next_id,
@@ -293,13 +293,13 @@ class RedisSummaryStore(SummaryStore):
             dense_scripts=embeddings_scripts(self._embedder()),
         )
         # Items added after the version was read belong to the next delta, not this build.
-        current = {k: v for k, v in items.items() if _item_id(k, where) < next_id}
-        _extend(index, current, vecs, where=where)
+        current = {k: v for k, v in items.items() if parse_item_id(k, where) < next_id}
+        extend_index(index, current, vecs, where=where)
         return index
 
     def _after_fetch(
-        self, user_id: str, version: Sequence[Any], cached: _UserIndex | None, fetched: Any
-    ) -> _UserIndex | None:
+        self, user_id: str, version: Sequence[Any], cached: UserIndex | None, fetched: Any
+    ) -> UserIndex | None:
         gen, next_id, dim = self._version(user_id, version)
         where = self.where(user_id)
         if cached is not None:  # delta: fetched = (items list, vecs list) for the new ids
@@ -310,7 +310,7 @@ class RedisSummaryStore(SummaryStore):
             # Extended in place under the index's lock (a concurrent search sees the batch
             # whole or not at all); only ids past those already loaded are appended, so
             # overlapping deltas fetched by racing threads never add an item twice.
-            _extend(cached, items, vecs, next_id=next_id, where=where)
+            extend_index(cached, items, vecs, next_id=next_id, where=where)
             self._evict()
             return cached
         if not dim:
@@ -334,7 +334,7 @@ class RedisSummaryStore(SummaryStore):
         check_embeddings_model(as_text(stored), self._embedder(), self.where(user_id))
 
     def _fetch_commands(
-        self, user_id: str, version: Sequence[Any], cached: _UserIndex | None
+        self, user_id: str, version: Sequence[Any], cached: UserIndex | None
     ) -> list[tuple[Any, ...]]:
         items, vecs, _ = self._k(user_id)
         if cached is not None:
@@ -342,7 +342,7 @@ class RedisSummaryStore(SummaryStore):
             return [("HMGET", items, *ids), ("HMGET", vecs, *ids)]
         return [("HGETALL", items), ("HGETALL", vecs)]
 
-    def index_for(self, user_id: str, version: Sequence[Any] | None = None) -> _UserIndex | None:
+    def index_for(self, user_id: str, version: Sequence[Any] | None = None) -> UserIndex | None:
         """The user's current search index (fetching what changed), or ``None`` if empty."""
         conn = self.connection
         with conn.errors():
@@ -360,7 +360,7 @@ class RedisSummaryStore(SummaryStore):
 
     async def aindex_for(
         self, user_id: str, version: Sequence[Any] | None = None
-    ) -> _UserIndex | None:
+    ) -> UserIndex | None:
         """Async :meth:`index_for`."""
         conn = self.connection
         with conn.errors():
@@ -382,7 +382,7 @@ class RedisSummaryStore(SummaryStore):
 
     def _add_args(
         self,
-        records: list[_Record],
+        records: list[Record],
         vecs: np.ndarray,
         keep: list[int],
         watermark: tuple[int, int] | None,
@@ -421,7 +421,7 @@ class RedisSummaryStore(SummaryStore):
         if first == -4:
             check_embeddings_model(as_text(info), self._embedder(), "the stored summary items")
         if first == -3:
-            raise _limit_error(_int(info), n, self.max_items)
+            raise limit_error(_int(info), n, self.max_items)
         return [str(first + i) for i in range(n)]
 
     def add(
@@ -443,10 +443,10 @@ class RedisSummaryStore(SummaryStore):
         vectors = self._embedder().embed_documents(texts) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
         existing = self.index_for(user_id) if texts else None
-        keep = _dedup(vecs, texts, existing, self.dedup_threshold) if texts else []
+        keep = dedup(vecs, texts, existing, self.dedup_threshold) if texts else []
         if not keep and watermark is None:
             return []
-        superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
+        superseding = superseding_json(superseded(existing, records, keep, supersedes))
         with self.connection.errors():
             result = self.connection.eval(
                 _ADD_LUA,
@@ -473,10 +473,10 @@ class RedisSummaryStore(SummaryStore):
         vectors = await self._embedder().aembed_documents(texts) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
         existing = await self.aindex_for(user_id) if texts else None
-        keep = _dedup(vecs, texts, existing, self.dedup_threshold) if texts else []
+        keep = dedup(vecs, texts, existing, self.dedup_threshold) if texts else []
         if not keep and watermark is None:
             return []
-        superseding = _superseding_json(_superseded(existing, records, keep, supersedes))
+        superseding = superseding_json(superseded(existing, records, keep, supersedes))
         with self.connection.errors():
             result = await self.connection.aeval(
                 _ADD_LUA,
@@ -662,5 +662,5 @@ class RedisSummaryStore(SummaryStore):
 
 
 def _listing(raw: Mapping[Any, Any], where: str = "summary items") -> list[Document]:
-    records = [_Record.from_json(str(_item_id(k, where)), v, where) for k, v in raw.items()]
-    return [_as_document(r) for r in sorted(records, key=lambda r: int(r.id))]
+    records = [Record.from_json(str(parse_item_id(k, where)), v, where) for k, v in raw.items()]
+    return [as_document(r) for r in sorted(records, key=lambda r: int(r.id))]

@@ -32,10 +32,10 @@ from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.embeddings import embeddings_model_id
 from langchain_tiered_memory.errors import ConcurrentReembedError
 from langchain_tiered_memory.stores.summaries.index import (
-    _item_id,
-    _Record,
-    _unit_rows,
+    Record,
     encode_vector,
+    parse_item_id,
+    unit_rows,
 )
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ _CONCURRENT = (
 
 def _texts(raw: dict[Any, Any], where: str) -> dict[str, str]:
     return {
-        str(_item_id(k, where)): _Record.from_json(str(_item_id(k, where)), v, where).text
+        str(parse_item_id(k, where)): Record.from_json(str(parse_item_id(k, where)), v, where).text
         for k, v in raw.items()
     }
 
@@ -161,7 +161,7 @@ def reembed_plan(
         if not todo:
             return 0
         raw = yield Step(emb.embed_documents, emb.aembed_documents, ([found[i] for i in todo],))
-        vectors: np.ndarray = _unit_rows(raw)
+        vectors: np.ndarray = unit_rows(raw)
         dim = int(vectors.shape[1])
         pairs: list[Any] = []
         for item_id, vector in zip(todo, vectors, strict=True):
