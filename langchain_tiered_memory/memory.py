@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -27,9 +26,8 @@ from pydantic import BaseModel
 
 from langchain_tiered_memory import embeddings as _embeddings
 from langchain_tiered_memory import opening, privacy
-from langchain_tiered_memory._ids import validate_count, validate_thread_id, validate_user_id
-from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
-from langchain_tiered_memory.errors import CorruptMemoryError
+from langchain_tiered_memory._ids import validate_count, validate_user_id
+from langchain_tiered_memory._steps import adrive, drive
 from langchain_tiered_memory.opening import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_POOL_TIMEOUT,
@@ -41,7 +39,6 @@ from langchain_tiered_memory.retrieval.conversation import (
     DEFAULT_CONTEXT_TURNS,
     recent_user_texts,
 )
-from langchain_tiered_memory.stores import turn as _turn
 from langchain_tiered_memory.stores.history import (
     HistoryStore,
     InMemoryHistoryStore,
@@ -59,8 +56,8 @@ from langchain_tiered_memory.stores.tags import (
     TagChange,
     TagStore,
 )
-from langchain_tiered_memory.stores.turn import RedisTiers
 from langchain_tiered_memory.summarization import DEFAULT_SUMMARY_BATCH, Summarization
+from langchain_tiered_memory.tiers import MemorySnapshot, Tiers
 
 if TYPE_CHECKING:
     from langgraph.store.base import IndexConfig, TTLConfig
@@ -73,13 +70,26 @@ logger = logging.getLogger(__name__)
 __all__ = ["TieredMemory", "MemorySnapshot"]
 
 
-@dataclass
-class MemorySnapshot:
-    """What one turn needs from memory: tags, recent history and recalled items."""
+_V = TypeVar("_V")
 
-    tags: dict[str, str] = field(default_factory=dict)
-    history: list[BaseMessage] = field(default_factory=list)
-    recalled: list[Document] = field(default_factory=list)
+
+class _OnTiers(Generic[_V]):
+    """A facade attribute kept on its :class:`Tiers`: an app that swaps ``memory.history``
+    (or sets ``memory.summarize_after``) changes what every service uses.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, objtype: type | None = None) -> _OnTiers[_V]: ...
+    @overload
+    def __get__(self, obj: TieredMemory, objtype: type | None = None) -> _V: ...
+    def __get__(self, obj: TieredMemory | None, objtype: type | None = None) -> Any:
+        return self if obj is None else getattr(obj.tiers, self.name)
+
+    def __set__(self, obj: TieredMemory, value: _V) -> None:
+        setattr(obj.tiers, self.name, value)
 
 
 class TieredMemory:
@@ -95,6 +105,14 @@ class TieredMemory:
         ...     memory.recall_summaries("alice", "when is her birthday?", n=1)
 
     """
+
+    history = _OnTiers[HistoryStore]()
+    tags = _OnTiers[TagStore]()
+    summaries = _OnTiers[SummaryStore]()
+    queue = _OnTiers[SummaryQueue | None]()
+    user_ttl = _OnTiers[float | None]()
+    history_retention = _OnTiers[int | None]()
+    summarize_after = _OnTiers[int | None]()
 
     def __init__(
         self,
@@ -127,24 +145,21 @@ class TieredMemory:
             redis_url: the URL of the Redis in use, for a checkpointer or another process.
 
         """
-        self.history = history
-        self.tags = tags
-        self.summaries = summaries
-        self.history_retention = history_retention
-        if summarize_after is not None and (
-            not isinstance(summarize_after, int) or summarize_after < 1
-        ):
-            raise ValueError(f"summarize_after must be a positive int, got {summarize_after!r}.")
-        if user_ttl is not None and not (isinstance(user_ttl, (int, float)) and user_ttl > 0):
-            raise ValueError(f"user_ttl must be a positive number of seconds, got {user_ttl!r}.")
-        self.summarize_after = summarize_after
-        self.user_ttl = user_ttl
-        self.queue = _queue
+        self.tiers = Tiers(
+            history=history,
+            tags=tags,
+            summaries=summaries,
+            queue=_queue,
+            connection=_connection,
+            user_ttl=user_ttl,
+            history_retention=history_retention,
+            summarize_after=summarize_after,
+        )
         self.redis_url = redis_url
         self._connection = _connection
         self._server = _server
         # summarizing, the queue and the background jobs (see summarization.py)
-        self.summarization = Summarization(self)
+        self.summarization = Summarization(self.tiers)
 
     # ----- construction -----
 
@@ -357,9 +372,6 @@ class TieredMemory:
             )
         return self._connection
 
-    def _ttl_ms(self) -> int | None:
-        return int(self.user_ttl * 1000) if self.user_ttl is not None else None
-
     # ----- short-term -----
 
     def load_context(self, user_id: str, max: int = 20) -> list[BaseMessage]:  # noqa: A002
@@ -393,7 +405,7 @@ class TieredMemory:
                 nothing was written.
 
         """
-        drive(self._save_plan(user_id, messages, thread_id, thread_position, on_invalid))
+        drive(self.tiers.save(user_id, messages, thread_id, thread_position, on_invalid))
 
     async def aadd_session_log(
         self,
@@ -405,53 +417,7 @@ class TieredMemory:
         on_invalid: OnInvalid = "raise",
     ) -> None:
         """Async :meth:`add_session_log`."""
-        await adrive(self._save_plan(user_id, messages, thread_id, thread_position, on_invalid))
-
-    def _save_plan(
-        self,
-        user_id: str,
-        messages: Sequence[BaseMessage],
-        thread_id: str | None,
-        thread_position: int | None,
-        on_invalid: OnInvalid,
-    ) -> Plan[None]:
-        thread_id = validate_thread_id(thread_id)
-        tiers = self.tiers
-        if messages and tiers is not None and tiers.saves_with(self.queue):
-            # the append, the clock and the queue note: one round trip, as the load is
-            yield call(
-                tiers.save,
-                tiers.asave,
-                user_id,
-                messages,
-                thread_id=thread_id,
-                thread_position=thread_position,
-                on_invalid=on_invalid,
-                queue=self.queue,
-                threshold=self.summarize_after,
-                ttl_ms=self._ttl_ms(),
-            )
-            return
-        yield call(
-            self.history.append,
-            self.history.aappend,
-            user_id,
-            messages,
-            thread_id=thread_id,
-            thread_position=thread_position,
-            on_invalid=on_invalid,
-        )
-        if self.queue is not None and messages:
-            yield call(
-                self.queue.note,
-                self.queue.anote,
-                user_id,
-                added=len(messages),
-                threshold=self.summarize_after,
-                ttl_ms=self._ttl_ms(),
-            )
-        if self.user_ttl is not None:
-            yield Step(self.touch_user, self.atouch_user, (user_id,))
+        await adrive(self.tiers.save(user_id, messages, thread_id, thread_position, on_invalid))
 
     # ----- long-term exact -----
 
@@ -621,27 +587,13 @@ class TieredMemory:
         Example:
             >>> memory.touch_user("alice")  # doctest: +SKIP
         """
-        if self._connection is None or self.user_ttl is None:
-            return
-        keys = opening.keys_of(self.history)
-        _turn.touch_user(self._connection, keys, user_id, int(self.user_ttl * 1000))
+        self.tiers.touch_user(user_id)
 
     async def atouch_user(self, user_id: str) -> None:
         """Async :meth:`touch_user`."""
-        if self._connection is None or self.user_ttl is None:
-            return
-        keys = opening.keys_of(self.history)
-        await _turn.atouch_user(self._connection, keys, user_id, int(self.user_ttl * 1000))
+        await self.tiers.atouch_user(user_id)
 
     # ----- one turn's read -----
-
-    @property
-    def tiers(self) -> RedisTiers | None:
-        """The three Redis tiers as one unit (a turn's read and save in one round trip
-        each, a user's purge), or ``None`` when a store is not on Redis. Checked per call:
-        the stores are public attributes an app may swap.
-        """
-        return RedisTiers.of(self.history, self.tags, self.summaries)
 
     def load(
         self,
@@ -665,7 +617,7 @@ class TieredMemory:
         data is corrupt (:class:`CorruptMemoryError`) is logged as an error and comes back
         empty, so the other tiers still reach the model; the store's own methods raise it.
         """
-        return drive(self._load_plan(user_id, query, max_messages, k, context, thread_id))
+        return drive(self.tiers.load(user_id, query, max_messages, k, context, thread_id))
 
     async def aload(
         self,
@@ -678,68 +630,7 @@ class TieredMemory:
         thread_id: str | None = None,
     ) -> MemorySnapshot:
         """Async :meth:`load`."""
-        return await adrive(self._load_plan(user_id, query, max_messages, k, context, thread_id))
-
-    def _load_plan(
-        self,
-        user_id: str,
-        query: str | None,
-        max_messages: int,
-        k: int,
-        context: Sequence[str],
-        thread_id: str | None = None,
-    ) -> Plan[MemorySnapshot]:
-        user_id = validate_user_id(user_id)
-        max_messages, k = validate_count(max_messages, "max_messages"), validate_count(k, "k")
-        texts = [t for t in (*context, query) if t.strip()] if query else []
-        want_recall = bool(texts) and k > 0
-        tiers = self.tiers
-        tags: dict[str, str]
-        history: list[BaseMessage]
-        recalled: list[Document] = []
-        if tiers is None:
-            if thread_id is not None:
-                yield call(
-                    self.history.record_thread, self.history.arecord_thread, user_id, thread_id
-                )
-            if self.user_ttl is not None:
-                yield Step(self.touch_user, self.atouch_user, (user_id,))
-            tags = yield from _tier(
-                user_id, "tags", {}, call(self.tags.get_all, self.tags.aget_all, user_id)
-            )
-            history = yield from _tier(
-                user_id,
-                "history",
-                [],
-                call(self.history.tail, self.history.atail, user_id, max_messages),
-            )
-            search = call(
-                self.summaries.search_conversation,
-                self.summaries.asearch_conversation,
-                user_id,
-                texts,
-                k,
-            )
-        else:
-            replies = yield call(
-                tiers.fetch,
-                tiers.afetch,
-                user_id,
-                max_messages,
-                touch_ms=self._ttl_ms(),
-                thread_id=thread_id,
-            )
-            # replies already fetched: parsed here, each tier on its own
-            tags = yield from _tier(
-                user_id, "tags", dict[str, str](), lambda: tiers.tags(user_id, replies)
-            )
-            history = yield from _tier(
-                user_id, "history", list[BaseMessage](), lambda: tiers.messages(user_id, replies)
-            )
-            search = call(tiers.recall, tiers.arecall, user_id, replies, texts, k)
-        if want_recall:
-            recalled = yield from _tier(user_id, "summaries", [], search)
-        return MemorySnapshot(tags=tags, history=history, recalled=recalled)
+        return await adrive(self.tiers.load(user_id, query, max_messages, k, context, thread_id))
 
     # ----- summarization: langchain_tiered_memory.summarization does the work -----
 
@@ -942,7 +833,11 @@ class TieredMemory:
             {'threads': 2, 'history': 12, 'tags': 2, 'summaries': 3, 'store_items': 4}
         """
         removed = privacy.forget_user(
-            self, user_id, checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+            self.tiers,
+            user_id,
+            checkpointer=checkpointer,
+            store=store,
+            store_namespaces=store_namespaces,
         )
         if self._server is not None:  # the package's own server: off its files too
             self._server.compact()
@@ -958,7 +853,11 @@ class TieredMemory:
     ) -> dict[str, int]:
         """Async :meth:`forget_user`."""
         removed = await privacy.aforget_user(
-            self, user_id, checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+            self.tiers,
+            user_id,
+            checkpointer=checkpointer,
+            store=store,
+            store_namespaces=store_namespaces,
         )
         if self._server is not None:
             await self._server.acompact()
@@ -980,7 +879,7 @@ class TieredMemory:
             {'messages': 4, 'summaries': 1, 'checkpoints': 3}
 
         """
-        removed = privacy.forget_thread(self, user_id, thread_id, checkpointer=checkpointer)
+        removed = privacy.forget_thread(self.tiers, user_id, thread_id, checkpointer=checkpointer)
         if self._server is not None:
             self._server.compact()
         return removed
@@ -989,7 +888,9 @@ class TieredMemory:
         self, user_id: str, thread_id: str, *, checkpointer: BaseCheckpointSaver | None = None
     ) -> dict[str, int]:
         """Async :meth:`forget_thread`."""
-        removed = await privacy.aforget_thread(self, user_id, thread_id, checkpointer=checkpointer)
+        removed = await privacy.aforget_thread(
+            self.tiers, user_id, thread_id, checkpointer=checkpointer
+        )
         if self._server is not None:
             await self._server.acompact()
         return removed
@@ -1013,7 +914,11 @@ class TieredMemory:
             [{'thread_id': 't-1', 'checkpoint_id': '1f0...', 'values': {...}}]
         """
         return privacy.export_user(
-            self, user_id, checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+            self.tiers,
+            user_id,
+            checkpointer=checkpointer,
+            store=store,
+            store_namespaces=store_namespaces,
         )
 
     async def aexport_user(
@@ -1026,7 +931,11 @@ class TieredMemory:
     ) -> dict[str, Any]:
         """Async :meth:`export_user`."""
         return await privacy.aexport_user(
-            self, user_id, checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+            self.tiers,
+            user_id,
+            checkpointer=checkpointer,
+            store=store,
+            store_namespaces=store_namespaces,
         )
 
     # ----- changing the embeddings model -----
@@ -1072,24 +981,8 @@ class TieredMemory:
         return self.summaries
 
 
-_T = TypeVar("_T")
-
-
 def _query_texts(query: str | None, messages: Sequence[BaseMessage | str], turns: int) -> list[str]:
     """The texts a recall query reads: the last ``turns`` user turns of ``messages`` and
     ``query``, oldest first.
     """
     return recent_user_texts([*messages, *([query] if query else [])], max(turns, 1))
-
-
-def _tier(user_id: str, tier: str, empty: _T, read: Step | Callable[[], _T]) -> Plan[_T]:
-    """What ``read`` gives (a step, or a parse of replies already fetched), or ``empty``
-    if the tier's stored data is corrupt (logged): the other tiers still reach the model.
-    """
-    try:
-        if isinstance(read, Step):
-            return (yield read)  # type: ignore[no-any-return]
-        return read()
-    except CorruptMemoryError:
-        logger.exception("the %s of user %r are unreadable; loading the other tiers", tier, user_id)
-        return empty

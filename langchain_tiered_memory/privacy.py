@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, TypeGuard
 
 from langchain_core.documents import Document
 from langchain_core.load import dumpd
@@ -23,9 +23,7 @@ from langchain_tiered_memory._ids import validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
 from langchain_tiered_memory.messages import messages_at
 from langchain_tiered_memory.store import RedisStore
-
-if TYPE_CHECKING:
-    from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.tiers import Tiers
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +45,7 @@ _STORE_PAGE = 1000
 
 
 def forget_user(
-    memory: TieredMemory,
+    tiers: Tiers,
     user_id: str,
     *,
     checkpointer: BaseCheckpointSaver | None = None,
@@ -58,11 +56,11 @@ def forget_user(
 
     The work behind :meth:`TieredMemory.forget_user`, which documents it.
     """
-    return drive(_forget_user_plan(memory, user_id, checkpointer, store, store_namespaces))
+    return drive(_forget_user_plan(tiers, user_id, checkpointer, store, store_namespaces))
 
 
 async def aforget_user(
-    memory: TieredMemory,
+    tiers: Tiers,
     user_id: str,
     *,
     checkpointer: BaseCheckpointSaver | None = None,
@@ -70,11 +68,11 @@ async def aforget_user(
     store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
 ) -> dict[str, int]:
     """Async :func:`forget_user`."""
-    return await adrive(_forget_user_plan(memory, user_id, checkpointer, store, store_namespaces))
+    return await adrive(_forget_user_plan(tiers, user_id, checkpointer, store, store_namespaces))
 
 
 def forget_thread(
-    memory: TieredMemory,
+    tiers: Tiers,
     user_id: str,
     thread_id: str,
     *,
@@ -84,22 +82,22 @@ def forget_thread(
 
     The work behind :meth:`TieredMemory.forget_thread`, which documents it.
     """
-    return drive(_forget_thread_plan(memory, user_id, thread_id, checkpointer))
+    return drive(_forget_thread_plan(tiers, user_id, thread_id, checkpointer))
 
 
 async def aforget_thread(
-    memory: TieredMemory,
+    tiers: Tiers,
     user_id: str,
     thread_id: str,
     *,
     checkpointer: BaseCheckpointSaver | None = None,
 ) -> dict[str, int]:
     """Async :func:`forget_thread`."""
-    return await adrive(_forget_thread_plan(memory, user_id, thread_id, checkpointer))
+    return await adrive(_forget_thread_plan(tiers, user_id, thread_id, checkpointer))
 
 
 def export_user(
-    memory: TieredMemory,
+    tiers: Tiers,
     user_id: str,
     *,
     checkpointer: BaseCheckpointSaver | None = None,
@@ -110,11 +108,11 @@ def export_user(
 
     The work behind :meth:`TieredMemory.export_user`, which documents it.
     """
-    return drive(_export_plan(memory, user_id, checkpointer, store, store_namespaces))
+    return drive(_export_plan(tiers, user_id, checkpointer, store, store_namespaces))
 
 
 async def aexport_user(
-    memory: TieredMemory,
+    tiers: Tiers,
     user_id: str,
     *,
     checkpointer: BaseCheckpointSaver | None = None,
@@ -122,21 +120,21 @@ async def aexport_user(
     store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
 ) -> dict[str, Any]:
     """Async :func:`export_user`."""
-    return await adrive(_export_plan(memory, user_id, checkpointer, store, store_namespaces))
+    return await adrive(_export_plan(tiers, user_id, checkpointer, store, store_namespaces))
 
 
 # ----- the plans (``_steps``): one body for the sync and the async form -----
 
 
 def _forget_user_plan(
-    memory: TieredMemory,
+    tiers: Tiers,
     user_id: str,
     checkpointer: BaseCheckpointSaver | None,
     store: BaseStore | None,
     store_namespaces: Sequence[tuple[str, ...]],
 ) -> Plan[dict[str, int]]:
     user_id = validate_user_id(user_id)
-    threads = yield call(memory.history.threads, memory.history.athreads, user_id)
+    threads = yield call(tiers.history.threads, tiers.history.athreads, user_id)
     prefixes = _user_prefixes(user_id, store_namespaces)
     # another store's items are collected before anything is deleted: a read that
     # fails then leaves the user whole, not half erased
@@ -157,22 +155,23 @@ def _forget_user_plan(
         store_items = len(items)
     removed = {
         "threads": len(threads),
-        "history": (yield call(memory.history.clear, memory.history.aclear, user_id)),
-        "tags": (yield call(memory.tags.clear, memory.tags.aclear, user_id)),
-        "summaries": (yield call(memory.summaries.clear, memory.summaries.aclear, user_id)),
+        "history": (yield call(tiers.history.clear, tiers.history.aclear, user_id)),
+        "tags": (yield call(tiers.tags.clear, tiers.tags.aclear, user_id)),
+        "summaries": (yield call(tiers.summaries.clear, tiers.summaries.aclear, user_id)),
     }
     if store is not None:
         removed["store_items"] = store_items
-    if memory.tiers is not None:
-        yield call(memory.tiers.purge, memory.tiers.apurge, user_id)
-    if memory.queue is not None:
+    redis = tiers.redis
+    if redis is not None:
+        yield call(redis.purge, redis.apurge, user_id)
+    if tiers.queue is not None:
         # its entry, the pending index, the watermark copy
-        yield call(memory.queue.forget, memory.queue.aforget, user_id)
+        yield call(tiers.queue.forget, tiers.queue.aforget, user_id)
     return removed
 
 
 def _forget_thread_plan(
-    memory: TieredMemory,
+    tiers: Tiers,
     user_id: str,
     thread_id: str,
     checkpointer: BaseCheckpointSaver | None,
@@ -180,39 +179,39 @@ def _forget_thread_plan(
     user_id = validate_user_id(user_id)
     checkpoints = 0
     if checkpointer is not None and thread_id in (
-        yield call(memory.history.threads, memory.history.athreads, user_id)
+        yield call(tiers.history.threads, tiers.history.athreads, user_id)
     ):
         config = _thread_config(thread_id, any_namespace=True)
         checkpoints = yield Step(_count, _acount, (checkpointer, config))
         yield call(checkpointer.delete_thread, checkpointer.adelete_thread, thread_id)
     messages = yield call(
-        memory.history.forget_thread, memory.history.aforget_thread, user_id, thread_id
+        tiers.history.forget_thread, tiers.history.aforget_thread, user_id, thread_id
     )
     # a summarization that read the thread before this erasure must not store it after;
     # one that stored before is caught below by its provenance
-    yield call(memory.summaries.rotate_fence, memory.summaries.arotate_fence, user_id)
+    yield call(tiers.summaries.rotate_fence, tiers.summaries.arotate_fence, user_id)
     derived = _derived_only_from(
-        (yield call(memory.summaries.get_all, memory.summaries.aget_all, user_id)), thread_id
+        (yield call(tiers.summaries.get_all, tiers.summaries.aget_all, user_id)), thread_id
     )
     return {
         "messages": messages,
         "summaries": (
-            yield call(memory.summaries.delete, memory.summaries.adelete, user_id, derived)
+            yield call(tiers.summaries.delete, tiers.summaries.adelete, user_id, derived)
         ),
         "checkpoints": checkpoints,
     }
 
 
 def _export_plan(
-    memory: TieredMemory,
+    tiers: Tiers,
     user_id: str,
     checkpointer: BaseCheckpointSaver | None,
     store: BaseStore | None,
     store_namespaces: Sequence[tuple[str, ...]],
 ) -> Plan[dict[str, Any]]:
     user_id = validate_user_id(user_id)
-    first, messages = yield call(memory.history.since, memory.history.asince, user_id, 0)
-    threads = yield call(memory.history.threads, memory.history.athreads, user_id)
+    first, messages = yield call(tiers.history.since, tiers.history.asince, user_id, 0)
+    threads = yield call(tiers.history.threads, tiers.history.athreads, user_id)
     extra: dict[str, Any] = {}
     if checkpointer is not None:
         states = []
@@ -240,16 +239,16 @@ def _export_plan(
         prefixes = _user_prefixes(user_id, store_namespaces)
         items = yield from _store_items(store, prefixes)
         extra["store"] = [_jsonable(i.dict()) for i in items]
-    summaries = yield call(memory.summaries.get_all, memory.summaries.aget_all, user_id)
+    summaries = yield call(tiers.summaries.get_all, tiers.summaries.aget_all, user_id)
     return {
         "user_id": user_id,
-        "tags": (yield call(memory.tags.get_all, memory.tags.aget_all, user_id)),
-        "tag_history": (yield call(memory.tags.history, memory.tags.ahistory, user_id)),
+        "tags": (yield call(tiers.tags.get_all, tiers.tags.aget_all, user_id)),
+        "tag_history": (yield call(tiers.tags.history, tiers.tags.ahistory, user_id)),
         "threads": threads,
         "history": {"first_position": first, "messages": messages_to_dict(messages)},
         "summaries": [{"id": d.id, "text": d.page_content, **d.metadata} for d in summaries],
         "watermark": (
-            yield call(memory.summaries.get_watermark, memory.summaries.aget_watermark, user_id)
+            yield call(tiers.summaries.get_watermark, tiers.summaries.aget_watermark, user_id)
         ),
         **extra,
     }

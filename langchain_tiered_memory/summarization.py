@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -34,9 +34,7 @@ from langchain_tiered_memory.summarizer import (
     reconcile_items,
     summarize_messages,
 )
-
-if TYPE_CHECKING:
-    from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.tiers import Tiers
 
 __all__ = ["DEFAULT_SUMMARY_BATCH", "Summarization"]
 
@@ -57,8 +55,8 @@ def _provenance(first: int, end: int, spans: Sequence[tuple[int, int, str]]) -> 
 class Summarization:
     """The summarization of one memory's users (see the module docstring).
 
-    It reads the memory's stores at each call, so a store an app swaps on the memory is the
-    one used.
+    It reads the stores (its ``Tiers``) at each call, so a store an app swaps on the memory
+    is the one used.
 
     Its operations are plans (``_steps``): ``TieredMemory`` runs them with ``drive`` or
     ``adrive``, and so does the worker.
@@ -69,8 +67,8 @@ class Summarization:
         ['12', '13']
     """
 
-    def __init__(self, memory: TieredMemory) -> None:
-        self.memory = memory
+    def __init__(self, tiers: Tiers) -> None:
+        self.tiers = tiers
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._jobs: dict[str, Future[list[str]]] = {}
@@ -95,7 +93,7 @@ class Summarization:
         try:
             return (yield from self._once_plan(user_id, model, max_messages, reconcile, options))
         finally:
-            if settle and self.memory.queue is not None:
+            if settle and self.tiers.queue is not None:
                 yield from self.settle(user_id)
 
     def settle(
@@ -106,16 +104,16 @@ class Summarization:
         does not: the user's next turn queues it again, so a user the model cannot
         summarize does not spin the workers.
         """
-        memory = self.memory
-        assert memory.queue is not None
+        tiers = self.tiers
+        assert tiers.queue is not None
         watermark = yield call(
-            memory.summaries.get_watermark, memory.summaries.aget_watermark, user_id
+            tiers.summaries.get_watermark, tiers.summaries.aget_watermark, user_id
         )
-        length = yield call(memory.history.length, memory.history.alength, user_id)
-        threshold = memory.summarize_after if requeue else None
+        length = yield call(tiers.history.length, tiers.history.alength, user_id)
+        threshold = tiers.summarize_after if requeue else None
         yield call(
-            memory.queue.settle,
-            memory.queue.asettle,
+            tiers.queue.settle,
+            tiers.queue.asettle,
             user_id,
             watermark=watermark,
             length=length,
@@ -131,13 +129,13 @@ class Summarization:
         reconcile: bool,
         options: dict[str, bool],
     ) -> Plan[list[str]]:
-        memory = self.memory
+        tiers = self.tiers
         # the fence first, the messages after: an erasure in between is seen by the write
         watermark, fence = yield call(
-            memory.summaries.get_fence, memory.summaries.aget_fence, user_id
+            tiers.summaries.get_fence, tiers.summaries.aget_fence, user_id
         )
         first, end, messages = yield call(
-            memory.history.window, memory.history.awindow, user_id, watermark, max_messages
+            tiers.history.window, tiers.history.awindow, user_id, watermark, max_messages
         )
         if end == first:
             return []
@@ -146,17 +144,15 @@ class Summarization:
             items = yield Step(summarize_messages, asummarize_messages, (model, messages), options)
         supersedes: dict[int, list[str]] = {}
         if reconcile and items:
-            similar = yield call(
-                memory.summaries.similar, memory.summaries.asimilar, user_id, items
-            )
+            similar = yield call(tiers.summaries.similar, tiers.summaries.asimilar, user_id, items)
             items, supersedes = yield Step(
                 reconcile_items, areconcile_items, (model, items, similar)
             )
-        spans = yield call(memory.history.spans, memory.history.aspans, user_id)
+        spans = yield call(tiers.history.spans, tiers.history.aspans, user_id)
         try:
             ids: list[str] = yield call(
-                memory.summaries.add,
-                memory.summaries.aadd,
+                tiers.summaries.add,
+                tiers.summaries.aadd,
                 user_id,
                 items,
                 metadata=_provenance(first, end, spans),
@@ -167,17 +163,17 @@ class Summarization:
         except WatermarkConflict:
             logger.info("summarization of %r raced with another summarizer; skipped", user_id)
             return []
-        if memory.history_retention is not None:
+        if tiers.history_retention is not None:
             yield call(
-                memory.history.trim,
-                memory.history.atrim,
+                tiers.history.trim,
+                tiers.history.atrim,
                 user_id,
-                keep_last=memory.history_retention,
+                keep_last=tiers.history_retention,
                 not_after=end,
             )
-        if memory.user_ttl is not None:
+        if tiers.user_ttl is not None:
             # new items join the user's retention clock
-            yield Step(memory.touch_user, memory.atouch_user, (user_id,))
+            yield Step(tiers.touch_user, tiers.atouch_user, (user_id,))
         return ids
 
     # ----- in the background -----
@@ -213,9 +209,9 @@ class Summarization:
     def _background_job(
         self, user_id: str, model: BaseChatModel, min_messages: int, options: dict[str, bool]
     ) -> list[str]:
-        memory = self.memory
+        tiers = self.tiers
         try:
-            pending = memory.history.length(user_id) - memory.summaries.get_watermark(user_id)
+            pending = tiers.history.length(user_id) - tiers.summaries.get_watermark(user_id)
             if pending < min_messages:
                 return []
             return drive(self.summarize(user_id, model, **options))
@@ -243,17 +239,15 @@ class Summarization:
 
     def pending_users(self, min_messages: int = 20) -> Plan[list[str]]:
         """The plan of :meth:`TieredMemory.pending_users`."""
-        memory = self.memory
-        if memory.queue is not None and (yield call(memory.queue.indexed, memory.queue.aindexed)):
-            return (
-                yield call(memory.queue.pending_users, memory.queue.apending_users, min_messages)
-            )  # type: ignore[no-any-return]
+        tiers = self.tiers
+        if tiers.queue is not None and (yield call(tiers.queue.indexed, tiers.queue.aindexed)):
+            return (yield call(tiers.queue.pending_users, tiers.queue.apending_users, min_messages))  # type: ignore[no-any-return]
         out = []
-        for user_id in (yield call(memory.history.users, memory.history.ausers)):
+        for user_id in (yield call(tiers.history.users, tiers.history.ausers)):
             try:
-                length = yield call(memory.history.length, memory.history.alength, user_id)
+                length = yield call(tiers.history.length, tiers.history.alength, user_id)
                 watermark = yield call(
-                    memory.summaries.get_watermark, memory.summaries.aget_watermark, user_id
+                    tiers.summaries.get_watermark, tiers.summaries.aget_watermark, user_id
                 )
             except CorruptMemoryError:
                 logger.exception("cannot tell whether %r has pending messages", user_id)
@@ -264,14 +258,14 @@ class Summarization:
 
     def sweep(self) -> Plan[int]:
         """The plan of :meth:`TieredMemory.sweep_pending`."""
-        queue = self.memory.queue
+        queue = self.tiers.queue
         if queue is None:
             return 0
         n = 0
         indexed = yield call(
             queue.indexed_users, queue.aindexed_users
         )  # before the SCAN: a user new since is kept
-        users = yield call(self.memory.history.users, self.memory.history.ausers)
+        users = yield call(self.tiers.history.users, self.tiers.history.ausers)
         for user_id in users:
             try:
                 yield from self.settle(user_id)

@@ -18,6 +18,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from langchain_core.language_models import BaseChatModel
 
@@ -28,13 +29,22 @@ from langchain_tiered_memory.errors import (
     MemoryBackendError,
     SummarizationError,
 )
-from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.queue import QueueEntry
-from langchain_tiered_memory.summarization import DEFAULT_SUMMARY_BATCH
+from langchain_tiered_memory.summarization import DEFAULT_SUMMARY_BATCH, Summarization
+from langchain_tiered_memory.tiers import Tiers
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SummaryWorker", "WorkerStats"]
+__all__ = ["MemoryServices", "SummaryWorker", "WorkerStats"]
+
+
+class MemoryServices(Protocol):
+    """What the worker uses of a memory (a ``TieredMemory`` has it): its tiers and its
+    summarization. A protocol, so the worker does not import the facade.
+    """
+
+    tiers: Tiers
+    summarization: Summarization
 
 
 @dataclass
@@ -79,7 +89,7 @@ class SummaryWorker:
 
     def __init__(
         self,
-        memory: TieredMemory,
+        memory: MemoryServices,
         model: BaseChatModel,
         *,
         concurrency: int = 8,
@@ -89,15 +99,16 @@ class SummaryWorker:
         grounded: bool = False,
         reconcile: bool = True,
     ) -> None:
-        if memory.queue is None:
+        self.tiers = memory.tiers
+        self.summarization = memory.summarization
+        if self.tiers.queue is None:
             raise ValueError(
                 "the worker needs memory on Redis (TieredMemory.from_url or .embedded); "
                 "TieredMemory.in_memory() has no queue: use summarize_pending()."
             )
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency!r}.")
-        self.memory = memory
-        self.queue = memory.queue
+        self.queue = self.tiers.queue
         self.model = model
         self.concurrency = concurrency
         self.claim_after = claim_after
@@ -131,15 +142,15 @@ class SummaryWorker:
         leave the queue's index too.
         """
         if sweep or (sweep is None and not await self.queue.aindexed()):
-            swept = await self.memory.asweep_pending()
+            swept = await adrive(self.summarization.sweep())
             logger.info("indexed the pending messages of %d users", swept)
-        if self.memory.summarize_after is not None:
-            due = await self.queue.aenqueue_due(self.memory.summarize_after)
+        if self.tiers.summarize_after is not None:
+            due = await self.queue.aenqueue_due(self.tiers.summarize_after)
             if due:
                 logger.info(
-                    "queued %d users already due at %d messages", due, self.memory.summarize_after
+                    "queued %d users already due at %d messages", due, self.tiers.summarize_after
                 )
-        sweep_every = max(self.memory.user_ttl, 600.0) if self.memory.user_ttl else None
+        sweep_every = max(self.tiers.user_ttl, 600.0) if self.tiers.user_ttl else None
         last_sweep = time.monotonic()
         running: set[asyncio.Task[None]] = set()
         shard = 0
@@ -149,8 +160,8 @@ class SummaryWorker:
         while not self._stop.is_set():
             if sweep_every is not None and time.monotonic() - last_sweep >= sweep_every:
                 last_sweep = time.monotonic()
-                await self.memory.asweep_pending()
-            if self.memory.user_ttl and time.monotonic() - last_purge >= 5.0:
+                await adrive(self.summarization.sweep())
+            if self.tiers.user_ttl and time.monotonic() - last_purge >= 5.0:
                 # expired users' ids out of the queue within seconds, not at the next sweep
                 last_purge = time.monotonic()
                 await self.queue.apurge_expired()
@@ -217,7 +228,7 @@ class SummaryWorker:
         ok = False
         try:
             ids = await adrive(
-                self.memory.summarization.summarize(
+                self.summarization.summarize(
                     user,
                     self.model,
                     max_messages=DEFAULT_SUMMARY_BATCH,
@@ -242,6 +253,6 @@ class SummaryWorker:
             self.stats.failed += 1
         try:
             # ack; the user is queued again if it is still due (or a turn came meanwhile)
-            await adrive(self.memory.summarization.settle(user, entry, requeue=ok))
+            await adrive(self.summarization.settle(user, entry, requeue=ok))
         except MemoryBackendError:
             logger.exception("could not acknowledge %r; it will be claimed again", user)

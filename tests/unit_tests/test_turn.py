@@ -31,7 +31,7 @@ def test_only_three_redis_stores_on_one_connection_are_read_together(
         )
         assert RedisTiers.of(memory.history, memory.tags, other) is None
         memory.summaries = in_memory  # an app swapping a store: load takes the per-store path
-        assert memory.tiers is None
+        assert memory.tiers.redis is None
     finally:
         memory.close()
 
@@ -72,7 +72,7 @@ async def test_async_round_trip_matches(embedded_server: EmbeddedRedis) -> None:
     try:
         await memory.aset_user_tags("bob", {"name": "Bob"})
         await memory.aadd_summaries("bob", ["Bob lives in Oslo."])
-        tiers = memory.tiers
+        tiers = memory.tiers.redis
         assert tiers is not None
         replies = await tiers.afetch("bob", max_messages=5)
         assert tiers.tags("bob", replies) == {"name": "Bob"}
@@ -94,7 +94,7 @@ def test_facade_sends_no_redis_command_itself() -> None:
 def test_fetch_sends_only_what_is_asked(embedded_server: EmbeddedRedis, max_messages: int) -> None:
     memory = TieredMemory.embedded(embedded_server.data_dir, embeddings=HashingEmbeddings())
     try:
-        tiers = memory.tiers
+        tiers = memory.tiers.redis
         assert tiers is not None
         replies = tiers.fetch("carol", max_messages=max_messages)
         assert (replies.history is None) == (max_messages == 0)

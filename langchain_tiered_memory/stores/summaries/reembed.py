@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 
 from langchain_tiered_memory._redis import RedisConnection, as_text
 from langchain_tiered_memory._steps import Plan, Step, call
@@ -33,15 +34,39 @@ from langchain_tiered_memory.embeddings import embeddings_model_id
 from langchain_tiered_memory.errors import ConcurrentReembedError
 from langchain_tiered_memory.stores.summaries.index import (
     Record,
+    VectorDtype,
     encode_vector,
     parse_item_id,
     unit_rows,
 )
 
-if TYPE_CHECKING:
-    from langchain_tiered_memory.stores.summaries.redis_store import RedisSummaryStore
 
-__all__ = ["Progress", "UsersProgress", "reembed_plan", "reembed_users_plan"]
+class ReembedTarget(Protocol):
+    """What a re-embedding needs of a summary store (``RedisSummaryStore`` has it); a
+    protocol, so this module does not import the store that calls it.
+    """
+
+    connection: RedisConnection
+    embeddings: Embeddings
+    vector_dtype: VectorDtype
+
+    def reembed_keys(self, user_id: str) -> tuple[str, str, str, str]:
+        """The four keys the re-embedding scripts take."""
+
+    def where(self, user_id: str) -> str:
+        """How errors name the user's items."""
+
+    def drop_cached(self, user_id: str) -> None:
+        """Forget the user's index held in this process."""
+
+    def users(self) -> list[str]:
+        """Every user with items."""
+
+    async def ausers(self) -> list[str]:
+        """Async :meth:`users`."""
+
+
+__all__ = ["Progress", "ReembedTarget", "UsersProgress", "reembed_plan", "reembed_users_plan"]
 
 #: Called after each staged page with (items converted so far, items in all).
 Progress = Callable[[int, int], None]
@@ -133,7 +158,7 @@ def _texts(raw: dict[Any, Any], where: str) -> dict[str, str]:
 
 
 def reembed_plan(
-    store: RedisSummaryStore, user_id: str, *, progress: Progress | None = None
+    store: ReembedTarget, user_id: str, *, progress: Progress | None = None
 ) -> Plan[int]:
     """Stage, then swap, the user's vectors for ``store``'s embeddings model.
 
@@ -201,7 +226,7 @@ def reembed_plan(
 
 
 def reembed_users_plan(
-    store: RedisSummaryStore,
+    store: ReembedTarget,
     user_ids: Sequence[str] | None = None,
     *,
     progress: UsersProgress | None = None,

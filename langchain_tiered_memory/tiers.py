@@ -1,0 +1,238 @@
+"""``Tiers``: the three stores of a memory and what works across them, for the services.
+
+Summarization, erasure and export (``summarization.py``, ``privacy.py``) and the facade's
+turn read and save work on this object, not on ``TieredMemory``: the facade composes them
+and owns no store logic, and no service imports the facade. What lives here is what takes
+more than one store: a turn's read (one pipelined round trip when all three are the Redis
+stores), a turn's save with the queue note and the retention clock, and the clock itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+
+from langchain_tiered_memory._ids import validate_count, validate_thread_id, validate_user_id
+from langchain_tiered_memory._keys import KeyBuilder
+from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory._steps import Plan, Step, call
+from langchain_tiered_memory.errors import CorruptMemoryError
+from langchain_tiered_memory.queue import SummaryQueue
+from langchain_tiered_memory.stores import turn
+from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid
+from langchain_tiered_memory.stores.summaries import SummaryStore
+from langchain_tiered_memory.stores.tags import TagStore
+from langchain_tiered_memory.stores.turn import RedisTiers
+
+__all__ = ["MemorySnapshot", "Tiers"]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class MemorySnapshot:
+    """What one turn needs from memory: tags, recent history and recalled items."""
+
+    tags: dict[str, str] = field(default_factory=dict)
+    history: list[BaseMessage] = field(default_factory=list)
+    recalled: list[Document] = field(default_factory=list)
+
+
+@dataclass
+class Tiers:
+    """A memory's stores and settings, as the services use them.
+
+    The stores are plain attributes (an app may swap one on its ``TieredMemory``, which
+    keeps them here); :attr:`redis` is decided at each use for that reason.
+
+    Example:
+        >>> from langchain_tiered_memory.stores import InMemoryHistoryStore, InMemoryTagStore
+        >>> from langchain_tiered_memory.stores import InMemorySummaryStore
+        >>> from langchain_tiered_memory.embeddings import HashingEmbeddings
+        >>> tiers = Tiers(
+        ...     history=InMemoryHistoryStore(),
+        ...     tags=InMemoryTagStore(),
+        ...     summaries=InMemorySummaryStore(embeddings=HashingEmbeddings()),
+        ... )
+        >>> tiers.redis is None
+        True
+    """
+
+    history: HistoryStore
+    tags: TagStore
+    summaries: SummaryStore
+    queue: SummaryQueue | None = None
+    connection: RedisConnection | None = None
+    user_ttl: float | None = None
+    history_retention: int | None = None
+    summarize_after: int | None = None
+
+    def __post_init__(self) -> None:
+        after = self.summarize_after
+        if after is not None and (not isinstance(after, int) or after < 1):
+            raise ValueError(f"summarize_after must be a positive int, got {after!r}.")
+        ttl = self.user_ttl
+        if ttl is not None and not (isinstance(ttl, (int, float)) and ttl > 0):
+            raise ValueError(f"user_ttl must be a positive number of seconds, got {ttl!r}.")
+
+    @property
+    def redis(self) -> RedisTiers | None:
+        """The three Redis tiers as one unit (a turn's read and save in one round trip
+        each, a user's purge), or ``None`` when a store is not on Redis.
+        """
+        return RedisTiers.of(self.history, self.tags, self.summaries)
+
+    def ttl_ms(self) -> int | None:
+        """``user_ttl`` in milliseconds, as the Redis scripts take it."""
+        return int(self.user_ttl * 1000) if self.user_ttl is not None else None
+
+    # ----- retention -----
+
+    def _keys(self) -> KeyBuilder:
+        # the Redis stores' key builder (its prefix); the default one for other stores
+        keys = getattr(self.history, "keys", None)
+        return keys if isinstance(keys, KeyBuilder) else KeyBuilder()
+
+    def touch_user(self, user_id: str) -> None:
+        """Restart the clock of every key of the user (``user_ttl``): they expire together.
+        Nothing happens without ``user_ttl`` or off Redis.
+        """
+        ttl_ms = self.ttl_ms()
+        if self.connection is not None and ttl_ms is not None:
+            turn.touch_user(self.connection, self._keys(), user_id, ttl_ms)
+
+    async def atouch_user(self, user_id: str) -> None:
+        """Async :meth:`touch_user`."""
+        ttl_ms = self.ttl_ms()
+        if self.connection is not None and ttl_ms is not None:
+            await turn.atouch_user(self.connection, self._keys(), user_id, ttl_ms)
+
+    # ----- one turn (plans: run them with _steps.drive or adrive) -----
+
+    def save(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        thread_id: str | None,
+        thread_position: int | None,
+        on_invalid: OnInvalid,
+    ) -> Plan[None]:
+        """The plan of ``TieredMemory.add_session_log``."""
+        thread_id = validate_thread_id(thread_id)
+        redis = self.redis
+        if messages and redis is not None and redis.saves_with(self.queue):
+            # the append, the clock and the queue note: one round trip, as the load is
+            yield call(
+                redis.save,
+                redis.asave,
+                user_id,
+                messages,
+                thread_id=thread_id,
+                thread_position=thread_position,
+                on_invalid=on_invalid,
+                queue=self.queue,
+                threshold=self.summarize_after,
+                ttl_ms=self.ttl_ms(),
+            )
+            return
+        yield call(
+            self.history.append,
+            self.history.aappend,
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        )
+        if self.queue is not None and messages:
+            yield call(
+                self.queue.note,
+                self.queue.anote,
+                user_id,
+                added=len(messages),
+                threshold=self.summarize_after,
+                ttl_ms=self.ttl_ms(),
+            )
+        if self.user_ttl is not None:
+            yield Step(self.touch_user, self.atouch_user, (user_id,))
+
+    def load(
+        self,
+        user_id: str,
+        query: str | None,
+        max_messages: int,
+        k: int,
+        context: Sequence[str],
+        thread_id: str | None = None,
+    ) -> Plan[MemorySnapshot]:
+        """The plan of ``TieredMemory.load`` (which documents it)."""
+        user_id = validate_user_id(user_id)
+        max_messages, k = validate_count(max_messages, "max_messages"), validate_count(k, "k")
+        texts = [t for t in (*context, query) if t.strip()] if query else []
+        redis = self.redis
+        tags: dict[str, str]
+        history: list[BaseMessage]
+        recalled: list[Document] = []
+        if redis is None:
+            if thread_id is not None:
+                yield call(
+                    self.history.record_thread, self.history.arecord_thread, user_id, thread_id
+                )
+            if self.user_ttl is not None:
+                yield Step(self.touch_user, self.atouch_user, (user_id,))
+            tags = yield from _tier(
+                user_id, "tags", {}, call(self.tags.get_all, self.tags.aget_all, user_id)
+            )
+            history = yield from _tier(
+                user_id,
+                "history",
+                [],
+                call(self.history.tail, self.history.atail, user_id, max_messages),
+            )
+            search = call(
+                self.summaries.search_conversation,
+                self.summaries.asearch_conversation,
+                user_id,
+                texts,
+                k,
+            )
+        else:
+            replies = yield call(
+                redis.fetch,
+                redis.afetch,
+                user_id,
+                max_messages,
+                touch_ms=self.ttl_ms(),
+                thread_id=thread_id,
+            )
+            # replies already fetched: parsed here, each tier on its own
+            tags = yield from _tier(
+                user_id, "tags", dict[str, str](), lambda: redis.tags(user_id, replies)
+            )
+            history = yield from _tier(
+                user_id, "history", list[BaseMessage](), lambda: redis.messages(user_id, replies)
+            )
+            search = call(redis.recall, redis.arecall, user_id, replies, texts, k)
+        if texts and k > 0:
+            recalled = yield from _tier(user_id, "summaries", [], search)
+        return MemorySnapshot(tags=tags, history=history, recalled=recalled)
+
+
+def _tier(user_id: str, tier: str, empty: _T, read: Step | Callable[[], _T]) -> Plan[_T]:
+    """What ``read`` gives (a step, or a parse of replies already fetched), or ``empty``
+    if the tier's stored data is corrupt (logged): the other tiers still reach the model.
+    """
+    try:
+        if isinstance(read, Step):
+            return (yield read)  # type: ignore[no-any-return]
+        return read()
+    except CorruptMemoryError:
+        logger.exception("the %s of user %r are unreadable; loading the other tiers", tier, user_id)
+        return empty
