@@ -28,14 +28,14 @@ from typing_extensions import NotRequired
 
 from langchain_tiered_memory.capture import AfterTurnCapture
 from langchain_tiered_memory.context import resolve_user_id, thread_of
-from langchain_tiered_memory.graph import (
+from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.nodes import (
     DEFAULT_CONTEXT_TOKEN_BUDGET,
     DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_MEMORY_TOKEN_BUDGET,
     MemoryNodes,
     ModelStep,
 )
-from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.policy import ModelPolicy
 from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
 from langchain_tiered_memory.retrieval.conversation import DEFAULT_CONTEXT_TURNS

@@ -88,6 +88,22 @@ class ModelPolicy:
         return self.small
 
     @property
+    def summary_options(self) -> dict[str, bool]:
+        """The summarizer's switches (keyword arguments of ``summarize_history``): for a
+        small model the extractive fallback and the grounding guard on and the update step
+        off; the reverse otherwise.
+
+        Example:
+            >>> ModelPolicy(small=True).summary_options
+            {'extractive_fallback': True, 'grounded': True, 'reconcile': False}
+        """
+        return {
+            "extractive_fallback": self.extractive_fallback,
+            "grounded": self.grounded,
+            "reconcile": self.reconcile,
+        }
+
+    @property
     def compact_prompt(self) -> bool:
         """The short system prompt and the one-line-per-fact memory section."""
         return self.small

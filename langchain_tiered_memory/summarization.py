@@ -27,13 +27,9 @@ from langchain_tiered_memory.errors import (
     WatermarkConflict,
 )
 from langchain_tiered_memory.queue import QueueEntry
+from langchain_tiered_memory.reconcile import areconcile_items, reconcile_items
 from langchain_tiered_memory.stores.history import threads_between
-from langchain_tiered_memory.summarizer import (
-    areconcile_items,
-    asummarize_messages,
-    reconcile_items,
-    summarize_messages,
-)
+from langchain_tiered_memory.summarizer import asummarize_messages, summarize_messages
 from langchain_tiered_memory.tiers import Tiers
 
 __all__ = ["DEFAULT_SUMMARY_BATCH", "Summarization"]

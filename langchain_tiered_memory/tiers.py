@@ -10,7 +10,7 @@ stores), a turn's save with the queue note and the retention clock, and the cloc
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -180,6 +180,7 @@ class Tiers:
         tags: dict[str, str]
         history: list[BaseMessage]
         recalled: list[Document] = []
+        search: Step | Plan[list[Document]]
         if redis is None:
             if thread_id is not None:
                 yield call(
@@ -219,19 +220,22 @@ class Tiers:
             history = yield from _tier(
                 user_id, "history", list[BaseMessage](), lambda: redis.messages(user_id, replies)
             )
-            search = call(redis.recall, redis.arecall, user_id, replies, texts, k)
+            search = redis.recall(user_id, replies, texts, k)
         if texts and k > 0:
-            recalled = yield from _tier(user_id, "summaries", [], search)
+            recalled = yield from _tier(user_id, "summaries", list[Document](), search)
         return MemorySnapshot(tags=tags, history=history, recalled=recalled)
 
 
-def _tier(user_id: str, tier: str, empty: _T, read: Step | Callable[[], _T]) -> Plan[_T]:
-    """What ``read`` gives (a step, or a parse of replies already fetched), or ``empty``
-    if the tier's stored data is corrupt (logged): the other tiers still reach the model.
+def _tier(user_id: str, tier: str, empty: _T, read: Step | Plan[_T] | Callable[[], _T]) -> Plan[_T]:
+    """What ``read`` gives (a step, a plan, or a parse of replies already fetched), or
+    ``empty`` if the tier's stored data is corrupt (logged): the other tiers still reach
+    the model.
     """
     try:
         if isinstance(read, Step):
             return (yield read)  # type: ignore[no-any-return]
+        if isinstance(read, Generator):
+            return (yield from read)
         return read()
     except CorruptMemoryError:
         logger.exception("the %s of user %r are unreadable; loading the other tiers", tier, user_id)

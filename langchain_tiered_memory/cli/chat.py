@@ -136,8 +136,8 @@ class _ChatSession:
     def command(self, text: str) -> bool:
         """Run a slash command; ``False`` to leave the chat."""
         from langchain_tiered_memory.errors import SummarizationError
+        from langchain_tiered_memory.policy import ModelPolicy
         from langchain_tiered_memory.prompt import base_system_prompt
-        from langchain_tiered_memory.summarizer import small_model_options
 
         name, _, rest = text.partition(" ")
         name, rest = name.lower(), rest.strip()
@@ -157,7 +157,7 @@ class _ChatSession:
             try:
                 with self.console.status("summarizing..."):
                     ids = self.memory.summarize_history(
-                        self.user, self.model, **small_model_options(self.small)
+                        self.user, self.model, **ModelPolicy(small=self.small).summary_options
                     )
             except SummarizationError as exc:
                 line(self.console, f"summarizing failed: {exc}", style="red")

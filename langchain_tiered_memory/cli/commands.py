@@ -191,7 +191,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from langchain_tiered_memory.errors import SummarizationError
-    from langchain_tiered_memory.summarizer import small_model_options
+    from langchain_tiered_memory.policy import ModelPolicy
 
     user = user_id_of(args) if args.user is not None else None
     console = rich_console()
@@ -213,7 +213,9 @@ def cmd_summarize(args: argparse.Namespace) -> int:
             for uid in users:
                 progress.update(task, description=f"summarizing {esc(uid)}")
                 try:
-                    ids = memory.summarize_history(uid, model, **small_model_options(small))
+                    ids = memory.summarize_history(
+                        uid, model, **ModelPolicy(small=small).summary_options
+                    )
                     outcome = f"{len(ids)} item(s) stored" if ids else "nothing new"
                 except SummarizationError as exc:
                     failed += 1
@@ -229,7 +231,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from langchain_tiered_memory.summarizer import small_model_options
+    from langchain_tiered_memory.policy import ModelPolicy
     from langchain_tiered_memory.worker import SummaryWorker, WorkerStats
 
     console = rich_console(stderr=True)
@@ -237,7 +239,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         memory.summarize_after = args.min_messages
         with console.status("loading the chat model..."):
             model, small = load_chat_model(args.model)
-        options = small_model_options(small)
+        options = ModelPolicy(small=small).summary_options
         worker = SummaryWorker(
             memory,
             model,

@@ -79,12 +79,13 @@ def load_chat_model(name: str | None, *, seed: int | None = None) -> tuple[BaseC
 
         return fake_demo_model(), False
     from langchain_tiered_memory.defaults import default_chat_model
-    from langchain_tiered_memory.local import LocalChatModel, is_small_local_model
+    from langchain_tiered_memory.local import LocalChatModel
+    from langchain_tiered_memory.policy import ModelPolicy
 
     model = default_chat_model(name)
     if seed is not None and isinstance(model, LocalChatModel):
         model = model.model_copy(update={"seed": seed})
-    return model, bool(is_small_local_model(model))
+    return model, ModelPolicy.for_model(model).small
 
 
 def describe_model(model: BaseChatModel) -> str:

@@ -66,8 +66,8 @@ from langchain_tiered_memory.defaults import (
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.graph import LOAD_MEMORY, create_memory_graph
 from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.policy import ModelPolicy
 from langchain_tiered_memory.prompt import quote
-from langchain_tiered_memory.summarizer import small_model_options
 from langchain_tiered_memory.text import answer_states
 from langchain_tiered_memory.tools import SUMMARIZE_TOOL
 
@@ -264,9 +264,7 @@ def _check_step2(
     turns: list[TurnResult],
     tags_before: dict[str, str],
 ) -> bool:
-    from langchain_tiered_memory.local import is_small_local_model
-
-    small = is_small_local_model(model)
+    small = ModelPolicy.for_model(model).small
     turn = turns[0]
     shown_ok, detail = _tags_in_prompt(turn.memory_prompt, tags_before)
     tags_ok = _verdict(
@@ -288,7 +286,7 @@ def _check_step2(
         )
         line(console, f"path: {why}; the demo calls memory.summarize_history() directly")
         try:
-            memory.summarize_history(user, model, **small_model_options(small))
+            memory.summarize_history(user, model, **ModelPolicy(small=small).summary_options)
         except SummarizationError as exc:
             line(console, f"summarize_history failed: {exc}", style="red")
         items = memory.summaries.get_all(user)

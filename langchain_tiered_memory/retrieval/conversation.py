@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, HumanMessage
+
+from langchain_tiered_memory._steps import Plan, Step
 
 __all__ = [
     "DEFAULT_CONTEXT_TURNS",
@@ -33,6 +35,7 @@ __all__ = [
     "combine",
     "conversation_depth",
     "fuse",
+    "recall",
     "recent_user_texts",
 ]
 
@@ -164,6 +167,47 @@ def fuse(latest: Sequence[Document], conversation: Sequence[Document], k: int) -
         }
         out.append(doc)
     return out
+
+
+#: ``(query text, depth, its vector or None) -> plan of the ranked items``: one store's
+#: search, which embeds the text itself when given no vector.
+Search = Callable[[str, int, "np.ndarray | None"], Plan[list[Document]]]
+
+
+def recall(
+    search: Search,
+    embed: Callable[[Sequence[str]], Step],
+    texts: Sequence[str],
+    k: int,
+) -> Plan[list[Document]]:
+    """The one conversation recall every reader runs (a turn's load, ``recall_summaries``,
+    the search tool, the console's playground), for either store family: the latest
+    message's ranking and, when there are earlier turns, the conversation's
+    (:func:`combine`'d vector, the turns' text), fused (:func:`fuse`).
+
+    Args:
+        search: one store's search (its ranking is the store's index's: ``index.py``).
+        embed: the step that embeds the conversation's texts into one vector.
+        texts: the conversation's user texts, oldest first, the latest message last.
+        k: how many items.
+
+    Example:
+        >>> from langchain_tiered_memory._steps import call, drive
+        >>> docs = {t: Document(page_content=t, id=t) for t in "abc"}
+        >>> def search(query, depth, vector):
+        ...     return [docs[c] for c in query if c in docs][:depth]
+        ...     yield  # a plan with no step
+        >>> def embed(texts): return call(len, len, texts)  # doctest: +SKIP
+        >>> [d.id for d in drive(recall(search, lambda t: None, ["b"], 2))]
+        ['b']
+    """
+    depth = conversation_depth(k)
+    latest = yield from search(texts[-1], depth, None)
+    if len(texts) < 2:
+        return latest[:k]
+    vector = yield embed(texts)
+    joined = yield from search(" ".join(texts), depth, vector)
+    return fuse(latest, joined, k)
 
 
 def _key(doc: Document) -> str:

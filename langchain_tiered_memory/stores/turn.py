@@ -24,14 +24,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import redis
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
 from langchain_tiered_memory._keys import KeyBuilder
 from langchain_tiered_memory._redis import RedisConnection, ScriptCall, response_error
+from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.errors import CorruptMemoryError
-from langchain_tiered_memory.retrieval.conversation import conversation_depth, fuse
+from langchain_tiered_memory.retrieval.conversation import recall
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, RedisHistoryStore
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryStore
 from langchain_tiered_memory.stores.tags import RedisTagStore, TagStore
@@ -192,37 +194,26 @@ class RedisTiers:
 
     def recall(
         self, user_id: str, replies: TurnReplies, texts: Sequence[str], k: int
-    ) -> list[Document]:
-        """The ``k`` items for a conversation's ``texts`` (oldest first, the query last;
-        see :mod:`~langchain_tiered_memory.retrieval.conversation`), on the index version
-        the round trip saw.
+    ) -> Plan[list[Document]]:
+        """The plan of the ``k`` items for a conversation's ``texts`` (oldest first, the
+        query last; :func:`~langchain_tiered_memory.retrieval.conversation.recall`), on the
+        index version the round trip saw.
         """
         _raise_stored(replies.version)
-        index = self.summaries.index_for(user_id, replies.version)
+        summaries = self.summaries
+        index = yield call(summaries.index_for, summaries.aindex_for, user_id, replies.version)
         if index is None:
             return []
-        depth = conversation_depth(k)
-        latest = index.search(self.summaries.embed_query(texts[-1]), depth, query=texts[-1])
-        if len(texts) < 2:
-            return latest[:k]
-        vector = self.summaries.embed_conversation(texts)
-        return fuse(latest, index.search(vector, depth, query=" ".join(texts)), k)
 
-    async def arecall(
-        self, user_id: str, replies: TurnReplies, texts: Sequence[str], k: int
-    ) -> list[Document]:
-        """Async :meth:`recall`."""
-        _raise_stored(replies.version)
-        index = await self.summaries.aindex_for(user_id, replies.version)
-        if index is None:
-            return []
-        depth = conversation_depth(k)
-        latest_vector = await self.summaries.aembed_query(texts[-1])
-        latest = index.search(latest_vector, depth, query=texts[-1])
-        if len(texts) < 2:
-            return latest[:k]
-        vector = await self.summaries.aembed_conversation(texts)
-        return fuse(latest, index.search(vector, depth, query=" ".join(texts)), k)
+        def search(query: str, depth: int, vector: np.ndarray | None) -> Plan[list[Document]]:
+            if vector is None:
+                vector = yield call(summaries.embed_query, summaries.aembed_query, query)
+            return index.search(vector, depth, query=query)
+
+        def embed(conversation: Sequence[str]) -> Step:
+            return call(summaries.embed_conversation, summaries.aembed_conversation, conversation)
+
+        return (yield from recall(search, embed, texts, k))
 
     # ----- a turn's save -----
 

@@ -105,7 +105,7 @@ from langchain_core.messages import (  # noqa: E402
 )
 from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
 
-from langchain_tiered_memory.graph import _newest_within  # noqa: E402
+from langchain_tiered_memory.nodes import _newest_within  # noqa: E402
 
 
 def _message(kind: int, size: int, i: int) -> BaseMessage:

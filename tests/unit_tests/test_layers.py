@@ -59,7 +59,7 @@ def test_storage_imports_no_graph_cli_or_local_model(path: Path) -> None:
     assert not bad, f"{path.name} imports {bad}"
 
 
-@pytest.mark.parametrize("path", modules("graph", "middleware"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", modules("graph", "nodes", "middleware"), ids=lambda p: p.name)
 def test_graph_and_middleware_import_no_local_model(path: Path) -> None:
     bad = sorted(n for n in imports_of(path) if under(n, "local"))
     assert not bad, f"{path.name} imports {bad}: ask langchain_tiered_memory.policy instead"
@@ -172,11 +172,9 @@ MODULE_LINES, CLASS_LINES = 600, 400
 OVER_MODULES = {
     "attribution.py": 651,
     "checkpoint/base.py": 687,
-    "graph.py": 779,
     "memory.py": 988,
     "store/base.py": 609,
     "stores/summaries/redis_store.py": 666,
-    "summarizer.py": 773,
 }
 OVER_CLASSES = {
     "EmbeddedRedis": 435,

@@ -15,6 +15,7 @@ from langchain_tiered_memory import (
     RedisSummaryStore,
     TieredMemory,
 )
+from langchain_tiered_memory._steps import adrive, drive
 from langchain_tiered_memory.stores.turn import RedisTiers
 
 
@@ -49,7 +50,7 @@ def test_one_round_trip_reads_what_each_store_reads(embedded_server: EmbeddedRed
         replies = tiers.fetch("alice", max_messages=1)
         assert tiers.tags("alice", replies) == memory.get_user_tags("alice")
         assert [m.text for m in tiers.messages("alice", replies)] == ["Nice!"]
-        recalled = tiers.recall("alice", replies, "cat named Tom", 1)
+        recalled = drive(tiers.recall("alice", replies, ["cat named Tom"], 1))
         assert [d.page_content for d in recalled] == ["Alice has a cat named Tom."]
         assert tiers.messages("alice", tiers.fetch("alice", max_messages=0)) == []
         # user_ttl: the same round trip restarts the clock of every key the user has
@@ -76,7 +77,7 @@ async def test_async_round_trip_matches(embedded_server: EmbeddedRedis) -> None:
         assert tiers is not None
         replies = await tiers.afetch("bob", max_messages=5)
         assert tiers.tags("bob", replies) == {"name": "Bob"}
-        recalled = await tiers.arecall("bob", replies, "Oslo", 1)
+        recalled = await adrive(tiers.recall("bob", replies, ["Oslo"], 1))
         assert [d.page_content for d in recalled] == ["Bob lives in Oslo."]
         await memory.aforget_user("bob")
         assert await tiers.afetch("bob", max_messages=5) == tiers.fetch("bob", max_messages=5)

@@ -18,16 +18,12 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
 from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
 from langchain_tiered_memory.errors import (
     InvalidSummaryError,
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
-from langchain_tiered_memory.retrieval.conversation import (
-    QueryVectors,
-    combine,
-    conversation_depth,
-    fuse,
-)
+from langchain_tiered_memory.retrieval.conversation import QueryVectors, combine, recall
 from langchain_tiered_memory.stores.summaries.index import (
     DEDUP_THRESHOLD,
     DEFAULT_MAX_ITEMS,
@@ -106,41 +102,36 @@ class SummaryStore(ABC):
     ) -> list[Document]:
         """Top-``k`` items for a conversation's ``texts`` (oldest first, the latest message
         last): the latest message's ranking fused with the conversation's
-        (:func:`~langchain_tiered_memory.retrieval.conversation.fuse`).
+        (:func:`~langchain_tiered_memory.retrieval.conversation.recall`).
         """
-        latest = self.search(
-            user_id, texts[-1], conversation_depth(k), include_superseded=include_superseded
-        )
-        if len(texts) < 2:
-            return latest[:k]
-        vector = self.embed_conversation(texts)
-        joined = self.search(
-            user_id,
-            " ".join(texts),
-            conversation_depth(k),
-            vector=vector,
-            include_superseded=include_superseded,
-        )
-        return fuse(latest, joined, k)
+        return drive(self._recall(user_id, texts, k, include_superseded))
 
     async def asearch_conversation(
         self, user_id: str, texts: Sequence[str], k: int = 3, *, include_superseded: bool = False
     ) -> list[Document]:
         """Async :meth:`search_conversation`."""
-        latest = await self.asearch(
-            user_id, texts[-1], conversation_depth(k), include_superseded=include_superseded
-        )
-        if len(texts) < 2:
-            return latest[:k]
-        vector = await self.aembed_conversation(texts)
-        joined = await self.asearch(
-            user_id,
-            " ".join(texts),
-            conversation_depth(k),
-            vector=vector,
-            include_superseded=include_superseded,
-        )
-        return fuse(latest, joined, k)
+        return await adrive(self._recall(user_id, texts, k, include_superseded))
+
+    def _recall(
+        self, user_id: str, texts: Sequence[str], k: int, include_superseded: bool
+    ) -> Plan[list[Document]]:
+        def search(query: str, depth: int, vector: np.ndarray | None) -> Plan[list[Document]]:
+            return (
+                yield call(
+                    self.search,
+                    self.asearch,
+                    user_id,
+                    query,
+                    depth,
+                    vector=vector,
+                    include_superseded=include_superseded,
+                )
+            )
+
+        def embed(conversation: Sequence[str]) -> Step:
+            return call(self.embed_conversation, self.aembed_conversation, conversation)
+
+        return recall(search, embed, texts, k)
 
     def _prepare(
         self,
