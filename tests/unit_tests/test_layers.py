@@ -171,7 +171,6 @@ def test_no_private_member_crosses_a_module_boundary() -> None:
 # none may join the list, and one that gets under the limit leaves it (the test says so).
 MODULE_LINES, CLASS_LINES = 600, 400
 OVER_MODULES = {
-    "attribution.py": 651,
     "checkpoint/base.py": 687,
     "store/base.py": 609,
     "stores/summaries/redis_store.py": 666,
