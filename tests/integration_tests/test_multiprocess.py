@@ -180,10 +180,10 @@ def test_cache_is_an_lru_bounded_by_max_cached_users(
         for user in users:
             assert reader.recall_summaries(user, "stamps", 1)[0].page_content.startswith(user)
             assert store.cached_users() <= 5
-        assert list(store._cache) == users[-5:]  # the 5 most recently used
+        assert store.index_cache.users() == users[-5:]  # the 5 most recently used
         reader.recall_summaries(users[7], "stamps", 1)  # touch: now most recent
         reader.recall_summaries(users[0], "stamps", 1)  # evicted earlier: rebuilt, right data
-        assert list(store._cache) == [*users[9:], users[7], users[0]]
+        assert store.index_cache.users() == [*users[9:], users[7], users[0]]
         assert reader.recall_summaries(users[0], "stamps", 1)[0].page_content.startswith("user0 ")
         for user in users:
             writer.forget_user(user)

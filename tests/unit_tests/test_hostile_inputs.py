@@ -332,7 +332,7 @@ async def test_corrupt_data_names_user_and_key_and_other_tiers_still_load(
     _fill(memory)
     _fill(memory, "bob")
     key = _corrupt(memory, "alice", kind, value)
-    memory.summaries._cache.clear()  # type: ignore[attr-defined]
+    memory.summaries.index_cache.clear()  # type: ignore[attr-defined]
 
     if mode == "sync":
         snap = memory.load("alice", "tea", max_messages=10, k=3)

@@ -298,7 +298,7 @@ def test_legacy_384_dimensional_items_are_taken_as_minilms(
     embedded_memory.add_summaries("alice", FACTS[:2])
     assert embedded_memory.redis_url is not None
     raw_client(embedded_memory.redis_url).hdel(store.keys.key("alice", "meta"), "model")
-    store._cache.clear()
+    store.index_cache.clear()
     with pytest.raises(EmbeddingsMismatchError, match="all-minilm-l6-v2"):
         embedded_memory.recall_summaries("alice", "birthday")
     minilm_named = HashingEmbeddings(dim=384)
@@ -319,7 +319,7 @@ def test_items_stored_before_models_were_recorded_still_load(
     assert embedded_memory.redis_url is not None
     client = raw_client(embedded_memory.redis_url)
     client.hdel(meta, "model")
-    store._cache.clear()
+    store.index_cache.clear()
     assert embedded_memory.recall_summaries("alice", "birthday", n=1)
     assert len(embedded_memory.add_summaries("alice", [FACTS[2]])) == 1
     assert client.hget(meta, "model") is None

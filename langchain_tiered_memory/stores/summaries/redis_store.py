@@ -10,8 +10,6 @@ items are fetched incrementally, a deletion triggers a rebuild. No pickle anywhe
 from __future__ import annotations
 
 import secrets
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
@@ -30,7 +28,9 @@ from langchain_tiered_memory.errors import (
     WatermarkConflict,
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
+from langchain_tiered_memory.stores.summaries import scripts
 from langchain_tiered_memory.stores.summaries.base import SummaryStore
+from langchain_tiered_memory.stores.summaries.cache import IndexCache
 from langchain_tiered_memory.stores.summaries.index import (
     DEDUP_THRESHOLD,
     DEFAULT_MAX_CACHE_BYTES,
@@ -52,90 +52,6 @@ from langchain_tiered_memory.stores.summaries.index import (
     validate_items,
 )
 from langchain_tiered_memory.stores.summaries.reembed import Progress, reembed_plan
-
-_ADD_LUA = """
-if ARGV[1] ~= '' then
-  local wm = redis.call('HGET', KEYS[3], 'watermark') or '0'
-  if wm ~= ARGV[1] then return {-1, wm} end
-  -- the erasure fence: 'f:' .. the era read before the messages were (absent: erased)
-  if ARGV[8] ~= '' and 'f:' .. (redis.call('HGET', KEYS[3], 'era') or '') ~= ARGV[8] then
-    return {-5, ''}
-  end
-end
-local m = tonumber(ARGV[6])
-local off = 8 + 2 * m
-local n = (#ARGV - off) / 2
-if n > 0 then
-  if ARGV[5] ~= '' then
-    local have = redis.call('HLEN', KEYS[1])
-    if have + n > tonumber(ARGV[5]) then return {-3, tostring(have)} end
-  end
-  -- the vectors of one user come from one model: its size and its name are recorded with
-  -- the first item; items stored before 0.2 have no name and keep none (see the README)
-  local stored = redis.call('HLEN', KEYS[2]) > 0
-  local d = redis.call('HGET', KEYS[3], 'dim')
-  if stored and d and d ~= ARGV[3] then return {-2, d} end
-  local model = redis.call('HGET', KEYS[3], 'model')
-  if stored and model and model ~= ARGV[7] then return {-4, model} end
-  if not stored or model then redis.call('HSET', KEYS[3], 'model', ARGV[7]) end
-  redis.call('HSET', KEYS[3], 'dim', ARGV[3])
-  redis.call('HSETNX', KEYS[3], 'gen', ARGV[4])
-end
-local first = redis.call('HINCRBY', KEYS[3], 'next_id', n) - n
-for i = 0, n - 1 do
-  redis.call('HSET', KEYS[1], first + i, ARGV[off + 1 + 2 * i])
-  redis.call('HSET', KEYS[2], first + i, ARGV[off + 2 + 2 * i])
-end
--- superseded items: their new JSON names the new item as @@NEW<k>@@ (k: its batch index)
-local changed = false
-for j = 0, m - 1 do
-  local id = ARGV[9 + 2 * j]
-  if redis.call('HEXISTS', KEYS[1], id) == 1 then
-    local json = string.gsub(ARGV[10 + 2 * j], '@@NEW(%d+)@@', function(k)
-      return tostring(first + tonumber(k))
-    end)
-    redis.call('HSET', KEYS[1], id, json)
-    changed = true
-  end
-end
-if changed then redis.call('HINCRBY', KEYS[3], 'gen', 1) end
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[3], 'watermark', ARGV[2]) end
-return {first, ''}
-"""
-
-# KEYS: meta, history. ARGV: a new era. The era is created by the first read for
-# summarization of a user who has data, never for one with none: a forgotten user's
-# summarizer reads '' and an erasure after this read deletes the era (or rotates it).
-_FENCE_LUA = """
-if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
-  redis.call('HSETNX', KEYS[1], 'era', ARGV[1])
-end
-return {redis.call('HGET', KEYS[1], 'watermark') or '0', redis.call('HGET', KEYS[1], 'era') or ''}
-"""
-
-_ROTATE_LUA = """
-if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'era', ARGV[1]) end
-return 1
-"""
-
-_DELETE_LUA = """
-local n = 0
-for i = 1, #ARGV do
-  n = n + redis.call('HDEL', KEYS[1], ARGV[i])
-  redis.call('HDEL', KEYS[2], ARGV[i])
-end
-if n > 0 then redis.call('HINCRBY', KEYS[3], 'gen', 1) end
-return n
-"""
-
-_CLEAR_LUA = """
-local n = redis.call('HLEN', KEYS[1])
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
-redis.call('HDEL', KEYS[3], 'watermark', 'dim', 'model', 're_model')
-redis.call('HSETNX', KEYS[3], 'gen', ARGV[1])
-redis.call('HINCRBY', KEYS[3], 'gen', 1)
-return n
-"""
 
 __all__ = ["RedisSummaryStore"]
 
@@ -194,15 +110,13 @@ class RedisSummaryStore(SummaryStore):
         # (float16, 0.2's default; float32, 0.1's) still load, told apart by their length.
         self.vector_dtype = vector_dtype
         self.connection = connection
-        self.max_cache_bytes = max_cache_bytes
         self.max_items = max_items
         self.retrieval = retrieval
         self.embeddings = embeddings
         self.keys = keys or KeyBuilder()
-        self.max_cached_users = max_cached_users
         self.dedup_threshold = dedup_threshold
-        self._cache: OrderedDict[str, UserIndex] = OrderedDict()
-        self._lock = threading.Lock()
+        # this process's search indexes of the users it served
+        self.index_cache = IndexCache(max_users=max_cached_users, max_bytes=max_cache_bytes)
 
     def _k(self, user_id: str) -> tuple[str, str, str]:
         return (
@@ -215,10 +129,27 @@ class RedisSummaryStore(SummaryStore):
         """The user's items, vectors, meta and staged-vectors keys (one slot)."""
         return (*self._k(user_id), self.keys.key(user_id, "sum:revecs"))
 
+    @property
+    def max_cached_users(self) -> int:
+        """At most this many users' indexes are held by the process (least recent dropped)."""
+        return self.index_cache.max_users
+
+    @max_cached_users.setter
+    def max_cached_users(self, value: int) -> None:
+        self.index_cache.max_users = value
+
+    @property
+    def max_cache_bytes(self) -> int:
+        """About this many bytes of indexes are held by the process (least recent dropped)."""
+        return self.index_cache.max_bytes
+
+    @max_cache_bytes.setter
+    def max_cache_bytes(self, value: int) -> None:
+        self.index_cache.max_bytes = value
+
     def drop_cached(self, user_id: str) -> None:
         """Forget this process's index of the user (it is rebuilt on the next search)."""
-        with self._lock:
-            self._cache.pop(user_id, None)
+        self.index_cache.drop(user_id)
 
     # ----- cache: shared by the sync and async paths; only the Redis I/O differs -----
 
@@ -239,42 +170,11 @@ class RedisSummaryStore(SummaryStore):
 
     def _cached(self, user_id: str, version: Sequence[Any]) -> tuple[UserIndex | None, str]:
         """Return (index, what to fetch): '' if current, 'delta' or 'full'."""
-        gen, next_id, dim = self._version(user_id, version)
-        with self._lock:
-            if not next_id and not gen:  # nothing stored (e.g. forgotten): drop stale index
-                self._cache.pop(user_id, None)
-                return None, ""
-            cached = self._cache.get(user_id)
-            if cached is not None:
-                self._cache.move_to_end(user_id)
-                if cached.gen == gen and cached.next_id == next_id:
-                    return cached, ""
-                if cached.gen == gen and cached.next_id < next_id and cached.dim == dim:
-                    return cached, "delta"
-        return None, "full" if next_id or gen else ""
-
-    def _store_cache(self, user_id: str, index: UserIndex) -> None:
-        with self._lock:
-            self._cache[user_id] = index
-            self._cache.move_to_end(user_id)
-        self._evict()
-
-    def _evict(self) -> None:
-        """Drop least recently used indexes past ``max_cached_users`` or ``max_cache_bytes``
-        (the most recent one stays, whatever its size: it is being searched).
-        """
-        with self._lock:
-            total = sum(index.nbytes for index in self._cache.values())
-            while len(self._cache) > 1 and (
-                len(self._cache) > self.max_cached_users or total > self.max_cache_bytes
-            ):
-                _, dropped = self._cache.popitem(last=False)
-                total -= dropped.nbytes
+        return self.index_cache.lookup(user_id, *self._version(user_id, version))
 
     def cached_bytes(self) -> int:
         """Estimated memory held by this process's cached indexes."""
-        with self._lock:
-            return sum(index.nbytes for index in self._cache.values())
+        return self.index_cache.nbytes()
 
     def _build(
         self,
@@ -311,14 +211,13 @@ class RedisSummaryStore(SummaryStore):
             # whole or not at all); only ids past those already loaded are appended, so
             # overlapping deltas fetched by racing threads never add an item twice.
             extend_index(cached, items, vecs, next_id=next_id, where=where)
-            self._evict()
+            self.index_cache.evict()
             return cached
         if not dim:
-            with self._lock:
-                self._cache.pop(user_id, None)
+            self.index_cache.drop(user_id)
             return None
         index = self._build(gen, next_id, dim, fetched[0], fetched[1], where)
-        self._store_cache(user_id, index)
+        self.index_cache.put(user_id, index)
         return index
 
     def _check_model(self, user_id: str, version: Sequence[Any]) -> None:
@@ -449,7 +348,7 @@ class RedisSummaryStore(SummaryStore):
         superseding = superseding_json(superseded(existing, records, keep, supersedes))
         with self.connection.errors():
             result = self.connection.eval(
-                _ADD_LUA,
+                scripts.ADD,
                 3,
                 *keys,
                 *self._add_args(records, vecs, keep, watermark, superseding, fence),
@@ -479,7 +378,7 @@ class RedisSummaryStore(SummaryStore):
         superseding = superseding_json(superseded(existing, records, keep, supersedes))
         with self.connection.errors():
             result = await self.connection.aeval(
-                _ADD_LUA,
+                scripts.ADD,
                 3,
                 *keys,
                 *self._add_args(records, vecs, keep, watermark, superseding, fence),
@@ -538,25 +437,25 @@ class RedisSummaryStore(SummaryStore):
         """The watermark and the erasure fence, in one script."""
         keys = self._k(user_id)[2], self.keys.key(user_id, "history")
         with self.connection.errors():
-            raw = self.connection.eval(_FENCE_LUA, 2, *keys, _new_gen())
+            raw = self.connection.eval(scripts.FENCE, 2, *keys, _new_gen())
         return _int(raw[0], self.where(user_id)), as_text(raw[1])
 
     async def aget_fence(self, user_id: str) -> tuple[int, str]:
         """Async :meth:`get_fence`."""
         keys = self._k(user_id)[2], self.keys.key(user_id, "history")
         with self.connection.errors():
-            raw = await self.connection.aeval(_FENCE_LUA, 2, *keys, _new_gen())
+            raw = await self.connection.aeval(scripts.FENCE, 2, *keys, _new_gen())
         return _int(raw[0], self.where(user_id)), as_text(raw[1])
 
     def rotate_fence(self, user_id: str) -> None:
         """Give the user a new era: every fence read before it no longer admits a write."""
         with self.connection.errors():
-            self.connection.eval(_ROTATE_LUA, 1, self._k(user_id)[2], _new_gen())
+            self.connection.eval(scripts.ROTATE, 1, self._k(user_id)[2], _new_gen())
 
     async def arotate_fence(self, user_id: str) -> None:
         """Async :meth:`rotate_fence`."""
         with self.connection.errors():
-            await self.connection.aeval(_ROTATE_LUA, 1, self._k(user_id)[2], _new_gen())
+            await self.connection.aeval(scripts.ROTATE, 1, self._k(user_id)[2], _new_gen())
 
     def get_all(self, user_id: str) -> list[Document]:
         """Every item, oldest first."""
@@ -585,20 +484,20 @@ class RedisSummaryStore(SummaryStore):
         if not ids:
             return 0
         with self.connection.errors():
-            return int(self.connection.eval(_DELETE_LUA, 3, *self._k(user_id), *ids))
+            return int(self.connection.eval(scripts.DELETE, 3, *self._k(user_id), *ids))
 
     async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
         """Async :meth:`delete`."""
         if not ids:
             return 0
         with self.connection.errors():
-            return int(await self.connection.aeval(_DELETE_LUA, 3, *self._k(user_id), *ids))
+            return int(await self.connection.aeval(scripts.DELETE, 3, *self._k(user_id), *ids))
 
     def clear(self, user_id: str) -> int:
         """Delete every item and the watermark; drop the cached index."""
         keys = self.reembed_keys(user_id)
         with self.connection.errors():
-            n = int(self.connection.eval(_CLEAR_LUA, 4, *keys, _new_gen()))
+            n = int(self.connection.eval(scripts.CLEAR, 4, *keys, _new_gen()))
         self.drop_cached(user_id)
         return n
 
@@ -606,7 +505,7 @@ class RedisSummaryStore(SummaryStore):
         """Async :meth:`clear`."""
         keys = self.reembed_keys(user_id)
         with self.connection.errors():
-            n = int(await self.connection.aeval(_CLEAR_LUA, 4, *keys, _new_gen()))
+            n = int(await self.connection.aeval(scripts.CLEAR, 4, *keys, _new_gen()))
         self.drop_cached(user_id)
         return n
 
@@ -657,8 +556,7 @@ class RedisSummaryStore(SummaryStore):
 
     def cached_users(self) -> int:
         """How many users' indexes this process holds (bounded by ``max_cached_users``)."""
-        with self._lock:
-            return len(self._cache)
+        return len(self.index_cache)
 
 
 def _listing(raw: Mapping[Any, Any], where: str = "summary items") -> list[Document]:
