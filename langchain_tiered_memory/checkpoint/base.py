@@ -26,7 +26,6 @@ so a thread lives in one Redis Cluster slot and each write is one atomic Lua scr
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypedDict, cast
 
@@ -51,7 +50,14 @@ from langgraph.constants import START
 from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, escape_id
 from langchain_tiered_memory._redis import RedisConnection, as_text
 from langchain_tiered_memory.checkpoint import chunks
-from langchain_tiered_memory.checkpoint.cache import DecodedValues, fresh
+from langchain_tiered_memory.checkpoint.ancestors import (
+    Ancestor,
+    byte_parts,
+    digest,
+    fresh_ancestor,
+    skip_ext,
+)
+from langchain_tiered_memory.checkpoint.cache import DecodedValues
 from langchain_tiered_memory.checkpoint.records import pack_record, unpack_record
 from langchain_tiered_memory.checkpoint.versions import next_version
 from langchain_tiered_memory.errors import CorruptMemoryError
@@ -94,58 +100,6 @@ DIGEST_MAX = 4096
 # The requests of _delta_plan: ("load", LOAD args) -> entries; ("members", (where, high,
 # low, count)) -> members newest first.
 DeltaPlan = Generator[tuple[str, Any], Any, Mapping[str, DeltaChannelHistory]]
-
-
-class _Ancestor(NamedTuple):
-    """A checkpoint as a delta walk reads it: its id, its parent's, the writes to the
-    channels walked for (in ``writes_sort_key`` order) and the values it holds of them.
-    """
-
-    checkpoint_id: str
-    parent: str | None
-    writes: list[PendingWrite]
-    seeds: dict[str, Any]
-
-
-def _byte_parts(entry: Sequence[Any]) -> Iterable[bytes]:
-    """The byte strings of a loaded entry: record, write values, refs, blob values."""
-    for part in entry:
-        if isinstance(part, bytes):
-            yield part
-        elif isinstance(part, list):
-            yield from (item for item in part if isinstance(item, bytes))
-
-
-def _fresh_ancestor(ancestor: _Ancestor) -> _Ancestor:
-    """A kept ancestor in new containers: a replay that extends a list changes no kept one."""
-    writes = [(task, channel, fresh(value)) for task, channel, value in ancestor.writes]
-    seeds = {ch: fresh(value) for ch, value in ancestor.seeds.items()}
-    return ancestor._replace(writes=writes, seeds=seeds)
-
-
-def _digest(record: Any, refs: Any, fields: Sequence[Any], values: Sequence[Any]) -> str:
-    """What ``DIGEST`` returns for a checkpoint loaded as ``record``, ``refs`` and the
-    writes ``fields`` -> ``values``.
-    """
-    parts = "".join(
-        _sha1(_as_bytes(f) + b"\0" + _as_bytes(v or b""))
-        for f, v in zip(fields, values, strict=True)
-    )
-    return f"{_sha1(record)}:{_sha1(refs)}:{len(fields)}:{_sha1(parts)}"
-
-
-def _as_bytes(data: bytes | str) -> bytes:
-    return data.encode() if isinstance(data, str) else data
-
-
-def _sha1(data: bytes | str) -> str:
-    """Lua's ``redis.sha1hex`` of the same bytes."""
-    return hashlib.sha1(data.encode() if isinstance(data, str) else data).hexdigest()
-
-
-def _skip_ext(code: int, data: bytes) -> None:
-    """An msgpack ext hook that builds nothing: the record's shape without its objects."""
-    return None
 
 
 # A value this small stays in the checkpoint record: a blob field and its name would cost
@@ -498,7 +452,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         parent = target.parent_config if target else None
         ns = parent["configurable"].get("checkpoint_ns", "") if parent else ""
         cursor = str(parent["configurable"]["checkpoint_id"]) if parent else None
-        loaded: dict[str, _Ancestor] = {}
+        loaded: dict[str, Ancestor] = {}
         batch = DELTA_FIRST
         walked: set[str] = set()
         checked: set[str] = set()  # sent in a digest call: never asked about twice
@@ -521,7 +475,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
                         # a digest vouches for its own checkpoint (its parent included):
                         # one that changed or is gone is loaded, the others still serve
                         if now is not None and as_text(now) == digest:
-                            loaded[ancestor.checkpoint_id] = _fresh_ancestor(ancestor)
+                            loaded[ancestor.checkpoint_id] = fresh_ancestor(ancestor)
             if cursor not in loaded:
                 # the newest ones are few (a turn's steps): a small batch first
                 high, low = f"[{ns}{SEP}{cursor}", f"[{ns}{SEP}"
@@ -531,7 +485,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
                 for entry in entries:
                     found = self._ancestor(where.thread_id, entry, remaining)
                     self._keep_walked(where.thread_id, entry, remaining, found)
-                    loaded[found.checkpoint_id] = _fresh_ancestor(found)
+                    loaded[found.checkpoint_id] = fresh_ancestor(found)
                 if cursor not in loaded:
                     break  # the parent is gone (pruned): the walk ends, as the default's
             ancestor = loaded[cursor]
@@ -557,12 +511,12 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         cursor: str | None,
         channels: set[str],
         known: set[str],
-    ) -> list[tuple[str, str, _Ancestor]]:
+    ) -> list[tuple[str, str, Ancestor]]:
         """The kept ancestors from ``cursor`` back, as (member, digest, ancestor), up to one
         the walk already knows (``known``, which this adds each one to: one that appears
         twice, a loop, ends the chain too).
         """
-        chain: list[tuple[str, str, _Ancestor]] = []
+        chain: list[tuple[str, str, Ancestor]] = []
         wanted, unseeded = frozenset(channels), set(channels)
         while cursor is not None and unseeded and cursor not in known and len(chain) < DIGEST_MAX:
             known.add(cursor)
@@ -577,16 +531,16 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         return chain
 
     def _keep_walked(
-        self, thread_id: str, entry: Sequence[Any], channels: set[str], found: _Ancestor
+        self, thread_id: str, entry: Sequence[Any], channels: set[str], found: Ancestor
     ) -> None:
         member, record, fields, values = as_text(entry[0]), entry[1], entry[2], entry[3]
         refs = entry[4] if len(entry) > 4 else b""
-        digest = _digest(record, refs, fields, values)
-        size = sum(len(part) for part in _byte_parts(entry))
+        found_digest = digest(record, refs, fields, values)
+        size = sum(len(part) for part in byte_parts(entry))
         key = ("walked", thread_id, member, frozenset(channels))
-        self._decoded.keep(key, (digest, found), size)
+        self._decoded.keep(key, (found_digest, found), size)
 
-    def _ancestor(self, thread_id: str, entry: Sequence[Any], channels: set[str]) -> _Ancestor:
+    def _ancestor(self, thread_id: str, entry: Sequence[Any], channels: set[str]) -> Ancestor:
         """What a delta walk needs of a loaded checkpoint, decoding only that: the
         writes to ``channels`` and their values if the checkpoint holds them (a
         ``JsonPlusSerializer`` msgpack record is first read without building its values,
@@ -600,7 +554,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
             held = set(channels)
             if ctype == "msgpack":
                 shape = ormsgpack.unpackb(
-                    cbytes, ext_hook=_skip_ext, option=ormsgpack.OPT_NON_STR_KEYS
+                    cbytes, ext_hook=skip_ext, option=ormsgpack.OPT_NON_STR_KEYS
                 )
                 held &= set(shape.get("channel_values") or ())
             seeds: dict[str, Any] = self._blobs(entry, channels)
@@ -621,49 +575,7 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
             self._decode(thread_id, entry)
             raise
         writes.sort(key=lambda item: item[0])
-        return _Ancestor(checkpoint_id, parent or None, [w for _, w in writes], seeds)
-
-    # ----- maintenance plans -----
-
-    @staticmethod
-    def _keep_latest(members: Iterable[Any]) -> tuple[set[str], list[str]]:
-        """Split a thread's members into the newest of each namespace and the rest."""
-        newest: dict[str, str] = {}
-        all_members = [as_text(m) for m in members]
-        for member in all_members:
-            ns, _, checkpoint_id = member.partition(SEP)
-            if checkpoint_id > newest.get(ns, ""):
-                newest[ns] = checkpoint_id
-        keep = {f"{ns}{SEP}{cid}" for ns, cid in newest.items()}
-        return keep, [m for m in all_members if m not in keep]
-
-    @staticmethod
-    def _copy_args(ttl_ms: int, contents: Sequence[Any]) -> list[Any]:
-        """The COPY script's arguments from a READ_ALL reply."""
-        ids, data, writes, wkeys, runs, blobs, refs = contents
-        args: list[Any] = [ttl_ms]
-        for member in ids:
-            args += [1, member, ""]
-        for i in range(0, len(data), 2):
-            args += [2, data[i], data[i + 1]]
-        for i in range(0, len(writes), 2):
-            args += [3, writes[i], writes[i + 1]]
-        for member in wkeys:
-            args += [4, member, ""]
-        for member in runs:
-            args += [5, member, ""]
-        for kind, flat in ((6, blobs), (7, refs)):
-            for i in range(0, len(flat), 2):
-                args += [kind, flat[i], flat[i + 1]]
-        return args
-
-    @staticmethod
-    def _runs_of(runs: Iterable[Any]) -> set[str]:
-        return {as_text(entry).partition(SEP)[0] for entry in runs}
-
-    @staticmethod
-    def _stale_runs(runs: Iterable[Any], keep: set[str]) -> list[str]:
-        return [e for e in map(as_text, runs) if e.partition(SEP)[2] not in keep]
+        return Ancestor(checkpoint_id, parent or None, [w for _, w in writes], seeds)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """A new channel version: a counter and a random tie-breaker, as LangGraph's scheme,

@@ -27,6 +27,12 @@ from langchain_tiered_memory.checkpoint.base import (
     CheckpointTTL,
     Where,
 )
+from langchain_tiered_memory.checkpoint.maintenance import (
+    copy_args,
+    keep_latest,
+    runs_of,
+    stale_runs,
+)
 from langchain_tiered_memory.checkpoint.scripts import (
     COPY,
     DELETE,
@@ -395,7 +401,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         """
         keys = self._thread_keys(str(thread_id))
         with self.connection.errors():
-            runs = self._runs_of(self.connection.sync.zrange(keys[4], 0, -1))
+            runs = runs_of(self.connection.sync.zrange(keys[4], 0, -1))
             pipe = self.connection.sync.pipeline(transaction=False)
             for key in keys:  # one key a command: a cluster pipeline's DEL takes one
                 pipe.delete(key)
@@ -410,7 +416,7 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         keys = self._thread_keys(str(thread_id))
         client = await self.connection.aclient()
         with self.connection.errors():
-            runs = self._runs_of(await client.zrange(keys[4], 0, -1))
+            runs = runs_of(await client.zrange(keys[4], 0, -1))
             pipe = client.pipeline(transaction=False)
             for key in keys:  # one key a command: a cluster pipeline's DEL takes one
                 pipe.delete(key)
@@ -447,19 +453,19 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         """Copy every checkpoint and write of a thread into another (merging)."""
         contents = self._eval(READ_ALL, str(source_thread_id))
         target = str(target_thread_id)
-        for run in self._runs_of(contents[4]):
+        for run in runs_of(contents[4]):
             self._mark(run, target)
         if contents[0]:
-            self._eval(COPY, target, *self._copy_args(self._ttl_ms, contents))
+            self._eval(COPY, target, *copy_args(self._ttl_ms, contents))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
         contents = await self._aeval(READ_ALL, str(source_thread_id))
         target = str(target_thread_id)
-        for run in self._runs_of(contents[4]):
+        for run in runs_of(contents[4]):
             await self._amark(run, target)
         if contents[0]:
-            await self._aeval(COPY, target, *self._copy_args(self._ttl_ms, contents))
+            await self._aeval(COPY, target, *copy_args(self._ttl_ms, contents))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Delete old checkpoints: ``"keep_latest"`` keeps the newest of each namespace,
@@ -475,10 +481,10 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
                 self.delete_thread(thread_id)
                 continue
             contents = self._eval(READ_ALL, thread_id)
-            keep, drop = self._keep_latest(contents[0])
+            keep, drop = keep_latest(contents[0])
             for i in range(0, len(drop), DELETE_CHUNK):
                 self._eval(DELETE, thread_id, "members", *drop[i : i + DELETE_CHUNK])
-            stale = self._stale_runs(contents[4], keep)
+            stale = stale_runs(contents[4], keep)
             if stale:
                 with self.connection.errors():
                     self.connection.sync.zrem(self._thread_keys(thread_id)[4], *stale)
@@ -491,10 +497,10 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
                 await self.adelete_thread(thread_id)
                 continue
             contents = await self._aeval(READ_ALL, thread_id)
-            keep, drop = self._keep_latest(contents[0])
+            keep, drop = keep_latest(contents[0])
             for i in range(0, len(drop), DELETE_CHUNK):
                 await self._aeval(DELETE, thread_id, "members", *drop[i : i + DELETE_CHUNK])
-            stale = self._stale_runs(contents[4], keep)
+            stale = stale_runs(contents[4], keep)
             if stale:
                 with self.connection.errors():
                     await (await self.connection.aclient()).zrem(

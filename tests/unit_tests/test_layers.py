@@ -171,12 +171,11 @@ def test_no_private_member_crosses_a_module_boundary() -> None:
 # none may join the list, and one that gets under the limit leaves it (the test says so).
 MODULE_LINES, CLASS_LINES = 600, 400
 OVER_MODULES = {
-    "checkpoint/base.py": 687,
     "store/base.py": 609,
 }
 OVER_CLASSES = {
     "EmbeddedRedis": 435,
-    "BaseRedisSaver": 507,
+    "BaseRedisSaver": 465,
     "RedisSaver": 465,
     "RedisSummaryStore": 481,
 }
