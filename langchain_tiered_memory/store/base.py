@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 import ormsgpack
@@ -36,11 +35,9 @@ from langgraph.store.base import (
     IndexConfig,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
-    SearchItem,
     SearchOp,
     TTLConfig,
     validate_op_namespace,
@@ -55,6 +52,19 @@ from langchain_tiered_memory._keys import (
 )
 from langchain_tiered_memory._redis import RedisConnection, as_text
 from langchain_tiered_memory.errors import CorruptMemoryError
+from langchain_tiered_memory.store.query import (
+    MAX_VALUE_DEPTH,
+    Stored,
+    filter_ok,
+    fixed_prefix,
+    hit,
+    lex_range,
+    load_vectors,
+    matches_all,
+    unit,
+    value_depth,
+    vector_search,
+)
 
 __all__ = ["BaseRedisStore"]
 
@@ -89,10 +99,6 @@ class Embed:
 
 Plan = Generator[Pipeline | Embed, Any, list[Result]]
 
-# Values nest at most this deep (a deeper one could be written but never read back: the
-# JSON decoder's recursion limit).
-MAX_VALUE_DEPTH = 100
-
 # KEYS: registry, versions. ARGV: (encoded namespace, write count at the check) pairs:
 # unregister each namespace found empty, unless a put has counted a write since.
 _PRUNE = r"""
@@ -105,13 +111,6 @@ for i = 1, #ARGV, 2 do
 end
 return n
 """
-
-
-class _Stored(NamedTuple):
-    """An item as stored: the item and its TTL in minutes (``None``: none)."""
-
-    item: Item
-    ttl: float | None
 
 
 def _now() -> datetime:
@@ -178,9 +177,9 @@ class BaseRedisStore(BaseStore):
             if isinstance(op, GetOp):
                 reads.append(("hget", self.keys.store_key(op.namespace, "items"), op.key))
             elif isinstance(op, SearchOp):
-                reads.append(("zrangebylex", registry, *_lex_range(op.namespace_prefix)))
+                reads.append(("zrangebylex", registry, *lex_range(op.namespace_prefix)))
             elif isinstance(op, ListNamespacesOp):
-                reads.append(("zrangebylex", registry, *_lex_range(_fixed_prefix(op))))
+                reads.append(("zrangebylex", registry, *lex_range(fixed_prefix(op))))
         replies = iter((yield Pipeline(reads)) if reads else [])
 
         # 2. the namespaces searches and listings touch
@@ -198,7 +197,7 @@ class BaseRedisStore(BaseStore):
             elif isinstance(op, (SearchOp, ListNamespacesOp)):
                 namespaces = [decode_namespace(as_text(m)) for m in next(replies)]
                 if isinstance(op, ListNamespacesOp):
-                    namespaces = [n for n in namespaces if _matches_all(op.match_conditions, n)]
+                    namespaces = [n for n in namespaces if matches_all(op.match_conditions, n)]
                     pending.append((i, op, namespaces))  # listed below, items unread
                     continue
                 for namespace in namespaces:
@@ -215,26 +214,26 @@ class BaseRedisStore(BaseStore):
         vectors: dict[str, np.ndarray] = {}
         if queries and self.embeddings:
             embedded = yield Embed(queries, "queries")
-            vectors = {q: _unit(v) for q, v in zip(queries, embedded, strict=True)}
+            vectors = {q: unit(v) for q, v in zip(queries, embedded, strict=True)}
         for i, op, namespaces in pending:
             if isinstance(op, ListNamespacesOp):
                 results[i] = yield from self._list_plan(op, namespaces)
                 continue
-            candidates: list[tuple[_Stored, dict[str, np.ndarray]]] = []
+            candidates: list[tuple[Stored, dict[str, np.ndarray]]] = []
             for namespace in namespaces:
                 items = self._live_items(namespace, next(contents), now)
                 vecs = next(contents) if op.query and self.embeddings else {}
                 for stored in items:
-                    if _filter_ok(stored.item.value, op.filter):
+                    if filter_ok(stored.item.value, op.filter):
                         raw = vecs.get(stored.item.key.encode()) if vecs else None
-                        candidates.append((stored, _load_vectors(raw)))
+                        candidates.append((stored, load_vectors(raw)))
             # newest first (as PostgresStore lists without a query); ranking is stable
             candidates.sort(
                 key=lambda c: (c[0].item.updated_at, c[0].item.namespace, c[0].item.key),
                 reverse=True,
             )
-            ranked = _search(op, candidates, vectors.get(op.query or ""))
-            results[i] = [_hit(stored.item, score) for stored, score in ranked]
+            ranked = vector_search(op, candidates, vectors.get(op.query or ""))
+            results[i] = [hit(stored.item, score) for stored, score in ranked]
             if op.refresh_ttl:
                 for stored, _ in ranked:
                     refresh += self._refresh(stored, now)
@@ -338,7 +337,7 @@ class BaseRedisStore(BaseStore):
         version wrote before registering them).
         """
         registry = self.keys.store_registry_key()
-        (members,) = yield Pipeline([("zrangebylex", registry, *_lex_range(prefix))])
+        (members,) = yield Pipeline([("zrangebylex", registry, *lex_range(prefix))])
         found = {decode_namespace(as_text(m)) for m in members}
         for key in (yield Scan(self.keys.store_scan_pattern(prefix))):
             namespace = self.keys.store_namespace_from_key(key)
@@ -370,7 +369,7 @@ class BaseRedisStore(BaseStore):
                 f"ttl of key {op.key!r} must be a positive number of minutes below "
                 f"{_MAX_TTL_MINUTES:.0f} (100 years), or None for no expiry; got {ttl!r}."
             )
-        if _depth(op.value) > MAX_VALUE_DEPTH:
+        if value_depth(op.value) > MAX_VALUE_DEPTH:
             raise ValueError(
                 f"store value of key {op.key!r} nests deeper than {MAX_VALUE_DEPTH} levels; "
                 "flatten it (a value that deep could not be read back)."
@@ -390,7 +389,7 @@ class BaseRedisStore(BaseStore):
                 "plain dicts of str, numbers, bools, lists and dicts."
             ) from exc
 
-    def _parse(self, namespace: tuple[str, ...], key: str, raw: Any, now: float) -> _Stored | None:
+    def _parse(self, namespace: tuple[str, ...], key: str, raw: Any, now: float) -> Stored | None:
         try:
             record = json.loads(raw)
             if record.get("e") is not None and record["e"] <= now:
@@ -402,7 +401,7 @@ class BaseRedisStore(BaseStore):
                 created_at=datetime.fromisoformat(record["c"]),
                 updated_at=datetime.fromisoformat(record["u"]),
             )
-            return _Stored(item, record.get("t"))
+            return Stored(item, record.get("t"))
         except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
             where = self.keys.store_key(namespace, "items")
             raise CorruptMemoryError(
@@ -413,11 +412,11 @@ class BaseRedisStore(BaseStore):
 
     def _live_items(
         self, namespace: tuple[str, ...], raw: dict[Any, Any], now: float
-    ) -> list[_Stored]:
+    ) -> list[Stored]:
         found = (self._parse(namespace, as_text(k), v, now) for k, v in raw.items())
         return [stored for stored in found if stored is not None]
 
-    def _refresh(self, stored: _Stored, now: float) -> list[Command]:
+    def _refresh(self, stored: Stored, now: float) -> list[Command]:
         item, ttl = stored
         if not ttl:
             return []
@@ -460,150 +459,3 @@ class BaseRedisStore(BaseStore):
         if emptied:
             yield from self._prune_plan(list(dict.fromkeys(emptied)))
         return len(deletes) // 2
-
-
-def _depth(value: Any) -> int:
-    """How deep ``value`` nests (a scalar is 0), without recursing."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        current, level = stack.pop()
-        children = current.values() if isinstance(current, dict) else current
-        if isinstance(current, (dict, list, tuple)):
-            deepest = max(deepest, level)
-            if level <= MAX_VALUE_DEPTH:
-                stack += [(child, level + 1) for child in children]
-    return deepest
-
-
-def _fixed_prefix(op: ListNamespacesOp) -> tuple[str, ...]:
-    """The leading labels every listed namespace must have (a prefix condition up to its
-    first wildcard), to read only that range of the registry.
-    """
-    for condition in op.match_conditions or ():
-        if condition.match_type == "prefix":
-            labels = tuple(condition.path)
-            cut = labels.index("*") if "*" in labels else len(labels)
-            return labels[:cut]
-    return ()
-
-
-def _lex_range(prefix: tuple[str, ...]) -> tuple[str, str]:
-    """ZRANGEBYLEX bounds of the namespaces under ``prefix``."""
-    if not prefix:
-        return "-", "+"
-    encoded = encode_namespace(prefix)
-    # every member under the prefix starts with "<...>/"; "0" is the byte after "/"
-    return f"[{encoded}", f"({encoded[:-1]}0"
-
-
-def _matches_all(conditions: Sequence[MatchCondition] | None, namespace: tuple[str, ...]) -> bool:
-    return all(_matches(c, namespace) for c in conditions or ())
-
-
-def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    if condition.match_type == "prefix":
-        pairs = zip(namespace, path, strict=False)
-    elif condition.match_type == "suffix":
-        pairs = zip(reversed(namespace), reversed(path), strict=False)
-    else:
-        raise ValueError(f"match_type must be 'prefix' or 'suffix', not {condition.match_type!r}.")
-    return all(p == "*" or n == p for n, p in pairs)
-
-
-def _filter_ok(value: dict[str, Any], filter: dict[str, Any] | None) -> bool:  # noqa: A002
-    return not filter or all(_compare(value.get(k), v) for k, v in filter.items())
-
-
-def _compare(item_value: Any, filter_value: Any) -> bool:
-    """LangGraph's filter semantics (as ``InMemoryStore`` and ``PostgresStore``)."""
-    if isinstance(filter_value, dict):
-        if any(k.startswith("$") for k in filter_value):
-            return all(_operator(item_value, k, v) for k, v in filter_value.items())
-        if not isinstance(item_value, dict):
-            return False
-        return all(_compare(item_value.get(k), v) for k, v in filter_value.items())
-    if isinstance(filter_value, (list, tuple)):
-        return (
-            isinstance(item_value, (list, tuple))
-            and len(item_value) == len(filter_value)
-            and all(_compare(i, f) for i, f in zip(item_value, filter_value, strict=True))
-        )
-    return bool(item_value == filter_value)
-
-
-def _operator(value: Any, operator: str, operand: Any) -> bool:
-    if operator == "$eq":
-        return bool(value == operand)
-    if operator == "$ne":
-        return bool(value != operand)
-    comparisons = {
-        "$gt": float.__gt__,
-        "$gte": float.__ge__,
-        "$lt": float.__lt__,
-        "$lte": float.__le__,
-    }
-    if operator not in comparisons:
-        raise ValueError(
-            f"unsupported filter operator {operator!r}: use $eq $ne $gt $gte $lt $lte."
-        )
-    if value is None:
-        return False
-    return bool(comparisons[operator](float(value), float(operand)))
-
-
-def _unit(vector: Sequence[float]) -> np.ndarray:
-    array = np.asarray(vector, dtype=np.float32)
-    norm = float(np.linalg.norm(array))
-    return array / norm if norm else array
-
-
-def _load_vectors(raw: Any) -> dict[str, np.ndarray]:
-    if not raw:
-        return {}
-    return {p: np.frombuffer(b, dtype=np.float32) for p, b in ormsgpack.unpackb(raw).items()}
-
-
-def _search(
-    op: SearchOp,
-    candidates: list[tuple[_Stored, dict[str, np.ndarray]]],
-    query: np.ndarray | None,
-) -> list[tuple[_Stored, float | None]]:
-    """Rank by the best cosine similarity of an item's embedded fields (max pooling), as
-    LangGraph's stores do; items without vectors fill up after the scored ones.
-    """
-    if query is None:
-        return [(stored, None) for stored, _ in candidates[op.offset : op.offset + op.limit]]
-    scored: list[tuple[_Stored, float | None]] = []
-    scoreless: list[_Stored] = []
-    for stored, vectors in candidates:
-        if vectors:
-            scored.append((stored, max(_cosine(query, v) for v in vectors.values())))
-        else:
-            scoreless.append(stored)
-    scored.sort(key=lambda pair: pair[1] or 0.0, reverse=True)
-    kept = scored[op.offset : op.offset + op.limit]
-    if scoreless and len(kept) < op.limit:
-        kept += [(stored, None) for stored in scoreless[: op.limit - len(kept)]]
-    return kept
-
-
-def _cosine(query: np.ndarray, vector: np.ndarray) -> float:
-    norm = float(np.linalg.norm(vector))
-    if not norm:
-        return 0.0
-    value = float(np.dot(query, vector) / norm)
-    return value if math.isfinite(value) else 0.0
-
-
-def _hit(item: Item, score: float | None) -> SearchItem:
-    return SearchItem(
-        namespace=item.namespace,
-        key=item.key,
-        value=item.value,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-        score=score,
-    )

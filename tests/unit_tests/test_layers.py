@@ -170,10 +170,8 @@ def test_no_private_member_crosses_a_module_boundary() -> None:
 # These are over them today, at the size each had when the limit was set: none may grow,
 # none may join the list, and one that gets under the limit leaves it (the test says so).
 MODULE_LINES, CLASS_LINES = 600, 400
-OVER_MODULES = {
-    "store/base.py": 609,
-}
-OVER_CLASSES = {
+OVER_MODULES: dict[str, int] = {}  # none left
+OVER_CLASSES: dict[str, int] = {
     "EmbeddedRedis": 435,
     "BaseRedisSaver": 465,
     "RedisSaver": 465,
