@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import unquote
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -21,32 +20,24 @@ from langchain_tiered_memory._keys import DEFAULT_PREFIX
 from langchain_tiered_memory._redis import ConnectionOwner, RedisConnection, as_text
 from langchain_tiered_memory.checkpoint.base import (
     DECODE_CACHE_BYTES,
-    DELETE_CHUNK,
     PAGE,
-    BaseRedisSaver,
     CheckpointTTL,
     Where,
 )
 from langchain_tiered_memory.checkpoint.maintenance import (
-    copy_args,
-    keep_latest,
-    runs_of,
-    stale_runs,
+    SaverMaintenance,
 )
 from langchain_tiered_memory.checkpoint.scripts import (
-    COPY,
-    DELETE,
     DIGEST,
     LOAD,
     PUT,
     PUT_WRITES,
-    READ_ALL,
 )
 
 __all__ = ["RedisSaver"]
 
 
-class RedisSaver(BaseRedisSaver, ConnectionOwner):
+class RedisSaver(SaverMaintenance, ConnectionOwner):
     """A LangGraph checkpointer on Redis core commands: no modules, no admin commands.
 
     Runs on Redis 6.2+, Valkey, Redis Cluster (each thread is one hash slot) and managed
@@ -392,125 +383,6 @@ class RedisSaver(BaseRedisSaver, ConnectionOwner):
         keys, args = self._put_writes_args(config, writes, task_id, task_path)
         with self.connection.errors():
             await self.connection.aeval(PUT_WRITES, len(keys), *keys, *args)
-
-    # ----- deletes and copies -----
-
-    def delete_thread(self, thread_id: str) -> None:
-        """Delete every checkpoint and write of a thread (all namespaces), and its name
-        from the run indexes (``delete_for_runs``), so that no key names it afterwards.
-        """
-        keys = self._thread_keys(str(thread_id))
-        with self.connection.errors():
-            runs = runs_of(self.connection.sync.zrange(keys[4], 0, -1))
-            pipe = self.connection.sync.pipeline(transaction=False)
-            for key in keys:  # one key a command: a cluster pipeline's DEL takes one
-                pipe.delete(key)
-            for run_key, escaped in self._run_unmarks(runs, str(thread_id)):
-                pipe.srem(run_key, escaped)
-            pipe.execute()
-        # an erased thread's decoded values must not outlive it in this process either
-        self._decoded.clear()
-
-    async def adelete_thread(self, thread_id: str) -> None:
-        """Async :meth:`delete_thread`."""
-        keys = self._thread_keys(str(thread_id))
-        client = await self.connection.aclient()
-        with self.connection.errors():
-            runs = runs_of(await client.zrange(keys[4], 0, -1))
-            pipe = client.pipeline(transaction=False)
-            for key in keys:  # one key a command: a cluster pipeline's DEL takes one
-                pipe.delete(key)
-            for run_key, escaped in self._run_unmarks(runs, str(thread_id)):
-                pipe.srem(run_key, escaped)
-            await pipe.execute()
-        self._decoded.clear()
-
-    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints (and their writes) that the given runs wrote."""
-        for run in map(str, run_ids):
-            run_key = self.keys.run_key(run)
-            with self.connection.errors():
-                threads = self.connection.sync.smembers(run_key)
-            for escaped in threads:
-                self._eval(DELETE, unquote(as_text(escaped)), "run", run)
-            with self.connection.errors():
-                self.connection.sync.delete(run_key)
-        self._forget_runs(map(str, run_ids))
-
-    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Async :meth:`delete_for_runs`."""
-        for run in map(str, run_ids):
-            run_key = self.keys.run_key(run)
-            with self.connection.errors():
-                threads = await (await self.connection.aclient()).smembers(run_key)
-            for escaped in threads:
-                await self._aeval(DELETE, unquote(as_text(escaped)), "run", run)
-            with self.connection.errors():
-                await (await self.connection.aclient()).delete(run_key)
-        self._forget_runs(map(str, run_ids))
-
-    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy every checkpoint and write of a thread into another (merging)."""
-        contents = self._eval(READ_ALL, str(source_thread_id))
-        target = str(target_thread_id)
-        for run in runs_of(contents[4]):
-            self._mark(run, target)
-        if contents[0]:
-            self._eval(COPY, target, *copy_args(self._ttl_ms, contents))
-
-    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Async :meth:`copy_thread`."""
-        contents = await self._aeval(READ_ALL, str(source_thread_id))
-        target = str(target_thread_id)
-        for run in runs_of(contents[4]):
-            await self._amark(run, target)
-        if contents[0]:
-            await self._aeval(COPY, target, *copy_args(self._ttl_ms, contents))
-
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Delete old checkpoints: ``"keep_latest"`` keeps the newest of each namespace,
-        ``"delete"`` deletes the threads.
-
-        With ``keep_latest``, a graph using LangGraph's ``DeltaChannel`` loses the history
-        its older checkpoints carried (as with LangGraph's own savers): prune those
-        threads with ``"delete"`` or not at all.
-        """
-        self._check_strategy(strategy)
-        for thread_id in map(str, thread_ids):
-            if strategy == "delete":
-                self.delete_thread(thread_id)
-                continue
-            contents = self._eval(READ_ALL, thread_id)
-            keep, drop = keep_latest(contents[0])
-            for i in range(0, len(drop), DELETE_CHUNK):
-                self._eval(DELETE, thread_id, "members", *drop[i : i + DELETE_CHUNK])
-            stale = stale_runs(contents[4], keep)
-            if stale:
-                with self.connection.errors():
-                    self.connection.sync.zrem(self._thread_keys(thread_id)[4], *stale)
-
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """Async :meth:`prune`."""
-        self._check_strategy(strategy)
-        for thread_id in map(str, thread_ids):
-            if strategy == "delete":
-                await self.adelete_thread(thread_id)
-                continue
-            contents = await self._aeval(READ_ALL, thread_id)
-            keep, drop = keep_latest(contents[0])
-            for i in range(0, len(drop), DELETE_CHUNK):
-                await self._aeval(DELETE, thread_id, "members", *drop[i : i + DELETE_CHUNK])
-            stale = stale_runs(contents[4], keep)
-            if stale:
-                with self.connection.errors():
-                    await (await self.connection.aclient()).zrem(
-                        self._thread_keys(thread_id)[4], *stale
-                    )
-
-    @staticmethod
-    def _check_strategy(strategy: str) -> None:
-        if strategy not in ("keep_latest", "delete"):
-            raise ValueError(f"prune strategy must be 'keep_latest' or 'delete', not {strategy!r}.")
 
 
 async def _aiter_list(items: list[Where]) -> AsyncIterator[Where]:
