@@ -63,14 +63,8 @@ class SaverMaintenance(BaseRedisSaver):
 
     connection: RedisConnection
 
-    def _eval(self, script: str, thread_id: str, *args: Any) -> Any:
-        raise NotImplementedError  # RedisSaver's I/O
-
-    async def _aeval(self, script: str, thread_id: str, *args: Any) -> Any:
-        raise NotImplementedError
-
     def _mark(self, run: str | None, thread_id: str) -> None:
-        raise NotImplementedError
+        raise NotImplementedError  # RedisSaver's I/O
 
     async def _amark(self, run: str | None, thread_id: str) -> None:
         raise NotImplementedError

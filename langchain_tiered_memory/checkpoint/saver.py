@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -12,7 +12,6 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    DeltaChannelHistory,
     SerializerProtocol,
 )
 
@@ -24,11 +23,11 @@ from langchain_tiered_memory.checkpoint.base import (
     CheckpointTTL,
     Where,
 )
+from langchain_tiered_memory.checkpoint.delta import DeltaWalk
 from langchain_tiered_memory.checkpoint.maintenance import (
     SaverMaintenance,
 )
 from langchain_tiered_memory.checkpoint.scripts import (
-    DIGEST,
     LOAD,
     PUT,
     PUT_WRITES,
@@ -37,7 +36,7 @@ from langchain_tiered_memory.checkpoint.scripts import (
 __all__ = ["RedisSaver"]
 
 
-class RedisSaver(SaverMaintenance, ConnectionOwner):
+class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
     """A LangGraph checkpointer on Redis core commands: no modules, no admin commands.
 
     Runs on Redis 6.2+, Valkey, Redis Cluster (each thread is one hash slot) and managed
@@ -174,43 +173,6 @@ class RedisSaver(SaverMaintenance, ConnectionOwner):
         self._marked_run(run, thread_id)
 
     # ----- reads -----
-
-    def get_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        """The writes of ``channels`` along the parent chain and their seed values (what a
-        ``DeltaChannel`` replays), ancestors loaded in batches: a few round trips.
-        """
-        plan, reply = self._delta_plan(config, channels), None
-        thread_id = self._where(config).thread_id
-        while True:
-            try:
-                kind, args = plan.send(reply)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            if kind in ("load", "digest"):
-                reply = self._eval(LOAD if kind == "load" else DIGEST, thread_id, *args)
-            else:
-                where, high, low, count = args
-                reply = self._members(where, high, low, 0, count)
-
-    async def aget_delta_channel_history(
-        self, *, config: RunnableConfig, channels: Sequence[str]
-    ) -> Mapping[str, DeltaChannelHistory]:
-        """Async :meth:`get_delta_channel_history`."""
-        plan, reply = self._delta_plan(config, channels), None
-        thread_id = self._where(config).thread_id
-        while True:
-            try:
-                kind, args = plan.send(reply)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            if kind in ("load", "digest"):
-                script = LOAD if kind == "load" else DIGEST
-                reply = await self._aeval(script, thread_id, *args)
-            else:
-                where, high, low, count = args
-                reply = await self._amembers(where, high, low, 0, count)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the latest of its thread and namespace.

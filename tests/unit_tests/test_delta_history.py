@@ -14,7 +14,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
 from langchain_tiered_memory.checkpoint import RedisSaver
-from langchain_tiered_memory.checkpoint.base import DELTA_BATCH
+from langchain_tiered_memory.checkpoint.delta import DELTA_BATCH
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 

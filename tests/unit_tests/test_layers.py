@@ -173,7 +173,6 @@ MODULE_LINES, CLASS_LINES = 600, 400
 OVER_MODULES: dict[str, int] = {}  # none left
 OVER_CLASSES: dict[str, int] = {
     "EmbeddedRedis": 435,
-    "BaseRedisSaver": 465,
     "RedisSummaryStore": 481,
 }
 
