@@ -27,6 +27,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from langchain_tiered_memory._compact import run_in_background
 from langchain_tiered_memory._redis import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_SOCKET_TIMEOUT,
@@ -386,31 +387,7 @@ class EmbeddedRedis:
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
         log = (self.data_dir / "redis.log").resolve()
-        args = [
-            _redis_server_binary(),
-            "--port",
-            "0",
-            "--unixsocket",
-            str(self.socket_path),
-            "--unixsocketperm",
-            "700",
-            "--dir",
-            str(self.data_dir.resolve()),
-            "--dbfilename",
-            "dump.rdb",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            # "always": measured on a full disk then kill -9, everysec lost acknowledged
-            # turns (1 of 4,163) and always none (tests/integration_tests/test_disk_full.py)
-            self.appendfsync or "always",
-            "--daemonize",
-            "no",
-            "--save",
-            "900 1",
-            "--logfile",
-            str(log),
-        ]
+        args = _server_command(self.socket_path, self.data_dir, log, self.appendfsync)
         offset = log.stat().st_size if log.exists() else 0
         lock_fd = self._lock_file(_SERVER_LOCK)
         try:
@@ -516,9 +493,9 @@ class EmbeddedRedis:
         deadline = time.monotonic() + timeout
         try:
             with translate_errors(self.url):
-                self._run_background(client, "BGREWRITEAOF", "aof_rewrite", deadline)
+                run_in_background(client, "BGREWRITEAOF", "aof_rewrite", deadline)
                 if (self.data_dir / "dump.rdb").exists():
-                    self._run_background(client, "BGSAVE", "rdb_bgsave", deadline)
+                    run_in_background(client, "BGSAVE", "rdb_bgsave", deadline)
         finally:
             client.close()
 
@@ -526,35 +503,44 @@ class EmbeddedRedis:
         """Async :meth:`compact` (the waiting runs in a worker thread)."""
         await asyncio.to_thread(self.compact, timeout)
 
-    @staticmethod
-    def _run_background(client: redis.Redis, command: str, what: str, deadline: float) -> None:
-        def busy() -> bool:
-            info = client.info("persistence")
-            return bool(info.get(f"{what}_in_progress") or info.get(f"{what}_scheduled"))
-
-        def wait() -> None:
-            while busy():
-                if time.monotonic() > deadline:
-                    raise MemoryBackendError(
-                        f"the embedded redis-server did not finish {command} in time; the "
-                        "erased data may stay on disk until its next rewrite. Try again."
-                    )
-                time.sleep(0.02)
-
-        wait()  # one already running may have started before the erasure
-        try:
-            client.execute_command(command)
-        except redis.exceptions.ResponseError as exc:
-            if "already in progress" not in str(exc) and "scheduled" not in str(exc):
-                raise
-        time.sleep(0.01)
-        wait()
-
     def __enter__(self) -> EmbeddedRedis:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _server_command(
+    socket_path: Path, data_dir: Path, log: Path, appendfsync: str | None
+) -> list[str]:
+    """The redis-server command line of an embedded server: a unix socket only (no TCP
+    port), append-only persistence, snapshots every 15 minutes, the log in the data dir.
+    """
+    return [
+        _redis_server_binary(),
+        "--port",
+        "0",
+        "--unixsocket",
+        str(socket_path),
+        "--unixsocketperm",
+        "700",
+        "--dir",
+        str(data_dir.resolve()),
+        "--dbfilename",
+        "dump.rdb",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        # "always": measured on a full disk then kill -9, everysec lost acknowledged
+        # turns (1 of 4,163) and always none (tests/integration_tests/test_disk_full.py)
+        appendfsync or "always",
+        "--daemonize",
+        "no",
+        "--save",
+        "900 1",
+        "--logfile",
+        str(log),
+    ]
 
 
 _LOG_PREFIX = re.compile(r"^\d+:[A-Z] \d+ \w+ \d+ [\d:.]+ ([#*.-]) ")
