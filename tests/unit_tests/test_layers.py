@@ -172,7 +172,7 @@ def test_no_private_member_crosses_a_module_boundary() -> None:
 MODULE_LINES, CLASS_LINES = 600, 400
 OVER_MODULES: dict[str, int] = {}  # none left
 OVER_CLASSES: dict[str, int] = {
-    "RedisSummaryStore": 481,
+    "RedisSummaryStore": 479,
 }
 
 

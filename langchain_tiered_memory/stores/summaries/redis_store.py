@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_tiered_memory._keys import KeyBuilder
 from langchain_tiered_memory._redis import RedisConnection, as_text
-from langchain_tiered_memory._steps import adrive, drive
+from langchain_tiered_memory._steps import Plan, adrive, call, drive
 from langchain_tiered_memory.embeddings import embeddings_model_id, embeddings_scripts
 from langchain_tiered_memory.errors import (
     CorruptMemoryError,
@@ -337,23 +337,9 @@ class RedisSummaryStore(SummaryStore):
         """Embed, de-duplicate and store items (and mark what they supersede) in one
         atomic script.
         """
-        keys = self._k(user_id)
-        texts = validate_items(items)
-        vectors = self._embedder().embed_documents(texts) if texts else []
-        records, vecs = self._prepare(texts, vectors, created_at, metadata)
-        existing = self.index_for(user_id) if texts else None
-        keep = dedup(vecs, texts, existing, self.dedup_threshold) if texts else []
-        if not keep and watermark is None:
-            return []
-        superseding = superseding_json(superseded(existing, records, keep, supersedes))
-        with self.connection.errors():
-            result = self.connection.eval(
-                scripts.ADD,
-                3,
-                *keys,
-                *self._add_args(records, vecs, keep, watermark, superseding, fence),
-            )
-        return self._add_result(result, len(keep))
+        return drive(
+            self._add_plan(user_id, items, created_at, metadata, watermark, supersedes, fence)
+        )
 
     async def aadd(
         self,
@@ -367,22 +353,34 @@ class RedisSummaryStore(SummaryStore):
         fence: str | None = None,
     ) -> list[str]:
         """Async :meth:`add`."""
+        return await adrive(
+            self._add_plan(user_id, items, created_at, metadata, watermark, supersedes, fence)
+        )
+
+    def _add_plan(
+        self,
+        user_id: str,
+        items: Sequence[str],
+        created_at: datetime | date | str | None,
+        metadata: Mapping[str, Any] | None,
+        watermark: tuple[int, int] | None,
+        supersedes: Mapping[int, Sequence[str]] | None,
+        fence: str | None,
+    ) -> Plan[list[str]]:
         keys = self._k(user_id)
         texts = validate_items(items)
-        vectors = await self._embedder().aembed_documents(texts) if texts else []
+        emb = self._embedder()
+        vectors = (yield call(emb.embed_documents, emb.aembed_documents, texts)) if texts else []
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
-        existing = await self.aindex_for(user_id) if texts else None
+        existing = (yield call(self.index_for, self.aindex_for, user_id)) if texts else None
         keep = dedup(vecs, texts, existing, self.dedup_threshold) if texts else []
         if not keep and watermark is None:
             return []
         superseding = superseding_json(superseded(existing, records, keep, supersedes))
-        with self.connection.errors():
-            result = await self.connection.aeval(
-                scripts.ADD,
-                3,
-                *keys,
-                *self._add_args(records, vecs, keep, watermark, superseding, fence),
-            )
+        args = self._add_args(records, vecs, keep, watermark, superseding, fence)
+        conn = self.connection
+        with conn.errors():  # a step's error is raised here, at its yield
+            result = yield call(conn.eval, conn.aeval, scripts.ADD, 3, *keys, *args)
         return self._add_result(result, len(keep))
 
     # ----- reads -----
