@@ -15,7 +15,7 @@ import logging
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -23,6 +23,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, Field
 
+from langchain_tiered_memory._steps import Plan, adrive, call, drive
 from langchain_tiered_memory.attribution import states_a_fact
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.reconcile import (
@@ -393,8 +394,8 @@ def _candidates(response: Any) -> list[Any]:
         return list(response.items)
     if not isinstance(response, AIMessage):
         return []
-    for call in response.tool_calls:
-        items = call.get("args", {}).get("items")
+    for tool_call in response.tool_calls:
+        items = tool_call.get("args", {}).get("items")
         if isinstance(items, list):
             return items
     for bad in response.invalid_tool_calls:
@@ -459,12 +460,9 @@ def _or_fallback(
     return items
 
 
-# What summarize_messages asks: (bound to SummaryItems?, the messages); the reply comes
-# back. The sync and async functions run the same plan and differ only in the call.
-SummaryPlan = Generator[tuple[bool, list[BaseMessage]], Any, "list[str] | None"]
-
-
-def _summary_plan(messages: Sequence[BaseMessage], grounded: bool) -> SummaryPlan:
+def _summary_plan(
+    model: BaseChatModel, messages: Sequence[BaseMessage], grounded: bool
+) -> Plan[list[str] | None]:
     """Ask for items (a ``SummaryItems`` call, then plain text), and once more in the
     user's language if most came back in another; ``None``: nothing to summarize.
     """
@@ -474,14 +472,33 @@ def _summary_plan(messages: Sequence[BaseMessage], grounded: bool) -> SummaryPla
     language = user_language(messages)
     request = build_request(transcript, language)
     grounding = _grounding(messages, transcript, grounded)
-    items = clean_items(_candidates((yield True, request)), grounding, transcript)
+    tool = _bind(model)
+    reply = yield call(tool.invoke, tool.ainvoke, request)
+    items = clean_items(_candidates(reply), grounding, transcript)
     if not items:
-        items = clean_items(_candidates((yield False, request)), grounding, transcript)
+        reply = yield call(model.invoke, model.ainvoke, request)
+        items = clean_items(_candidates(reply), grounding, transcript)
     if language and items and not in_language(items, language):
-        again = yield True, rewrite_request(request, items, language)
+        again = yield call(tool.invoke, tool.ainvoke, rewrite_request(request, items, language))
         rewrite = clean_items(_candidates(again), grounding, transcript)
         items = _rewritten(items, rewrite, language, messages)
     return items
+
+
+def _summarize_plan(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    extractive_fallback: bool,
+    grounded: bool,
+) -> Plan[list[str]]:
+    """:func:`summarize_messages` as one plan, run by ``drive`` or ``adrive``."""
+    try:
+        items = yield from _summary_plan(model, messages, grounded)
+    except Exception as exc:  # any model/provider failure: nothing may be stored
+        raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
+    if items is None:
+        return []
+    return _or_fallback(items, messages, extractive_fallback)
 
 
 def summarize_messages(
@@ -515,21 +532,7 @@ def summarize_messages(
         ['The user's birthday is on May 8.']
 
     """
-    plan = _summary_plan(messages, grounded)
-    reply: Any = None
-    try:
-        while True:
-            try:
-                bound, request = plan.send(reply)
-            except StopIteration as done:
-                items: list[str] | None = done.value
-                break
-            reply = (_bind(model) if bound else model).invoke(request)
-    except Exception as exc:  # any model/provider failure: nothing may be stored
-        raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
-    if items is None:
-        return []
-    return _or_fallback(items, messages, extractive_fallback)
+    return drive(_summarize_plan(model, messages, extractive_fallback, grounded))
 
 
 async def asummarize_messages(
@@ -540,18 +543,4 @@ async def asummarize_messages(
     grounded: bool = False,
 ) -> list[str]:
     """Async :func:`summarize_messages`."""
-    plan = _summary_plan(messages, grounded)
-    reply: Any = None
-    try:
-        while True:
-            try:
-                bound, request = plan.send(reply)
-            except StopIteration as done:
-                items: list[str] | None = done.value
-                break
-            reply = await (_bind(model) if bound else model).ainvoke(request)
-    except Exception as exc:  # any model/provider failure: nothing may be stored
-        raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
-    if items is None:
-        return []
-    return _or_fallback(items, messages, extractive_fallback)
+    return await adrive(_summarize_plan(model, messages, extractive_fallback, grounded))

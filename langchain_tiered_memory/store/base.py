@@ -11,9 +11,10 @@ Layout (core commands only; one hash slot per namespace):
   "e": expiry epoch or null, "t": ttl minutes or null}``;
 - ``{st:<ns>}:st:vecs`` (hash): key -> msgpack ``{path: float32 bytes}`` (only with an index).
 
-A batch runs as a plan: a generator that yields what it needs (a pipeline of reads, a
-pipeline of writes, texts to embed) and gets the replies back, so the sync and the async
-store run the same plan and differ only in who does the I/O.
+A batch runs as a plan (``_steps``): a generator that yields the steps it needs (a
+pipeline of reads, a pipeline of writes, texts to embed, a SCAN) and gets the replies back,
+so the sync and the async store run the same plan through ``drive`` and ``adrive`` and
+differ only in their I/O methods.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Generator, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -51,6 +51,7 @@ from langchain_tiered_memory._keys import (
     encode_namespace,
 )
 from langchain_tiered_memory._redis import RedisConnection, as_text
+from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.store.query import (
     MAX_VALUE_DEPTH,
@@ -74,30 +75,6 @@ _MAX_TTL_MINUTES = 100 * 365.25 * 24 * 60
 # One command of a pipeline: (redis-py method name, args...).
 Command = tuple[Any, ...]
 
-
-@dataclass
-class Pipeline:
-    """A request of the plan: run these commands in one pipeline, reply with the results."""
-
-    commands: list[Command]
-
-
-@dataclass
-class Scan:
-    """A request of the plan: the keys matching this SCAN pattern (every node)."""
-
-    pattern: str
-
-
-@dataclass
-class Embed:
-    """A request of the plan: embed these texts (documents or one query each)."""
-
-    texts: list[str]
-    kind: Literal["documents", "queries"]
-
-
-Plan = Generator[Pipeline | Embed, Any, list[Result]]
 
 # KEYS: registry, versions. ARGV: (encoded namespace, write count at the check) pairs:
 # unregister each namespace found empty, unless a put has counted a write since.
@@ -156,7 +133,35 @@ class BaseRedisStore(BaseStore):
 
     # ----- the plan -----
 
-    def _plan(self, ops: Iterable[Op]) -> Plan:
+    # ----- the I/O the plans ask for (``_steps``): the store's own, sync and async -----
+
+    def _pipe(self, commands: list[Command]) -> Step:
+        """A step: run ``commands`` in one pipeline, reply with their results."""
+        return call(self._pipeline, self._apipeline, commands)
+
+    def _scan_step(self, pattern: str) -> Step:
+        """A step: the keys matching a SCAN ``pattern`` (every node)."""
+        return call(self._scan, self._ascan, pattern)
+
+    def _pipeline(self, commands: list[Command]) -> list[Any]:
+        raise NotImplementedError
+
+    async def _apipeline(self, commands: list[Command]) -> list[Any]:
+        raise NotImplementedError
+
+    def _scan(self, pattern: str) -> list[Any]:
+        raise NotImplementedError
+
+    async def _ascan(self, pattern: str) -> list[Any]:
+        raise NotImplementedError
+
+    def _embed(self, texts: list[str], kind: Literal["documents", "queries"]) -> list[Any]:
+        raise NotImplementedError
+
+    async def _aembed(self, texts: list[str], kind: Literal["documents", "queries"]) -> list[Any]:
+        raise NotImplementedError
+
+    def _plan(self, ops: Iterable[Op]) -> Plan[list[Result]]:
         ops = list(ops)
         for op in ops:
             validate_op_namespace(op)
@@ -180,7 +185,7 @@ class BaseRedisStore(BaseStore):
                 reads.append(("zrangebylex", registry, *lex_range(op.namespace_prefix)))
             elif isinstance(op, ListNamespacesOp):
                 reads.append(("zrangebylex", registry, *lex_range(fixed_prefix(op))))
-        replies = iter((yield Pipeline(reads)) if reads else [])
+        replies = iter((yield self._pipe(reads)) if reads else [])
 
         # 2. the namespaces searches and listings touch
         now = time.time()
@@ -205,7 +210,7 @@ class BaseRedisStore(BaseStore):
                     if op.query and self.embeddings:
                         second.append(("hgetall", self.keys.store_key(namespace, "vecs")))
                 pending.append((i, op, namespaces))
-        contents = iter((yield Pipeline(second)) if second else [])
+        contents = iter((yield self._pipe(second)) if second else [])
 
         # 3. queries to embed, then searches and listings answered
         queries = sorted(
@@ -213,7 +218,7 @@ class BaseRedisStore(BaseStore):
         )
         vectors: dict[str, np.ndarray] = {}
         if queries and self.embeddings:
-            embedded = yield Embed(queries, "queries")
+            embedded = yield call(self._embed, self._aembed, queries, "queries")
             vectors = {q: unit(v) for q, v in zip(queries, embedded, strict=True)}
         for i, op, namespaces in pending:
             if isinstance(op, ListNamespacesOp):
@@ -255,7 +260,7 @@ class BaseRedisStore(BaseStore):
                         where.append((k, f"{path}.{n}" if len(found) > 1 else path))
         by_key: dict[tuple[tuple[str, ...], str], dict[str, bytes]] = {}
         if texts:
-            embedded = yield Embed(texts, "documents")
+            embedded = yield call(self._embed, self._aembed, texts, "documents")
             if len(embedded) != len(texts):
                 raise ValueError(
                     f"the embeddings returned {len(embedded)} vectors for {len(texts)} texts."
@@ -283,14 +288,14 @@ class BaseRedisStore(BaseStore):
             else:
                 writes.append(("hdel", vecs_key, op.key))
         if writes:
-            yield Pipeline(writes)
+            yield self._pipe(writes)
         if emptied:
             yield from self._prune_plan(list(dict.fromkeys(emptied)))
         return results
 
     def _list_plan(
         self, op: ListNamespacesOp, registered: list[tuple[str, ...]]
-    ) -> Generator[Pipeline, Any, list[Any]]:
+    ) -> Plan[list[Any]]:
         """One page of ``list_namespaces``: the registered namespaces in order, each checked
         to hold an item (``HLEN``; a registry entry can outlive its items for a moment) in
         growing chunks until the page is full: O(registry) names, O(page) keys read.
@@ -302,7 +307,7 @@ class BaseRedisStore(BaseStore):
         while at < len(ordered) and len(found) < want:
             part = ordered[at : at + chunk]
             at, chunk = at + chunk, chunk * 2
-            sizes = yield Pipeline([("hlen", self.keys.store_key(n, "items")) for n in part])
+            sizes = yield self._pipe([("hlen", self.keys.store_key(n, "items")) for n in part])
             for namespace, size in zip(part, sizes, strict=True):
                 if int(size) > 0:
                     # sorted namespaces give sorted, consecutive truncations: dedup in order
@@ -311,15 +316,15 @@ class BaseRedisStore(BaseStore):
                         found.append(shown)
         return found[op.offset : want]
 
-    def _prune_plan(self, namespaces: list[tuple[str, ...]]) -> Generator[Pipeline, Any, int]:
+    def _prune_plan(self, namespaces: list[tuple[str, ...]]) -> Plan[int]:
         """Unregister those of ``namespaces`` that are empty; return how many. The write
         count is read *before* the emptiness, so a put racing this check keeps its
         namespace registered.
         """
         versions = self.keys.store_versions_key()
         members = [encode_namespace(n) for n in namespaces]
-        counts = yield Pipeline([("hget", versions, m) for m in members])
-        sizes = yield Pipeline([("hlen", self.keys.store_key(n, "items")) for n in namespaces])
+        counts = yield self._pipe([("hget", versions, m) for m in members])
+        sizes = yield self._pipe([("hlen", self.keys.store_key(n, "items")) for n in namespaces])
         args: list[str] = []
         for member, count, size in zip(members, counts, sizes, strict=True):
             if int(size) == 0:
@@ -327,19 +332,19 @@ class BaseRedisStore(BaseStore):
         if not args:
             return 0
         registry = self.keys.store_registry_key()
-        (pruned,) = yield Pipeline([("eval", _PRUNE, 2, registry, versions, *args)])
+        (pruned,) = yield self._pipe([("eval", _PRUNE, 2, registry, versions, *args)])
         return int(pruned)
 
-    def _purge_plan(self, prefix: tuple[str, ...]) -> Generator[Pipeline | Scan, Any, int]:
+    def _purge_plan(self, prefix: tuple[str, ...]) -> Plan[int]:
         """Delete every namespace under ``prefix`` by key, without reading a value (an
         unreadable item cannot stop an erasure); return the items removed, expired ones
         included. The registry is read and the keyspace scanned (for items an older
         version wrote before registering them).
         """
         registry = self.keys.store_registry_key()
-        (members,) = yield Pipeline([("zrangebylex", registry, *lex_range(prefix))])
+        (members,) = yield self._pipe([("zrangebylex", registry, *lex_range(prefix))])
         found = {decode_namespace(as_text(m)) for m in members}
-        for key in (yield Scan(self.keys.store_scan_pattern(prefix))):
+        for key in (yield self._scan_step(self.keys.store_scan_pattern(prefix))):
             namespace = self.keys.store_namespace_from_key(key)
             if namespace is not None and namespace[: len(prefix)] == prefix:
                 found.add(namespace)
@@ -351,7 +356,7 @@ class BaseRedisStore(BaseStore):
             items_key = self.keys.store_key(namespace, "items")
             commands += [("hlen", items_key), ("delete", items_key)]
             commands.append(("delete", self.keys.store_key(namespace, "vecs")))
-        replies = yield Pipeline(commands)
+        replies = yield self._pipe(commands)
         yield from self._prune_plan(namespaces)  # the emptied ones leave the registry
         return sum(int(r) for r in replies[0::3])
 
@@ -430,14 +435,14 @@ class BaseRedisStore(BaseStore):
         encoded = json.dumps(record, ensure_ascii=False)
         return [("hset", self.keys.store_key(item.namespace, "items"), item.key, encoded)]
 
-    def _sweep_plan(self) -> Generator[Pipeline, Any, int]:
+    def _sweep_plan(self) -> Plan[int]:
         """Delete expired items of every namespace; return how many."""
         registry = self.keys.store_registry_key()
-        (members,) = yield Pipeline([("zrangebylex", registry, "-", "+")])
+        (members,) = yield self._pipe([("zrangebylex", registry, "-", "+")])
         namespaces = [decode_namespace(as_text(m)) for m in members]
         if not namespaces:
             return 0
-        contents = yield Pipeline(
+        contents = yield self._pipe(
             [("hgetall", self.keys.store_key(n, "items")) for n in namespaces]
         )
         now = time.time()
@@ -455,7 +460,7 @@ class BaseRedisStore(BaseStore):
                     deletes.append(("hdel", self.keys.store_key(namespace, "vecs"), key))
                     emptied.append(namespace)
         if deletes:
-            yield Pipeline(deletes)
+            yield self._pipe(deletes)
         if emptied:
             yield from self._prune_plan(list(dict.fromkeys(emptied)))
         return len(deletes) // 2

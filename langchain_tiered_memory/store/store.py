@@ -6,14 +6,15 @@ import concurrent.futures
 import contextlib
 import logging
 import threading
-from collections.abc import Generator, Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
 
 from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 
 from langchain_tiered_memory._keys import DEFAULT_PREFIX
 from langchain_tiered_memory._redis import ConnectionOwner, RedisConnection
-from langchain_tiered_memory.store.base import BaseRedisStore, Command, Embed, Pipeline, Scan
+from langchain_tiered_memory._steps import adrive, drive
+from langchain_tiered_memory.store.base import BaseRedisStore, Command
 
 __all__ = ["RedisStore"]
 
@@ -126,11 +127,11 @@ class RedisStore(BaseRedisStore, ConnectionOwner):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run the operations: reads see the store as it was before the batch's writes."""
-        return self._drive(self._plan(ops))
+        return drive(self._plan(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch`."""
-        return await self._adrive(self._plan(ops))
+        return await adrive(self._plan(ops))
 
     def sweep_ttl(self) -> int:
         """Delete expired items (they are already invisible to reads); return how many.
@@ -139,11 +140,11 @@ class RedisStore(BaseRedisStore, ConnectionOwner):
             >>> store.sweep_ttl()  # doctest: +SKIP
             3
         """
-        return self._drive(self._sweep_plan())
+        return drive(self._sweep_plan())
 
     async def asweep_ttl(self) -> int:
         """Async :meth:`sweep_ttl`."""
-        return await self._adrive(self._sweep_plan())
+        return await adrive(self._sweep_plan())
 
     def purge(self, prefix: tuple[str, ...]) -> int:
         """Delete every namespace under ``prefix`` (and its items, expired ones too) by
@@ -157,42 +158,20 @@ class RedisStore(BaseRedisStore, ConnectionOwner):
             >>> store.purge(("memories", "alice"))  # doctest: +SKIP
             12
         """
-        return int(self._drive(self._purge_plan(tuple(prefix))))
+        return int(drive(self._purge_plan(tuple(prefix))))
 
     async def apurge(self, prefix: tuple[str, ...]) -> int:
         """Async :meth:`purge`."""
-        return int(await self._adrive(self._purge_plan(tuple(prefix))))
+        return int(await adrive(self._purge_plan(tuple(prefix))))
 
-    def _drive(self, plan: Generator[Any, Any, Any]) -> Any:
-        reply: Any = None
-        while True:
-            try:
-                request = plan.send(reply)
-            except StopIteration as done:
-                return done.value
-            if isinstance(request, Pipeline):
-                reply = self._pipeline(request.commands)
-            elif isinstance(request, Scan):
-                with self.connection.errors():
-                    reply = list(self.connection.sync.scan_iter(match=request.pattern, count=1000))
-            else:
-                reply = self._embed(request)
+    def _scan(self, pattern: str) -> list[Any]:
+        with self.connection.errors():
+            return list(self.connection.sync.scan_iter(match=pattern, count=1000))
 
-    async def _adrive(self, plan: Generator[Any, Any, Any]) -> Any:
-        reply: Any = None
-        while True:
-            try:
-                request = plan.send(reply)
-            except StopIteration as done:
-                return done.value
-            if isinstance(request, Pipeline):
-                reply = await self._apipeline(request.commands)
-            elif isinstance(request, Scan):
-                client = await self.connection.aclient()
-                with self.connection.errors():
-                    reply = [k async for k in client.scan_iter(match=request.pattern, count=1000)]
-            else:
-                reply = await self._aembed(request)
+    async def _ascan(self, pattern: str) -> list[Any]:
+        client = await self.connection.aclient()
+        with self.connection.errors():
+            return [k async for k in client.scan_iter(match=pattern, count=1000)]
 
     def _pipeline(self, commands: list[Command]) -> list[Any]:
         with self.connection.errors():
@@ -208,14 +187,14 @@ class RedisStore(BaseRedisStore, ConnectionOwner):
                 getattr(pipe, name)(*args)
             return list(await pipe.execute())
 
-    def _embed(self, request: Embed) -> list[list[float]]:
+    def _embed(self, texts: list[str], kind: Literal["documents", "queries"]) -> list[Any]:
         assert self.embeddings is not None  # the plan asks only when there is an index
-        if request.kind == "documents":
-            return self.embeddings.embed_documents(request.texts)
-        return [self.embeddings.embed_query(text) for text in request.texts]
+        if kind == "documents":
+            return self.embeddings.embed_documents(texts)
+        return [self.embeddings.embed_query(text) for text in texts]
 
-    async def _aembed(self, request: Embed) -> list[list[float]]:
+    async def _aembed(self, texts: list[str], kind: Literal["documents", "queries"]) -> list[Any]:
         assert self.embeddings is not None
-        if request.kind == "documents":
-            return await self.embeddings.aembed_documents(request.texts)
-        return [await self.embeddings.aembed_query(text) for text in request.texts]
+        if kind == "documents":
+            return await self.embeddings.aembed_documents(texts)
+        return [await self.embeddings.aembed_query(text) for text in texts]

@@ -255,3 +255,16 @@ def test_no_service_imports_the_facade(service: str) -> None:
             todo.append(nxt)
     bad = sorted(n for n in reach if under(n, "memory"))
     assert not bad, f"{service} reaches the facade: {bad}"
+
+
+def test_every_plan_runs_through_the_one_driver() -> None:
+    """Plans (generators of steps) are run by ``_steps.drive``/``adrive`` only: a module
+    that sends into a generator itself is a second driver to keep in step."""
+    found = []
+    for path in modules(""):
+        if path.name == "_steps.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in ("send", "throw", "asend"):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, f"a hand-written plan driver: {found}"
