@@ -14,8 +14,10 @@ status 1; usage errors exit with status 2.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import textwrap
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -373,10 +375,21 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) <= 600 else text[:599] + "\u2026"
 
 
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``tiered-memory``; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (a service manager's stop, `docker stop`) ends a command as Ctrl-C does:
+        # its `with` blocks close the memory, so an embedded server it started is saved and
+        # shut down, not left running. Under `ui` and `mcp --http`, uvicorn shuts its server
+        # down first and then raises the signal again, which lands here.
+        previous = signal.signal(signal.SIGTERM, _interrupted)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
@@ -385,6 +398,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (TieredMemoryError, ValueError, OSError, ImportError) as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        if previous is not None:  # main() called in a process of the caller's
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import redis
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_tiered_memory import TieredMemory, create_memory_graph
+from langchain_tiered_memory import EmbeddedRedis, TieredMemory, create_memory_graph
 from langchain_tiered_memory.embeddings import HashingEmbeddings
 from langchain_tiered_memory.testing import ScriptedChatModel
 
@@ -346,3 +346,5 @@ def test_tiered_memory_ui_prints_its_address_and_serves(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+    # SIGTERM ends the command as Ctrl-C does: the embedded server it started is shut down
+    assert proc.returncode != 0 and not EmbeddedRedis(tmp_path / "d").server_alive()

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
 
 pytest.importorskip("mcp", reason="the [mcp] extra is part of the test install")
 
@@ -175,3 +175,5 @@ async def test_streamable_http(data_dir: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+    # SIGTERM ends the server as Ctrl-C does: the embedded Redis it started is shut down
+    assert not EmbeddedRedis(data_dir).server_alive()
