@@ -459,19 +459,14 @@ def test_the_memory_section_says_the_newest_note_is_current() -> None:
 
 
 def test_newer_first_orders_every_near_duplicate_pair_and_keeps_the_rest() -> None:
-    from types import SimpleNamespace
-
     import numpy as np
 
-    from langchain_tiered_memory.stores.summaries.index import _newer_first
+    from langchain_tiered_memory.retrieval.fusion import newer_first_order
 
-    # hits in rank order: a (2024), b (unrelated, 2026), c (a's near-duplicate, 2025),
+    # a ranking: a (2024), b (unrelated, 2026), c (a's near-duplicate, 2025),
     # d (a's and c's near-duplicate, 2026)
-    dates = ["2024-01-01", "2026-01-01", "2025-01-01", "2026-06-01"]
+    epochs = [2024.0, 2026.0, 2025.0, 2026.5]
     vectors = np.array([[1.0, 0.0], [0.0, 1.0], [0.99, 0.141], [0.98, 0.199]])
-    index = SimpleNamespace(records=[SimpleNamespace(created_at=d) for d in dates])
-    hits = [SimpleNamespace(position=i) for i in range(4)]
     similar = vectors @ vectors.T >= 0.85
-    order = [h.position for h in _newer_first(hits, similar, index)]  # type: ignore[arg-type]
-    assert order == [3, 2, 0, 1]  # d, c, a newest first; b, unrelated, stays after a
-    assert [h.position for h in _newer_first(hits[1:2], similar[1:2, 1:2], index)] == [1]  # type: ignore[arg-type]
+    assert newer_first_order(epochs, similar) == [3, 2, 0, 1]  # d, c, a; b stays after a
+    assert newer_first_order(epochs[1:2], similar[1:2, 1:2]) == [0]

@@ -41,7 +41,6 @@ __all__ = [
     "DEFAULT_MAX_CACHE_BYTES",
     "DEFAULT_MAX_ITEMS",
     "MAX_SUMMARY_CHARS",
-    "NEAR_DUPLICATE",
     "normalize_created_at",
     "validate_items",
 ]
@@ -305,12 +304,7 @@ class UserIndex:
             if not include_superseded and self.superseded.any():
                 hidden = self.superseded.copy()
             hits = self.hybrid.search(query or "", vector, k, now=now, exclude=hidden)
-            # near-duplicates are told by the vectors: not for text the model cannot read
-            if len(hits) > 1 and self.hybrid.dense_weight(query or "") >= 0.5:
-                positions = np.array([h.position for h in hits], dtype=np.int64)
-                vectors = self.hybrid.vectors(positions)
-                similar = self.hybrid.duplicate_similarity(vectors @ vectors.T) >= NEAR_DUPLICATE
-                hits = _newer_first(hits, similar, self)
+            hits = self.hybrid.newer_first(hits, query or "")
             records = [self.records[h.position] for h in hits]
         out = []
         for hit, record in zip(hits, records):
@@ -325,31 +319,6 @@ class UserIndex:
             }
             out.append(doc)
         return out
-
-
-# Recalled items this similar say the same thing: the newer is the current one. On the
-# relative scale of HybridIndex.relative_similarity (0: two typical items of the user, 1: the
-# same vector), which is what 0.85 (the cosine this used before 0.2) is for all-MiniLM-L6-v2
-# on the LoCoMo users (typical cosine 0.34-0.38); as a raw cosine it made nearly every pair
-# of multilingual-e5 items "near-duplicates" (typical cosine 0.83), ordering recall by date.
-NEAR_DUPLICATE = 0.75
-
-
-def _newer_first(hits: list[Any], similar: np.ndarray, index: UserIndex) -> list[Any]:
-    """``hits`` with every near-duplicate pair (``similar[i, j]``) ordered newer first, stable
-    otherwise: each
-    hit goes before the first older near-duplicate already placed (so no older
-    near-duplicate ever precedes it, and placed hits keep their order).
-    """
-    epochs = [to_epoch(index.records[h.position].created_at) for h in hits]
-    order: list[int] = []
-    for i in range(len(hits)):
-        at = next(
-            (p for p, j in enumerate(order) if epochs[i] > epochs[j] and similar[i, j]),
-            len(order),
-        )
-        order.insert(at, i)
-    return [hits[i] for i in order]
 
 
 # How many stored neighbours of a new item are checked for a restatement.
