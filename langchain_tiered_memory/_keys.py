@@ -266,3 +266,14 @@ class KeyBuilder:
             return user_id if escape_user_id(user_id) == escaped else None
         except (UnicodeDecodeError, InvalidUserIdError):
             return None
+
+
+def keys_of(store: object) -> KeyBuilder:
+    """The key builder of a Redis store (its prefix); the default one for any other store.
+
+    Example:
+        >>> keys_of(object()).prefix == DEFAULT_PREFIX
+        True
+    """
+    keys = getattr(store, "keys", None)
+    return keys if isinstance(keys, KeyBuilder) else KeyBuilder()

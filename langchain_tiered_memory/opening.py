@@ -22,7 +22,7 @@ from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel
 
 from langchain_tiered_memory import embeddings as _embeddings
-from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder
+from langchain_tiered_memory._keys import DEFAULT_PREFIX, KeyBuilder, keys_of
 from langchain_tiered_memory._redis import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_POOL_TIMEOUT,
@@ -110,12 +110,6 @@ def redis_parts(
         "_connection": connection,
         "_queue": SummaryQueue(connection, keys=keys),
     }
-
-
-def keys_of(history: HistoryStore) -> KeyBuilder:
-    """The key builder of a memory's Redis stores (the default prefix for other stores)."""
-    keys = getattr(history, "keys", None)
-    return keys if isinstance(keys, KeyBuilder) else KeyBuilder()
 
 
 def saver(

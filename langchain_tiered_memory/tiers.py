@@ -18,7 +18,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
 from langchain_tiered_memory._ids import validate_count, validate_thread_id, validate_user_id
-from langchain_tiered_memory._keys import KeyBuilder
+from langchain_tiered_memory._keys import keys_of
 from langchain_tiered_memory._redis import RedisConnection
 from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.errors import CorruptMemoryError
@@ -95,24 +95,19 @@ class Tiers:
 
     # ----- retention -----
 
-    def _keys(self) -> KeyBuilder:
-        # the Redis stores' key builder (its prefix); the default one for other stores
-        keys = getattr(self.history, "keys", None)
-        return keys if isinstance(keys, KeyBuilder) else KeyBuilder()
-
     def touch_user(self, user_id: str) -> None:
         """Restart the clock of every key of the user (``user_ttl``): they expire together.
         Nothing happens without ``user_ttl`` or off Redis.
         """
         ttl_ms = self.ttl_ms()
         if self.connection is not None and ttl_ms is not None:
-            turn.touch_user(self.connection, self._keys(), user_id, ttl_ms)
+            turn.touch_user(self.connection, keys_of(self.history), user_id, ttl_ms)
 
     async def atouch_user(self, user_id: str) -> None:
         """Async :meth:`touch_user`."""
         ttl_ms = self.ttl_ms()
         if self.connection is not None and ttl_ms is not None:
-            await turn.atouch_user(self.connection, self._keys(), user_id, ttl_ms)
+            await turn.atouch_user(self.connection, keys_of(self.history), user_id, ttl_ms)
 
     # ----- one turn (plans: run them with _steps.drive or adrive) -----
 

@@ -429,6 +429,12 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
     ) -> list[str]:
         raise NotImplementedError
 
+    def _mark(self, run: str | None, thread_id: str) -> None:
+        raise NotImplementedError
+
+    async def _amark(self, run: str | None, thread_id: str) -> None:
+        raise NotImplementedError
+
     def get_next_version(self, current: str | None, channel: None) -> str:
         """A new channel version: a counter and a random tie-breaker, as LangGraph's scheme,
         written short.

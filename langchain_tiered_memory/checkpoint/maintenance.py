@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from langchain_tiered_memory._redis import RedisConnection, as_text
+from langchain_tiered_memory._redis import as_text
 from langchain_tiered_memory.checkpoint.base import DELETE_CHUNK, SEP, BaseRedisSaver
 from langchain_tiered_memory.checkpoint.scripts import COPY, DELETE, READ_ALL
 
@@ -60,14 +60,6 @@ def stale_runs(runs: Iterable[Any], keep: set[str]) -> list[str]:
 
 class SaverMaintenance(BaseRedisSaver):
     """Deletes, copies and pruning of threads, on the I/O ``RedisSaver`` provides."""
-
-    connection: RedisConnection
-
-    def _mark(self, run: str | None, thread_id: str) -> None:
-        raise NotImplementedError  # RedisSaver's I/O
-
-    async def _amark(self, run: str | None, thread_id: str) -> None:
-        raise NotImplementedError
 
     # ----- deletes and copies -----
 
