@@ -101,7 +101,7 @@ def _savers(args: argparse.Namespace, workdir: Path) -> Iterator[dict[str, Any]]
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     from langchain_tiered_memory import EmbeddedRedis
-    from langchain_tiered_memory.checkpoint import RedisSaver
+    from langchain_tiered_memory.persistence.checkpoint import RedisSaver
 
     with contextlib.ExitStack() as stack:
         server = EmbeddedRedis(workdir / "redis").start()
@@ -186,7 +186,7 @@ def _turns(savers: dict[str, Any], redis_url: str, turns: int) -> list[list[Any]
     from langgraph.checkpoint.memory import InMemorySaver
 
     from langchain_tiered_memory import HashingEmbeddings, TieredMemory
-    from langchain_tiered_memory.graph import create_memory_graph
+    from langchain_tiered_memory.agent.graph import create_memory_graph
     from langchain_tiered_memory.testing import ScriptedChatModel
 
     rows = []

@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
-from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.agent.graph import create_memory_graph
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 

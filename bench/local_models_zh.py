@@ -21,9 +21,9 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from langchain_tiered_memory import TieredMemory
-from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.agent.graph import create_memory_graph
+from langchain_tiered_memory.language.text import answer_states
 from langchain_tiered_memory.local import ChatLocalTransformers
-from langchain_tiered_memory.text import answer_states
 
 PHRASINGS = [
     ("我叫李明，今年28岁，我的生日是十月三日。", "我几岁？", "我的生日是哪天？"),

@@ -130,7 +130,7 @@ def finding(url: str, sizes: list[int]) -> list[list[Any]]:
 
 
 def _worker_process(url: str, prefix: str, concurrency: int) -> None:
-    from langchain_tiered_memory.worker import SummaryWorker
+    from langchain_tiered_memory.summarization.worker import SummaryWorker
 
     async def main() -> None:
         memory = _memory(url, prefix, summarize_after=20)
@@ -189,7 +189,7 @@ def sizing(url: str) -> tuple[int, dict[str, int]]:
     from pydantic import BaseModel
 
     from langchain_tiered_memory import TieredMemory
-    from langchain_tiered_memory.opening import keys_of
+    from langchain_tiered_memory.backend.opening import keys_of
 
     class Profile(BaseModel):
         name: str | None = None

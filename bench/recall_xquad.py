@@ -45,8 +45,8 @@ from langchain_tiered_memory import (  # noqa: E402
     RedisSummaryStore,
     TieredMemory,
 )
+from langchain_tiered_memory.language.text import tokenize  # noqa: E402
 from langchain_tiered_memory.retrieval.lexical import LexicalIndex  # noqa: E402
-from langchain_tiered_memory.text import tokenize  # noqa: E402
 
 KS = (1, 3, 5, 10)
 

@@ -11,7 +11,7 @@ name and/or age (plain, with fillers, lower case, numerals in words, corrections
 value), 115 distractors (relatives' and friends' names and ages, jobs, hobbies, questions,
 requests, small talk, numbers that are no age, a changed value stated without saying so).
 Two splits: ``dev`` holds the kinds of message the rules of
-:mod:`langchain_tiered_memory.attribution` were written against (issue 36's table);
+:mod:`langchain_tiered_memory.language.attribution` were written against (issue 36's table);
 ``heldout`` templates were written after the rules and run once, unchanged since.
 
 Each message comes with the tags stored before it and the tags that must hold after it.
@@ -20,7 +20,7 @@ A model's extraction (what it proposes to store) goes through:
 - **before**: what the package stored before issue 36: a capable model's values as they
   came; a small model's only if they literally occur in the message (plus the age the
   message states, ``stated_age``);
-- **after**: :class:`~langchain_tiered_memory.capture.AfterTurnCapture` as the graph and
+- **after**: :class:`~langchain_tiered_memory.agent.capture.AfterTurnCapture` as the graph and
   the middleware run it (grounded values, cue-read values for what the call left out, no
   change of a stored value without an explicit statement), on an in-memory memory.
 
@@ -51,7 +51,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
-from langchain_tiered_memory.capture import AfterTurnCapture
+from langchain_tiered_memory.agent.capture import AfterTurnCapture
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -480,9 +480,9 @@ class Score:
 
 def smollm2_proposer() -> Callable[[Case], dict[str, Any]]:
     """SmolLM2-135M forced to call user_tag, as the graph's forced capture runs it."""
+    from langchain_tiered_memory.agent.prompt import base_system_prompt
+    from langchain_tiered_memory.agent.tools import USER_TAG_TOOL, UserTagTool
     from langchain_tiered_memory.defaults import default_local_model
-    from langchain_tiered_memory.prompt import base_system_prompt
-    from langchain_tiered_memory.tools import USER_TAG_TOOL, UserTagTool
 
     model = default_local_model()
     with TieredMemory.in_memory(embeddings=HashingEmbeddings()) as memory:
@@ -505,7 +505,7 @@ def openai_proposer(
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
 
-    from langchain_tiered_memory.capture import (
+    from langchain_tiered_memory.agent.capture import (
         EXTRACTION_PROMPT,
         EXTRACTION_TOOL,
         extraction_schema,

@@ -191,8 +191,8 @@ def _judge(plan: dict[str, tuple[str, str]]) -> Any:
 
 
 def _memory(emb: Any, config: RetrievalConfig, url: str, prefix: str) -> TieredMemory:
-    from langchain_tiered_memory._keys import KeyBuilder
-    from langchain_tiered_memory._redis import RedisConnection
+    from langchain_tiered_memory.backend.connection import RedisConnection
+    from langchain_tiered_memory.backend.keys import KeyBuilder
 
     conn = RedisConnection(url, cluster=False)
     return TieredMemory(

@@ -15,10 +15,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from langchain_tiered_memory._moved import install as _install_moved
+
+_install_moved()  # the modules that moved into folders keep their old import paths
+
 if TYPE_CHECKING:
-    from langchain_tiered_memory._redis import RedisConnection
-    from langchain_tiered_memory._server import EmbeddedRedis
-    from langchain_tiered_memory.context import MemoryContext
+    from langchain_tiered_memory.agent.context import MemoryContext
+    from langchain_tiered_memory.agent.graph import MemoryState, create_memory_graph
+    from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
+    from langchain_tiered_memory.agent.tools import SummarizeTool, UserTagTool
+    from langchain_tiered_memory.backend.connection import RedisConnection
+    from langchain_tiered_memory.backend.server import EmbeddedRedis
     from langchain_tiered_memory.embeddings import (
         HashingEmbeddings,
         LocalMiniLMEmbeddings,
@@ -42,8 +49,9 @@ if TYPE_CHECKING:
         UnsafeBindError,
         WatermarkConflict,
     )
-    from langchain_tiered_memory.graph import MemoryState, create_memory_graph
     from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
+    from langchain_tiered_memory.persistence.checkpoint import AsyncRedisSaver, RedisSaver
+    from langchain_tiered_memory.persistence.store import AsyncRedisStore, RedisStore
     from langchain_tiered_memory.retrieval import RetrievalConfig
     from langchain_tiered_memory.stores import (
         DefaultTags,
@@ -59,11 +67,12 @@ if TYPE_CHECKING:
         TagStore,
         UserChatMessageHistory,
     )
-    from langchain_tiered_memory.tools import SummarizeTool, UserTagTool
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncRedisSaver",
+    "AsyncRedisStore",
     "ConcurrentReembedError",
     "CorruptMemoryError",
     "DefaultTags",
@@ -89,6 +98,8 @@ __all__ = [
     "OnnxMiniLMEmbeddings",
     "RedisConnection",
     "RedisHistoryStore",
+    "RedisSaver",
+    "RedisStore",
     "RedisSummaryStore",
     "RedisTagStore",
     "RetrievalConfig",
@@ -100,6 +111,7 @@ __all__ = [
     "TagStore",
     "TieredMemory",
     "TieredMemoryError",
+    "TieredMemoryMiddleware",
     "UnsafeBindError",
     "UserChatMessageHistory",
     "UserTagTool",
@@ -110,11 +122,13 @@ __all__ = [
 
 # Where each public name lives; ``__getattr__`` imports it on first access.
 _MODULES: dict[str, str] = {
+    "AsyncRedisSaver": "langchain_tiered_memory.persistence.checkpoint",
+    "AsyncRedisStore": "langchain_tiered_memory.persistence.store",
     "ConcurrentReembedError": "langchain_tiered_memory.errors",
-    "UnsafeBindError": "langchain_tiered_memory.errors",
     "CorruptMemoryError": "langchain_tiered_memory.errors",
+    "create_memory_graph": "langchain_tiered_memory.agent.graph",
     "DefaultTags": "langchain_tiered_memory.stores",
-    "EmbeddedRedis": "langchain_tiered_memory._server",
+    "EmbeddedRedis": "langchain_tiered_memory.backend.server",
     "EmbeddingsMismatchError": "langchain_tiered_memory.errors",
     "HashingEmbeddings": "langchain_tiered_memory.embeddings",
     "HistoryStore": "langchain_tiered_memory.stores",
@@ -128,29 +142,32 @@ _MODULES: dict[str, str] = {
     "InvalidUserIdError": "langchain_tiered_memory.errors",
     "LocalMiniLMEmbeddings": "langchain_tiered_memory.embeddings",
     "MemoryBackendError": "langchain_tiered_memory.errors",
-    "MemoryContext": "langchain_tiered_memory.context",
+    "MemoryContext": "langchain_tiered_memory.agent.context",
     "MemorySnapshot": "langchain_tiered_memory.memory",
-    "MemoryState": "langchain_tiered_memory.graph",
+    "MemoryState": "langchain_tiered_memory.agent.graph",
     "MissingUserIdError": "langchain_tiered_memory.errors",
     "MultilingualE5Embeddings": "langchain_tiered_memory.embeddings",
     "OnnxMiniLMEmbeddings": "langchain_tiered_memory.embeddings",
-    "RedisConnection": "langchain_tiered_memory._redis",
+    "RedisConnection": "langchain_tiered_memory.backend.connection",
     "RedisHistoryStore": "langchain_tiered_memory.stores",
+    "RedisSaver": "langchain_tiered_memory.persistence.checkpoint",
+    "RedisStore": "langchain_tiered_memory.persistence.store",
     "RedisSummaryStore": "langchain_tiered_memory.stores",
     "RedisTagStore": "langchain_tiered_memory.stores",
     "RetrievalConfig": "langchain_tiered_memory.retrieval",
     "SummarizationError": "langchain_tiered_memory.errors",
-    "SummarizeTool": "langchain_tiered_memory.tools",
+    "SummarizeTool": "langchain_tiered_memory.agent.tools",
     "SummaryLimitError": "langchain_tiered_memory.errors",
     "SummaryRetriever": "langchain_tiered_memory.stores",
     "SummaryStore": "langchain_tiered_memory.stores",
     "TagStore": "langchain_tiered_memory.stores",
     "TieredMemory": "langchain_tiered_memory.memory",
     "TieredMemoryError": "langchain_tiered_memory.errors",
+    "TieredMemoryMiddleware": "langchain_tiered_memory.agent.middleware",
+    "UnsafeBindError": "langchain_tiered_memory.errors",
     "UserChatMessageHistory": "langchain_tiered_memory.stores",
-    "UserTagTool": "langchain_tiered_memory.tools",
+    "UserTagTool": "langchain_tiered_memory.agent.tools",
     "WatermarkConflict": "langchain_tiered_memory.errors",
-    "create_memory_graph": "langchain_tiered_memory.graph",
 }
 
 

@@ -1,12 +1,11 @@
 """One plan, two drivers: a multi-step operation written once for sync and async.
 
 A plan is a generator that yields :class:`Step` s (a call with its sync and its async form,
-made by :func:`call` from the two methods themselves)
-and receives each one's result; :func:`drive` runs the sync forms, :func:`adrive` awaits the
-async ones. An exception a step raises is thrown into the plan at its ``yield``, so the plan's
-own ``try``/``except``/``finally`` handle it as straight-line code would. ``store/`` drives
-its Redis plans the same way; this is the form for plans over the memory's stores, whose
-methods come in ``name``/``aname`` pairs.
+made by :func:`call` from the two methods themselves) and receives each one's result;
+:func:`drive` runs the sync forms, :func:`adrive` awaits the async ones. An exception a step
+raises is thrown into the plan at its ``yield``, so the plan's own ``try``/``except``/
+``finally`` handle it as straight-line code would. Every plan of the package runs through
+these two drivers: the stores', the savers' (``persistence/``), the summarizer's.
 """
 
 from __future__ import annotations

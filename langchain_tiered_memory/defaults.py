@@ -158,7 +158,7 @@ def _check_redis_url(url: str) -> None:
 def open_checkpointer(memory: TieredMemory) -> Iterator[BaseCheckpointSaver[Any]]:
     """The checkpointer of the CLI and the demo: threads in the memory's own Redis.
 
-    A :class:`~langchain_tiered_memory.checkpoint.RedisSaver` on the memory's connection
+    A :class:`~langchain_tiered_memory.persistence.checkpoint.RedisSaver` on the memory's connection
     and key prefix, so one Redis (one backup, one ``forget``) holds all of an agent's
     state; LangGraph's ``InMemorySaver`` for memory that is not on Redis.
 

@@ -21,8 +21,8 @@ from langgraph.store.base import BaseStore, Item, PutOp
 
 from langchain_tiered_memory._ids import validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
-from langchain_tiered_memory.messages import messages_at
-from langchain_tiered_memory.store import RedisStore
+from langchain_tiered_memory.agent.messages import messages_at
+from langchain_tiered_memory.persistence.store import RedisStore
 from langchain_tiered_memory.tiers import Tiers
 
 logger = logging.getLogger(__name__)

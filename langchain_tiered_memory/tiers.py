@@ -1,6 +1,6 @@
 """``Tiers``: the three stores of a memory and what works across them, for the services.
 
-Summarization, erasure and export (``summarization.py``, ``privacy.py``) and the facade's
+Summarization, erasure and export (``summarization/jobs.py``, ``privacy.py``) and the facade's
 turn read and save work on this object, not on ``TieredMemory``: the facade composes them
 and owns no store logic, and no service imports the facade. What lives here is what takes
 more than one store: a turn's read (one pipelined round trip when all three are the Redis
@@ -18,13 +18,13 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
 from langchain_tiered_memory._ids import validate_count, validate_thread_id, validate_user_id
-from langchain_tiered_memory._keys import keys_of
-from langchain_tiered_memory._redis import RedisConnection
 from langchain_tiered_memory._steps import Plan, Step, call
+from langchain_tiered_memory.backend.connection import RedisConnection
+from langchain_tiered_memory.backend.keys import keys_of
 from langchain_tiered_memory.errors import CorruptMemoryError
-from langchain_tiered_memory.queue import SummaryQueue
 from langchain_tiered_memory.stores import turn
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid
+from langchain_tiered_memory.stores.queue import SummaryQueue
 from langchain_tiered_memory.stores.summaries import SummaryStore
 from langchain_tiered_memory.stores.tags import TagStore
 from langchain_tiered_memory.stores.turn import RedisTiers

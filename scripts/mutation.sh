@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of the core (not run by CI: it takes a long time).
 #
-#     bash scripts/mutation.sh [mutmut run args]    e.g. "langchain_tiered_memory._keys*"
+#     bash scripts/mutation.sh [mutmut run args]    e.g. "langchain_tiered_memory.backend.keys*"
 #
 # mutmut (pinned) mutates stores/, summarizer.py, prompt.py and _keys.py (see
 # [tool.mutmut] in pyproject.toml) and runs the unit tests against each mutant; it prints

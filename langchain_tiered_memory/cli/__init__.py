@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from langchain_tiered_memory._server import DATA_DIR_ENV
+from langchain_tiered_memory.backend.server import DATA_DIR_ENV
 from langchain_tiered_memory.cli.chat import cmd_chat
 from langchain_tiered_memory.cli.commands import (
     cmd_demo,

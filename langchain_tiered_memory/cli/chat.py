@@ -31,8 +31,8 @@ __all__ = ["cmd_chat"]
 
 def cmd_chat(args: argparse.Namespace) -> int:
     """``chat --user U [--thread T] [--show-prompt]``."""
+    from langchain_tiered_memory.agent.graph import create_memory_graph
     from langchain_tiered_memory.defaults import open_checkpointer
-    from langchain_tiered_memory.graph import create_memory_graph
 
     user = user_id_of(args)
     console = rich_console()
@@ -115,8 +115,8 @@ class _ChatSession:
             self.turn(text)
 
     def turn(self, text: str) -> None:
+        from langchain_tiered_memory.agent.graph import LOAD_MEMORY
         from langchain_tiered_memory.cli.demo import run_turn
-        from langchain_tiered_memory.graph import LOAD_MEMORY
 
         printer = print_update(self.console)
 
@@ -135,9 +135,9 @@ class _ChatSession:
 
     def command(self, text: str) -> bool:
         """Run a slash command; ``False`` to leave the chat."""
+        from langchain_tiered_memory.agent.policy import ModelPolicy
+        from langchain_tiered_memory.agent.prompt import base_system_prompt
         from langchain_tiered_memory.errors import SummarizationError
-        from langchain_tiered_memory.policy import ModelPolicy
-        from langchain_tiered_memory.prompt import base_system_prompt
 
         name, _, rest = text.partition(" ")
         name, rest = name.lower(), rest.strip()

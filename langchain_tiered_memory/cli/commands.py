@@ -190,8 +190,8 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
     from rich.table import Table
 
+    from langchain_tiered_memory.agent.policy import ModelPolicy
     from langchain_tiered_memory.errors import SummarizationError
-    from langchain_tiered_memory.policy import ModelPolicy
 
     user = user_id_of(args) if args.user is not None else None
     console = rich_console()
@@ -231,8 +231,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from langchain_tiered_memory.policy import ModelPolicy
-    from langchain_tiered_memory.worker import SummaryWorker, WorkerStats
+    from langchain_tiered_memory.agent.policy import ModelPolicy
+    from langchain_tiered_memory.summarization.worker import SummaryWorker, WorkerStats
 
     console = rich_console(stderr=True)
     with open_memory(args) as memory:

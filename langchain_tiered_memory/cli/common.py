@@ -11,10 +11,10 @@ from urllib.parse import quote as url_quote
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langchain_tiered_memory._keys import validate_user_id
-from langchain_tiered_memory._server import default_data_dir
-from langchain_tiered_memory.checkpoint import RedisSaver
+from langchain_tiered_memory.backend.keys import validate_user_id
+from langchain_tiered_memory.backend.server import default_data_dir
 from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.persistence.checkpoint import RedisSaver
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
@@ -78,9 +78,9 @@ def load_chat_model(name: str | None, *, seed: int | None = None) -> tuple[BaseC
         from langchain_tiered_memory.cli.fake_model import fake_demo_model
 
         return fake_demo_model(), False
+    from langchain_tiered_memory.agent.policy import ModelPolicy
     from langchain_tiered_memory.defaults import default_chat_model
     from langchain_tiered_memory.local import LocalChatModel
-    from langchain_tiered_memory.policy import ModelPolicy
 
     model = default_chat_model(name)
     if seed is not None and isinstance(model, LocalChatModel):

@@ -42,7 +42,11 @@ from langgraph.graph.state import CompiledStateGraph
 from rich.console import Console
 from rich.text import Text
 
-from langchain_tiered_memory._server import EmbeddedRedis
+from langchain_tiered_memory.agent.graph import LOAD_MEMORY, create_memory_graph
+from langchain_tiered_memory.agent.policy import ModelPolicy
+from langchain_tiered_memory.agent.prompt import quote
+from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL
+from langchain_tiered_memory.backend.server import EmbeddedRedis
 from langchain_tiered_memory.cli.common import (
     FAKE_MODEL,
     checkpoint_thread_id,
@@ -64,12 +68,8 @@ from langchain_tiered_memory.defaults import (
     open_memory,
 )
 from langchain_tiered_memory.errors import SummarizationError
-from langchain_tiered_memory.graph import LOAD_MEMORY, create_memory_graph
+from langchain_tiered_memory.language.text import answer_states
 from langchain_tiered_memory.memory import TieredMemory
-from langchain_tiered_memory.policy import ModelPolicy
-from langchain_tiered_memory.prompt import quote
-from langchain_tiered_memory.text import answer_states
-from langchain_tiered_memory.tools import SUMMARIZE_TOOL
 
 __all__ = [
     "FAKE_MODEL",
@@ -275,7 +275,7 @@ def _check_step2(
     )
     items = memory.summaries.get_all(user)
     if turn.called(SUMMARIZE_TOOL) and items:
-        # small models: the graph runs the tool for a request to summarize (capture.py)
+        # small models: the graph runs the tool for a request to summarize (agent/capture.py)
         who = "the small-model policy ran" if small else "the model called"
         line(console, f"path: {who} the summarize tool")
     else:

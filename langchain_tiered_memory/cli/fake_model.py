@@ -11,9 +11,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_tiered_memory.summarizer import SUMMARY_SYSTEM_PROMPT
+from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL, USER_TAG_TOOL
+from langchain_tiered_memory.summarization.summarizer import SUMMARY_SYSTEM_PROMPT
 from langchain_tiered_memory.testing import ScriptedChatModel
-from langchain_tiered_memory.tools import SUMMARIZE_TOOL, USER_TAG_TOOL
 
 __all__ = ["fake_demo_model", "prompt_tags"]
 

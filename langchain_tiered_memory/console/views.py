@@ -13,10 +13,10 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
+from langchain_tiered_memory.agent.nodes import DEFAULT_MEMORY_TOKEN_BUDGET
+from langchain_tiered_memory.agent.prompt import render_memory_section
 from langchain_tiered_memory.errors import InvalidSummaryError
 from langchain_tiered_memory.memory import TieredMemory
-from langchain_tiered_memory.nodes import DEFAULT_MEMORY_TOKEN_BUDGET
-from langchain_tiered_memory.prompt import render_memory_section
 from langchain_tiered_memory.stores.directory import (
     PAGE_SIZE,
     RedisUserDirectory,

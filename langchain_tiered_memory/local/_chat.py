@@ -37,8 +37,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from langchain_tiered_memory.agent.policy import is_small_model
 from langchain_tiered_memory.local._smollm2 import SMOLLM2_FILE, smollm2_gguf_path
-from langchain_tiered_memory.policy import is_small_model
 
 __all__ = [
     "LocalChatModel",
@@ -348,7 +348,7 @@ class LocalChatModel(BaseChatModel):
     lock: neither backend may run two generations on one model at once.
 
     Marked ``small_local_model``: the graph and the middleware switch on the guards for
-    small models (:class:`~langchain_tiered_memory.policy.ModelPolicy`).
+    small models (:class:`~langchain_tiered_memory.agent.policy.ModelPolicy`).
 
     Small models such as the default SmolLM2-135M-Instruct cannot judge when to call a tool,
     so tools bound without a ``tool_choice`` are not offered to the model unless

@@ -4,7 +4,7 @@
 store on the same Redis); it inherits its methods by concern: ``tier_methods.py`` (the
 history, the tags, the summary items, a turn's read), ``job_methods.py`` (summarization,
 re-embedding) and ``privacy_methods.py`` (erasure, export). The work itself is done by
-``tiers.py``, ``summarization.py`` and ``privacy.py``.
+``tiers.py``, ``summarization/`` and ``privacy.py``.
 """
 
 from langchain_tiered_memory.memory.facade import TieredMemory

@@ -17,17 +17,17 @@ from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel
 
 from langchain_tiered_memory import embeddings as _embeddings
-from langchain_tiered_memory import opening
-from langchain_tiered_memory.opening import (
+from langchain_tiered_memory.backend import opening
+from langchain_tiered_memory.backend.opening import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_POOL_TIMEOUT,
     DEFAULT_PREFIX,
 )
-from langchain_tiered_memory.queue import SummaryQueue
 from langchain_tiered_memory.stores.history import (
     HistoryStore,
     InMemoryHistoryStore,
 )
+from langchain_tiered_memory.stores.queue import SummaryQueue
 from langchain_tiered_memory.stores.summaries import (
     InMemorySummaryStore,
     SummaryStore,
@@ -37,14 +37,18 @@ from langchain_tiered_memory.stores.tags import (
     InMemoryTagStore,
     TagStore,
 )
-from langchain_tiered_memory.summarization import Summarization
+from langchain_tiered_memory.summarization.jobs import Summarization
 from langchain_tiered_memory.tiers import Tiers
 
 if TYPE_CHECKING:
     from langgraph.store.base import IndexConfig, TTLConfig
 
-    from langchain_tiered_memory.checkpoint import AsyncRedisSaver, CheckpointTTL, RedisSaver
-    from langchain_tiered_memory.store import RedisStore
+    from langchain_tiered_memory.persistence.checkpoint import (
+        AsyncRedisSaver,
+        CheckpointTTL,
+        RedisSaver,
+    )
+    from langchain_tiered_memory.persistence.store import RedisStore
 
 from langchain_tiered_memory.memory.job_methods import JobMethods
 from langchain_tiered_memory.memory.privacy_methods import PrivacyMethods
@@ -143,7 +147,7 @@ class TieredMemory(TierMethods, JobMethods, PrivacyMethods):
         self.redis_url = redis_url
         self._connection = _connection
         self._server = _server
-        # summarizing, the queue and the background jobs (see summarization.py)
+        # summarizing, the queue and the background jobs (see summarization/jobs.py)
         self.summarization = Summarization(self.tiers)
 
     # ----- construction -----

@@ -1,4 +1,4 @@
-"""The facade's summarization and re-embedding methods; ``summarization.py`` does the work."""
+"""The facade's summarization and re-embedding methods; ``summarization/jobs.py`` does the work."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 from langchain_core.language_models import BaseChatModel
 
-from langchain_tiered_memory._server import EmbeddedRedis
 from langchain_tiered_memory._steps import adrive, drive
+from langchain_tiered_memory.backend.server import EmbeddedRedis
 from langchain_tiered_memory.stores.summaries import (
     RedisSummaryStore,
 )
 from langchain_tiered_memory.stores.summaries.reembed import UsersProgress, reembed_users_plan
-from langchain_tiered_memory.summarization import DEFAULT_SUMMARY_BATCH, Summarization
+from langchain_tiered_memory.summarization.jobs import DEFAULT_SUMMARY_BATCH, Summarization
 from langchain_tiered_memory.tiers import Tiers
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ class JobMethods:
     summarization: Summarization
     _server: EmbeddedRedis | None
 
-    # ----- summarization: langchain_tiered_memory.summarization does the work -----
+    # ----- summarization: langchain_tiered_memory.summarization.jobs does the work -----
 
     def summarize_history(
         self,
@@ -52,7 +52,7 @@ class JobMethods:
         ``extractive_fallback=True`` keeps the user's own first-person statements (quoted)
         when the model returns nothing usable, and ``grounded=True`` keeps only items whose
         content occurs in what the user said: both for small local models (see
-        :func:`~langchain_tiered_memory.summarizer.summarize_messages`).
+        :func:`~langchain_tiered_memory.summarization.summarizer.summarize_messages`).
 
         ``reconcile=True`` (default) shows the model, in one more call, the stored items most
         like each new one: a new item that repeats a stored one is dropped, one that makes a

@@ -9,9 +9,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from langchain_tiered_memory import privacy
-from langchain_tiered_memory._server import EmbeddedRedis
+from langchain_tiered_memory.backend.server import EmbeddedRedis
 from langchain_tiered_memory.privacy import DEFAULT_STORE_NAMESPACES
-from langchain_tiered_memory.summarization import Summarization
+from langchain_tiered_memory.summarization.jobs import Summarization
 from langchain_tiered_memory.tiers import Tiers
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
 from langchain_tiered_memory._ids import validate_count, validate_user_id
-from langchain_tiered_memory._server import EmbeddedRedis
 from langchain_tiered_memory._steps import adrive, drive
+from langchain_tiered_memory.backend.server import EmbeddedRedis
 from langchain_tiered_memory.retrieval.conversation import (
     DEFAULT_CONTEXT_TURNS,
     recent_user_texts,
@@ -24,7 +24,7 @@ from langchain_tiered_memory.stores.history import (
 from langchain_tiered_memory.stores.tags import (
     TagChange,
 )
-from langchain_tiered_memory.summarization import Summarization
+from langchain_tiered_memory.summarization.jobs import Summarization
 from langchain_tiered_memory.tiers import MemorySnapshot, Tiers
 
 if TYPE_CHECKING:

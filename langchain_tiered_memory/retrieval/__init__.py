@@ -10,11 +10,11 @@ Example:
     0.0
 """
 
+from langchain_tiered_memory.language.text import stem, tokenize
 from langchain_tiered_memory.retrieval.config import RetrievalConfig
 from langchain_tiered_memory.retrieval.fusion import Hit, HybridIndex
 from langchain_tiered_memory.retrieval.lexical import LexicalIndex
 from langchain_tiered_memory.retrieval.time import TimeWindow, parse_time_windows, to_epoch
-from langchain_tiered_memory.text import stem, tokenize
 
 __all__ = [
     "RetrievalConfig",

@@ -58,10 +58,10 @@ from datetime import datetime
 import faiss
 import numpy as np
 
+from langchain_tiered_memory.language.text import script_share, tokenize
 from langchain_tiered_memory.retrieval.config import RetrievalConfig
 from langchain_tiered_memory.retrieval.lexical import Grow, LexicalIndex
 from langchain_tiered_memory.retrieval.time import TimeWindow, parse_time_windows
-from langchain_tiered_memory.text import script_share, tokenize
 
 __all__ = ["Hit", "HybridIndex"]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from langchain_tiered_memory.text import tokenize
+from langchain_tiered_memory.language.text import tokenize
 
 __all__ = ["LexicalIndex"]
 

@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import numpy as np
 
-from langchain_tiered_memory.text import is_cjk
+from langchain_tiered_memory.language.text import is_cjk
 
 __all__ = ["TimeWindow", "parse_time_windows", "to_epoch"]
 

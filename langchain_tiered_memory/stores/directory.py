@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_tiered_memory._keys import KeyBuilder, KeyKind
-from langchain_tiered_memory._redis import RedisConnection, as_text
+from langchain_tiered_memory.backend.connection import RedisConnection, as_text
+from langchain_tiered_memory.backend.keys import KeyBuilder, KeyKind
 
 __all__ = ["PAGE_SIZE", "RedisUserDirectory", "UserPage", "UserRow", "listing_kinds"]
 

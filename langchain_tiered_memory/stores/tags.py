@@ -18,8 +18,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
-from langchain_tiered_memory._keys import KeyBuilder, validate_user_id
-from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory.backend.connection import RedisConnection
+from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.errors import CorruptMemoryError, InvalidTagError
 
 __all__ = [

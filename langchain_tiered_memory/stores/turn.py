@@ -29,9 +29,9 @@ import redis
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
-from langchain_tiered_memory._keys import KeyBuilder
-from langchain_tiered_memory._redis import RedisConnection, ScriptCall, response_error
 from langchain_tiered_memory._steps import Plan, Step, call
+from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall, response_error
+from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.retrieval.conversation import recall
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, RedisHistoryStore
@@ -39,7 +39,7 @@ from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryS
 from langchain_tiered_memory.stores.tags import RedisTagStore, TagStore
 
 if TYPE_CHECKING:
-    from langchain_tiered_memory.queue import SummaryQueue
+    from langchain_tiered_memory.stores.queue import SummaryQueue
 
 __all__ = ["RedisTiers", "TurnReplies", "atouch_user", "touch_call", "touch_user"]
 

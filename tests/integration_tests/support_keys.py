@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from langchain_tiered_memory import TieredMemory
-from langchain_tiered_memory._keys import KeyBuilder
-from langchain_tiered_memory.opening import keys_of
+from langchain_tiered_memory.backend.keys import KeyBuilder
+from langchain_tiered_memory.backend.opening import keys_of
 
 
 def user_keys(memory: TieredMemory, user_id: str) -> set[str]:

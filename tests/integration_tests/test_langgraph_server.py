@@ -32,8 +32,8 @@ import re
 from langchain_core.messages import AIMessage
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
-from langchain_tiered_memory.checkpoint import AsyncRedisSaver
-from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.persistence.checkpoint import AsyncRedisSaver
+from langchain_tiered_memory.agent.graph import create_memory_graph
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 URL, PREFIX = os.environ["TM_REDIS_URL"], os.environ["TM_PREFIX"]
@@ -147,7 +147,7 @@ def test_langgraph_dev_keeps_memory_and_threads_in_redis_across_restarts(
 ) -> None:
     from langgraph_sdk import get_sync_client
 
-    from langchain_tiered_memory.checkpoint import RedisSaver
+    from langchain_tiered_memory.persistence.checkpoint import RedisSaver
 
     start, stop = serve
     client = get_sync_client(url=start())

@@ -20,13 +20,13 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
 
+from langchain_tiered_memory.language.text import answer_states
 from langchain_tiered_memory.local import (
     ChatLocalLlama,
     ChatLocalTransformers,
     LocalChatModel,
     smollm2_gguf_path,
 )
-from langchain_tiered_memory.text import answer_states
 
 pytestmark = pytest.mark.slow
 

@@ -231,7 +231,7 @@ def test_memory_graph_through_the_server(server_url: str) -> None:
     wrong is stored, not that the model got the facts.
     """
     from langchain_tiered_memory import HashingEmbeddings, TieredMemory
-    from langchain_tiered_memory.graph import create_memory_graph
+    from langchain_tiered_memory.agent.graph import create_memory_graph
 
     memory = TieredMemory.in_memory(embeddings=HashingEmbeddings())
     recorder = ToolCallRecorder()

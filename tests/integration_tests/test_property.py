@@ -33,7 +33,7 @@ from langchain_tiered_memory import (
     SummarizationError,
     TieredMemory,
 )
-from langchain_tiered_memory._keys import KINDS, MAX_USER_ID_LENGTH, KeyBuilder
+from langchain_tiered_memory.backend.keys import KINDS, MAX_USER_ID_LENGTH, KeyBuilder
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 SETTINGS = settings(

@@ -28,9 +28,9 @@ from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
 from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
-from langchain_tiered_memory._keys import KeyBuilder
-from langchain_tiered_memory._redis import RedisConnection
-from langchain_tiered_memory.checkpoint import AsyncRedisSaver, RedisSaver
+from langchain_tiered_memory.backend.connection import RedisConnection
+from langchain_tiered_memory.backend.keys import KeyBuilder
+from langchain_tiered_memory.persistence.checkpoint import AsyncRedisSaver, RedisSaver
 
 
 @pytest.fixture(scope="module")
@@ -243,7 +243,7 @@ def test_prefix_acl_user_runs_memory_and_saver(redis_server_url: str, key_prefix
 
         memory = TieredMemory.from_url(url, key_prefix=key_prefix, embeddings=HashingEmbeddings())
         with memory:
-            from langchain_tiered_memory.graph import create_memory_graph
+            from langchain_tiered_memory.agent.graph import create_memory_graph
             from langchain_tiered_memory.testing import ScriptedChatModel
 
             model = ScriptedChatModel(
@@ -555,7 +555,7 @@ def test_a_stalled_server_is_waited_out_or_a_clear_error_and_nothing_is_torn(
     from helpers.servers import RedisProcess, raw_client
 
     from langchain_tiered_memory.errors import MemoryBackendError
-    from langchain_tiered_memory.store import RedisStore
+    from langchain_tiered_memory.persistence.store import RedisStore
 
     server = RedisProcess(tmp_path / "redis").start()
     config: RunnableConfig = {"configurable": {"thread_id": "stall"}, "recursion_limit": 100}

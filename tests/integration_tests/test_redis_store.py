@@ -30,7 +30,7 @@ from langgraph.store.base import (
 from langgraph.store.memory import InMemoryStore
 
 from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
-from langchain_tiered_memory.store import AsyncRedisStore, RedisStore
+from langchain_tiered_memory.persistence.store import AsyncRedisStore, RedisStore
 
 EMBEDDINGS = HashingEmbeddings()
 DIMS = len(EMBEDDINGS.embed_query("x"))

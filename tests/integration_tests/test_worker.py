@@ -20,7 +20,7 @@ from helpers.fakes import EchoSummarizer, RandomEmbeddings
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_tiered_memory import EmbeddedRedis, TieredMemory
-from langchain_tiered_memory.worker import SummaryWorker
+from langchain_tiered_memory.summarization.worker import SummaryWorker
 
 HERE = Path(__file__).resolve().parent
 

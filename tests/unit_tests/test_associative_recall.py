@@ -17,9 +17,9 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import HashingEmbeddings, InMemorySummaryStore, TieredMemory
+from langchain_tiered_memory.agent.graph import create_memory_graph
+from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 from langchain_tiered_memory.defaults import default_embeddings
-from langchain_tiered_memory.graph import create_memory_graph
-from langchain_tiered_memory.middleware import TieredMemoryMiddleware
 from langchain_tiered_memory.retrieval.conversation import combine, recent_user_texts
 from langchain_tiered_memory.testing import ScriptedChatModel
 
@@ -190,7 +190,7 @@ def test_search_memory_is_offered_to_capable_models_only(
 
 
 def test_search_memory_refuses_bad_arguments(embedded_memory: TieredMemory) -> None:
-    from langchain_tiered_memory.tools import SearchMemoryTool
+    from langchain_tiered_memory.agent.tools import SearchMemoryTool
 
     tool = SearchMemoryTool(memory=embedded_memory)
     config: Any = {"configurable": {"user_id": "u"}}

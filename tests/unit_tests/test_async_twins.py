@@ -15,7 +15,7 @@ from support import MemoryFactory
 from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.stores.history import placeholder_for
-from langchain_tiered_memory.summarizer import asummarize_messages, summarize_messages
+from langchain_tiered_memory.summarization.summarizer import asummarize_messages, summarize_messages
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 

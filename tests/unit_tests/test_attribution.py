@@ -1,6 +1,6 @@
 """The exact tier learns only what the user said about themself (issue 36).
 
-The rules (:mod:`langchain_tiered_memory.attribution`) in English and Chinese, and the
+The rules (:mod:`langchain_tiered_memory.language.attribution`) in English and Chinese, and the
 recorded answers of a real capable model (Qwen2.5-Coder-1.5B, forced to extract tags)
 replayed through the graph, the middleware and the model's own ``user_tag`` calls: each
 leaves the true tags as they were.
@@ -19,7 +19,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import TieredMemory
-from langchain_tiered_memory.attribution import (
+from langchain_tiered_memory.agent.capture import EXTRACTION_TOOL
+from langchain_tiered_memory.agent.graph import create_memory_graph
+from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
+from langchain_tiered_memory.language.attribution import (
     LanguageRules,
     ground_tags,
     is_request,
@@ -28,9 +31,6 @@ from langchain_tiered_memory.attribution import (
     states_a_change,
     states_a_fact,
 )
-from langchain_tiered_memory.capture import EXTRACTION_TOOL
-from langchain_tiered_memory.graph import create_memory_graph
-from langchain_tiered_memory.middleware import TieredMemoryMiddleware
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 RECORDED = json.loads(
@@ -98,7 +98,7 @@ def test_every_dropped_value_has_its_reason_and_is_logged(caplog: pytest.LogCapt
         "name": "stated of someone else, not the user",
         "age": "not in the user's message",
     }
-    with caplog.at_level(logging.INFO, logger="langchain_tiered_memory.attribution"):
+    with caplog.at_level(logging.INFO, logger="langchain_tiered_memory.language.attribution"):
         grounding.log("test")
     assert "tag name='Emma' not stored: stated of someone else" in caplog.text
 
@@ -312,7 +312,7 @@ def test_an_app_calling_the_tool_directly_records_what_it_is_given(
     embedded_memory: TieredMemory,
 ) -> None:
     """No conversation (no ToolNode): app code is trusted, like set_user_tags."""
-    from langchain_tiered_memory.tools import UserTagTool
+    from langchain_tiered_memory.agent.tools import UserTagTool
 
     tool = UserTagTool(memory=embedded_memory)
     out = tool.invoke({"name": "Alice", "age": 30}, config={"configurable": {"user_id": "a"}})
@@ -332,7 +332,7 @@ def test_a_capable_models_recorded_extraction_stores_no_wrong_value(
     """Qwen2.5-Coder-1.5B's own answers to the new extraction (recorded live by
     bench/tag_capture.py --record): whatever it proposed, no value written by the turn is
     wrong (a value the rules cannot read is left as it was: "my name is actually Dana")."""
-    from langchain_tiered_memory.capture import AfterTurnCapture
+    from langchain_tiered_memory.agent.capture import AfterTurnCapture
 
     case = QWEN[text]
     if case["before"]:

@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_tiered_memory import TieredMemory
-from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.agent.graph import create_memory_graph
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 ALICE = "Hi, my name is Alice and I am 30 years old."
@@ -89,7 +89,7 @@ def test_a_request_to_summarize_runs_the_tool_before_a_capable_models_reply(
 ) -> None:
     # issue 33 item 4: Qwen2.5-Coder answered "Please summarize our conversation." with
     # text alone; its items were stored after the turn and its reply said nothing of them
-    from langchain_tiered_memory.summarizer import SummaryItems
+    from langchain_tiered_memory.summarization.summarizer import SummaryItems
 
     summary = AIMessage(
         content="",

@@ -18,9 +18,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, empty_checkpoint
 
 from langchain_tiered_memory import TieredMemory
-from langchain_tiered_memory.checkpoint import RedisSaver
-from langchain_tiered_memory.checkpoint.base import INLINE_CHARS, SEP
 from langchain_tiered_memory.errors import CorruptMemoryError
+from langchain_tiered_memory.persistence.checkpoint import RedisSaver
+from langchain_tiered_memory.persistence.checkpoint.base import INLINE_CHARS, SEP
 
 BIG = ["x" * 300, {"note": "y" * 300}]
 
@@ -214,7 +214,10 @@ def test_versions_are_short_and_compare_above_every_older_scheme(saver: RedisSav
 
 @given(st.integers(min_value=0, max_value=36**12), st.integers(min_value=1, max_value=5000))
 def test_short_versions_compare_as_their_counters(start: int, step: int) -> None:
-    from langchain_tiered_memory.checkpoint.versions import next_version, version_counter
+    from langchain_tiered_memory.persistence.checkpoint.versions import (
+        next_version,
+        version_counter,
+    )
 
     a = next_version(start)
     b = next_version(start + step)

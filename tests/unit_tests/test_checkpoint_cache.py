@@ -1,4 +1,4 @@
-"""A saver decodes a stored value once while it holds it (``checkpoint/cache.py``).
+"""A saver decodes a stored value once while it holds it (``persistence/checkpoint/cache.py``).
 
 The cache itself (bounded by bytes, fresh containers, off at 0), then the saver on the
 embedded server: a long thread's snapshot is not decoded again by the next turn, a thread
@@ -20,11 +20,11 @@ from support import raw_client
 from test_checkpoint_blobs import checkpoint, put
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
-from langchain_tiered_memory._keys import KeyBuilder
-from langchain_tiered_memory.checkpoint import RedisSaver
-from langchain_tiered_memory.checkpoint.cache import MIN_BYTES, DecodedValues
-from langchain_tiered_memory.checkpoint.scripts import DIGEST
+from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.errors import CorruptMemoryError
+from langchain_tiered_memory.persistence.checkpoint import RedisSaver
+from langchain_tiered_memory.persistence.checkpoint.cache import MIN_BYTES, DecodedValues
+from langchain_tiered_memory.persistence.checkpoint.scripts import DIGEST
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 

@@ -19,11 +19,15 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from test_checkpoint_blobs import checkpoint, key, put, raw, values_at
 
 from langchain_tiered_memory import TieredMemory
-from langchain_tiered_memory.checkpoint import RedisSaver
-from langchain_tiered_memory.checkpoint import chunks as chunks_module
-from langchain_tiered_memory.checkpoint.chunks import CHUNK_ITEMS, is_chunk_field
-from langchain_tiered_memory.checkpoint.records import DICTIONARY, pack_record, unpack_record
 from langchain_tiered_memory.errors import CorruptMemoryError
+from langchain_tiered_memory.persistence.checkpoint import RedisSaver
+from langchain_tiered_memory.persistence.checkpoint import chunks as chunks_module
+from langchain_tiered_memory.persistence.checkpoint.chunks import CHUNK_ITEMS, is_chunk_field
+from langchain_tiered_memory.persistence.checkpoint.records import (
+    DICTIONARY,
+    pack_record,
+    unpack_record,
+)
 
 
 @pytest.fixture

@@ -20,11 +20,11 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
-from langchain_tiered_memory.checkpoint import RedisSaver
 from langchain_tiered_memory.cli import build_parser, main
 from langchain_tiered_memory.cli.common import checkpoint_thread_id, user_thread_ids
 from langchain_tiered_memory.cli.demo import fake_demo_model, prompt_tags
 from langchain_tiered_memory.cli.render import position_range
+from langchain_tiered_memory.persistence.checkpoint import RedisSaver
 
 COMMON = ("--redis-url", "--data-dir", "--model", "--embeddings")
 SUBCOMMAND_OPTIONS = {
@@ -456,8 +456,8 @@ def test_fake_demo_model_answers_only_from_its_prompt() -> None:
 def test_run_turn_ends_when_a_model_keeps_calling_tools(data_dir: Path) -> None:
     from langgraph.checkpoint.memory import InMemorySaver
 
+    from langchain_tiered_memory.agent.graph import create_memory_graph
     from langchain_tiered_memory.cli.demo import run_turn
-    from langchain_tiered_memory.graph import create_memory_graph
     from langchain_tiered_memory.testing import ScriptedChatModel
 
     looping = AIMessage(
@@ -520,9 +520,12 @@ def test_the_prompt_command_shows_the_base_prompt_the_model_is_sent(small: bool)
     from rich.console import Console
 
     from langchain_tiered_memory import TieredMemory
+    from langchain_tiered_memory.agent.graph import create_memory_graph
+    from langchain_tiered_memory.agent.prompt import (
+        DEFAULT_SYSTEM_PROMPT,
+        SMALL_MODEL_SYSTEM_PROMPT,
+    )
     from langchain_tiered_memory.cli.chat import _ChatSession
-    from langchain_tiered_memory.graph import create_memory_graph
-    from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT, SMALL_MODEL_SYSTEM_PROMPT
     from langchain_tiered_memory.testing import ScriptedChatModel
 
     model = ScriptedChatModel(replies=["Hello Alice."])

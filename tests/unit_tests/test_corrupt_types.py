@@ -15,8 +15,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from support import raw_client
 
 from langchain_tiered_memory import CorruptMemoryError, TieredMemory
-from langchain_tiered_memory._keys import KeyBuilder
-from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.agent.graph import create_memory_graph
+from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 KEYS = KeyBuilder()

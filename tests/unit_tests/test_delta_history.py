@@ -13,8 +13,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
-from langchain_tiered_memory.checkpoint import RedisSaver
-from langchain_tiered_memory.checkpoint.delta import DELTA_BATCH
+from langchain_tiered_memory.persistence.checkpoint import RedisSaver
+from langchain_tiered_memory.persistence.checkpoint.delta import DELTA_BATCH
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -101,7 +101,7 @@ async def test_the_async_walk_matches(embedded_memory: TieredMemory, saver: Redi
 
 
 def _graph(memory: TieredMemory, replies: list[str]) -> Any:
-    from langchain_tiered_memory.graph import create_memory_graph
+    from langchain_tiered_memory.agent.graph import create_memory_graph
     from langchain_tiered_memory.testing import ScriptedChatModel
 
     model = ScriptedChatModel(replies=replies)
@@ -175,7 +175,7 @@ def test_every_turn_reaches_memory_beside_a_summarizing_middleware(
     from langchain.agents.middleware import SummarizationMiddleware
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from langchain_tiered_memory.middleware import TieredMemoryMiddleware
+    from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 
     model = ScriptedChatModel(replies=[f"r{i}" for i in range(1, 9)])
     summarizer = ScriptedChatModel(replies=["(summary)"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from langchain_tiered_memory.cli.demo import _MAY_8
-from langchain_tiered_memory.text import answer_states
+from langchain_tiered_memory.language.text import answer_states
 
 
 @pytest.mark.parametrize(

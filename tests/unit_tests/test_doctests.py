@@ -45,7 +45,7 @@ def test_every_public_entry_point_has_an_example() -> None:
 
 
 def test_the_redis_saver_and_store_have_examples() -> None:
-    from langchain_tiered_memory import checkpoint, store
+    from langchain_tiered_memory.persistence import checkpoint, store
 
     for cls in (
         checkpoint.RedisSaver,

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import TieredMemory
-from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.agent.graph import create_memory_graph
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -139,7 +139,7 @@ def test_export_holds_the_threads_messages_from_the_delta_channel(
     checkpoint's values do not hold; the export rebuilds them from the saver's writes."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from langchain_tiered_memory.graph import create_memory_graph
+    from langchain_tiered_memory.agent.graph import create_memory_graph
     from langchain_tiered_memory.testing import ScriptedChatModel
 
     checkpointer: Any = embedded_memory.checkpointer() if saver == "redis" else InMemorySaver()
@@ -175,7 +175,7 @@ def test_a_thread_whose_first_turn_failed_is_still_forgotten(
     else:
         from langchain.agents import create_agent
 
-        from langchain_tiered_memory.middleware import TieredMemoryMiddleware
+        from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 
         graph = create_agent(
             _Failing(), middleware=[TieredMemoryMiddleware(memory=memory)], checkpointer=saver

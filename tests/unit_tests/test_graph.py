@@ -27,7 +27,7 @@ from langchain_tiered_memory import (
     MissingUserIdError,
     TieredMemory,
 )
-from langchain_tiered_memory.graph import (
+from langchain_tiered_memory.agent.graph import (
     LOAD_MEMORY,
     MODEL,
     SAVE_MEMORY,
@@ -35,9 +35,9 @@ from langchain_tiered_memory.graph import (
     MemoryNodes,
     create_memory_graph,
 )
-from langchain_tiered_memory.prompt import DEFAULT_SYSTEM_PROMPT
+from langchain_tiered_memory.agent.prompt import DEFAULT_SYSTEM_PROMPT
+from langchain_tiered_memory.language.text import timestamp
 from langchain_tiered_memory.testing import ScriptedChatModel
-from langchain_tiered_memory.text import timestamp
 
 WAIT = 10.0  # seconds: only a bound against hanging, never a performance assertion
 

@@ -31,7 +31,7 @@ from langchain_tiered_memory import (
     TieredMemory,
     WatermarkConflict,
 )
-from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.agent.graph import create_memory_graph
 from langchain_tiered_memory.stores.history import (
     MAX_NESTING,
     RedisHistoryStore,

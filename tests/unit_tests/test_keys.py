@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langchain_tiered_memory import InvalidUserIdError
-from langchain_tiered_memory._keys import (
+from langchain_tiered_memory.backend.keys import (
     KINDS,
     MAX_USER_ID_LENGTH,
     KeyBuilder,
@@ -166,7 +166,7 @@ def test_prefixes_do_not_overlap() -> None:
 def test_a_validated_user_id_is_a_plain_str_everywhere() -> None:
     import json
 
-    from langchain_tiered_memory._keys import UserId, validate_user_id
+    from langchain_tiered_memory.backend.keys import UserId, validate_user_id
 
     user = validate_user_id("a b/ç")
     assert isinstance(user, UserId) and isinstance(user, str)
@@ -183,7 +183,7 @@ def test_a_graph_turn_validates_the_user_id_once_per_node(
     from langchain_core.messages import HumanMessage
 
     from langchain_tiered_memory import create_memory_graph
-    from langchain_tiered_memory._keys import UserId
+    from langchain_tiered_memory.backend.keys import UserId
     from langchain_tiered_memory.testing import ScriptedChatModel
 
     graph = create_memory_graph(ScriptedChatModel(replies=["Hi."]), memory=embedded_memory)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings
-from langchain_tiered_memory.checkpoint import AsyncRedisSaver, RedisSaver
-from langchain_tiered_memory.store import AsyncRedisStore, RedisStore
+from langchain_tiered_memory.persistence.checkpoint import AsyncRedisSaver, RedisSaver
+from langchain_tiered_memory.persistence.store import AsyncRedisStore, RedisStore
 
 
 @pytest.fixture

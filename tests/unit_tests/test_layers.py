@@ -1,40 +1,23 @@
-"""What may import what: the layering docs/development.md draws, enforced.
+"""What may import what: the parts docs/development.md draws, read from it and enforced.
 
-Every import statement counts, also one inside a function (a lazy import is still a
-dependency): the stores and the savers know no graph, CLI or local model; the graph and
-the middleware know no local model (they ask ``policy``); the facade sends no Redis command
-and imports no Redis module (``opening`` builds the Redis stores), nor ``defaults``.
+Every import statement counts, also one inside a function or under ``if TYPE_CHECKING:``
+(a lazy import is still a dependency). The table in docs/development.md says which part
+each module belongs to and which parts it may import; its "never" lines are checked by
+following imports through every module in between (the facade reaching Redis through a
+module it imports counts as reaching it).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).parents[2] / "langchain_tiered_memory"
 NAME = "langchain_tiered_memory"
-
-
-def imports_of(path: Path, root: Path = PACKAGE.parent) -> set[str]:
-    """The package modules ``path`` imports (absolute names), wherever the import is."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    module = ".".join(path.relative_to(root).with_suffix("").parts)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
-            found.add(target)
-            found.update(f"{target}.{alias.name}" for alias in node.names)
-    return {name for name in found if name == NAME or name.startswith(NAME + ".")}
+LAYOUT = PACKAGE.parent / "docs" / "development.md"
 
 
 def modules(*parts: str) -> list[Path]:
@@ -45,24 +28,188 @@ def modules(*parts: str) -> list[Path]:
     return out
 
 
-def under(name: str, *layers: str) -> bool:
-    return any(name == f"{NAME}.{layer}" or name.startswith(f"{NAME}.{layer}.") for layer in layers)
+def module_names(package: Path = PACKAGE) -> dict[str, Path]:
+    """Every module under ``package`` by its dotted name (a package by its own name)."""
+    names: dict[str, Path] = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
 
 
-STORAGE = ("stores", "store", "checkpoint", "queue", "_redis", "_keys", "_server")
-ABOVE_STORAGE = ("graph", "middleware", "cli", "local", "memory", "worker", "defaults")
+def module_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Every module -> the package modules it imports, wherever the import statement is;
+    ``from pkg import mod`` is an edge to ``pkg.mod``, not to ``pkg``'s ``__init__``, and
+    a relative import is resolved against the module's package."""
+    names = module_names(package)
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        base_package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:  # import a.b.c: the deepest module it names
+                    parts = alias.name.split(".")
+                    while parts and ".".join(parts) not in names:
+                        parts.pop()
+                    if parts:
+                        edges.add(".".join(parts))
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = base_package.rsplit(".", node.level - 1)[0]
+                    target = f"{base}.{node.module}" if node.module else base
+                else:
+                    target = node.module or ""
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    edges.add(sub if sub in names else target)
+        graph[name] = {e for e in edges if e in names and e != name}
+    return graph
 
 
-@pytest.mark.parametrize("path", modules(*STORAGE), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_storage_imports_no_graph_cli_or_local_model(path: Path) -> None:
-    bad = sorted(n for n in imports_of(path) if under(n, *ABOVE_STORAGE))
-    assert not bad, f"{path.name} imports {bad}"
+def _block_after(heading: str) -> list[str]:
+    text = LAYOUT.read_text(encoding="utf-8")
+    after = text[text.index(heading) :]
+    block = re.search(r"```text\n(.*?)```", after, re.S)
+    assert block, f"docs/development.md: no table after {heading!r}"
+    return block.group(1).splitlines()
 
 
-@pytest.mark.parametrize("path", modules("graph", "nodes", "middleware"), ids=lambda p: p.name)
-def test_graph_and_middleware_import_no_local_model(path: Path) -> None:
-    bad = sorted(n for n in imports_of(path) if under(n, "local"))
-    assert not bad, f"{path.name} imports {bad}: ask langchain_tiered_memory.policy instead"
+def read_parts() -> dict[str, tuple[list[str], list[str]]]:
+    """part -> (what it holds, what it may import), from the table's columns."""
+    lines = _block_after("## The parts")
+    header = lines[0]
+    holds_at, may_at = header.index("holds"), header.index("may import")
+    parts: dict[str, tuple[list[str], list[str]]] = {}
+    name = ""
+    for line in lines[1:]:
+        if not line.strip():
+            continue
+        name = line[:holds_at].strip() or name
+        holds, may = parts.setdefault(name, ([], []))
+        holds += line[holds_at:may_at].split()
+        may += line[may_at:].split()
+    return parts
+
+
+def read_nevers() -> list[tuple[list[str], list[str]]]:
+    out = []
+    for line in _block_after("And what no part reaches"):
+        sources, _, targets = line.removeprefix("never").partition("->")
+        out.append((sources.split(), targets.split()))
+    return out
+
+
+PARTS = read_parts()
+
+
+def _matches(module: str, entry: str) -> bool:
+    if entry == "__init__":  # the package's own module, not everything under it
+        return module == NAME
+    dotted = f"{NAME}.{entry}"
+    return module == dotted or module.startswith(dotted + ".")
+
+
+def part_of(module: str) -> str | None:
+    """The part whose longest "holds" entry names the module or a folder above it."""
+    best: tuple[int, str] | None = None
+    for part, (holds, _) in PARTS.items():
+        for entry in holds:
+            if _matches(module, entry) and (best is None or len(entry) > best[0]):
+                best = (len(entry), part)
+    return best[1] if best else None
+
+
+def named_by(module: str, entries: list[str]) -> bool:
+    """Is the module one that ``entries`` (part names, module or folder paths) name?"""
+    return any(
+        entry == "*" or entry == part_of(module) or _matches(module, entry) for entry in entries
+    )
+
+
+def test_the_table_is_read_and_every_entry_exists() -> None:
+    """A misspelt entry would allow nothing or hold nothing: both fail here."""
+    names = module_names()
+    assert len(PARTS) >= 8 and read_nevers()
+    for part, (holds, may) in PARTS.items():
+        assert holds, f"part {part} holds nothing"
+        for entry in holds + may:
+            known = entry in PARTS or entry == "*" or any(_matches(n, entry) for n in names)
+            assert known, f"part {part}: {entry!r} is no part, module or folder"
+        assert any(part_of(n) == part for n in names), f"part {part} holds no module"
+
+
+def test_every_module_belongs_to_a_part() -> None:
+    loose = sorted(n for n in module_names() if part_of(n) is None)
+    assert not loose, f"add them to the table in docs/development.md: {loose}"
+
+
+def test_every_import_is_one_its_part_may_make() -> None:
+    bad = []
+    for source, targets in module_graph().items():
+        part = part_of(source)
+        assert part is not None
+        for target in sorted(targets):
+            if part_of(target) != part and not named_by(target, PARTS[part][1]):
+                bad.append(f"{source} ({part}) -> {target} ({part_of(target)})")
+    assert not bad, "imports docs/development.md does not allow:\n" + "\n".join(bad)
+
+
+def reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in graph[todo.pop()] - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return seen
+
+
+@pytest.mark.parametrize("rule", read_nevers(), ids=lambda r: " ".join(r[0]) + " -> ...")
+def test_no_part_reaches_what_it_must_never(rule: tuple[list[str], list[str]]) -> None:
+    sources, targets = rule
+    graph = module_graph()
+    bad = []
+    for module in graph:
+        if named_by(module, sources) and not named_by(module, targets):
+            chain = sorted(m for m in reach(graph, module) if named_by(m, targets))
+            bad += [f"{module} reaches {m}" for m in chain]
+    assert not bad, bad
+
+
+def test_the_rules_see_lazy_relative_and_indirect_imports(tmp_path: Path) -> None:
+    """The rules would pass vacuously if the parser missed an import: it does not."""
+    root = tmp_path / NAME
+    for folder in ("stores", "agent", "local", "backend"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text("", encoding="utf-8")
+    (root / "__init__.py").write_text("", encoding="utf-8")
+    (root / "stores" / "probe.py").write_text(
+        "def f():\n    from langchain_tiered_memory.local import chat\n"
+        "from ..agent import graph\n"
+        "import langchain_tiered_memory.backend.opening\n",
+        encoding="utf-8",
+    )
+    for module in ("local/chat.py", "agent/graph.py", "backend/opening.py"):
+        (root / module).write_text("", encoding="utf-8")
+    (root / "backend" / "keys.py").write_text(
+        "from langchain_tiered_memory.backend import opening\n", encoding="utf-8"
+    )
+    graph = module_graph(root)
+    assert graph[f"{NAME}.stores.probe"] == {
+        f"{NAME}.local.chat",
+        f"{NAME}.agent.graph",
+        f"{NAME}.backend.opening",
+    }
+    assert reach(graph, f"{NAME}.backend.keys") == {f"{NAME}.backend.opening"}
+
+
+def test_a_forbidden_import_fails_the_rule() -> None:
+    """The table check itself: a store importing the graph is reported."""
+    store, graph_module = f"{NAME}.stores.tags", f"{NAME}.agent.graph"
+    part = part_of(store)
+    assert part == "stores" and part_of(graph_module) == "agent"
+    assert not named_by(graph_module, PARTS[part][1])
 
 
 def test_the_facade_builds_no_redis_script_or_command() -> None:
@@ -73,30 +220,9 @@ def test_the_facade_builds_no_redis_script_or_command() -> None:
             assert needle not in source, f"{path.name}: {needle}"
 
 
-@pytest.mark.parametrize("path", modules("memory", "summarization"), ids=lambda p: p.name)
-def test_the_facade_and_summarization_import_no_redis_module(path: Path) -> None:
-    """They know the stores by their interfaces; ``opening`` builds the Redis ones (the
-    saver and the store ``memory.checkpointer()``/``store()`` return are named, for types).
-    """
-    bad = sorted(n for n in imports_of(path) if under(n, "_redis", "_keys"))
-    assert not bad, f"{path.name} imports {bad}: build it in opening.py or a store"
-
-
-def test_the_facade_and_defaults_do_not_import_each_other() -> None:
-    defaults = PACKAGE / "defaults.py"
-    assert not any(under(n, "defaults") for p in modules("memory") for n in imports_of(p))
-    assert any(under(n, "memory") for n in imports_of(defaults))  # the direction kept
-
-
-@pytest.mark.parametrize("path", modules(*STORAGE[:-1]), ids=lambda p: p.name)
-def test_the_stores_never_start_a_server(path: Path) -> None:
-    """The client and the server supervisor are apart: a store only talks to a Redis."""
-    assert not any(under(n, "_server") for n in imports_of(path)), path.name
-
-
 def test_the_layout_names_every_module() -> None:
     """docs/development.md draws the rooms: a module added without a line there fails."""
-    layout = (PACKAGE.parent / "docs" / "development.md").read_text(encoding="utf-8")
+    layout = LAYOUT.read_text(encoding="utf-8")
     for path in sorted(PACKAGE.iterdir()):
         if path.name.startswith("__") or path.suffix not in (".py", ""):
             continue
@@ -104,19 +230,6 @@ def test_the_layout_names_every_module() -> None:
             continue
         name = path.name + "/" if path.is_dir() else path.name
         assert f"  {name}" in layout, f"docs/development.md does not name {name}"
-
-
-def test_the_checker_sees_lazy_and_relative_imports(tmp_path: Path) -> None:
-    """The rule would pass vacuously if the parser missed an import: it does not."""
-    fake = tmp_path / NAME / "stores" / "probe.py"
-    fake.parent.mkdir(parents=True)
-    fake.write_text(
-        "def f():\n    from langchain_tiered_memory.local import ChatLocalTransformers\n"
-        "from ..graph import create_memory_graph\n",
-        encoding="utf-8",
-    )
-    found = imports_of(fake, tmp_path)
-    assert f"{NAME}.local" in found and f"{NAME}.graph" in found
 
 
 # what a namedtuple offers under a leading underscore: public API, not a private member
@@ -171,9 +284,7 @@ def test_no_private_member_crosses_a_module_boundary() -> None:
 # none may join the list, and one that gets under the limit leaves it (the test says so).
 MODULE_LINES, CLASS_LINES = 600, 400
 OVER_MODULES: dict[str, int] = {}  # none left
-OVER_CLASSES: dict[str, int] = {
-    "RedisSummaryStore": 479,
-}
+OVER_CLASSES: dict[str, int] = {}  # none left
 
 
 def test_no_module_or_class_grows_past_the_limits() -> None:
@@ -198,37 +309,8 @@ def test_no_module_or_class_grows_past_the_limits() -> None:
         assert not mended, f"now within {limit} lines: take {mended} off the list"
 
 
-def _module_graph() -> dict[str, set[str]]:
-    """Every package module -> the package modules it imports, counting every import
-    statement (inside functions and ``if TYPE_CHECKING:`` too); ``from pkg import mod``
-    is an edge to ``pkg.mod``, not to ``pkg``'s ``__init__``.
-    """
-    names: dict[str, Path] = {}
-    for path in modules(""):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
-    graph: dict[str, set[str]] = {}
-    for name, path in names.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                edges.update(alias.name for alias in node.names if alias.name in names)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                    target = f"{base}.{node.module}" if node.module else base
-                else:
-                    target = node.module or ""
-                for alias in node.names:
-                    sub = f"{target}.{alias.name}"
-                    edges.add(sub if sub in names else target)
-        graph[name] = {e for e in edges if e in names and e != name}
-    return graph
-
-
 def test_no_import_cycle_even_counting_type_only_imports() -> None:
-    graph = _module_graph()
+    graph = module_graph()
     cycles = []
     for start in graph:  # a path back to start, by depth-first search (the graph is small)
         stack, seen = [(start, [start])], set()
@@ -241,20 +323,6 @@ def test_no_import_cycle_even_counting_type_only_imports() -> None:
                     seen.add(nxt)
                     stack.append((nxt, [*path, nxt]))
     assert not cycles, f"import cycles: {sorted({' -> '.join(sorted(c)) for c in cycles})}"
-
-
-@pytest.mark.parametrize("service", ["tiers", "summarization", "privacy", "worker"])
-def test_no_service_imports_the_facade(service: str) -> None:
-    """The services work on ``Tiers``; the facade composes them, never the other way."""
-    graph = _module_graph()
-    reach: set[str] = set()
-    todo = [f"{NAME}.{service}"]
-    while todo:
-        for nxt in graph[todo.pop()] - reach:
-            reach.add(nxt)
-            todo.append(nxt)
-    bad = sorted(n for n in reach if under(n, "memory"))
-    assert not bad, f"{service} reaches the facade: {bad}"
 
 
 def test_every_plan_runs_through_the_one_driver() -> None:

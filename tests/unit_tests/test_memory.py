@@ -34,7 +34,7 @@ from langchain_tiered_memory import (
     SummarizationError,
     TieredMemory,
 )
-from langchain_tiered_memory._keys import KeyBuilder
+from langchain_tiered_memory.backend.keys import KeyBuilder
 
 TURN: list[BaseMessage] = [
     HumanMessage("My birthday is on May 8 and I live in Lyon."),

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import MissingUserIdError, TieredMemory
-from langchain_tiered_memory.middleware import TieredMemoryMiddleware
+from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 

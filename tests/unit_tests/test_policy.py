@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from langchain_tiered_memory.agent.policy import ModelPolicy, is_small_model
 from langchain_tiered_memory.local import ChatLocalTransformers
-from langchain_tiered_memory.policy import ModelPolicy, is_small_model
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -50,7 +50,7 @@ def test_the_graph_takes_its_guards_from_the_policy_not_from_the_flag() -> None:
     import ast
     import inspect
 
-    from langchain_tiered_memory import graph
+    from langchain_tiered_memory.agent import graph
 
     tree = ast.parse(inspect.getsource(graph.create_memory_graph))
     read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}

@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langchain_tiered_memory import HashingEmbeddings, MemoryBackendError, TieredMemory
-from langchain_tiered_memory._redis import RedisConnection
+from langchain_tiered_memory.backend.connection import RedisConnection
 
 
 async def test_300_concurrent_store_and_saver_writes_all_succeed(

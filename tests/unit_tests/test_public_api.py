@@ -10,12 +10,14 @@ import sys
 import pytest
 
 import langchain_tiered_memory
-import langchain_tiered_memory.checkpoint
-import langchain_tiered_memory.store
+import langchain_tiered_memory.persistence.checkpoint
+import langchain_tiered_memory.persistence.store
 import langchain_tiered_memory.stores
 from langchain_tiered_memory import TieredMemory, errors
 
 PACKAGE_ALL = [
+    "AsyncRedisSaver",
+    "AsyncRedisStore",
     "ConcurrentReembedError",
     "CorruptMemoryError",
     "DefaultTags",
@@ -41,6 +43,8 @@ PACKAGE_ALL = [
     "OnnxMiniLMEmbeddings",
     "RedisConnection",
     "RedisHistoryStore",
+    "RedisSaver",
+    "RedisStore",
     "RedisSummaryStore",
     "RedisTagStore",
     "RetrievalConfig",
@@ -52,6 +56,7 @@ PACKAGE_ALL = [
     "TagStore",
     "TieredMemory",
     "TieredMemoryError",
+    "TieredMemoryMiddleware",
     "UnsafeBindError",
     "UserChatMessageHistory",
     "UserTagTool",
@@ -104,8 +109,8 @@ FACADE_METHODS = [
     [
         (langchain_tiered_memory, PACKAGE_ALL),
         (langchain_tiered_memory.stores, STORES_ALL),
-        (langchain_tiered_memory.checkpoint, CHECKPOINT_ALL),
-        (langchain_tiered_memory.store, STORE_ALL),
+        (langchain_tiered_memory.persistence.checkpoint, CHECKPOINT_ALL),
+        (langchain_tiered_memory.persistence.store, STORE_ALL),
     ],
     ids=["package", "stores", "checkpoint", "store"],
 )
@@ -206,3 +211,43 @@ def test_importing_the_package_loads_no_heavy_dependency() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_old_import_paths_give_the_moved_modules_themselves() -> None:
+    """Modules moved into folders (issue 35) keep their old paths: the same object, so
+    patching or isinstance through either name agrees; a submodule moves with its package."""
+    from langchain_tiered_memory._moved import MOVED
+
+    code = (
+        "import importlib, sys\n"
+        f"moved = {MOVED!r}\n"
+        "for old, new in moved.items():\n"
+        "    a = importlib.import_module('langchain_tiered_memory.' + old)\n"
+        "    b = importlib.import_module('langchain_tiered_memory.' + new)\n"
+        "    assert a is b, old\n"
+        "from langchain_tiered_memory.checkpoint.saver import RedisSaver\n"
+        "from langchain_tiered_memory.persistence.checkpoint import RedisSaver as R\n"
+        "assert RedisSaver is R\n"
+        "copies = [m for m in sys.modules.values()\n"
+        "          if getattr(m, '__name__', '').endswith('checkpoint.saver')]\n"
+        "assert len({id(m) for m in copies}) == 1, copies  # one module, two names\n"
+        "from langchain_tiered_memory.graph import create_memory_graph\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run(  # a fresh interpreter: no module imported under its new name yet
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.strip() == "ok", out.stderr
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("langchain_tiered_memory.graph_that_never_was")
+
+
+def test_the_docs_list_every_moved_module() -> None:
+    from pathlib import Path
+
+    from langchain_tiered_memory._moved import MOVED
+
+    docs = (Path(__file__).parents[2] / "docs" / "development.md").read_text(encoding="utf-8")
+    table = docs[docs.index("## Old import paths") :]
+    for old in MOVED:
+        assert f"`{old}`" in table, old

@@ -99,7 +99,7 @@ def test_server_checkpointer_example_is_an_async_context_manager_of_the_saver(
     import asyncio
 
     from langchain_tiered_memory import EmbeddedRedis
-    from langchain_tiered_memory.checkpoint import AsyncRedisSaver
+    from langchain_tiered_memory.persistence.checkpoint import AsyncRedisSaver
 
     namespace: dict[str, object] = {}
     exec(compile(python_blocks(GUIDE)[1], "docs/guide.md", "exec"), namespace)

@@ -70,7 +70,9 @@ def test_a_supersedes_without_an_id_among_several_is_new_and_logged(
         ],
     )
     model = ScriptedChatModel(replies=[items, reply(FIXTURES["decision_null_id"]["reply"])])
-    with caplog.at_level(logging.WARNING, logger="langchain_tiered_memory.summarizer"):
+    with caplog.at_level(
+        logging.WARNING, logger="langchain_tiered_memory.summarization.summarizer"
+    ):
         memory.summarize_history("u", model)
     assert not any(d.metadata.get("superseded_by") for d in memory.summaries.get_all("u"))
     assert "supersedes of id None" in caplog.text  # said once, with the reason
@@ -128,7 +130,7 @@ def test_recorded_summaries_are_stored_as_the_user_would_read_them(
 
 
 def test_the_request_names_the_users_language() -> None:
-    from langchain_tiered_memory.summarizer import build_request, user_language
+    from langchain_tiered_memory.summarization.summarizer import build_request, user_language
 
     messages = conversation(FIXTURES["summary_chinese"])
     assert user_language(messages) == "Chinese"

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from langchain_tiered_memory import CorruptMemoryError, TieredMemory
-from langchain_tiered_memory._redis import as_text
-from langchain_tiered_memory.store import RedisStore
-from langchain_tiered_memory.store.base import _PRUNE, MAX_VALUE_DEPTH
+from langchain_tiered_memory.backend.connection import as_text
+from langchain_tiered_memory.persistence.store import RedisStore
+from langchain_tiered_memory.persistence.store.base import _PRUNE, MAX_VALUE_DEPTH
 
 
 def nested(depth: int) -> dict[str, Any]:

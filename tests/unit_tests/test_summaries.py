@@ -27,7 +27,7 @@ from langchain_tiered_memory import (
     TieredMemory,
     WatermarkConflict,
 )
-from langchain_tiered_memory._keys import KeyBuilder
+from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.stores.summaries import MAX_SUMMARY_CHARS
 
 FACTS = [

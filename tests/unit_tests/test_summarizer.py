@@ -6,7 +6,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_tiered_memory.errors import SummarizationError
-from langchain_tiered_memory.summarizer import (
+from langchain_tiered_memory.summarization.summarizer import (
     MAX_ITEM_CHARS,
     clean_items,
     extract_user_statements,

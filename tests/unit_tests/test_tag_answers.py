@@ -12,8 +12,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
-from langchain_tiered_memory.capture import asked_tag, tag_answer
-from langchain_tiered_memory.middleware import TieredMemoryMiddleware
+from langchain_tiered_memory.agent.capture import asked_tag, tag_answer
+from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -125,7 +125,7 @@ def test_a_window_of_questions_is_summarized_to_nothing_not_failed(memory_factor
 def test_a_small_models_summary_report_is_in_the_users_script() -> None:
     from langchain_core.messages import ToolMessage
 
-    from langchain_tiered_memory.capture import SUMMARIZE_NOTE, summary_reply
+    from langchain_tiered_memory.agent.capture import SUMMARIZE_NOTE, summary_reply
 
     call = AIMessage(SUMMARIZE_NOTE, tool_calls=[{"name": "summarize", "args": {}, "id": "s"}])
     stored = "Stored 1 memory item(s) from the conversation:\n- 用户说：我的生日是3月5日。"

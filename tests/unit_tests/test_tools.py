@@ -11,8 +11,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field
 
 from langchain_tiered_memory import HashingEmbeddings, MissingUserIdError, TieredMemory
+from langchain_tiered_memory.agent.tools import SummarizeTool, UserTagTool
 from langchain_tiered_memory.testing import ScriptedChatModel
-from langchain_tiered_memory.tools import SummarizeTool, UserTagTool
 
 ALICE: RunnableConfig = {"configurable": {"user_id": "alice"}}
 

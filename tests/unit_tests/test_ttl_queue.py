@@ -17,8 +17,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from support import all_keys, queue_members
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+from langchain_tiered_memory.summarization.worker import SummaryWorker
 from langchain_tiered_memory.testing import ScriptedChatModel
-from langchain_tiered_memory.worker import SummaryWorker
 
 TTL = 0.6  # seconds
 

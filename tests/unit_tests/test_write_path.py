@@ -13,8 +13,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
 from langchain_tiered_memory.errors import SummarizationError
+from langchain_tiered_memory.language.text import is_first_person, is_question, tokenize
 from langchain_tiered_memory.retrieval import parse_time_windows
-from langchain_tiered_memory.summarizer import (
+from langchain_tiered_memory.summarization.summarizer import (
     char_grams,
     clean_items,
     is_grounded,
@@ -22,7 +23,6 @@ from langchain_tiered_memory.summarizer import (
     summarize_messages,
 )
 from langchain_tiered_memory.testing import ScriptedChatModel
-from langchain_tiered_memory.text import is_first_person, is_question, tokenize
 
 DATA = Path(__file__).parent / "data"
 
@@ -265,7 +265,7 @@ async def test_tag_history_keeps_every_change_with_its_thread(
 def test_the_user_tag_tool_records_the_thread(embedded_memory: TieredMemory) -> None:
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from langchain_tiered_memory.graph import create_memory_graph
+    from langchain_tiered_memory.agent.graph import create_memory_graph
 
     call = AIMessage("", tool_calls=[{"name": "user_tag", "args": {"age": 31}, "id": "a"}])
     graph = create_memory_graph(
@@ -452,7 +452,7 @@ def test_near_duplicates_recalled_together_put_the_newer_first(memory_factory: A
 def test_the_memory_section_says_the_newest_note_is_current() -> None:
     from langchain_core.documents import Document
 
-    from langchain_tiered_memory.prompt import render_memory_section
+    from langchain_tiered_memory.agent.prompt import render_memory_section
 
     text = render_memory_section({}, [Document("x", metadata={"created_at": "2026-01-01"})])
     assert "the newest is current" in text

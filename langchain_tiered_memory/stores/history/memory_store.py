@@ -9,7 +9,7 @@ from langchain_core.messages import (
     BaseMessage,
 )
 
-from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
     HistoryStore,

@@ -12,8 +12,8 @@ from langchain_core.messages import (
     BaseMessage,
 )
 
-from langchain_tiered_memory._keys import KeyBuilder
-from langchain_tiered_memory._redis import RedisConnection, ScriptCall
+from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall
+from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
     HistoryStore,

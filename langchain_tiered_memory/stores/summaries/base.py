@@ -17,8 +17,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from langchain_tiered_memory._keys import validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
+from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.errors import (
     InvalidSummaryError,
 )

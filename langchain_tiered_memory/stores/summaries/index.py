@@ -20,8 +20,8 @@ from langchain_tiered_memory.errors import (
     InvalidSummaryError,
     SummaryLimitError,
 )
+from langchain_tiered_memory.language.text import restatement_key
 from langchain_tiered_memory.retrieval import HybridIndex, RetrievalConfig, to_epoch
-from langchain_tiered_memory.text import restatement_key
 
 MAX_SUMMARY_CHARS = 2000
 # Per user: a first recall of 121k items took 11 s and 1 GB; a person's memory of one user
@@ -331,7 +331,7 @@ def dedup(
     """Positions of rows in ``new`` that restate neither a stored item nor an earlier row.
 
     A restatement is as similar as ``threshold`` (cosine) *and* says the same words
-    (:func:`~langchain_tiered_memory.text.restatement_key`): the cosine alone merges facts
+    (:func:`~langchain_tiered_memory.language.text.restatement_key`): the cosine alone merges facts
     that differ in one word, the more so for models whose cosines are all high (the
     multilingual-e5 vectors of "用户的妈妈住在杭州" and "用户的爸爸住在杭州": 0.99).
     """
@@ -470,3 +470,11 @@ def parse_item_id(key: bytes | str, where: str) -> int:
         return int(key)
     except ValueError as exc:
         raise CorruptMemoryError(f"{where} holds a field {key!r} that is not an item id.") from exc
+
+
+def stored_int(raw: bytes | str | None, where: str = "a summary meta hash") -> int:
+    """A counter read from Redis (absent: 0); anything else is corrupt data, said so."""
+    try:
+        return int(raw) if raw is not None else 0
+    except ValueError as exc:
+        raise CorruptMemoryError(f"{where} holds {raw!r} where a number belongs.") from exc

@@ -11,7 +11,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_tiered_memory._keys import validate_user_id
+from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.embeddings import embeddings_model_id, embeddings_scripts
 from langchain_tiered_memory.errors import (
     EmbeddingsMismatchError,

@@ -18,12 +18,11 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_tiered_memory._keys import KeyBuilder
-from langchain_tiered_memory._redis import RedisConnection, as_text
 from langchain_tiered_memory._steps import Plan, adrive, call, drive
-from langchain_tiered_memory.embeddings import embeddings_model_id, embeddings_scripts
+from langchain_tiered_memory.backend.connection import RedisConnection, as_text
+from langchain_tiered_memory.backend.keys import KeyBuilder
+from langchain_tiered_memory.embeddings import embeddings_model_id
 from langchain_tiered_memory.errors import (
-    CorruptMemoryError,
     EmbeddingsMismatchError,
     WatermarkConflict,
 )
@@ -38,33 +37,22 @@ from langchain_tiered_memory.stores.summaries.index import (
     DEFAULT_MAX_ITEMS,
     ERASED_MEANWHILE,
     Record,
-    UserIndex,
     VectorDtype,
     as_document,
     check_embeddings_model,
     dedup,
     encode_vector,
-    extend_index,
     limit_error,
     parse_item_id,
+    stored_int,
     superseded,
     superseding_json,
     validate_items,
 )
+from langchain_tiered_memory.stores.summaries.loading import IndexLoading
 from langchain_tiered_memory.stores.summaries.reembed import Progress, reembed_plan
 
 __all__ = ["RedisSummaryStore"]
-
-# What 0.1 stores held when they recorded no model: the then default's name and size.
-LEGACY_MODEL = "all-minilm-l6-v2"
-LEGACY_DIM = 384
-
-
-def _int(raw: bytes | str | None, where: str = "a summary meta hash") -> int:
-    try:
-        return int(raw) if raw is not None else 0
-    except ValueError as exc:
-        raise CorruptMemoryError(f"{where} holds {raw!r} where a number belongs.") from exc
 
 
 def _new_gen() -> str:
@@ -76,7 +64,7 @@ def _new_gen() -> str:
     return str(secrets.randbelow(1 << 52) + (1 << 20))
 
 
-class RedisSummaryStore(SummaryStore):
+class RedisSummaryStore(IndexLoading, SummaryStore):
     """Summary items in Redis hashes, searched through a per-process FAISS cache.
 
     Example:
@@ -129,154 +117,6 @@ class RedisSummaryStore(SummaryStore):
         """The user's items, vectors, meta and staged-vectors keys (one slot)."""
         return (*self._k(user_id), self.keys.key(user_id, "sum:revecs"))
 
-    @property
-    def max_cached_users(self) -> int:
-        """At most this many users' indexes are held by the process (least recent dropped)."""
-        return self.index_cache.max_users
-
-    @max_cached_users.setter
-    def max_cached_users(self, value: int) -> None:
-        self.index_cache.max_users = value
-
-    @property
-    def max_cache_bytes(self) -> int:
-        """About this many bytes of indexes are held by the process (least recent dropped)."""
-        return self.index_cache.max_bytes
-
-    @max_cache_bytes.setter
-    def max_cache_bytes(self, value: int) -> None:
-        self.index_cache.max_bytes = value
-
-    def drop_cached(self, user_id: str) -> None:
-        """Forget this process's index of the user (it is rebuilt on the next search)."""
-        self.index_cache.drop(user_id)
-
-    # ----- cache: shared by the sync and async paths; only the Redis I/O differs -----
-
-    def version_command(self, user_id: str) -> tuple[str, ...]:
-        """The ``HMGET`` that reads the cache version (and the items' embedding model), for
-        callers batching a pipeline.
-        """
-        return ("HMGET", self._k(user_id)[2], "gen", "next_id", "dim", "model")
-
-    def where(self, user_id: str) -> str:
-        """How errors name the user's items: the user id and the Redis keys."""
-        items, vecs, meta = self._k(user_id)
-        return f"the summary items of user {user_id!r} (keys {items}, {vecs}, {meta})"
-
-    def _version(self, user_id: str, version: Sequence[Any]) -> tuple[int, int, int]:
-        where = self.where(user_id)
-        return _int(version[0], where), _int(version[1], where), _int(version[2], where)
-
-    def _cached(self, user_id: str, version: Sequence[Any]) -> tuple[UserIndex | None, str]:
-        """Return (index, what to fetch): '' if current, 'delta' or 'full'."""
-        return self.index_cache.lookup(user_id, *self._version(user_id, version))
-
-    def cached_bytes(self) -> int:
-        """Estimated memory held by this process's cached indexes."""
-        return self.index_cache.nbytes()
-
-    def _build(
-        self,
-        gen: int,
-        next_id: int,
-        dim: int,
-        items: Mapping[bytes, bytes],
-        vecs: Mapping[bytes, bytes],
-        where: str,
-    ) -> UserIndex:
-        index = UserIndex(
-            dim=dim,
-            gen=gen,
-            next_id=next_id,
-            config=self.retrieval,
-            dense_scripts=embeddings_scripts(self._embedder()),
-        )
-        # Items added after the version was read belong to the next delta, not this build.
-        current = {k: v for k, v in items.items() if parse_item_id(k, where) < next_id}
-        extend_index(index, current, vecs, where=where)
-        return index
-
-    def _after_fetch(
-        self, user_id: str, version: Sequence[Any], cached: UserIndex | None, fetched: Any
-    ) -> UserIndex | None:
-        gen, next_id, dim = self._version(user_id, version)
-        where = self.where(user_id)
-        if cached is not None:  # delta: fetched = (items list, vecs list) for the new ids
-            # the ids fetched end at next_id (another thread may have moved cached.next_id)
-            ids = range(next_id - len(fetched[0]), next_id)
-            items = {str(i).encode(): v for i, v in zip(ids, fetched[0]) if v is not None}
-            vecs = {str(i).encode(): v for i, v in zip(ids, fetched[1]) if v is not None}
-            # Extended in place under the index's lock (a concurrent search sees the batch
-            # whole or not at all); only ids past those already loaded are appended, so
-            # overlapping deltas fetched by racing threads never add an item twice.
-            extend_index(cached, items, vecs, next_id=next_id, where=where)
-            self.index_cache.evict()
-            return cached
-        if not dim:
-            self.index_cache.drop(user_id)
-            return None
-        index = self._build(gen, next_id, dim, fetched[0], fetched[1], where)
-        self.index_cache.put(user_id, index)
-        return index
-
-    def _check_model(self, user_id: str, version: Sequence[Any]) -> None:
-        """Refuse to search items embedded by another model than this store's."""
-        stored = version[3] if len(version) > 3 else None
-        if stored is None:
-            # Items from before 0.2 carry no model name. 384-dimensional ones came from the
-            # 0.1 default, all-MiniLM-L6-v2, whose vectors the new default's (also 384)
-            # must not be mixed with; other sizes are told apart by the size check.
-            if _int(version[2]) != LEGACY_DIM:
-                return
-            stored = LEGACY_MODEL
-        check_embeddings_model(as_text(stored), self._embedder(), self.where(user_id))
-
-    def _fetch_commands(
-        self, user_id: str, version: Sequence[Any], cached: UserIndex | None
-    ) -> list[tuple[Any, ...]]:
-        items, vecs, _ = self._k(user_id)
-        if cached is not None:
-            ids = [str(i) for i in range(cached.next_id, _int(version[1]))]
-            return [("HMGET", items, *ids), ("HMGET", vecs, *ids)]
-        return [("HGETALL", items), ("HGETALL", vecs)]
-
-    def index_for(self, user_id: str, version: Sequence[Any] | None = None) -> UserIndex | None:
-        """The user's current search index (fetching what changed), or ``None`` if empty."""
-        conn = self.connection
-        with conn.errors():
-            if version is None:
-                version = conn.sync.execute_command(*self.version_command(user_id))
-            self._check_model(user_id, version)
-            cached, todo = self._cached(user_id, version)
-            if not todo:
-                return cached
-            pipe = conn.sync.pipeline(transaction=False)
-            for cmd in self._fetch_commands(user_id, version, cached):
-                pipe.execute_command(*cmd)
-            fetched = pipe.execute()
-        return self._after_fetch(user_id, version, cached, fetched)
-
-    async def aindex_for(
-        self, user_id: str, version: Sequence[Any] | None = None
-    ) -> UserIndex | None:
-        """Async :meth:`index_for`."""
-        conn = self.connection
-        with conn.errors():
-            if version is None:
-                version = await (await conn.aclient()).execute_command(
-                    *self.version_command(user_id)
-                )
-            self._check_model(user_id, version)
-            cached, todo = self._cached(user_id, version)
-            if not todo:
-                return cached
-            pipe = (await conn.aclient()).pipeline(transaction=False)
-            for cmd in self._fetch_commands(user_id, version, cached):
-                pipe.execute_command(*cmd)
-            fetched = await pipe.execute()
-        return self._after_fetch(user_id, version, cached, fetched)
-
     # ----- writes -----
 
     def _add_args(
@@ -308,19 +148,21 @@ class RedisSummaryStore(SummaryStore):
         first, info = int(result[0]), result[1]
         if first == -1:
             raise WatermarkConflict(
-                f"summarization watermark moved to {_int(info)} meanwhile; nothing was stored."
+                f"summarization watermark moved to {stored_int(info)} meanwhile; "
+                "nothing was stored."
             )
         if first == -2:
             raise EmbeddingsMismatchError(
-                f"stored items have {_int(info)}-dimensional embeddings; these have a different "
-                "size. Use the same embeddings model, or forget the user's summaries first."
+                f"stored items have {stored_int(info)}-dimensional embeddings; these have a "
+                "different size. Use the same embeddings model, or forget the user's "
+                "summaries first."
             )
         if first == -5:
             raise WatermarkConflict(ERASED_MEANWHILE)
         if first == -4:
             check_embeddings_model(as_text(info), self._embedder(), "the stored summary items")
         if first == -3:
-            raise limit_error(_int(info), n, self.max_items)
+            raise limit_error(stored_int(info), n, self.max_items)
         return [str(first + i) for i in range(n)]
 
     def add(
@@ -423,27 +265,27 @@ class RedisSummaryStore(SummaryStore):
         """Summarization watermark."""
         with self.connection.errors():
             raw = self.connection.sync.hget(self._k(user_id)[2], "watermark")
-        return _int(raw, self.where(user_id))
+        return stored_int(raw, self.where(user_id))
 
     async def aget_watermark(self, user_id: str) -> int:
         """Async :meth:`get_watermark`."""
         with self.connection.errors():
             raw = await (await self.connection.aclient()).hget(self._k(user_id)[2], "watermark")
-        return _int(raw, self.where(user_id))
+        return stored_int(raw, self.where(user_id))
 
     def get_fence(self, user_id: str) -> tuple[int, str]:
         """The watermark and the erasure fence, in one script."""
         keys = self._k(user_id)[2], self.keys.key(user_id, "history")
         with self.connection.errors():
             raw = self.connection.eval(scripts.FENCE, 2, *keys, _new_gen())
-        return _int(raw[0], self.where(user_id)), as_text(raw[1])
+        return stored_int(raw[0], self.where(user_id)), as_text(raw[1])
 
     async def aget_fence(self, user_id: str) -> tuple[int, str]:
         """Async :meth:`get_fence`."""
         keys = self._k(user_id)[2], self.keys.key(user_id, "history")
         with self.connection.errors():
             raw = await self.connection.aeval(scripts.FENCE, 2, *keys, _new_gen())
-        return _int(raw[0], self.where(user_id)), as_text(raw[1])
+        return stored_int(raw[0], self.where(user_id)), as_text(raw[1])
 
     def rotate_fence(self, user_id: str) -> None:
         """Give the user a new era: every fence read before it no longer admits a write."""
@@ -551,10 +393,6 @@ class RedisSummaryStore(SummaryStore):
         """Async :meth:`reembed`."""
         with self.connection.errors():
             return await adrive(reembed_plan(self, user_id, progress=progress))
-
-    def cached_users(self) -> int:
-        """How many users' indexes this process holds (bounded by ``max_cached_users``)."""
-        return len(self.index_cache)
 
 
 def _listing(raw: Mapping[Any, Any], where: str = "summary items") -> list[Document]:

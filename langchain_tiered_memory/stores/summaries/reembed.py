@@ -28,8 +28,8 @@ from typing import Any, Protocol
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langchain_tiered_memory._redis import RedisConnection, as_text
 from langchain_tiered_memory._steps import Plan, Step, call
+from langchain_tiered_memory.backend.connection import RedisConnection, as_text
 from langchain_tiered_memory.embeddings import embeddings_model_id
 from langchain_tiered_memory.errors import ConcurrentReembedError
 from langchain_tiered_memory.stores.summaries.index import (

@@ -34,7 +34,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
-from langchain_tiered_memory.graph import create_memory_graph
+from langchain_tiered_memory.agent.graph import create_memory_graph
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 USER = "alice"
@@ -102,7 +102,7 @@ AGENT_STEPS: dict[str, tuple[str, str, list[str]]] = {
 def _agent(model: ScriptedChatModel, memory: TieredMemory, saver: Any) -> Any:
     from langchain.agents import create_agent
 
-    from langchain_tiered_memory.middleware import TieredMemoryMiddleware
+    from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 
     middleware = [TieredMemoryMiddleware(memory, recall_k=1)]
     return create_agent(model, tools=[], middleware=middleware, checkpointer=saver)

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from helpers.fakes import RandomEmbeddings, _echo  # noqa: E402
 from langchain_tiered_memory import TieredMemory  # noqa: E402
+from langchain_tiered_memory.summarization.worker import SummaryWorker  # noqa: E402
 from langchain_tiered_memory.testing import ScriptedChatModel  # noqa: E402
-from langchain_tiered_memory.worker import SummaryWorker  # noqa: E402
 
 
 def slow_echo(delay: float) -> Any:

@@ -1,0 +1,75 @@
+"""Where a run's user id comes from: the run's context or config, never the model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from langchain_tiered_memory.backend.keys import validate_user_id
+from langchain_tiered_memory.errors import MissingUserIdError
+
+__all__ = ["MemoryContext", "resolve_user_id", "thread_of"]
+
+
+class MemoryContext(BaseModel):
+    """Run context for the memory graph (its ``context_schema``): whose memory this run is.
+
+    LangGraph builds it from the ``context`` a run is given (``MemoryContext(**context)``).
+    ``user_id`` defaults to ``None`` and other keys are kept, not refused, so that a run
+    without a user id (``context={}``, ``context={"user": ...}``, no context) reaches the
+    ``config["configurable"]["user_id"]`` fallback or a :class:`MissingUserIdError` that
+    names the keys it got, rather than a ``TypeError`` from inside LangGraph.
+
+    Example:
+        >>> graph.invoke(inputs, context=MemoryContext(user_id="alice"))  # doctest: +SKIP
+        >>> graph.invoke(inputs, context={"user_id": "alice"})  # the same  # doctest: +SKIP
+
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    user_id: str | None = None
+
+
+def resolve_user_id(context: Any = None, config: Mapping[str, Any] | None = None) -> str:
+    """The user id of a run: ``context.user_id`` / ``context["user_id"]``, else
+    ``config["configurable"]["user_id"]``.
+
+    Raises:
+        MissingUserIdError: neither holds a user id.
+        InvalidUserIdError: the id is not a usable user id.
+
+    """
+    user_id = None
+    if isinstance(context, Mapping):
+        user_id = context.get("user_id")
+    elif context is not None:
+        user_id = getattr(context, "user_id", None)
+    if user_id is None and config is not None:
+        user_id = (config.get("configurable") or {}).get("user_id")
+    if user_id is None:
+        keys = sorted(_context_keys(context))
+        got = f" (the context has {keys}, no 'user_id')" if keys else ""
+        raise MissingUserIdError(
+            f"no user id for this run{got}: pass context={{'user_id': ...}} to invoke/stream "
+            "(or config={'configurable': {'user_id': ...}})."
+        )
+    return validate_user_id(user_id)
+
+
+def thread_of(config: Mapping[str, Any] | None) -> str | None:
+    """The checkpointer thread id of a run, if any: recorded with the history (so that
+    forgetting a user or a thread can delete it) and with tag changes.
+    """
+    thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+    return str(thread_id) if thread_id is not None and thread_id != "" else None
+
+
+def _context_keys(context: Any) -> list[str]:
+    if isinstance(context, Mapping):
+        return [str(k) for k in context]
+    if isinstance(context, BaseModel):
+        return [k for k, v in context if v is not None]  # extra keys included
+    return []

@@ -1,0 +1,356 @@
+"""The prebuilt LangGraph agent with tiered memory.
+
+``load_memory -> model <-> tools -> save_memory``:
+
+- ``load_memory`` reads the user's tags, recalls summary items for the latest user message
+  and, on a thread's first turn, the user's recent history (from any earlier thread or
+  process). It writes them into the state, never into ``messages``.
+- ``model`` sends the system prompt (base + memory section) + recent history + the thread's
+  messages, trimmed to a token budget without splitting tool calls from their results.
+- ``tools`` runs the memory tools (``user_tag``, ``summarize``) and the app's tools.
+- ``save_memory`` appends the turn's new messages to the user's history in one write.
+
+The user id comes from the run (``context={"user_id": ...}`` or
+``config["configurable"]["user_id"]``), never from the model.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.channels import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
+from typing_extensions import NotRequired, TypedDict
+
+from langchain_tiered_memory.agent.capture import (
+    AfterTurnCapture,
+    TagCapture,
+)
+from langchain_tiered_memory.agent.context import MemoryContext, resolve_user_id, thread_of
+from langchain_tiered_memory.agent.messages import add_message_batches
+from langchain_tiered_memory.agent.nodes import (
+    DEFAULT_CONTEXT_TOKEN_BUDGET,
+    DEFAULT_MAX_TOOL_ROUNDS,
+    DEFAULT_MEMORY_TOKEN_BUDGET,
+    MemoryNodes,
+    ModelStep,
+    invalid_call_errors,
+)
+from langchain_tiered_memory.agent.policy import ModelPolicy
+from langchain_tiered_memory.agent.prompt import (
+    MemoryRenderer,
+    base_system_prompt,
+    render_compact_memory,
+    render_memory_section,
+)
+from langchain_tiered_memory.agent.tools import (
+    USER_TAG_TOOL,
+    SearchMemoryTool,
+    SummarizeTool,
+    UserTagTool,
+)
+from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.retrieval.conversation import (
+    DEFAULT_CONTEXT_TURNS,
+)
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "LOAD_MEMORY",
+    "MODEL",
+    "TOOLS",
+    "SAVE_MEMORY",
+    "MemoryState",
+    "MemoryNodes",
+    "create_memory_graph",
+]
+
+LOAD_MEMORY = "load_memory"
+MODEL = "model"
+TOOLS = "tools"
+SAVE_MEMORY = "save_memory"
+
+
+class MemoryState(TypedDict):
+    """Graph state: the thread's messages plus what memory loaded for this turn.
+
+    ``messages`` is a ``DeltaChannel``: a checkpoint stores what a step added, not the
+    whole thread again, so a thread's checkpoints grow with the thread, not its square.
+    """
+
+    messages: Annotated[list[AnyMessage], DeltaChannel(add_message_batches)]
+    memory_prompt: NotRequired[str]
+    recent_history: NotRequired[list[AnyMessage]]
+    saved_count: NotRequired[int]
+    saved_ids: NotRequired[list[str]]
+    # small models only: the tags, for answering a question about one from the tag itself
+    memory_tags: NotRequired[dict[str, str]]
+
+
+def _route_after_model(state: dict[str, Any]) -> str:
+    messages = state["messages"]
+    response = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+    if response is not None and response.tool_calls:
+        return TOOLS
+    if isinstance(messages[-1], ToolMessage):
+        return MODEL  # only unparsable calls, answered with errors: let the model retry
+    return SAVE_MEMORY
+
+
+def create_memory_graph(
+    model: BaseChatModel,
+    *,
+    memory: TieredMemory,
+    tools: Sequence[BaseTool] = (),
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    system_prompt: str | None = None,
+    memory_prompt: MemoryRenderer | None = None,
+    max_context_messages: int | None = None,
+    recall_k: int = 3,
+    recall_context_turns: int = DEFAULT_CONTEXT_TURNS,
+    memory_token_budget: int | None = DEFAULT_MEMORY_TOKEN_BUDGET,
+    context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET,
+    auto_summarize_after: int | None = None,
+    summary_model: BaseChatModel | None = None,
+    small_model: bool | None = None,
+    force_tag_capture: bool | None = None,
+    tag_capture: TagCapture | None = None,
+    max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+    extractive_summary_fallback: bool | None = None,
+    search_memory: bool | None = None,
+    name: str | None = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:  # context: a MemoryContext or a dict
+    """Build the memory agent graph.
+
+    Args:
+        model: a chat model supporting ``bind_tools`` (``ChatOpenAI`` in production).
+        memory: the :class:`TieredMemory` to read and write.
+        tools: the app's own tools, bound beside ``user_tag`` and ``summarize``.
+        checkpointer: any ``BaseCheckpointSaver`` for thread state.
+        store: an optional LangGraph ``BaseStore`` handed to the app's tools.
+        system_prompt: the base system prompt (default: :data:`DEFAULT_SYSTEM_PROMPT`;
+            :data:`SMALL_MODEL_SYSTEM_PROMPT` for small models).
+        memory_prompt: renders tags and recalled items into the system prompt (a
+            :class:`~langchain_tiered_memory.agent.prompt.MemoryRenderer`; default:
+            :func:`render_memory_section`, or :func:`render_compact_memory` for small
+            models).
+        max_context_messages: history messages loaded on a thread's first turn (default
+            20; 0 for small models, which are sent the current turn only: earlier
+            exchanges make a 135M model repeat them instead of answering).
+        recall_k: summary items recalled per turn.
+        recall_context_turns: the user turns of the thread the recall query reads, the
+            latest included (default 3; 1: the latest message only). Each is embedded once
+            (the store keeps recent query vectors); their vectors are summed, each older
+            turn at half the weight of the next, so a memory the conversation is about comes
+            up though the last message does not name it ("I'm scared I'll fail again" after
+            "a big test on Friday" -> the failed driving test). See
+            :mod:`~langchain_tiered_memory.retrieval.conversation`.
+        memory_token_budget: approximate token cap of the memory section.
+        context_token_budget: approximate token cap of everything sent to the model.
+        auto_summarize_after: summarize in the background once a user has this many
+            unsummarized messages (the turn does not wait for it).
+        summary_model: the model that writes summaries (default: ``model``).
+        small_model: switch on the guards for small local models, which help them and
+            would hold a capable model back: forced tag capture, the extractive summary
+            fallback and grounded summaries (items must come from the user's own words),
+            and it skips the update check of new summary items, which such a model
+            cannot judge.
+            ``None`` (default): on for small in-process models
+            (:class:`~langchain_tiered_memory.agent.policy.ModelPolicy`), off for
+            ChatOpenAI and other capable models.
+        force_tag_capture: when the user's message is a first-person statement, first
+            force a ``user_tag`` call (``tool_choice``) and keep only values the user
+            literally said; ``user_tag`` is then not offered to the model otherwise, so a
+            weak model cannot record guesses. For small local models that never choose
+            tools on their own. Kept for compatibility: ``True`` is
+            ``tag_capture="forced"``, ``False`` ``"tool"``.
+        tag_capture: how stated facts reach the tag store: ``"tool"`` (the model calls
+            ``user_tag`` when it chooses), ``"forced"`` (as ``force_tag_capture``), or
+            ``"after_turn"``: the model is offered ``user_tag`` as with ``"tool"``, and when
+            a turn's message states a fact but no call came, one forced extraction runs
+            after the reply (:class:`~langchain_tiered_memory.agent.capture.AfterTurnCapture`).
+            ``None`` (default): ``"forced"`` for small models; ``"after_turn"`` for the
+            others: many capable models skip the tool now and then, and the extraction
+            costs a call only on such turns.
+        max_tool_rounds: after this many tool-calling replies in one turn the model is
+            called without tools and must answer, so a model stuck calling tools cannot
+            loop until the recursion limit (and lose the turn).
+        extractive_summary_fallback: when the summarizer model returns nothing usable,
+            store the user's own first-person statements (quoted) instead of failing.
+            For small local models, whose structured output is often empty. ``None``:
+            follows ``small_model``.
+        search_memory: offer the ``search_memory`` tool
+            (:class:`~langchain_tiered_memory.agent.tools.SearchMemoryTool`): the model searches
+            the user's memory with its own query when the recalled items miss what the user
+            refers to. ``None`` (default): on for capable models, off for small ones.
+        name: the compiled graph's name.
+
+    Example:
+        >>> memory = TieredMemory.embedded()  # doctest: +SKIP
+        >>> graph = create_memory_graph(ChatOpenAI(), memory=memory)  # doctest: +SKIP
+        >>> graph.invoke({"messages": [("user", "Hi, I'm Alice")]},
+        ...              context={"user_id": "alice"},
+        ...              config={"configurable": {"thread_id": "t1"}})  # doctest: +SKIP
+
+    """
+    summary_model = summary_model or model
+    policy = ModelPolicy.for_model(model, small=small_model)
+    if tag_capture is None:
+        if force_tag_capture is not None:
+            tag_capture = "forced" if force_tag_capture else "tool"
+        else:
+            tag_capture = policy.tag_capture
+    if tag_capture not in ("tool", "forced", "after_turn"):
+        raise ValueError(
+            f"tag_capture must be 'tool', 'forced' or 'after_turn', not {tag_capture!r}."
+        )
+    force_tag_capture = tag_capture == "forced"
+    if extractive_summary_fallback is None:
+        extractive_summary_fallback = policy.extractive_fallback
+    if memory_prompt is None:
+        memory_prompt = render_compact_memory if policy.compact_prompt else render_memory_section
+    if max_context_messages is None:
+        max_context_messages = policy.max_context_messages
+    default_prompt = base_system_prompt(policy.compact_prompt)
+    nodes = MemoryNodes(
+        memory=memory,
+        system_prompt=system_prompt or default_prompt,
+        render_memory=memory_prompt,
+        current_turn_only=policy.current_turn_only,
+        keep_tags=policy.scripted_requests,
+        max_context_messages=max_context_messages,
+        recall_k=recall_k,
+        recall_context_turns=recall_context_turns,
+        memory_token_budget=memory_token_budget,
+        context_token_budget=context_token_budget,
+        auto_summarize_after=auto_summarize_after,
+        summary_model=summary_model,
+        extractive_summary_fallback=extractive_summary_fallback,
+        grounded_summaries=policy.grounded,
+    )
+    tag_tool = UserTagTool(memory=memory)
+    summarize_tool = SummarizeTool(
+        memory=memory,
+        model=summary_model,
+        extractive_fallback=extractive_summary_fallback,
+        grounded=policy.grounded,
+        reconcile=policy.reconcile,
+    )
+    if search_memory is None:
+        search_memory = policy.search_tool
+    search: list[BaseTool] = [SearchMemoryTool(memory=memory)] if search_memory else []
+    all_tools: list[BaseTool] = [tag_tool, summarize_tool, *search, *tools]
+    offered = [t for t in all_tools if t is not tag_tool] if force_tag_capture else all_tools
+    bound = model.bind_tools(offered)
+    forced = model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL) if force_tag_capture else None
+
+    step = ModelStep(
+        max_tool_rounds=max_tool_rounds,
+        force_tag_capture=force_tag_capture,
+        tag_fields=tuple(memory.tags.schema.model_fields),
+        scripted_replies=policy.scripted_requests,
+    )
+    after_turn = AfterTurnCapture.for_model(memory, model) if tag_capture == "after_turn" else None
+
+    def _free_model(state: dict[str, Any]) -> tuple[Any, bool]:
+        exhausted = step.exhausted(state.get("messages", []))
+        return (model if exhausted else bound), exhausted  # no tools: it has to answer
+
+    def _finish(response: Any, state: dict[str, Any], exhausted: bool) -> dict[str, Any]:
+        response = step.finish(response, state.get("messages", []), exhausted)
+        return {"messages": [response, *invalid_call_errors(response)]}
+
+    def _user(runtime: Runtime[MemoryContext], config: RunnableConfig) -> str:
+        return resolve_user_id(runtime.context, config)
+
+    # Each node gets the run's Runtime (LangGraph injects the ``runtime`` argument); the
+    # user id comes from its context, else from config["configurable"]["user_id"].
+    def load_memory(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        return nodes.load(state, _user(runtime, config), thread_of(config))
+
+    async def aload_memory(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        return await nodes.aload(state, _user(runtime, config), thread_of(config))
+
+    def _scripted(state: dict[str, Any]) -> dict[str, Any] | None:
+        reply = step.scripted(state["messages"], state.get("memory_tags"))
+        return None if reply is None else {"messages": [reply]}
+
+    def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        if (scripted := _scripted(state)) is not None:
+            return scripted
+        messages = nodes.compose(state)
+        human = step.wants_capture(state["messages"])
+        if human is not None and forced is not None:
+            captured = step.captured(forced.invoke(messages, config), human)
+            if captured is not None:
+                return {"messages": [captured]}
+        free, exhausted = _free_model(state)
+        return _finish(free.invoke(messages, config), state, exhausted)
+
+    async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        if (scripted := _scripted(state)) is not None:
+            return scripted
+        messages = nodes.compose(state)
+        human = step.wants_capture(state["messages"])
+        if human is not None and forced is not None:
+            captured = step.captured(await forced.ainvoke(messages, config), human)
+            if captured is not None:
+                return {"messages": [captured]}
+        free, exhausted = _free_model(state)
+        return _finish(await free.ainvoke(messages, config), state, exhausted)
+
+    def save_memory(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        user, thread = _user(runtime, config), thread_of(config)
+        if after_turn is not None:
+            after_turn.run(state["messages"], user, thread, config)
+        return nodes.save(state, user, thread)
+
+    async def asave_memory(
+        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        user, thread = _user(runtime, config), thread_of(config)
+        if after_turn is not None:
+            await after_turn.arun(state["messages"], user, thread, config)
+        return await nodes.asave(state, user, thread)
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MemoryState, context_schema=MemoryContext)
+    # A sync and an async body per node (invoke and ainvoke each run their own), with the
+    # Runtime injected: LangGraph's own RunnableCallable, as langgraph-prebuilt builds nodes.
+    nodes_by_name: dict[str, Any] = {
+        LOAD_MEMORY: RunnableCallable(load_memory, aload_memory, name=LOAD_MEMORY),
+        MODEL: RunnableCallable(call_model, acall_model, name=MODEL),
+        TOOLS: ToolNode(all_tools, handle_tool_errors=True),
+        SAVE_MEMORY: RunnableCallable(save_memory, asave_memory, name=SAVE_MEMORY),
+    }
+    for node_name, node in nodes_by_name.items():
+        builder.add_node(node_name, node)
+    builder.add_edge(START, LOAD_MEMORY)
+    builder.add_edge(LOAD_MEMORY, MODEL)
+    builder.add_conditional_edges(MODEL, _route_after_model, [TOOLS, MODEL, SAVE_MEMORY])
+    builder.add_edge(TOOLS, MODEL)
+    builder.add_edge(SAVE_MEMORY, END)
+    return builder.compile(checkpointer=checkpointer, store=store, name=name)

@@ -1,0 +1,289 @@
+"""Tiered memory for LangChain 1.x agents: ``create_agent(..., middleware=[...])``.
+
+The middleware runs the same code as the prebuilt graph: :class:`~langchain_tiered_memory.
+graph.MemoryNodes` (load before the agent, memory in the system prompt of every model call,
+save after the agent), :class:`~langchain_tiered_memory.agent.graph.ModelStep` (a request to
+summarize runs ``summarize`` before the reply, forced tag capture for small local models,
+the tool-round limit, portable tool calls) and :class:`~langchain_tiered_memory.agent.capture.
+AfterTurnCapture` (the after-turn extraction for capable models, grounded as in the graph);
+it contributes the ``user_tag`` and ``summarize`` tools. Which of them a model gets is
+:class:`~langchain_tiered_memory.agent.policy.ModelPolicy`'s decision, as in the graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
+from langchain.agents.middleware.types import ModelResponse
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+from typing_extensions import NotRequired
+
+from langchain_tiered_memory.agent.capture import AfterTurnCapture
+from langchain_tiered_memory.agent.context import resolve_user_id, thread_of
+from langchain_tiered_memory.agent.nodes import (
+    DEFAULT_CONTEXT_TOKEN_BUDGET,
+    DEFAULT_MAX_TOOL_ROUNDS,
+    DEFAULT_MEMORY_TOKEN_BUDGET,
+    MemoryNodes,
+    ModelStep,
+)
+from langchain_tiered_memory.agent.policy import ModelPolicy
+from langchain_tiered_memory.agent.prompt import DEFAULT_SYSTEM_PROMPT
+from langchain_tiered_memory.agent.tools import (
+    SEARCH_MEMORY_TOOL,
+    USER_TAG_TOOL,
+    SearchMemoryTool,
+    SummarizeTool,
+    UserTagTool,
+)
+from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.retrieval.conversation import DEFAULT_CONTEXT_TURNS
+
+__all__ = ["TieredMemoryMiddleware", "TieredMemoryState"]
+
+
+class TieredMemoryState(AgentState):  # type: ignore[type-arg]
+    """Agent state plus what memory loaded for the current turn."""
+
+    memory_prompt: NotRequired[str]
+    recent_history: NotRequired[list[AnyMessage]]
+    saved_count: NotRequired[int]
+    saved_ids: NotRequired[list[str]]
+    memory_tags: NotRequired[dict[str, str]]
+
+
+def _config() -> RunnableConfig | None:
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
+
+
+def _user_id(runtime: Runtime[Any]) -> str:
+    return resolve_user_id(runtime.context, _config())
+
+
+class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
+    """Gives a ``create_agent`` agent the three memory tiers.
+
+    ``summary_model`` writes the summaries; by default the agent's own model, picked up on
+    its first model call. ``small_model`` switches on the small-model guards (``None``: on
+    for small in-process models only, detected from the agent's model, as in the graph):
+    forced tag capture, scripted replies after a forced summarize or capture, grounded
+    summaries with the extractive fallback; a capable model gets the after-turn capture
+    instead. ``max_tool_rounds`` bounds the tool-calling replies per turn, as in the graph.
+    ``search_memory`` offers the ``search_memory`` tool (``None``: to capable models only).
+    The compact prompt and current-turn-only guards of the graph are not applied: the
+    agent's model is known only at the model call, after the memory section is built.
+
+    Example:
+        >>> from langchain.agents import create_agent
+        >>> agent = create_agent(model, tools=[],
+        ...                      middleware=[TieredMemoryMiddleware(memory)])  # doctest: +SKIP
+        >>> agent.invoke({"messages": [("user", "I'm Alice")]},
+        ...              context={"user_id": "alice"})  # doctest: +SKIP
+    """
+
+    state_schema = TieredMemoryState
+
+    def __init__(
+        self,
+        memory: TieredMemory,
+        *,
+        summary_model: BaseChatModel | None = None,
+        max_context_messages: int = 20,
+        recall_k: int = 3,
+        recall_context_turns: int = DEFAULT_CONTEXT_TURNS,
+        memory_token_budget: int | None = DEFAULT_MEMORY_TOKEN_BUDGET,
+        context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET,
+        auto_summarize_after: int | None = None,
+        small_model: bool | None = None,
+        max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+        search_memory: bool | None = None,
+    ) -> None:
+        super().__init__()
+        self.small_model = small_model
+        self.max_tool_rounds = max_tool_rounds
+        self.nodes = MemoryNodes(
+            memory=memory,
+            system_prompt=DEFAULT_SYSTEM_PROMPT,
+            max_context_messages=max_context_messages,
+            recall_k=recall_k,
+            recall_context_turns=recall_context_turns,
+            memory_token_budget=memory_token_budget,
+            context_token_budget=context_token_budget,
+            auto_summarize_after=auto_summarize_after,
+            summary_model=summary_model,
+            keep_tags=small_model is True,
+        )
+        self._summarize = SummarizeTool(memory=memory, model=summary_model)
+        self._tag_tool = UserTagTool(memory=memory)
+        # offered unless False; None: withdrawn from a small model's calls (the policy)
+        self.search_memory = search_memory
+        search = [SearchMemoryTool(memory=memory)] if search_memory is not False else []
+        self.tools = [self._tag_tool, self._summarize, *search]
+        # set from the agent's model on its first call (the policy needs the model)
+        self._capture: AfterTurnCapture | None = None
+        self._policy: ModelPolicy | None = None
+
+    def before_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
+        """Load tags, recalled items and (first turn) recent history."""
+        return self.nodes.load(dict(state), _user_id(runtime), thread_of(_config()))
+
+    async def abefore_agent(
+        self, state: TieredMemoryState, runtime: Runtime[Any]
+    ) -> dict[str, Any]:
+        """Async :meth:`before_agent`."""
+        return await self.nodes.aload(dict(state), _user_id(runtime), thread_of(_config()))
+
+    def _adopt(self, model: BaseChatModel) -> ModelPolicy:
+        """Decide the policy from the agent's model, once, as the graph does."""
+        if self._policy is None:
+            policy = ModelPolicy.for_model(model, small=self.small_model)
+            if self.nodes.summary_model is None:
+                self.nodes.summary_model = model
+                self._summarize.model = model
+            # from the next load on (the first turn's load ran before the model was known,
+            # unless small_model=True said so at construction)
+            self.nodes.keep_tags = policy.scripted_requests
+            self.nodes.extractive_summary_fallback = policy.extractive_fallback
+            self.nodes.grounded_summaries = policy.grounded
+            self._summarize.extractive_fallback = policy.extractive_fallback
+            self._summarize.grounded = policy.grounded
+            self._summarize.reconcile = policy.reconcile
+            if policy.tag_capture == "after_turn":
+                self._capture = AfterTurnCapture.for_model(self.nodes.memory, model)
+            self._policy = policy
+        return self._policy
+
+    def _request(self, request: ModelRequest) -> ModelRequest:
+        base = request.system_message.text if request.system_message else None
+        prompt = (base + "\n\n" + DEFAULT_SYSTEM_PROMPT) if base else None
+        state = {**request.state, "messages": request.messages}
+        composed = self.nodes.compose(state, prompt)
+        system = composed[0]
+        assert isinstance(system, SystemMessage)
+        return request.override(system_message=system, messages=composed[1:])  # type: ignore[arg-type]
+
+    def _step(self, policy: ModelPolicy) -> ModelStep:
+        return ModelStep(
+            max_tool_rounds=self.max_tool_rounds,
+            force_tag_capture=policy.forced_capture,
+            tag_fields=tuple(self.nodes.memory.tags.schema.model_fields),
+            scripted_replies=policy.scripted_requests,
+        )
+
+    def _plan(self, request: ModelRequest) -> _ModelCall:
+        """Everything about this model call but its I/O (shared by the sync and async paths)."""
+        policy = self._adopt(request.model)
+        request = self._request(request)
+        if self.search_memory is None and not policy.search_tool:
+            tools = [t for t in request.tools if _tool_name(t) != SEARCH_MEMORY_TOOL]
+            request = request.override(tools=tools)
+        tags: dict[str, str] = dict(request.state.get("memory_tags") or {})  # type: ignore[call-overload]
+        return _ModelCall(request, self._step(policy), list(request.state["messages"]), tags)
+
+    def _forced(self, request: ModelRequest) -> Any:
+        return request.model.bind_tools([self._tag_tool], tool_choice=USER_TAG_TOOL)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
+        """Put memory into the system prompt and recent history before the thread; force
+        tag capture for small models; stop the tool loop after ``max_tool_rounds``.
+        """
+        call = self._plan(request)
+        if (scripted := call.step.scripted(call.thread, call.tags)) is not None:
+            return ModelResponse(result=[scripted])
+        if call.human is not None:
+            forced = self._forced(call.request).invoke(call.prompt)
+            captured = call.step.captured(forced, call.human)
+            if captured is not None:
+                return ModelResponse(result=[captured])
+        return call.finish(handler(call.free_request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
+        """Async :meth:`wrap_model_call`."""
+        call = self._plan(request)
+        if (scripted := call.step.scripted(call.thread, call.tags)) is not None:
+            return ModelResponse(result=[scripted])
+        if call.human is not None:
+            forced = await self._forced(call.request).ainvoke(call.prompt)
+            captured = call.step.captured(forced, call.human)
+            if captured is not None:
+                return ModelResponse(result=[captured])
+        return call.finish(await handler(call.free_request))
+
+    def after_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
+        """Record the facts the turn stated that no call recorded (capable models), then
+        append the turn's new messages to the user's history.
+        """
+        user, config = _user_id(runtime), _config()
+        if self._capture is not None:
+            self._capture.run(state["messages"], user, thread_of(config), config)
+        return self.nodes.save(dict(state), user, thread_of(config))
+
+    async def aafter_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
+        """Async :meth:`after_agent`."""
+        user, config = _user_id(runtime), _config()
+        if self._capture is not None:
+            await self._capture.arun(state["messages"], user, thread_of(config), config)
+        return await self.nodes.asave(dict(state), user, thread_of(config))
+
+
+def _tool_name(tool: Any) -> str | None:
+    if isinstance(tool, dict):
+        function = tool.get("function")
+        return (function or {}).get("name") if isinstance(function, dict) else tool.get("name")
+    return getattr(tool, "name", None)
+
+
+@dataclass
+class _ModelCall:
+    """One model call of the agent, as the memory's :class:`ModelStep` decides it."""
+
+    request: ModelRequest
+    step: ModelStep
+    thread: list[Any]
+    tags: dict[str, str]
+
+    @cached_property
+    def human(self) -> Any:
+        """The human message to force a ``user_tag`` call for, if any."""
+        return self.step.wants_capture(self.thread)
+
+    @property
+    def prompt(self) -> list[Any]:
+        return [self.request.system_message, *self.request.messages]
+
+    @cached_property
+    def exhausted(self) -> bool:
+        return self.step.exhausted(self.thread)
+
+    @property
+    def free_request(self) -> ModelRequest:
+        """The request for the free model: no tools past the budget; in force mode no
+        ``user_tag`` (it is forced when the user states a fact, as in the graph).
+        """
+        if self.exhausted:
+            return self.request.override(tools=[], tool_choice=None)
+        if self.step.force_tag_capture:
+            tools = [t for t in self.request.tools if _tool_name(t) != USER_TAG_TOOL]
+            return self.request.override(tools=tools)
+        return self.request
+
+    def finish(self, response: ModelResponse) -> ModelResponse:
+        result = [self.step.finish(m, self.thread, self.exhausted) for m in response.result]
+        return ModelResponse(result=result, structured_response=response.structured_response)

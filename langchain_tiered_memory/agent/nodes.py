@@ -1,0 +1,476 @@
+"""The memory steps the prebuilt graph and the middleware share.
+
+``MemoryNodes`` loads a turn's memory into the state, composes what the model is sent
+(system prompt with the memory section, recent history, the thread trimmed to a token
+budget) and saves the turn's new messages; ``ModelStep`` holds the guards around the model
+call that ``ModelPolicy`` switches (forced capture, scripted requests, grounding, the tool
+round limit). ``graph.py`` wires them into nodes; ``middleware.py`` into hooks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    InvalidToolCall,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
+from langchain_core.messages.tool import invalid_tool_call, tool_call
+from langchain_core.messages.utils import count_tokens_approximately
+
+from langchain_tiered_memory.agent.capture import (
+    CAPTURE_NOTE,
+    capture_reply,
+    new_call_id,
+    summarize_call,
+    summary_reply,
+    tag_answer,
+)
+from langchain_tiered_memory.agent.prompt import (
+    DEFAULT_SYSTEM_PROMPT,
+    MemoryRenderer,
+    render_memory_section,
+)
+from langchain_tiered_memory.agent.tools import (
+    USER_TAG_TOOL,
+)
+from langchain_tiered_memory.errors import InvalidMessageError
+from langchain_tiered_memory.language.attribution import ground_tags, stated_tags, states_a_fact
+from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
+from langchain_tiered_memory.retrieval.conversation import (
+    DEFAULT_CONTEXT_TURNS,
+    recent_user_texts,
+)
+from langchain_tiered_memory.stores.history import check_portable
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_CONTEXT_TOKEN_BUDGET",
+    "DEFAULT_MAX_TOOL_ROUNDS",
+    "DEFAULT_MEMORY_TOKEN_BUDGET",
+    "MemoryNodes",
+    "ModelStep",
+    "invalid_call_errors",
+]
+
+DEFAULT_MEMORY_TOKEN_BUDGET = 1000
+DEFAULT_CONTEXT_TOKEN_BUDGET = 8000
+DEFAULT_MAX_TOOL_ROUNDS = 5
+# Ids of the last saved messages kept in the state: what is new is after the newest of
+# them still in the thread (a few ids: the state is stored with every turn's checkpoint).
+_SAVED_IDS = 8
+
+
+def _mark(message_id: str) -> str:
+    """A message id as the state keeps it among the saved ones: 10 hex digits of its
+    SHA-1 (40 bits; a thread has thousands of messages, not a million). Whole ids (36-46
+    characters, 8 of them, in a write and a blob of every turn's checkpoints) were about
+    700 bytes of each turn's checkpoint data.
+    """
+    return hashlib.sha1(message_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
+def _newest_within(
+    system: BaseMessage, messages: Sequence[BaseMessage], budget: int
+) -> list[BaseMessage]:
+    """The system message and the newest ``messages`` within ``budget`` tokens, from the
+    first human message among them: ``trim_messages(strategy="last", start_on="human",
+    include_system=True, allow_partial=False)`` with ``count_tokens_approximately``, in one
+    pass. That counter adds up per message (each is rounded up on its own), so each message
+    is counted once; ``trim_messages`` counts prefixes in a binary search, a tenth of a
+    long thread's turn. tests/unit_tests/test_graph_limits.py checks the two agree.
+    """
+    remaining = max(0, budget - count_tokens_approximately([system]))
+    used, start = 0, len(messages)
+    for i in range(len(messages) - 1, -1, -1):
+        used += count_tokens_approximately([messages[i]])
+        if used > remaining:
+            break
+        start = i
+    kept = messages[start:]
+    first = next((j for j, m in enumerate(kept) if m.type == "human"), len(kept))
+    return [system, *kept[first:]]
+
+
+def _from_first_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Drop what precedes the first human message: a history tail cut mid-turn would
+    otherwise start with a ToolMessage or an AI tool call whose results were cut off.
+    """
+    for i, message in enumerate(messages):
+        if isinstance(message, HumanMessage):
+            return list(messages[i:])
+    return []
+
+
+def invalid_call_errors(response: BaseMessage) -> list[ToolMessage]:
+    """An error ToolMessage for each tool call the model's output could not be parsed into.
+
+    A provider puts a call with malformed JSON arguments into ``invalid_tool_calls``, which
+    ``ToolNode`` ignores. Unanswered, the model would never learn its call failed, and the
+    call (sent back as a ``tool_calls`` entry) would make the next request invalid.
+    """
+    if not isinstance(response, AIMessage):
+        return []
+    return [
+        ToolMessage(
+            content=(
+                f"Error: the arguments of your {call.get('name')!r} call could not be parsed "
+                f"({call.get('error') or 'invalid JSON'}); nothing was done. Call it again "
+                "with valid JSON arguments."
+            ),
+            tool_call_id=call.get("id") or f"invalid-{i}",
+            name=call.get("name") or "",
+            status="error",
+        )
+        for i, call in enumerate(response.invalid_tool_calls)
+    ]
+
+
+def _refuse_unportable_calls(response: AIMessage) -> AIMessage:
+    """Move tool calls whose arguments JSON or a checkpointer cannot carry (an integer past
+    64 bits, NaN, absurd nesting) to ``invalid_tool_calls``, where they are answered with an
+    error. Kept as calls, they would be stored in the thread and the history and break the
+    checkpointer's serializer on every later turn and thread that loads them.
+    """
+    good: list[ToolCall] = []
+    bad: list[InvalidToolCall] = []
+    for call in response.tool_calls:
+        try:
+            check_portable(call.get("args"), f"the arguments of {call.get('name')!r}")
+        except InvalidMessageError as exc:
+            bad.append(
+                # "{}": providers resend invalid calls with their arguments, which must be a
+                # JSON string; the offending values are what may not be kept.
+                invalid_tool_call(
+                    name=call.get("name"), args="{}", id=call.get("id"), error=str(exc)
+                )
+            )
+        else:
+            good.append(call)
+    if not bad:
+        return response
+    return response.model_copy(
+        update={"tool_calls": good, "invalid_tool_calls": [*response.invalid_tool_calls, *bad]}
+    )
+
+
+def _last_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return message
+    return None
+
+
+@dataclass
+class MemoryNodes:
+    """The memory logic of one turn, shared by the graph and the agent middleware.
+
+    Each step has a sync and an async body that differ only in I/O.
+    """
+
+    memory: TieredMemory
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    max_context_messages: int = 20
+    recall_k: int = 3
+    # user turns the recall query reads (the latest one included): a memory the
+    # conversation is about, not only what its last message names
+    recall_context_turns: int = DEFAULT_CONTEXT_TURNS
+    memory_token_budget: int | None = DEFAULT_MEMORY_TOKEN_BUDGET
+    context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET
+    auto_summarize_after: int | None = None
+    summary_model: BaseChatModel | None = None
+    # the small-model guards of background summaries (see summarize_messages)
+    extractive_summary_fallback: bool = False
+    grounded_summaries: bool = False
+    render_memory: MemoryRenderer = render_memory_section
+    # Small models get the current turn only. SmolLM2-135M, 10 seeds, "When is my
+    # birthday?" with the birthday item in memory: 10/10 alone, 8/10 after one earlier
+    # exchange of the thread, 0/10 with two more loaded from an earlier thread.
+    current_turn_only: bool = False
+    # Small models: keep the loaded tags in the state, so that a question about a tag is
+    # answered from it (capture.tag_answer); other models' checkpoints do not carry them.
+    keep_tags: bool = False
+
+    # ----- load -----
+
+    def _load_args(self, state: dict[str, Any]) -> tuple[list[str], int]:
+        texts = recent_user_texts(state.get("messages", []), max(self.recall_context_turns, 1))
+        first_turn = "recent_history" not in state
+        return texts, self.max_context_messages if first_turn else 0
+
+    def _load_update(self, state: dict[str, Any], snap: MemorySnapshot) -> dict[str, Any]:
+        update: dict[str, Any] = {
+            "memory_prompt": self.render_memory(
+                snap.tags, snap.recalled, token_budget=self.memory_token_budget
+            )
+        }
+        if "recent_history" not in state:
+            update["recent_history"] = snap.history
+        if self.keep_tags and snap.tags != state.get("memory_tags"):
+            update["memory_tags"] = dict(snap.tags)
+        return update
+
+    def load(
+        self, state: dict[str, Any], user_id: str, thread_id: str | None = None
+    ) -> dict[str, Any]:
+        """Read tags, recalled items and (first turn) recent history into the state; record
+        the thread as the user's (before anything of the turn can fail).
+        """
+        texts, n = self._load_args(state)
+        query, context = (texts[-1], texts[:-1]) if texts else (None, [])
+        snap = self.memory.load(
+            user_id, query, max_messages=n, k=self.recall_k, context=context, thread_id=thread_id
+        )
+        return self._load_update(state, snap)
+
+    async def aload(
+        self, state: dict[str, Any], user_id: str, thread_id: str | None = None
+    ) -> dict[str, Any]:
+        """Async :meth:`load`."""
+        texts, n = self._load_args(state)
+        query, context = (texts[-1], texts[:-1]) if texts else (None, [])
+        snap = await self.memory.aload(
+            user_id, query, max_messages=n, k=self.recall_k, context=context, thread_id=thread_id
+        )
+        return self._load_update(state, snap)
+
+    # ----- compose -----
+
+    def system_message(
+        self, state: dict[str, Any], base_prompt: str | None = None
+    ) -> SystemMessage:
+        """Base prompt plus the memory section."""
+        memory_prompt = state.get("memory_prompt") or ""
+        base = self.system_prompt if base_prompt is None else base_prompt
+        return SystemMessage(f"{base}\n\n{memory_prompt}".strip())
+
+    def compose(self, state: dict[str, Any], base_prompt: str | None = None) -> list[BaseMessage]:
+        """System prompt + recent history + thread messages, trimmed; no message twice."""
+        thread: list[BaseMessage] = list(state.get("messages", []))
+        if self.current_turn_only:
+            last = _last_human(thread)
+            start = thread.index(last) if last is not None else 0
+            return [self.system_message(state, base_prompt), *thread[start:]]
+        seen = {m.id for m in thread if m.id}
+        history = [m for m in state.get("recent_history") or [] if not m.id or m.id not in seen]
+        history = _from_first_human(history)
+        system = self.system_message(state, base_prompt)
+        messages: list[BaseMessage] = [system, *history, *thread]
+        if self.context_token_budget is None:
+            return messages
+        # counted from the newest back, up to the budget: a turn's cost is flat in the
+        # thread's length (600 turns: 1,200 messages)
+        trimmed = _newest_within(system, messages[1:], self.context_token_budget)
+        if len(trimmed) <= 1 and thread:
+            # The latest exchange alone is over budget: keep it whole rather than send nothing.
+            last = _last_human(thread)
+            start = thread.index(last) if last is not None else len(thread) - 1
+            return [messages[0], *thread[start:]]
+        return trimmed
+
+    # ----- save -----
+
+    def _unsaved(self, state: dict[str, Any]) -> tuple[list[BaseMessage], int, dict[str, Any]]:
+        """The thread's messages not saved yet, the running count of saved ones (the
+        history's replay check reads it as the batch's position), and the state update.
+
+        What is new is told by identity: after the newest of the last saved messages
+        (``saved_ids``) still in the thread. By position alone, a message removed from the
+        thread (``update_state(RemoveMessage)``, a summarizing middleware) moved later turns
+        below the saved count and they never reached memory. A thread saved before ids
+        were kept, or one that removed every recently saved message, falls back to the
+        position.
+        """
+        messages = list(state.get("messages", []))
+        saved = int(state.get("saved_count") or 0)
+        anchors = list(state.get("saved_ids") or [])
+        start = min(saved, len(messages))
+        if anchors:
+            known = set(anchors)
+            for i in range(len(messages) - 1, -1, -1):  # the anchor is near the end
+                msg_id = messages[i].id
+                # a short mark of the id (a thread saved before marks holds whole ids)
+                if msg_id and (_mark(msg_id) in known or msg_id in known):
+                    start = i + 1
+                    break
+        new = messages[start:]
+        kept = [*anchors, *(_mark(m.id) for m in new if m.id)][-_SAVED_IDS:]
+        return new, saved, {"saved_count": saved + len(new), "saved_ids": kept}
+
+    def save(
+        self, state: dict[str, Any], user_id: str, thread_id: str | None = None
+    ) -> dict[str, Any]:
+        """Append the turn's unsaved messages to the history (one atomic write).
+
+        Idempotent per thread position, so a save that timed out after Redis applied it is
+        not stored twice by the next turn; a message the history refuses is stored as a
+        short note (and logged) so that it cannot fail every later turn of the thread.
+        """
+        new, saved, update = self._unsaved(state)
+        if new:
+            self.memory.add_session_log(
+                user_id, new, thread_id=thread_id, thread_position=saved, on_invalid="placeholder"
+            )
+            self._maybe_summarize(user_id)
+        return update
+
+    async def asave(
+        self, state: dict[str, Any], user_id: str, thread_id: str | None = None
+    ) -> dict[str, Any]:
+        """Async :meth:`save`."""
+        new, saved, update = self._unsaved(state)
+        if new:
+            await self.memory.aadd_session_log(
+                user_id, new, thread_id=thread_id, thread_position=saved, on_invalid="placeholder"
+            )
+            self._maybe_summarize(user_id)
+        return update
+
+    def _maybe_summarize(self, user_id: str) -> None:
+        if self.auto_summarize_after is None or self.summary_model is None:
+            return
+        self.memory.summarize_in_background(
+            user_id,
+            self.summary_model,
+            min_messages=self.auto_summarize_after,
+            extractive_fallback=self.extractive_summary_fallback,
+            grounded=self.grounded_summaries,
+            reconcile=not self.grounded_summaries,  # a small model cannot judge updates
+        )
+
+
+def _tool_rounds(messages: Sequence[BaseMessage]) -> int:
+    """Tool-calling AI replies since the latest human message."""
+    rounds = 0
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            break
+        if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+            rounds += 1
+    return rounds
+
+
+def _ground_tag_calls(
+    calls: Sequence[ToolCall], text: str, tags: Sequence[str] = ()
+) -> list[ToolCall]:
+    """``calls`` with each ``user_tag`` call's arguments reduced to what ``text`` states
+    about the user (:func:`~langchain_tiered_memory.language.attribution.ground_tags`) and, of
+    ``tags``, what the message states that the call left out
+    (:func:`~langchain_tiered_memory.language.attribution.stated_tags`); a ``user_tag`` call left
+    with nothing is dropped.
+    """
+    out = []
+    for call in calls:
+        if call["name"] == USER_TAG_TOOL:
+            grounding = ground_tags(dict(call.get("args") or {}), text)
+            grounding.log("forced user_tag")
+            args = {**stated_tags(text, [t for t in tags if t not in grounding.kept])}
+            args.update(grounding.kept)
+            if not args:
+                continue
+            call = {**call, "args": args}
+        out.append(call)
+    return out
+
+
+@dataclass
+class ModelStep:
+    """The decisions around one model call, shared by the graph and the agent middleware.
+
+    - **forced tag capture** (small local models): when the latest human message states a
+      fact, the ``user_tag`` call is forced and only values the user stated about
+      themself are kept, with those the message states that the call left out;
+    - **a request to summarize** ("Please summarize our conversation.", "请总结一下"), for
+      every model, runs the ``summarize`` tool before the reply, so the reply can say what
+      was kept; for small models the reply is the tool's report, as after a capture;
+    - **the tool-round limit**: past ``max_tool_rounds`` tool-calling replies since the
+      latest human message the model is called without tools, and calls it emits anyway
+      are dropped, so a turn always ends in an answer;
+    - **portability**: tool calls whose arguments would not survive JSON and Redis are
+      turned into invalid calls (answered with an error, never executed).
+
+    Example:
+        >>> step = ModelStep(max_tool_rounds=5, force_tag_capture=False)
+        >>> step.exhausted([HumanMessage("hi")])
+        False
+    """
+
+    max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
+    force_tag_capture: bool = False
+    # The tag schema's fields: forced capture adds those the message states that the
+    # small model's call left out ("我叫李明，今年28岁" -> the name only).
+    tag_fields: tuple[str, ...] = ()
+    # small models: the reply after a forced summarize or capture is the tool's report
+    scripted_replies: bool = False
+
+    def exhausted(self, messages: Sequence[BaseMessage]) -> bool:
+        """Whether this turn has used its tool rounds: the model must answer now."""
+        return _tool_rounds(messages) >= self.max_tool_rounds
+
+    def wants_capture(self, messages: Sequence[BaseMessage]) -> HumanMessage | None:
+        """The human message to force a ``user_tag`` call for, if any."""
+        if not self.force_tag_capture or not messages:
+            return None
+        last = messages[-1]
+        if isinstance(last, HumanMessage) and states_a_fact(last.text):
+            return last
+        return None
+
+    def captured(self, response: Any, human: HumanMessage) -> AIMessage | None:
+        """The forced call's reply reduced to one grounded ``user_tag`` call, or ``None``."""
+        calls = [
+            c for c in getattr(response, "tool_calls", None) or [] if c["name"] == USER_TAG_TOOL
+        ] or [tool_call(name=USER_TAG_TOOL, args={}, id=new_call_id())]
+        calls = _ground_tag_calls(calls[:1], human.text, self.tag_fields)
+        if not calls:
+            return None
+        # Non-empty content: OpenAI-compatible servers such as llama.cpp's reject an
+        # assistant message whose content is null, which is what "" becomes on the wire.
+        return AIMessage(content=CAPTURE_NOTE, tool_calls=calls[:1])
+
+    def scripted(
+        self, messages: Sequence[BaseMessage], tags: Mapping[str, str] | None = None
+    ) -> AIMessage | None:
+        """The reply made without the model, or ``None``: a ``summarize`` call for a
+        request to summarize (every model); for small models the report after a forced
+        summarize or capture, and the answer to a question about a recorded tag (``tags``).
+        """
+        if self.scripted_replies:
+            reply = (
+                summary_reply(messages)
+                or capture_reply(messages)
+                or tag_answer(messages, tags or {})
+            )
+            if reply is not None:
+                return reply
+        return summarize_call(messages)
+
+    def finish(
+        self, response: BaseMessage, messages: Sequence[BaseMessage], exhausted: bool
+    ) -> BaseMessage:
+        """The free model's reply as it may enter the thread."""
+        if not isinstance(response, AIMessage):
+            return response
+        response = _refuse_unportable_calls(response)
+        if exhausted and (response.tool_calls or response.invalid_tool_calls):
+            # Past the budget, calls a model emits anyway (no tools bound) are dropped.
+            return AIMessage(content=response.text or "", id=response.id)
+        if self.force_tag_capture and response.tool_calls:
+            # In force mode the free model is not offered user_tag; if it calls it anyway,
+            # only values the user literally said survive, as when forced.
+            human = _last_human(messages)
+            calls = _ground_tag_calls(response.tool_calls, human.text if human else "")
+            if calls != response.tool_calls:
+                response = response.model_copy(update={"tool_calls": calls})
+        return response

@@ -1,0 +1,3 @@
+"""LangGraph's persistence on plain Redis: ``checkpoint`` (``RedisSaver``,
+``AsyncRedisSaver``) and ``store`` (``RedisStore``, ``AsyncRedisStore``: a ``BaseStore``).
+"""
