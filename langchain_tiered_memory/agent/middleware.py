@@ -36,7 +36,11 @@ from langchain_tiered_memory.agent.nodes import (
     ModelStep,
 )
 from langchain_tiered_memory.agent.policy import ModelPolicy
-from langchain_tiered_memory.agent.prompt import DEFAULT_SYSTEM_PROMPT
+from langchain_tiered_memory.agent.prompt import (
+    base_system_prompt,
+    render_compact_memory,
+    render_memory_section,
+)
 from langchain_tiered_memory.agent.tools import (
     SEARCH_MEMORY_TOOL,
     USER_TAG_TOOL,
@@ -78,11 +82,14 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     its first model call. ``small_model`` switches on the small-model guards (``None``: on
     for small in-process models only, detected from the agent's model, as in the graph):
     forced tag capture, scripted replies after a forced summarize or capture, grounded
-    summaries with the extractive fallback; a capable model gets the after-turn capture
-    instead. ``max_tool_rounds`` bounds the tool-calling replies per turn, as in the graph.
-    ``search_memory`` offers the ``search_memory`` tool (``None``: to capable models only).
-    The compact prompt and current-turn-only guards of the graph are not applied: the
-    agent's model is known only at the model call, after the memory section is built.
+    summaries with the extractive fallback, the short system prompt, the current turn
+    only and the compact memory section; a capable model gets none of them and the
+    after-turn capture instead. ``max_tool_rounds`` bounds the tool-calling replies per
+    turn, as in the graph. ``search_memory`` offers the ``search_memory`` tool (``None``:
+    to capable models only). One difference from the graph: with ``small_model=None``
+    the memory section of an agent's very first turn is the full one, because it is
+    rendered before the agent's first model call, where the model is first seen; pass
+    ``small_model=True`` to have the compact one from the start.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -112,9 +119,13 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         super().__init__()
         self.small_model = small_model
         self.max_tool_rounds = max_tool_rounds
+        # until the agent's model is seen, the policy small_model names (None: capable)
+        known = ModelPolicy(small=small_model is True)
         self.nodes = MemoryNodes(
             memory=memory,
-            system_prompt=DEFAULT_SYSTEM_PROMPT,
+            system_prompt=base_system_prompt(known.compact_prompt),
+            render_memory=render_compact_memory if known.compact_prompt else render_memory_section,
+            current_turn_only=known.current_turn_only,
             max_context_messages=max_context_messages,
             recall_k=recall_k,
             recall_context_turns=recall_context_turns,
@@ -122,7 +133,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             context_token_budget=context_token_budget,
             auto_summarize_after=auto_summarize_after,
             summary_model=summary_model,
-            keep_tags=small_model is True,
+            keep_tags=known.scripted_requests,
         )
         self._summarize = SummarizeTool(memory=memory, model=summary_model)
         self._tag_tool = UserTagTool(memory=memory)
@@ -154,6 +165,10 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             # from the next load on (the first turn's load ran before the model was known,
             # unless small_model=True said so at construction)
             self.nodes.keep_tags = policy.scripted_requests
+            self.nodes.system_prompt = base_system_prompt(policy.compact_prompt)
+            self.nodes.current_turn_only = policy.current_turn_only
+            compact = policy.compact_prompt
+            self.nodes.render_memory = render_compact_memory if compact else render_memory_section
             self.nodes.extractive_summary_fallback = policy.extractive_fallback
             self.nodes.grounded_summaries = policy.grounded
             self._summarize.extractive_fallback = policy.extractive_fallback
@@ -166,7 +181,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
 
     def _request(self, request: ModelRequest) -> ModelRequest:
         base = request.system_message.text if request.system_message else None
-        prompt = (base + "\n\n" + DEFAULT_SYSTEM_PROMPT) if base else None
+        prompt = (base + "\n\n" + self.nodes.system_prompt) if base else None
         state = {**request.state, "messages": request.messages}
         composed = self.nodes.compose(state, prompt)
         system = composed[0]

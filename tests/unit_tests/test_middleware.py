@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from langchain.agents import create_agent
@@ -256,3 +256,50 @@ async def test_small_model_forced_capture_on_the_async_path(embedded_memory: Tie
     assert await memory.aget_user_tags("alice") == {"name": "Alice", "age": "30"}
     assert model.bindings[0]["tool_choice"] == "user_tag"
     assert out["messages"][-1].text.startswith("Got it, I'll remember that")
+
+
+class SmallScriptedModel(ScriptedChatModel):
+    """A scripted model that carries the small-local-model marker, as SmolLM2's does."""
+
+    small_local_model: ClassVar[bool] = True
+
+
+def test_the_small_model_prompt_guards_apply_as_in_the_graph(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Issue 35: the middleware gets the graph's prompt guards too (short system prompt,
+    the current turn only, the compact memory section); a capable model keeps the thread
+    and the full prompt."""
+    from langchain_tiered_memory.agent.prompt import (
+        DEFAULT_SYSTEM_PROMPT,
+        SMALL_MODEL_SYSTEM_PROMPT,
+    )
+
+    small = SmallScriptedModel(replies=["Hi.", "Fine."])
+    capable = ScriptedChatModel(replies=["Hi.", "none", "Fine.", "none"])
+    cases = ((small, None), (capable, None), (SmallScriptedModel(replies=["Hi."] * 4), True))
+    for n, (model, marker) in enumerate(cases):
+        user = f"user-{n}"  # a user each: no history of another case is loaded
+        embedded_memory.set_user_tags(user, {"name": "Alice"})
+        agent: Any = create_agent(
+            model,
+            tools=[],
+            middleware=[TieredMemoryMiddleware(embedded_memory, small_model=marker)],
+            checkpointer=InMemorySaver(),
+        )
+        inputs, options = turn("t1", "Hello there.", user)
+        agent.invoke(inputs, **options)
+        first = model.prompts[0]
+        agent.invoke(turn("t1", "How are you?", user)[0], **options)
+        last = next(p for p in reversed(model.prompts) if p[-1].text == "How are you?")
+        system = last[0].text
+        if model is capable:
+            assert system.startswith(DEFAULT_SYSTEM_PROMPT) and "<user_tags>" in system
+            assert [m.text for m in last[1:]] == ["Hello there.", "Hi.", "How are you?"]
+            continue
+        assert system.startswith(SMALL_MODEL_SYSTEM_PROMPT)
+        assert 'The user\'s name is "Alice".' in system and "<user_tags>" not in system
+        assert [m.text for m in last[1:]] == ["How are you?"]  # the current turn only
+        # detected from the model (None): the very first memory section was rendered
+        # before the model was seen; said up front (True): compact from the start
+        assert ("<user_tags>" in first[0].text) is (marker is None)

@@ -57,3 +57,16 @@ def test_the_graph_takes_its_guards_from_the_policy_not_from_the_flag() -> None:
     assert set(GUARDS) <= read
     names = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "small_model"]
     assert len(names) == 1  # passed once, to ModelPolicy.for_model
+
+
+def test_the_middleware_reads_every_guard_the_graph_reads() -> None:
+    """Issue 35: the middleware and the graph switch the same guards, from the policy."""
+    import ast
+    import inspect
+
+    from langchain_tiered_memory.agent import middleware
+
+    tree = ast.parse(inspect.getsource(middleware.TieredMemoryMiddleware))
+    read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    assert set(GUARDS) <= read, set(GUARDS) - read
+
