@@ -232,6 +232,8 @@ def test_old_import_paths_give_the_moved_modules_themselves() -> None:
         "          if getattr(m, '__name__', '').endswith('checkpoint.saver')]\n"
         "assert len({id(m) for m in copies}) == 1, copies  # one module, two names\n"
         "from langchain_tiered_memory.graph import create_memory_graph\n"
+        "from langchain_tiered_memory.summarization import Summarization\n"
+        "assert Summarization.__module__.endswith('summarization.jobs')\n"
         "print('ok')\n"
     )
     out = subprocess.run(  # a fresh interpreter: no module imported under its new name yet
