@@ -69,4 +69,3 @@ def test_the_middleware_reads_every_guard_the_graph_reads() -> None:
     tree = ast.parse(inspect.getsource(middleware.TieredMemoryMiddleware))
     read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     assert set(GUARDS) <= read, set(GUARDS) - read
-
