@@ -3,7 +3,8 @@
 #
 #     bash scripts/mutation.sh [mutmut run args]    e.g. "langchain_tiered_memory.backend.keys*"
 #
-# mutmut (pinned) mutates stores/, summarizer.py, prompt.py and _keys.py (see
+# mutmut (pinned) mutates stores/, persistence/, summarization/summarizer.py,
+# agent/prompt.py and backend/keys.py (see
 # [tool.mutmut] in pyproject.toml) and runs the unit tests against each mutant; it prints
 # the survivors and the kill rate. Inspect a survivor with `mutmut show NAME`: an
 # equivalent mutant (no behaviour changes) is not a missing test.
