@@ -56,8 +56,7 @@ from langchain_tiered_memory.agent.policy import ModelPolicy
 from langchain_tiered_memory.agent.prompt import (
     MemoryRenderer,
     base_system_prompt,
-    render_compact_memory,
-    render_memory_section,
+    memory_renderer,
 )
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
@@ -226,7 +225,7 @@ def create_memory_graph(
     if extractive_summary_fallback is None:
         extractive_summary_fallback = policy.extractive_fallback
     if memory_prompt is None:
-        memory_prompt = render_compact_memory if policy.compact_prompt else render_memory_section
+        memory_prompt = memory_renderer(policy.compact_prompt)
     if max_context_messages is None:
         max_context_messages = policy.max_context_messages
     default_prompt = base_system_prompt(policy.compact_prompt)

@@ -1,8 +1,8 @@
 """Tiered memory for LangChain 1.x agents: ``create_agent(..., middleware=[...])``.
 
 The middleware runs the same code as the prebuilt graph: :class:`~langchain_tiered_memory.
-graph.MemoryNodes` (load before the agent, memory in the system prompt of every model call,
-save after the agent), :class:`~langchain_tiered_memory.agent.graph.ModelStep` (a request to
+agent.nodes.MemoryNodes` (load before the agent, memory in the system prompt of every model
+call, save after the agent), :class:`~langchain_tiered_memory.agent.nodes.ModelStep` (a request to
 summarize runs ``summarize`` before the reply, forced tag capture for small local models,
 the tool-round limit, portable tool calls) and :class:`~langchain_tiered_memory.agent.capture.
 AfterTurnCapture` (the after-turn extraction for capable models, grounded as in the graph);
@@ -36,11 +36,7 @@ from langchain_tiered_memory.agent.nodes import (
     ModelStep,
 )
 from langchain_tiered_memory.agent.policy import ModelPolicy
-from langchain_tiered_memory.agent.prompt import (
-    base_system_prompt,
-    render_compact_memory,
-    render_memory_section,
-)
+from langchain_tiered_memory.agent.prompt import base_system_prompt, memory_renderer
 from langchain_tiered_memory.agent.tools import (
     SEARCH_MEMORY_TOOL,
     USER_TAG_TOOL,
@@ -119,13 +115,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         super().__init__()
         self.small_model = small_model
         self.max_tool_rounds = max_tool_rounds
-        # until the agent's model is seen, the policy small_model names (None: capable)
-        known = ModelPolicy(small=small_model is True)
         self.nodes = MemoryNodes(
             memory=memory,
-            system_prompt=base_system_prompt(known.compact_prompt),
-            render_memory=render_compact_memory if known.compact_prompt else render_memory_section,
-            current_turn_only=known.current_turn_only,
             max_context_messages=max_context_messages,
             recall_k=recall_k,
             recall_context_turns=recall_context_turns,
@@ -133,8 +124,9 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             context_token_budget=context_token_budget,
             auto_summarize_after=auto_summarize_after,
             summary_model=summary_model,
-            keep_tags=known.scripted_requests,
         )
+        # until the agent's model is seen, the policy small_model names (None: capable)
+        self._show(ModelPolicy(small=small_model is True))
         self._summarize = SummarizeTool(memory=memory, model=summary_model)
         self._tag_tool = UserTagTool(memory=memory)
         # offered unless False; None: withdrawn from a small model's calls (the policy)
@@ -162,13 +154,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             if self.nodes.summary_model is None:
                 self.nodes.summary_model = model
                 self._summarize.model = model
-            # from the next load on (the first turn's load ran before the model was known,
-            # unless small_model=True said so at construction)
-            self.nodes.keep_tags = policy.scripted_requests
-            self.nodes.system_prompt = base_system_prompt(policy.compact_prompt)
-            self.nodes.current_turn_only = policy.current_turn_only
-            compact = policy.compact_prompt
-            self.nodes.render_memory = render_compact_memory if compact else render_memory_section
+            self._show(policy)
             self.nodes.extractive_summary_fallback = policy.extractive_fallback
             self.nodes.grounded_summaries = policy.grounded
             self._summarize.extractive_fallback = policy.extractive_fallback
@@ -178,6 +164,16 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
                 self._capture = AfterTurnCapture.for_model(self.nodes.memory, model)
             self._policy = policy
         return self._policy
+
+    def _show(self, policy: ModelPolicy) -> None:
+        """The policy's guards on what the model is shown: the prompt and the thread from
+        this call on; the memory section and the kept tags from the next load on (a turn's
+        load runs before its first model call, where the agent's model is first seen).
+        """
+        self.nodes.system_prompt = base_system_prompt(policy.compact_prompt)
+        self.nodes.current_turn_only = policy.current_turn_only
+        self.nodes.render_memory = memory_renderer(policy.compact_prompt)
+        self.nodes.keep_tags = policy.scripted_requests
 
     def _request(self, request: ModelRequest) -> ModelRequest:
         base = request.system_message.text if request.system_message else None
