@@ -22,6 +22,7 @@ __all__ = [
     "SummarizationError",
     "SummaryLimitError",
     "WatermarkConflict",
+    "ThreadOwnershipError",
 ]
 
 
@@ -95,4 +96,13 @@ class WatermarkConflict(TieredMemoryError, RuntimeError):
     """Another summarizer advanced the user's watermark first; nothing was written.
 
     Safe to retry: the next attempt starts from the new watermark.
+    """
+
+
+class ThreadOwnershipError(TieredMemoryError, PermissionError):
+    """A turn of one user on a thread that another user's turns started.
+
+    A thread belongs to the user of its first turn: its checkpoints hold that user's
+    conversation, so another user's turn on it would read it (and write into it). The
+    message never names the owner.
     """

@@ -11,9 +11,10 @@ that start the server) or streamable HTTP on the loopback interface.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Annotated, Any
 
 from langchain_core.documents import Document
+from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from langchain_tiered_memory._ids import validate_user_id
 from langchain_tiered_memory.errors import TieredMemoryError
@@ -45,9 +46,11 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
     """An MCP server (``mcp.server.fastmcp.FastMCP``) over ``memory`` for ``user_id`` only.
 
     Tools: ``add_memory``, ``search_memories`` (the graph's ranking), ``list_memories``,
-    ``get_memory``, ``delete_memory``, ``get_tags``, ``set_tags``, ``export_memory`` and
-    ``forget_everything`` (needs ``confirm=true``). Bad arguments come back as MCP tool
-    errors with the reason, and nothing stored changes.
+    ``get_memory``, ``update_memory``, ``delete_memory``, ``get_tags``, ``set_tags``,
+    ``export_memory`` and ``forget_everything`` (needs ``confirm=true``). Arguments are
+    strictly typed (``true`` is no number, ``1`` no boolean); bad arguments come back as
+    MCP tool errors with the reason, and nothing stored changes. Erasure and export are the
+    memory's own (``forget_user``, ``export_user``): threads and store items included.
 
     Example:
         >>> server = create_mcp_server(memory, user_id="alice")  # doctest: +SKIP
@@ -62,7 +65,7 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         instructions=(
             f"Long-term memory of one user ({user!r}): short notes recalled by similarity "
             "and typed facts (tags). Search before answering from memory; add a memory for "
-            "something worth keeping; fix a wrong note by deleting it and adding the right one."
+            "something worth keeping; fix a wrong note with update_memory."
         ),
     )
 
@@ -74,7 +77,7 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         return ToolError(str(exc))
 
     @server.tool()
-    async def add_memory(text: str) -> dict[str, Any]:
+    async def add_memory(text: StrictStr) -> dict[str, Any]:
         """Store one short note about the user (a fact, a preference, an event).
 
         Returns the new id, or no id when the same note is already stored.
@@ -86,7 +89,7 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         return {"ids": ids}
 
     @server.tool()
-    async def search_memories(query: str, n: int = 5) -> list[dict[str, Any]]:
+    async def search_memories(query: StrictStr, n: StrictInt = 5) -> list[dict[str, Any]]:
         """The ``n`` notes most relevant to ``query`` (the ranking the agent's graph uses)."""
         try:
             found = await memory.arecall_summaries(user, query, n=_count(n, "n"))
@@ -95,7 +98,7 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         return [_item(d) for d in found]
 
     @server.tool()
-    async def list_memories(offset: int = 0, limit: int = 50) -> dict[str, Any]:
+    async def list_memories(offset: StrictInt = 0, limit: StrictInt = 50) -> dict[str, Any]:
         """The user's notes, oldest first, a page at a time."""
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ToolError(f"offset must be a non-negative integer, got {offset!r}.")
@@ -107,7 +110,7 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         return {"total": len(items), "items": [_item(d) for d in page]}
 
     @server.tool()
-    async def get_memory(id: str) -> dict[str, Any]:  # noqa: A002 - the MCP argument's name
+    async def get_memory(id: StrictStr) -> dict[str, Any]:  # noqa: A002 - the MCP argument's name
         """One note by its id."""
         for doc in await _all():
             if _item(doc)["id"] == id:
@@ -115,14 +118,26 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         raise ToolError(f"no memory with id {id!r} for this user (list_memories shows the ids).")
 
     @server.tool()
-    async def delete_memory(id: str) -> dict[str, Any]:  # noqa: A002
+    async def delete_memory(id: StrictStr) -> dict[str, Any]:  # noqa: A002
         """Delete one note by its id."""
-        if not isinstance(id, str) or not id.isdigit():
+        if not id.isdigit():
             raise ToolError(f"id must be a memory id such as '3', got {id!r}.")
-        deleted = await memory.summaries.adelete(user, [id])
+        # the memory's delete: the note is off the embedded server's files too
+        deleted = await memory.adelete_summaries(user, [id])
         if not deleted:
             raise ToolError(f"no memory with id {id!r} for this user; nothing was deleted.")
         return {"deleted": deleted}
+
+    @server.tool()
+    async def update_memory(id: StrictStr, text: StrictStr) -> dict[str, Any]:  # noqa: A002
+        """Fix one note's text in place: it keeps its id and date, and its earlier text."""
+        if not id.isdigit():
+            raise ToolError(f"id must be a memory id such as '3', got {id!r}.")
+        try:
+            changed = await memory.aupdate_summary(user, id, text)
+        except (TieredMemoryError, ValueError) as exc:
+            raise _fail(exc) from exc
+        return {"id": id, "changed": changed}
 
     @server.tool()
     async def get_tags() -> dict[str, str]:
@@ -130,7 +145,7 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         return await memory.aget_user_tags(user)
 
     @server.tool()
-    async def set_tags(tags: dict[str, str | int]) -> dict[str, str]:
+    async def set_tags(tags: dict[StrictStr, StrictStr | StrictInt]) -> dict[str, str]:
         """Record or correct facts (tags), e.g. {"age": 31}. Returns all tags."""
         try:
             await memory.aset_user_tags(user, tags)
@@ -144,8 +159,12 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         return await memory.aexport_user(user)
 
     @server.tool()
-    async def forget_everything(confirm: bool = False) -> dict[str, int]:
-        """Erase every memory of the user (history, tags, notes). Needs confirm=true."""
+    async def forget_everything(
+        confirm: Annotated[StrictBool, Field(description="true, to erase")] = False,
+    ) -> dict[str, int]:
+        """Erase every memory of the user: history, tags, notes, conversation threads and
+        store items (the memory's one erasure, as from the app). Needs confirm=true.
+        """
         if confirm is not True:
             raise ToolError("pass confirm=true to erase every memory of this user.")
         return await memory.aforget_user(user)

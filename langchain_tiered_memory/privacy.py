@@ -19,17 +19,22 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.store.base import BaseStore, Item, PutOp
 
-from langchain_tiered_memory._ids import validate_user_id
+from langchain_tiered_memory._ids import validate_thread_id, validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
 from langchain_tiered_memory.agent.messages import messages_at
 from langchain_tiered_memory.persistence.store import RedisStore
-from langchain_tiered_memory.tiers import Tiers
+from langchain_tiered_memory.tiers import DEFAULT_STORE_NAMESPACES, Tiers
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_STORE_NAMESPACES",
     "aexport_user",
+    "check_namespaces",
+    "compact",
+    "delete_items",
+    "delete_tags",
+    "edit_item",
     "aforget_thread",
     "aforget_user",
     "export_user",
@@ -37,11 +42,40 @@ __all__ = [
     "forget_user",
 ]
 
-# LangMem's layout: create_manage_memory_tool(namespace=("memories", "{user_id}"))
-DEFAULT_STORE_NAMESPACES: tuple[tuple[str, ...], ...] = (("memories", "{user_id}"),)
-
 # list_namespaces / search page size when collecting a user's store items
 _STORE_PAGE = 1000
+
+_Stores = list[tuple[BaseStore, tuple[tuple[str, ...], ...]]]
+
+
+def _targets(
+    tiers: Tiers,
+    checkpointer: BaseCheckpointSaver | None,
+    store: BaseStore | None,
+    store_namespaces: Sequence[tuple[str, ...]] | None,
+) -> tuple[list[BaseCheckpointSaver], _Stores]:
+    """The checkpointers and stores an operation reaches: those the memory knows
+    (``Tiers.attach``: its own Redis saver and store, and any the app attached), and any
+    the call names, each once.
+    """
+    savers = list(tiers.checkpointers)
+    if checkpointer is not None and all(c is not checkpointer for c in savers):
+        savers.append(checkpointer)
+    stores = list(tiers.stores)
+    if store is not None:
+        templates = _templates(store_namespaces) or DEFAULT_STORE_NAMESPACES
+        stores = [(s, n) for s, n in stores if s is not store] + [(store, templates)]
+    return savers, stores
+
+
+def _templates(
+    namespaces: Sequence[tuple[str, ...]] | None,
+) -> tuple[tuple[str, ...], ...] | None:
+    if not namespaces:
+        return None
+    if isinstance(namespaces, tuple) and isinstance(namespaces[0], str):
+        return (namespaces,)  # type: ignore[return-value]  # one template given bare
+    return tuple(tuple(n) for n in namespaces)
 
 
 def forget_user(
@@ -50,13 +84,14 @@ def forget_user(
     *,
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
-    store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+    store_namespaces: Sequence[tuple[str, ...]] | None = None,
 ) -> dict[str, int]:
     """Erase every tier of the user; return how much of each was removed.
 
     The work behind :meth:`TieredMemory.forget_user`, which documents it.
     """
-    return drive(_forget_user_plan(tiers, user_id, checkpointer, store, store_namespaces))
+    savers, stores = _targets(tiers, checkpointer, store, store_namespaces)
+    return drive(_forget_user_plan(tiers, user_id, savers, stores))
 
 
 async def aforget_user(
@@ -65,10 +100,11 @@ async def aforget_user(
     *,
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
-    store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+    store_namespaces: Sequence[tuple[str, ...]] | None = None,
 ) -> dict[str, int]:
     """Async :func:`forget_user`."""
-    return await adrive(_forget_user_plan(tiers, user_id, checkpointer, store, store_namespaces))
+    savers, stores = _targets(tiers, checkpointer, store, store_namespaces)
+    return await adrive(_forget_user_plan(tiers, user_id, savers, stores))
 
 
 def forget_thread(
@@ -82,7 +118,8 @@ def forget_thread(
 
     The work behind :meth:`TieredMemory.forget_thread`, which documents it.
     """
-    return drive(_forget_thread_plan(tiers, user_id, thread_id, checkpointer))
+    savers, _ = _targets(tiers, checkpointer, None, None)
+    return drive(_forget_thread_plan(tiers, user_id, thread_id, savers))
 
 
 async def aforget_thread(
@@ -93,7 +130,8 @@ async def aforget_thread(
     checkpointer: BaseCheckpointSaver | None = None,
 ) -> dict[str, int]:
     """Async :func:`forget_thread`."""
-    return await adrive(_forget_thread_plan(tiers, user_id, thread_id, checkpointer))
+    savers, _ = _targets(tiers, checkpointer, None, None)
+    return await adrive(_forget_thread_plan(tiers, user_id, thread_id, savers))
 
 
 def export_user(
@@ -102,13 +140,14 @@ def export_user(
     *,
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
-    store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+    store_namespaces: Sequence[tuple[str, ...]] | None = None,
 ) -> dict[str, Any]:
     """A JSON-serializable copy of every tier of the user.
 
     The work behind :meth:`TieredMemory.export_user`, which documents it.
     """
-    return drive(_export_plan(tiers, user_id, checkpointer, store, store_namespaces))
+    savers, stores = _targets(tiers, checkpointer, store, store_namespaces)
+    return drive(_export_plan(tiers, user_id, savers, stores))
 
 
 async def aexport_user(
@@ -117,49 +156,86 @@ async def aexport_user(
     *,
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
-    store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+    store_namespaces: Sequence[tuple[str, ...]] | None = None,
 ) -> dict[str, Any]:
     """Async :func:`export_user`."""
-    return await adrive(_export_plan(tiers, user_id, checkpointer, store, store_namespaces))
+    savers, stores = _targets(tiers, checkpointer, store, store_namespaces)
+    return await adrive(_export_plan(tiers, user_id, savers, stores))
+
+
+def delete_items(tiers: Tiers, user_id: str, ids: Sequence[str]) -> Plan[int]:
+    """The plan of ``TieredMemory.delete_summaries``: the items, then the server's files."""
+    user_id = validate_user_id(user_id)
+    removed = yield call(tiers.summaries.delete, tiers.summaries.adelete, user_id, list(ids))
+    if removed:
+        yield from compact(tiers)
+    return int(removed)
+
+
+def edit_item(tiers: Tiers, user_id: str, item_id: str, text: str) -> Plan[bool]:
+    """The plan of ``TieredMemory.update_summary``: one in-place write, then the server's
+    files (the replaced text is kept on the item, not in the files' old records).
+    """
+    user_id = validate_user_id(user_id)
+    changed = yield call(
+        tiers.summaries.update, tiers.summaries.aupdate, user_id, str(item_id), text
+    )
+    if changed:
+        yield from compact(tiers)
+    return bool(changed)
+
+
+def delete_tags(tiers: Tiers, user_id: str, names: Sequence[str]) -> Plan[int]:
+    """The plan of ``TieredMemory.delete_user_tags``: the tags, then the server's files."""
+    user_id = validate_user_id(user_id)
+    removed = yield call(tiers.tags.delete, tiers.tags.adelete, user_id, list(names))
+    if removed:
+        yield from compact(tiers)
+    return int(removed)
+
+
+def compact(tiers: Tiers) -> Plan[None]:
+    """After a delete: the server's files rewritten, so the deleted data is off disk."""
+    if tiers.disk is not None:
+        yield call(tiers.disk.compact, tiers.disk.acompact)
 
 
 # ----- the plans (``_steps``): one body for the sync and the async form -----
 
 
 def _forget_user_plan(
-    tiers: Tiers,
-    user_id: str,
-    checkpointer: BaseCheckpointSaver | None,
-    store: BaseStore | None,
-    store_namespaces: Sequence[tuple[str, ...]],
+    tiers: Tiers, user_id: str, savers: list[BaseCheckpointSaver], stores: _Stores
 ) -> Plan[dict[str, int]]:
     user_id = validate_user_id(user_id)
+    # only the threads the user owns: another user's thread is never touched
     threads = yield call(tiers.history.threads, tiers.history.athreads, user_id)
-    prefixes = _user_prefixes(user_id, store_namespaces)
-    # another store's items are collected before anything is deleted: a read that
-    # fails then leaves the user whole, not half erased
-    items: list[Item] = []
-    if _generic(store):
-        items = yield from _store_items(store, prefixes)
-    if checkpointer is not None:
+    # other stores' items are collected before anything is deleted: a read that fails
+    # then leaves the user whole, not half erased
+    found: list[list[Item]] = []
+    for store, templates in stores:
+        items: list[Item] = []
+        if _generic(store):
+            items = yield from _store_items(store, _user_prefixes(user_id, templates))
+        found.append(items)
+    for saver in savers:
         for thread_id in threads:
-            yield call(checkpointer.delete_thread, checkpointer.adelete_thread, thread_id)
+            yield call(saver.delete_thread, saver.adelete_thread, thread_id)
     store_items = 0
-    if isinstance(store, RedisStore):
-        for prefix in prefixes:
-            store_items += yield call(store.purge, store.apurge, prefix)
-    elif store is not None:
-        yield call(
-            store.batch, store.abatch, [PutOp(item.namespace, item.key, None) for item in items]
-        )
-        store_items = len(items)
+    for (store, templates), items in zip(stores, found, strict=True):
+        if isinstance(store, RedisStore):
+            for prefix in _user_prefixes(user_id, templates):
+                store_items += yield call(store.purge, store.apurge, prefix)
+        elif items:
+            yield call(store.batch, store.abatch, [PutOp(i.namespace, i.key, None) for i in items])
+            store_items += len(items)
+    yield call(tiers.history.release_threads, tiers.history.arelease_threads, user_id, threads)
     removed = {
         "threads": len(threads),
         "history": (yield call(tiers.history.clear, tiers.history.aclear, user_id)),
         "tags": (yield call(tiers.tags.clear, tiers.tags.aclear, user_id)),
         "summaries": (yield call(tiers.summaries.clear, tiers.summaries.aclear, user_id)),
     }
-    if store is not None:
+    if stores:
         removed["store_items"] = store_items
     redis = tiers.redis
     if redis is not None:
@@ -167,23 +243,24 @@ def _forget_user_plan(
     if tiers.queue is not None:
         # its entry, the pending index, the watermark copy
         yield call(tiers.queue.forget, tiers.queue.aforget, user_id)
+    yield from compact(tiers)
     return removed
 
 
 def _forget_thread_plan(
-    tiers: Tiers,
-    user_id: str,
-    thread_id: str,
-    checkpointer: BaseCheckpointSaver | None,
+    tiers: Tiers, user_id: str, thread_id: str, savers: list[BaseCheckpointSaver]
 ) -> Plan[dict[str, int]]:
     user_id = validate_user_id(user_id)
+    thread_id = validate_thread_id(thread_id) or ""
     checkpoints = 0
-    if checkpointer is not None and thread_id in (
-        yield call(tiers.history.threads, tiers.history.athreads, user_id)
-    ):
+    if thread_id in (yield call(tiers.history.threads, tiers.history.athreads, user_id)):
         config = _thread_config(thread_id, any_namespace=True)
-        checkpoints = yield Step(_count, _acount, (checkpointer, config))
-        yield call(checkpointer.delete_thread, checkpointer.adelete_thread, thread_id)
+        for saver in savers:
+            checkpoints += yield Step(_count, _acount, (saver, config))
+            yield call(saver.delete_thread, saver.adelete_thread, thread_id)
+        yield call(
+            tiers.history.release_threads, tiers.history.arelease_threads, user_id, [thread_id]
+        )
     messages = yield call(
         tiers.history.forget_thread, tiers.history.aforget_thread, user_id, thread_id
     )
@@ -193,52 +270,34 @@ def _forget_thread_plan(
     derived = _derived_only_from(
         (yield call(tiers.summaries.get_all, tiers.summaries.aget_all, user_id)), thread_id
     )
-    return {
+    removed = {
         "messages": messages,
         "summaries": (
             yield call(tiers.summaries.delete, tiers.summaries.adelete, user_id, derived)
         ),
         "checkpoints": checkpoints,
     }
+    yield from compact(tiers)
+    return removed
 
 
 def _export_plan(
-    tiers: Tiers,
-    user_id: str,
-    checkpointer: BaseCheckpointSaver | None,
-    store: BaseStore | None,
-    store_namespaces: Sequence[tuple[str, ...]],
+    tiers: Tiers, user_id: str, savers: list[BaseCheckpointSaver], stores: _Stores
 ) -> Plan[dict[str, Any]]:
     user_id = validate_user_id(user_id)
     first, messages = yield call(tiers.history.since, tiers.history.asince, user_id, 0)
     threads = yield call(tiers.history.threads, tiers.history.athreads, user_id)
     extra: dict[str, Any] = {}
-    if checkpointer is not None:
+    if savers:
         states = []
         for thread_id in threads:
-            config = _thread_config(thread_id)
-            found = yield call(checkpointer.get_tuple, checkpointer.aget_tuple, config)
-            state = _thread_state(thread_id, found)
-            stored = found.checkpoint["channel_values"].get("messages") if found else None
-            if found is not None and not isinstance(stored, list):
-                # the prebuilt graph's messages are a DeltaChannel: a checkpoint holds what
-                # a step wrote (or now and then a snapshot), not the thread; rebuilt from
-                # the saver's writes (issue 32 item 5: the export had no messages)
-                history = yield call(
-                    checkpointer.get_delta_channel_history,
-                    checkpointer.aget_delta_channel_history,
-                    config=found.config,
-                    channels=["messages"],
-                )
-                rebuilt = messages_at(history.get("messages") or {})
-                if rebuilt:
-                    state["values"]["messages"] = _jsonable(rebuilt)
-            states.append(state)
+            states.append((yield from _thread_export(savers, thread_id)))
         extra["thread_states"] = states
-    if store is not None:
-        prefixes = _user_prefixes(user_id, store_namespaces)
-        items = yield from _store_items(store, prefixes)
-        extra["store"] = [_jsonable(i.dict()) for i in items]
+    if stores:
+        extra["store"] = []
+        for store, templates in stores:
+            items = yield from _store_items(store, _user_prefixes(user_id, templates))
+            extra["store"] += [_jsonable(i.dict()) for i in items]
     summaries = yield call(tiers.summaries.get_all, tiers.summaries.aget_all, user_id)
     return {
         "user_id": user_id,
@@ -254,12 +313,43 @@ def _export_plan(
     }
 
 
+def _thread_export(savers: list[BaseCheckpointSaver], thread_id: str) -> Plan[dict[str, Any]]:
+    """The latest state of a thread, from the first checkpointer that holds it."""
+    config = _thread_config(thread_id)
+    for saver in savers:
+        found = yield call(saver.get_tuple, saver.aget_tuple, config)
+        if found is None:
+            continue
+        state = _thread_state(thread_id, found)
+        stored = found.checkpoint["channel_values"].get("messages")
+        if not isinstance(stored, list):
+            # the prebuilt graph's messages are a DeltaChannel: a checkpoint holds what
+            # a step wrote (or now and then a snapshot), not the thread; rebuilt from
+            # the saver's writes (issue 32 item 5: the export had no messages)
+            history = yield call(
+                saver.get_delta_channel_history,
+                saver.aget_delta_channel_history,
+                config=found.config,
+                channels=["messages"],
+            )
+            rebuilt = messages_at(history.get("messages") or {})
+            if rebuilt:
+                state["values"]["messages"] = _jsonable(rebuilt)
+        return state
+    return _thread_state(thread_id, None)
+
+
 def _count(checkpointer: BaseCheckpointSaver, config: RunnableConfig) -> int:
     return sum(1 for _ in checkpointer.list(config))
 
 
 async def _acount(checkpointer: BaseCheckpointSaver, config: RunnableConfig) -> int:
     return len([c async for c in checkpointer.alist(config)])
+
+
+def check_namespaces(templates: Sequence[tuple[str, ...]]) -> None:
+    """Raise ``ValueError`` for a namespace template without a ``"{user_id}"`` label."""
+    _user_prefixes("x", templates)
 
 
 def _user_prefixes(user_id: str, templates: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:

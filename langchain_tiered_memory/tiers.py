@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 from langchain_tiered_memory._ids import validate_count, validate_thread_id, validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, call
@@ -29,11 +31,26 @@ from langchain_tiered_memory.stores.summaries import SummaryStore
 from langchain_tiered_memory.stores.tags import TagStore
 from langchain_tiered_memory.stores.turn import RedisTiers
 
-__all__ = ["MemorySnapshot", "Tiers"]
+__all__ = ["DEFAULT_STORE_NAMESPACES", "Disk", "MemorySnapshot", "Tiers"]
+
+# LangMem's layout: create_manage_memory_tool(namespace=("memories", "{user_id}"))
+DEFAULT_STORE_NAMESPACES: tuple[tuple[str, ...], ...] = (("memories", "{user_id}"),)
 
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+
+
+class Disk(Protocol):
+    """Files a server keeps of the data (the embedded server's): rewritten after a delete
+    so that what was deleted is off disk too.
+    """
+
+    def compact(self) -> None:
+        """Rewrite the files, waiting until done."""
+
+    async def acompact(self) -> None:
+        """Async :meth:`compact`."""
 
 
 @dataclass
@@ -73,6 +90,35 @@ class Tiers:
     user_ttl: float | None = None
     history_retention: int | None = None
     summarize_after: int | None = None
+    # What else holds the users' data, so that every erasure and export reaches it
+    # whichever door it comes through (privacy.py reads these): LangGraph checkpointers
+    # (the memory's own Redis saver first), LangGraph stores with the namespace templates
+    # of a user's items, and the server's files.
+    checkpointers: list[BaseCheckpointSaver[Any]] = field(default_factory=list)
+    stores: list[tuple[BaseStore, tuple[tuple[str, ...], ...]]] = field(default_factory=list)
+    disk: Disk | None = None
+
+    def attach(
+        self,
+        *,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
+        store: BaseStore | None = None,
+        store_namespaces: Sequence[tuple[str, ...]] | None = None,
+    ) -> None:
+        """Add a checkpointer and/or a store that hold the users' data (each once).
+
+        ``store_namespaces`` are the templates of a user's namespaces in ``store`` (default
+        :data:`DEFAULT_STORE_NAMESPACES`); without ``store`` they replace those of the
+        memory's own store.
+        """
+        if checkpointer is not None and all(c is not checkpointer for c in self.checkpointers):
+            self.checkpointers.append(checkpointer)
+        templates = tuple(map(tuple, store_namespaces)) if store_namespaces else None
+        if store is not None:
+            self.stores = [(s, n) for s, n in self.stores if s is not store]
+            self.stores.append((store, templates or DEFAULT_STORE_NAMESPACES))
+        elif templates and self.stores:
+            self.stores[0] = (self.stores[0][0], templates)
 
     def __post_init__(self) -> None:
         after = self.summarize_after

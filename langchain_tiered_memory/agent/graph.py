@@ -52,6 +52,7 @@ from langchain_tiered_memory.agent.nodes import (
     ModelStep,
     invalid_call_errors,
 )
+from langchain_tiered_memory.agent.owned import owned_threads
 from langchain_tiered_memory.agent.policy import ModelPolicy
 from langchain_tiered_memory.agent.prompt import (
     MemoryRenderer,
@@ -352,4 +353,7 @@ def create_memory_graph(
     builder.add_conditional_edges(MODEL, _route_after_model, [TOOLS, MODEL, SAVE_MEMORY])
     builder.add_edge(TOOLS, MODEL)
     builder.add_edge(SAVE_MEMORY, END)
-    return builder.compile(checkpointer=checkpointer, store=store, name=name)
+    # the erasure and export of a user reach what the graph keeps of them, from any door
+    memory.attach(checkpointer=checkpointer, store=store)
+    graph = builder.compile(checkpointer=checkpointer, store=store, name=name)
+    return owned_threads(graph, memory.history)

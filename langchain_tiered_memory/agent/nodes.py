@@ -304,6 +304,14 @@ class MemoryNodes:
                 if msg_id and (_mark(msg_id) in known or msg_id in known):
                     start = i + 1
                     break
+            else:
+                # None of the recently saved messages is left: the thread was cleared
+                # (RemoveMessage(REMOVE_ALL_MESSAGES)) or summarized down to its last
+                # message. The saved count says nothing of what is left; this turn's
+                # messages (from its human message on) are new whatever happened to the
+                # old ones, and a summary a middleware put before them is not the user's.
+                last = _last_human(messages)
+                start = messages.index(last) if last is not None else 0
         new = messages[start:]
         kept = [*anchors, *(_mark(m.id) for m in new if m.id)][-_SAVED_IDS:]
         return new, saved, {"saved_count": saved + len(new), "saved_ids": kept}

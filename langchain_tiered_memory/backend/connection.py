@@ -28,7 +28,11 @@ from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.retry import Retry
 
-from langchain_tiered_memory.errors import CorruptMemoryError, MemoryBackendError
+from langchain_tiered_memory.errors import (
+    CorruptMemoryError,
+    MemoryBackendError,
+    TieredMemoryError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +52,10 @@ def translate_errors(url: str) -> Iterator[None]:
     """Re-raise redis-py errors as ``MemoryBackendError`` with the URL and a hint."""
     try:
         yield
-    except MemoryBackendError:
-        raise  # already translated (e.g. by the cluster probe on first use)
+    except TieredMemoryError:
+        # already translated (e.g. by the cluster probe on first use), or the package's
+        # own refusal (a ThreadOwnershipError is a PermissionError, so an OSError)
+        raise
     except redis.exceptions.ConnectionError as exc:
         if str(exc) != _POOL_EXHAUSTED:
             raise _unreachable(url, exc) from exc

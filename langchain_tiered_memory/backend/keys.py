@@ -139,6 +139,18 @@ class KeyBuilder:
         """
         return f"{self.prefix}:{{cp:{escape_id(thread_id, 'thread_id')}}}:{kind}"
 
+    def thread_owner_key(self, thread_id: object) -> str:
+        """The key naming the user a thread belongs to (the user of its first turn).
+
+        In the thread's slot, beside its checkpoints, but not one of them: it is the
+        memory's record (kept whichever checkpointer the app uses), not the saver's.
+
+        Example:
+            >>> KeyBuilder("tm").thread_owner_key("t-1")
+            'tm:{cp:t-1}:owner'
+        """
+        return f"{self.prefix}:{{cp:{escape_id(thread_id, 'thread_id')}}}:owner"
+
     def thread_keys(self, thread_id: object) -> list[str]:
         """Every checkpointer key of a thread, in :data:`THREAD_KINDS` order."""
         return [self.thread_key(thread_id, kind) for kind in THREAD_KINDS]

@@ -119,15 +119,21 @@ def redis_parts(
 def saver(
     connection: RedisConnection, history: HistoryStore, ttl: CheckpointTTL | None
 ) -> RedisSaver:
-    """A ``RedisSaver`` on the memory's connection and key prefix."""
-    return RedisSaver(connection, key_prefix=keys_of(history).prefix, ttl=ttl)
+    """A ``RedisSaver`` on the memory's connection and key prefix, refusing a run of one
+    user on another user's thread before the run writes anything.
+    """
+    saver = RedisSaver(connection, key_prefix=keys_of(history).prefix, ttl=ttl)
+    saver.thread_owners = history
+    return saver
 
 
 def async_saver(
     connection: RedisConnection, history: HistoryStore, ttl: CheckpointTTL | None
 ) -> AsyncRedisSaver:
-    """An ``AsyncRedisSaver`` on the memory's connection and key prefix."""
-    return AsyncRedisSaver(connection, key_prefix=keys_of(history).prefix, ttl=ttl)
+    """An ``AsyncRedisSaver`` on the memory's connection and key prefix (as :func:`saver`)."""
+    saver = AsyncRedisSaver(connection, key_prefix=keys_of(history).prefix, ttl=ttl)
+    saver.thread_owners = history
+    return saver
 
 
 def langgraph_store(

@@ -11,7 +11,6 @@ from langchain_tiered_memory.cli.common import (
     EXIT_OK,
     checkpoint_thread_id,
     describe_model,
-    forget_user_everywhere,
     load_chat_model,
     open_memory,
     rich_console,
@@ -174,7 +173,7 @@ class _ChatSession:
         elif name == "/forget":
             answer = self.console.input(f"Erase every memory of {esc(repr(self.user))}? \\[y/N] ")
             if answer.strip().lower() in {"y", "yes"}:
-                removed = forget_user_everywhere(self.memory, self.user, self.saver)
+                removed = self.memory.forget_user(self.user)
                 parts = ", ".join(f"{n} {what}" for what, n in removed.items())
                 line(self.console, f"forgot {self.user!r}: removed {parts}")
             else:

@@ -14,7 +14,6 @@ from langchain_tiered_memory.cli.common import (
     checkpoint_thread_id,
     data_dir_of,
     describe_model,
-    forget_user_everywhere,
     load_chat_model,
     open_memory,
     rich_console,
@@ -157,26 +156,24 @@ def cmd_forget(args: argparse.Namespace) -> int:
         if answer.strip().lower() not in {"y", "yes"}:
             console.print("nothing erased")
             return EXIT_ERROR
-    from langchain_tiered_memory.defaults import open_checkpointer
-
     if args.thread:
         return _forget_thread(args, user, console)
-    with open_memory(args) as memory, open_checkpointer(memory) as saver:
-        removed = forget_user_everywhere(memory, user, saver)
+    # the one erasure: every tier, the user's threads in the memory's checkpointer and
+    # items in its store, the server's files
+    with open_memory(args) as memory:
+        removed = memory.forget_user(user)
     parts = ", ".join(f"{n} {what}" for what, n in removed.items())
     console.print(f"forgot user {esc(repr(user))}: removed {parts}", highlight=False)
     return EXIT_OK
 
 
 def _forget_thread(args: argparse.Namespace, user: str, console: Any) -> int:
-    from langchain_tiered_memory.defaults import open_checkpointer
-
-    with open_memory(args) as memory, open_checkpointer(memory) as saver:
+    with open_memory(args) as memory:
         # chat threads are recorded under a user-scoped id; an app's under its own
         thread = args.thread
         if thread not in memory.history.threads(user):
             thread = checkpoint_thread_id(user, thread)
-        removed = memory.forget_thread(user, thread, checkpointer=saver)
+        removed = memory.forget_thread(user, thread)
     parts = ", ".join(f"{n} {what}" for what, n in removed.items())
     console.print(
         f"forgot thread {esc(repr(args.thread))} of user {esc(repr(user))}: removed {parts}",

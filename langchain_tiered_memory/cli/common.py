@@ -13,7 +13,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.backend.server import default_data_dir
-from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.persistence.checkpoint import RedisSaver
 from langchain_tiered_memory.testing import ScriptedChatModel
 
@@ -37,7 +36,6 @@ __all__ = [
     "FAKE_MODEL",
     "checkpoint_thread_id",
     "describe_model",
-    "forget_user_everywhere",
     "load_chat_model",
     "user_thread_ids",
 ]
@@ -128,22 +126,3 @@ def user_thread_ids(saver: BaseCheckpointSaver, user_id: str) -> list[str]:
         if str(item.config["configurable"].get("thread_id", "")).startswith(prefix)
     }
     return sorted(threads)
-
-
-def forget_user_everywhere(
-    memory: TieredMemory, user_id: str, saver: BaseCheckpointSaver | None = None
-) -> dict[str, int]:
-    """Erase every tier of the user and, with ``saver``, every chat thread of the user.
-
-    ``TieredMemory.forget_user`` deletes the threads the graph recorded for the user; the
-    user-namespaced threads (:func:`checkpoint_thread_id`) whose turns never reached
-    ``save_memory`` are found in the saver and deleted too.
-    """
-    if saver is None:
-        return memory.forget_user(user_id)
-    removed = memory.forget_user(user_id, checkpointer=saver)
-    leftovers = user_thread_ids(saver, user_id)
-    for thread_id in leftovers:
-        saver.delete_thread(thread_id)
-    removed["threads"] = removed.get("threads", 0) + len(leftovers)
-    return removed

@@ -51,7 +51,6 @@ from langchain_tiered_memory.cli.common import (
     FAKE_MODEL,
     checkpoint_thread_id,
     describe_model,
-    forget_user_everywhere,
     load_chat_model,
     user_thread_ids,
 )
@@ -82,7 +81,6 @@ __all__ = [
     "describe_model",
     "checkpoint_thread_id",
     "user_thread_ids",
-    "forget_user_everywhere",
     "prompt_tags",
     "run_demo",
     "run_demo_step",
@@ -199,7 +197,7 @@ def run_demo_step(
     ):
         line(console, f"redis: {memory.redis_url}; data dir: {data_dir}")
         if step == 1:
-            removed = forget_user_everywhere(memory, user_id, saver)
+            removed = memory.forget_user(user_id)
             if any(removed.values()):
                 line(console, f"(reset user {user_id!r} left over from an earlier run)")
         tags_before = memory.get_user_tags(user_id)

@@ -27,7 +27,6 @@ from langchain_tiered_memory.console import views
 from langchain_tiered_memory.console.security import ConsoleGuard, secure_headers
 from langchain_tiered_memory.errors import TieredMemoryError
 from langchain_tiered_memory.memory import TieredMemory
-from langchain_tiered_memory.stores.history import RedisHistoryStore
 
 __all__ = ["create_app"]
 
@@ -122,7 +121,7 @@ def create_app(
         user_id = user_of(form.get("u"))
         name, value = str(form.get("name", "")), str(form.get("value", ""))
         if form.get("action") == "delete":
-            await run_in_threadpool(memory.tags.delete, user_id, [name])
+            await run_in_threadpool(memory.delete_user_tags, user_id, [name])
             return back(user_id, f"tag {name} deleted")
         await run_in_threadpool(memory.set_user_tags, user_id, {name: value})
         return back(user_id, f"tag {name} saved")
@@ -132,21 +131,21 @@ def create_app(
         user_id = user_of(form.get("u"))
         item_id = str(form.get("id", ""))
         if form.get("action") == "delete":
-            n = await run_in_threadpool(memory.summaries.delete, user_id, [item_id])
+            n = await run_in_threadpool(memory.delete_summaries, user_id, [item_id])
             return back(user_id, f"item {item_id} deleted" if n else f"no item {item_id}")
         if form.get("action") == "add":
             await run_in_threadpool(memory.add_summaries, user_id, [str(form.get("text", ""))])
             return back(user_id, "item added")
-        new_id = await run_in_threadpool(
-            views.edit_item, memory, user_id, item_id, str(form.get("text", ""))
+        changed = await run_in_threadpool(
+            memory.update_summary, user_id, item_id, str(form.get("text", ""))
         )
-        return back(user_id, f"item {item_id} saved as {new_id}")
+        return back(user_id, f"item {item_id} saved" if changed else f"item {item_id} unchanged")
 
     async def post_thread(request: Request) -> Response:
         form = await request.form()
         user_id = user_of(form.get("u"))
         thread = str(form.get("thread", ""))
-        removed = await run_in_threadpool(_forget_thread, memory, user_id, thread)
+        removed = await run_in_threadpool(memory.forget_thread, user_id, thread)
         return back(user_id, f"thread forgotten: {removed}")
 
     async def post_forget(request: Request) -> Response:
@@ -154,7 +153,7 @@ def create_app(
         user_id = user_of(form.get("u"))
         if form.get("confirm") != user_id:
             return error("Type the user id exactly to confirm; nothing was erased.", 400)
-        removed = await run_in_threadpool(_forget_user, memory, user_id)
+        removed = await run_in_threadpool(memory.forget_user, user_id)
         return page("forgotten.html", user_id=user_id, removed=removed)
 
     async def dispatch(request: Request) -> Response:
@@ -188,16 +187,3 @@ def create_app(
         Mount("/static", app=StaticFiles(directory=_HERE / "static"), name="static"),
     ]
     return Starlette(routes=routes)
-
-
-def _checkpointer(memory: TieredMemory) -> Any:
-    # the graph's threads live beside the tiers on Redis: erase them too
-    return memory.checkpointer() if isinstance(memory.history, RedisHistoryStore) else None
-
-
-def _forget_thread(memory: TieredMemory, user_id: str, thread_id: str) -> dict[str, int]:
-    return memory.forget_thread(user_id, thread_id, checkpointer=_checkpointer(memory))
-
-
-def _forget_user(memory: TieredMemory, user_id: str) -> dict[str, int]:
-    return memory.forget_user(user_id, checkpointer=_checkpointer(memory))

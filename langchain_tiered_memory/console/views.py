@@ -15,7 +15,6 @@ from langchain_core.messages import BaseMessage
 
 from langchain_tiered_memory.agent.nodes import DEFAULT_MEMORY_TOKEN_BUDGET
 from langchain_tiered_memory.agent.prompt import render_memory_section
-from langchain_tiered_memory.errors import InvalidSummaryError
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.stores.directory import (
     PAGE_SIZE,
@@ -161,30 +160,6 @@ def user_view(memory: TieredMemory, user_id: str, item_offset: int = 0) -> UserV
         unsummarized=max(length - memory.summaries.get_watermark(user_id), 0),
         threads=memory.history.threads(user_id),
     )
-
-
-def edit_item(memory: TieredMemory, user_id: str, item_id: str, text: str) -> str:
-    """Replace an item's text: the new text is embedded and stored with the old item's date
-    and metadata, then the old item is deleted (a failure in between leaves both, never
-    neither). Returns the id that now holds the text.
-
-    Raises:
-        InvalidSummaryError: no item ``item_id``, or ``text`` is not a valid item.
-    """
-    old = next((d for d in memory.summaries.get_all(user_id) if str(d.id) == item_id), None)
-    if old is None:
-        raise InvalidSummaryError(f"no item {item_id!r} for this user; it may be deleted.")
-    if text.strip() == old.page_content.strip():
-        return item_id
-    keep = {k: v for k, v in old.metadata.items() if k not in _ITEM_FIELDS}
-    if old.metadata.get("threads"):
-        keep["threads"] = old.metadata["threads"]
-    ids = memory.add_summaries(
-        user_id, [text], created_at=old.metadata.get("created_at"), metadata=keep or None
-    )
-    memory.summaries.delete(user_id, [item_id])
-    logger.info("console: item %s of a user replaced by %s", item_id, ids or "an existing item")
-    return ids[0] if ids else item_id
 
 
 @dataclass

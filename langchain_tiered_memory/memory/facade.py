@@ -147,6 +147,15 @@ class TieredMemory(TierMethods, JobMethods, PrivacyMethods):
         self.redis_url = redis_url
         self._connection = _connection
         self._server = _server
+        if _connection is not None:
+            # the memory's own checkpoints and store items on its Redis: every erasure and
+            # export reaches them, whichever process or entry point calls it (views of the
+            # keys; constructing them does no I/O)
+            self.tiers.attach(
+                checkpointer=opening.saver(_connection, history, None),
+                store=opening.langgraph_store(_connection, history, index=None, ttl=None),
+            )
+        self.tiers.disk = _server  # the embedded server's files: rewritten after a delete
         # summarizing, the queue and the background jobs (see summarization/jobs.py)
         self.summarization = Summarization(self.tiers)
 

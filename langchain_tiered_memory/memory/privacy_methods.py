@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from langchain_tiered_memory import privacy
-from langchain_tiered_memory.backend.server import EmbeddedRedis
-from langchain_tiered_memory.privacy import DEFAULT_STORE_NAMESPACES
+from langchain_tiered_memory._steps import adrive, drive
+from langchain_tiered_memory.backend import opening
 from langchain_tiered_memory.summarization.jobs import Summarization
 from langchain_tiered_memory.tiers import Tiers
-
-if TYPE_CHECKING:
-    pass
-
 
 __all__ = ["PrivacyMethods"]
 
@@ -26,9 +22,49 @@ class PrivacyMethods:
 
     tiers: Tiers
     summarization: Summarization
-    _server: EmbeddedRedis | None
+    _connection: opening.RedisConnection | None
+
+    def _own(self, part: object) -> bool:
+        """Whether ``part`` (a saver, a store) keeps its keys in this memory's Redis."""
+        keys = getattr(part, "keys", None)
+        return (
+            part is not None
+            and self._connection is not None
+            and getattr(part, "connection", None) is self._connection
+            and getattr(keys, "prefix", None) == opening.keys_of(self.tiers.history).prefix
+        )
 
     # ----- privacy: langchain_tiered_memory.privacy does the work -----
+
+    def attach(
+        self,
+        *,
+        checkpointer: BaseCheckpointSaver | None = None,
+        store: BaseStore | None = None,
+        store_namespaces: Sequence[tuple[str, ...]] | None = None,
+    ) -> None:
+        """Tell the memory of a checkpointer or store that holds its users' data, once:
+        every erasure and export reaches it from then on, whichever entry point calls it
+        (``forget_user`` from the app, the console, the MCP server, the CLI).
+
+        The memory's own ``checkpointer()`` and ``store()`` need no attaching.
+        ``create_memory_graph(memory=..., checkpointer=..., store=...)`` attaches what it is
+        given. ``store_namespaces``: the templates of a user's namespaces in ``store``
+        (default ``[("memories", "{user_id}")]``); without ``store``, of the memory's own.
+
+        Example:
+            >>> memory.attach(checkpointer=PostgresSaver(conn))  # doctest: +SKIP
+            >>> memory.forget_user("alice")  # its threads there too  # doctest: +SKIP
+        """
+        if store_namespaces is not None:
+            privacy.check_namespaces(store_namespaces)
+        # a saver or store on the memory's own Redis and prefix is a view of keys it
+        # already erases (memory.checkpointer(), memory.store()): once is enough
+        if self._own(checkpointer):
+            checkpointer = None
+        if self._own(store):
+            store = None
+        self.tiers.attach(checkpointer=checkpointer, store=store, store_namespaces=store_namespaces)
 
     def forget_user(
         self,
@@ -36,19 +72,23 @@ class PrivacyMethods:
         *,
         checkpointer: BaseCheckpointSaver | None = None,
         store: BaseStore | None = None,
-        store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+        store_namespaces: Sequence[tuple[str, ...]] | None = None,
     ) -> dict[str, int]:
         """Erase every tier of the user; return how much of each was removed.
 
-        With ``checkpointer``, the conversation threads the user's turns came from (as
-        recorded by the graph) are deleted from it first. With ``store`` (any LangGraph
-        ``BaseStore``), every item of the user's namespaces: those that start with one of
-        ``store_namespaces`` once ``"{user_id}"`` is replaced by the user id (default
-        LangMem's ``("memories", "{user_id}")``; pass ``[("{user_id}",)]`` for LangGraph's
-        ``(user_id, ...)`` layout). The user id is matched at that position only, never as
-        any label: a user called ``"memories"`` erases ``("memories", "memories")``, not
-        everyone's ``("memories", <id>)``. On the package's embedded server the server's
-        files are rewritten before this returns, so the erased data is off disk too
+        Erases everything the memory knows of: the three tiers, the threads the user owns
+        (a thread is its first user's: another user's thread is never touched) in every
+        checkpointer the memory knows (on Redis its own, which ``checkpointer()`` hands
+        out, and any given to :meth:`attach`), and the user's namespaces in every store it
+        knows (its own ``store()`` and any attached). ``checkpointer`` and ``store`` add
+        one more for this call only. A user's namespaces are those that start with one of
+        the store's templates once ``"{user_id}"`` is replaced by the user id (default
+        LangMem's ``("memories", "{user_id}")``; ``store_namespaces`` gives ``store``'s,
+        e.g. ``[("{user_id}",)]`` for LangGraph's ``(user_id, ...)`` layout). The user id is
+        matched at that position only, never as any label: a user called ``"memories"``
+        erases ``("memories", "memories")``, not everyone's ``("memories", <id>)``. On the
+        package's embedded server the server's files are rewritten before this returns, so
+        the erased data is off disk too
         (:meth:`EmbeddedRedis.compact <langchain_tiered_memory.EmbeddedRedis.compact>`).
 
         Example:
@@ -62,8 +102,6 @@ class PrivacyMethods:
             store=store,
             store_namespaces=store_namespaces,
         )
-        if self._server is not None:  # the package's own server: off its files too
-            self._server.compact()
         return removed
 
     async def aforget_user(
@@ -72,7 +110,7 @@ class PrivacyMethods:
         *,
         checkpointer: BaseCheckpointSaver | None = None,
         store: BaseStore | None = None,
-        store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+        store_namespaces: Sequence[tuple[str, ...]] | None = None,
     ) -> dict[str, int]:
         """Async :meth:`forget_user`."""
         removed = await privacy.aforget_user(
@@ -82,9 +120,54 @@ class PrivacyMethods:
             store=store,
             store_namespaces=store_namespaces,
         )
-        if self._server is not None:
-            await self._server.acompact()
         return removed
+
+    def delete_summaries(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete summary items by id; return how many existed. On the embedded server its
+        files are rewritten before this returns, so the deleted text is off disk too.
+
+        Example:
+            >>> memory.delete_summaries("alice", ["3"])  # doctest: +SKIP
+            1
+        """
+        return drive(privacy.delete_items(self.tiers, user_id, ids))
+
+    async def adelete_summaries(self, user_id: str, ids: Sequence[str]) -> int:
+        """Async :meth:`delete_summaries`."""
+        return await adrive(privacy.delete_items(self.tiers, user_id, ids))
+
+    def update_summary(self, user_id: str, item_id: str, text: str) -> bool:
+        """Fix one summary item's text in place: same id, date, provenance and
+        supersession, the earlier text kept on the item (``metadata["edits"]``); the old
+        text is off the embedded server's files when this returns. Returns whether the
+        text changed.
+
+        Raises:
+            InvalidSummaryError: no such item, or ``text`` is not a valid item.
+
+        Example:
+            >>> memory.update_summary("alice", "3", "Alice is 31.")  # doctest: +SKIP
+            True
+        """
+        return drive(privacy.edit_item(self.tiers, user_id, item_id, text))
+
+    async def aupdate_summary(self, user_id: str, item_id: str, text: str) -> bool:
+        """Async :meth:`update_summary`."""
+        return await adrive(privacy.edit_item(self.tiers, user_id, item_id, text))
+
+    def delete_user_tags(self, user_id: str, names: Sequence[str]) -> int:
+        """Delete tags by name (logged in the tag history); return how many existed. The
+        embedded server's files are rewritten before this returns.
+
+        Example:
+            >>> memory.delete_user_tags("alice", ["age"])  # doctest: +SKIP
+            1
+        """
+        return drive(privacy.delete_tags(self.tiers, user_id, names))
+
+    async def adelete_user_tags(self, user_id: str, names: Sequence[str]) -> int:
+        """Async :meth:`delete_user_tags`."""
+        return await adrive(privacy.delete_tags(self.tiers, user_id, names))
 
     def forget_thread(
         self, user_id: str, thread_id: str, *, checkpointer: BaseCheckpointSaver | None = None
@@ -92,10 +175,11 @@ class PrivacyMethods:
         """Erase one conversation thread of the user; return how much was removed.
 
         Deletes the thread's messages from the history, the summary items made only from
-        that thread (items that also came from other threads stay), and, with
-        ``checkpointer``, the thread's checkpoints, but only for a thread recorded for this
-        user (another user's thread id is left alone: 0 checkpoints). Tags stay: they are
-        the user's, and their history says which thread set them.
+        that thread (items that also came from other threads stay), and the thread's
+        checkpoints in every checkpointer the memory knows (see :meth:`forget_user`; plus
+        ``checkpointer``), but only for a thread this user owns (another user's thread id
+        is left alone: 0 checkpoints). Tags stay: they are the user's, and their history
+        says which thread set them.
 
         Example:
             >>> memory.forget_thread("alice", "t-2", checkpointer=saver)  # doctest: +SKIP
@@ -103,8 +187,6 @@ class PrivacyMethods:
 
         """
         removed = privacy.forget_thread(self.tiers, user_id, thread_id, checkpointer=checkpointer)
-        if self._server is not None:
-            self._server.compact()
         return removed
 
     async def aforget_thread(
@@ -114,8 +196,6 @@ class PrivacyMethods:
         removed = await privacy.aforget_thread(
             self.tiers, user_id, thread_id, checkpointer=checkpointer
         )
-        if self._server is not None:
-            await self._server.acompact()
         return removed
 
     def export_user(
@@ -124,13 +204,13 @@ class PrivacyMethods:
         *,
         checkpointer: BaseCheckpointSaver | None = None,
         store: BaseStore | None = None,
-        store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+        store_namespaces: Sequence[tuple[str, ...]] | None = None,
     ) -> dict[str, Any]:
         """A JSON-serializable copy of every tier of the user.
 
-        With ``checkpointer``, the latest state of each of the user's threads
-        (``"thread_states"``); with ``store``, the items of the user's namespaces
-        (``"store"``, the namespaces :meth:`forget_user` would erase).
+        The latest state of each thread the user owns, from the checkpointers the memory
+        knows (``"thread_states"``), and the items of the user's namespaces in the stores
+        it knows (``"store"``): what :meth:`forget_user` would erase.
 
         Example:
             >>> memory.export_user("alice", checkpointer=saver)["thread_states"]  # doctest: +SKIP
@@ -150,7 +230,7 @@ class PrivacyMethods:
         *,
         checkpointer: BaseCheckpointSaver | None = None,
         store: BaseStore | None = None,
-        store_namespaces: Sequence[tuple[str, ...]] = DEFAULT_STORE_NAMESPACES,
+        store_namespaces: Sequence[tuple[str, ...]] | None = None,
     ) -> dict[str, Any]:
         """Async :meth:`export_user`."""
         return await privacy.aexport_user(

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
+from langchain_tiered_memory._ids import validate_thread_id
 from langchain_tiered_memory.backend.connection import RedisConnection
 from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.errors import CorruptMemoryError, InvalidTagError
@@ -357,7 +358,7 @@ class RedisTagStore(TagStore):
             self.key(user_id),
             self.keys.key(user_id, "tags:log"),
             _now(),
-            thread_id or "",
+            validate_thread_id(thread_id) or "",
             MAX_TAG_HISTORY,
         ]
         for name, value in values.items():
@@ -394,7 +395,7 @@ class RedisTagStore(TagStore):
             self.key(user_id),
             log,
             _now(),
-            thread_id or "",
+            validate_thread_id(thread_id) or "",
             MAX_TAG_HISTORY,
             *names,
         ]
@@ -493,6 +494,7 @@ class InMemoryTagStore(TagStore):
     ) -> dict[str, str]:
         """Validate, then write all at once, logging each change."""
         user_id = validate_user_id(user_id)
+        thread_id = validate_thread_id(thread_id)
         values = self.validate(mapping)
         now = _now()
         with self._lock:
@@ -522,6 +524,7 @@ class InMemoryTagStore(TagStore):
     def delete(self, user_id: str, names: Sequence[str], *, thread_id: str | None = None) -> int:
         """Delete each named tag that exists, logging each deletion."""
         user_id = validate_user_id(user_id)
+        thread_id = validate_thread_id(thread_id)
         names = self._names(names)
         now = _now()
         with self._lock:

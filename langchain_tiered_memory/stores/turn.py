@@ -35,6 +35,7 @@ from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.retrieval.conversation import recall
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, RedisHistoryStore
+from langchain_tiered_memory.stores.history.base import owned_elsewhere
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryStore
 from langchain_tiered_memory.stores.tags import RedisTagStore, TagStore
 
@@ -82,6 +83,7 @@ class TurnReplies:
     tags: Any
     version: Any
     history: Any  # None when no history was asked for
+    claim: Any = None  # the thread's owner before this turn (None: none, or no thread)
 
 
 @dataclass(frozen=True)
@@ -116,12 +118,14 @@ class RedisTiers:
         if max_messages > 0:
             commands.append(self.history.tail_command(user_id, max_messages))
         if thread_id is not None:  # before the touch: the new set gets the user's expiry too
-            commands.append(self.history.record_thread_command(user_id, thread_id))
+            commands += self.history.record_thread_commands(user_id, thread_id, touch_ms)
         if touch_ms:  # the user's retention clock, in the same round trip (same slot)
             commands += [("PEXPIRE", k, touch_ms) for k in self.history.keys.all_keys(user_id)]
         return commands
 
-    def _replies(self, raw: list[Any], max_messages: int) -> TurnReplies:
+    def _replies(
+        self, raw: list[Any], max_messages: int, user_id: str, thread_id: str | None
+    ) -> TurnReplies:
         # Executed with raise_on_error=False: a reply that is an error stays in its place.
         # A key of another type (WRONGTYPE) is that tier's corrupt data, raised when the
         # tier is parsed, so the other tiers still load; any other error fails the turn.
@@ -136,11 +140,19 @@ class RedisTiers:
             elif isinstance(reply, Exception):
                 raise reply
             checked.append(reply)
+        # the owner's GET follows the claim's SET NX
+        claim = checked[4 if max_messages > 0 else 3] if thread_id is not None else None
+        if isinstance(claim, Exception):
+            raise claim  # an owner record of another type: no turn on an unknown owner
         return TurnReplies(
             tags=checked[0],
             version=checked[1],
             history=checked[2] if max_messages > 0 else None,
+            claim=claim,
         )
+
+    def _refused(self, user_id: str, thread_id: str | None, replies: TurnReplies) -> bool:
+        return thread_id is not None and not self.history.claimed(user_id, thread_id, replies.claim)
 
     def fetch(
         self,
@@ -162,7 +174,15 @@ class RedisTiers:
             pipe = connection.sync.pipeline(transaction=False)
             for command in self._commands(user_id, max_messages, touch_ms, thread_id):
                 pipe.execute_command(*command)
-            return self._replies(pipe.execute(raise_on_error=False), max_messages)
+            replies = self._replies(
+                pipe.execute(raise_on_error=False), max_messages, user_id, thread_id
+            )
+            if thread_id is not None and self._refused(user_id, thread_id, replies):
+                # the SADD went with the claim: undone, so that the user's export and
+                # erasure never list the other user's thread
+                connection.sync.execute_command(*self.history.unrecord_command(user_id, thread_id))
+                raise owned_elsewhere(thread_id)
+        return replies
 
     async def afetch(
         self,
@@ -178,7 +198,14 @@ class RedisTiers:
             pipe = (await connection.aclient()).pipeline(transaction=False)
             for command in self._commands(user_id, max_messages, touch_ms, thread_id):
                 pipe.execute_command(*command)
-            return self._replies(await pipe.execute(raise_on_error=False), max_messages)
+            replies = self._replies(
+                await pipe.execute(raise_on_error=False), max_messages, user_id, thread_id
+            )
+            if thread_id is not None and self._refused(user_id, thread_id, replies):
+                client = await connection.aclient()
+                await client.execute_command(*self.history.unrecord_command(user_id, thread_id))
+                raise owned_elsewhere(thread_id)
+        return replies
 
     def tags(self, user_id: str, replies: TurnReplies) -> dict[str, str]:
         """The user's tags from the replies (raises ``CorruptMemoryError`` on bad data)."""

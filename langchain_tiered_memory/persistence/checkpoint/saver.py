@@ -180,12 +180,16 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         One script call: O(log n) in the thread's length, plus the checkpoint's size.
         """
         where = self._where(config)
+        if (run := self._run_owner(config)) is not None and self.thread_owners is not None:
+            self.thread_owners.check_thread(*run)
         reply = self._eval(LOAD, where.thread_id, *self._load_latest_args(where))
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
         where = self._where(config)
+        if (run := self._run_owner(config)) is not None and self.thread_owners is not None:
+            await self.thread_owners.acheck_thread(*run)
         reply = await self._aeval(LOAD, where.thread_id, *self._load_latest_args(where))
         return self._decode(where.thread_id, reply[0]) if reply else None
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import (
     BaseMessage,
 )
 
-from langchain_tiered_memory.errors import InvalidMessageError
+from langchain_tiered_memory._ids import validate_thread_id
+from langchain_tiered_memory.errors import InvalidMessageError, ThreadOwnershipError
 from langchain_tiered_memory.stores.history.codec import (
     DEFAULT_MAX_MESSAGE_BYTES,
     OnInvalid,
@@ -88,6 +89,11 @@ class HistoryStore(ABC):
     def record_thread(self, user_id: str, thread_id: str) -> None:
         """Record ``thread_id`` as the user's before anything of it is saved (a turn's
         start), so that erasing the user also finds a thread whose first turn failed.
+
+        A thread belongs to the user of its first turn: it holds that user's conversation.
+
+        Raises:
+            ThreadOwnershipError: another user's turns started the thread.
         """
 
     @abstractmethod
@@ -95,12 +101,34 @@ class HistoryStore(ABC):
         """Async :meth:`record_thread`."""
 
     @abstractmethod
+    def check_thread(self, user_id: str, thread_id: str) -> None:
+        """Raise :class:`ThreadOwnershipError` if another user owns the thread; a read
+        (a checkpointer asks it before a run touches the thread).
+        """
+
+    @abstractmethod
+    async def acheck_thread(self, user_id: str, thread_id: str) -> None:
+        """Async :meth:`check_thread`."""
+
+    @abstractmethod
     def threads(self, user_id: str) -> list[str]:
-        """Thread ids the user's turns were appended from (sorted)."""
+        """Thread ids recorded for the user that no other user owns (sorted): what
+        export and erasure may touch.
+        """
 
     @abstractmethod
     async def athreads(self, user_id: str) -> list[str]:
         """Async :meth:`threads`."""
+
+    @abstractmethod
+    def release_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
+        """Drop the user's ownership of these threads (their erasure): the records of
+        threads owned by another user are left alone.
+        """
+
+    @abstractmethod
+    async def arelease_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
+        """Async :meth:`release_threads`."""
 
     @abstractmethod
     def spans(self, user_id: str) -> list[tuple[int, int, str]]:
@@ -326,11 +354,44 @@ def replayed_prefix(mark: tuple[int, Sequence[str]] | None, start: int, ids: Seq
 
 def thread_arg(thread_id: str | None) -> str:
     """A checked thread id as a script argument (``""``: none)."""
-    if thread_id is None:
-        return ""
-    if not isinstance(thread_id, str) or not thread_id:
-        raise InvalidMessageError(f"thread_id must be a non-empty str, got {thread_id!r}.")
-    return thread_id
+    return validate_thread_id(thread_id) or ""
+
+
+def owned_elsewhere(thread_id: str) -> ThreadOwnershipError:
+    """The refusal of a turn on another user's thread (the owner is not named)."""
+    return ThreadOwnershipError(
+        f"thread {thread_id!r:.80} belongs to another user: a thread is its first user's "
+        "conversation, and another user's turn would read and write it. Start a new "
+        "thread id for this user (one that includes the user id, or a fresh UUID)."
+    )
+
+
+def decoded_members(raw: Iterable[bytes | str], where: str) -> list[str]:
+    """Stored thread ids as text; one that is not UTF-8 (not written by this package) is
+    logged and skipped, so that it cannot block the user's erasure or export.
+    """
+    out = []
+    for member in raw:
+        try:
+            out.append(member.decode() if isinstance(member, bytes) else member)
+        except UnicodeDecodeError:
+            logger.warning("%s: skipped a thread record that is not UTF-8: %r", where, member)
+    return out
+
+
+def owned_threads(
+    user_id: str, members: Sequence[str], owners: Sequence[bytes | str | None], where: str
+) -> list[str]:
+    """``members`` whose owner record names the user or is absent (a thread recorded
+    before owners were kept); a thread another user owns is never the user's.
+    """
+    kept = []
+    for member, owner in zip(members, owners, strict=True):
+        if owner is None or (owner.decode() if isinstance(owner, bytes) else owner) == user_id:
+            kept.append(member)
+        else:
+            logger.info("%s: thread %r is another user's; left out", where, member)
+    return sorted(kept)
 
 
 def limit_arg(limit: int | None) -> str | int:

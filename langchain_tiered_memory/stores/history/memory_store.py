@@ -14,6 +14,8 @@ from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
     HistoryStore,
     message_ids,
+    owned_elsewhere,
+    owned_threads,
     position_arg,
     replayed_prefix,
     thread_arg,
@@ -42,6 +44,7 @@ class InMemoryHistoryStore(HistoryStore):
         self._data: dict[str, list[bytes]] = {}
         self._base: dict[str, int] = {}
         self._threads: dict[str, set[str]] = {}
+        self._owners: dict[str, str] = {}  # thread -> the user of its first turn
         # user -> thread -> (saved thread position, id of the last saved message)
         self._marks: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {}
         self._spans: dict[str, list[tuple[int, int, str]]] = {}
@@ -96,24 +99,55 @@ class InMemoryHistoryStore(HistoryStore):
         )
 
     def record_thread(self, user_id: str, thread_id: str) -> None:
-        """Add the thread to the user's threads."""
+        """Claim the thread for the user (first turn) and add it to the user's threads.
+
+        Raises:
+            ThreadOwnershipError: another user's turns started the thread.
+        """
         user_id, thread = validate_user_id(user_id), thread_arg(thread_id)
         with self._lock:
+            if self._owners.setdefault(thread, user_id) != user_id:
+                raise owned_elsewhere(thread)
             self._threads.setdefault(user_id, set()).add(thread)
 
     async def arecord_thread(self, user_id: str, thread_id: str) -> None:
         """Async :meth:`record_thread`."""
         self.record_thread(user_id, thread_id)
 
+    def check_thread(self, user_id: str, thread_id: str) -> None:
+        """Raise :class:`ThreadOwnershipError` if another user owns the thread."""
+        user_id, thread = validate_user_id(user_id), thread_arg(thread_id)
+        with self._lock:
+            if self._owners.get(thread, user_id) != user_id:
+                raise owned_elsewhere(thread)
+
+    async def acheck_thread(self, user_id: str, thread_id: str) -> None:
+        """Async :meth:`check_thread`."""
+        self.check_thread(user_id, thread_id)
+
     def threads(self, user_id: str) -> list[str]:
-        """Thread ids recorded for the user."""
+        """The threads recorded for the user that no other user owns (sorted)."""
         user_id = validate_user_id(user_id)
         with self._lock:
-            return sorted(self._threads.get(user_id, ()))
+            members = list(self._threads.get(user_id, ()))
+            owners = [self._owners.get(m) for m in members]
+        return owned_threads(user_id, members, owners, f"the history of user {user_id!r}")
 
     async def athreads(self, user_id: str) -> list[str]:
         """Async :meth:`threads`."""
         return self.threads(user_id)
+
+    def release_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
+        """Drop the user's ownership of these threads."""
+        user_id = validate_user_id(user_id)
+        with self._lock:
+            for thread in thread_ids:
+                if self._owners.get(thread) == user_id:
+                    del self._owners[thread]
+
+    async def arelease_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
+        """Async :meth:`release_threads`."""
+        self.release_threads(user_id, thread_ids)
 
     def spans(self, user_id: str) -> list[tuple[int, int, str]]:
         """The thread spans, oldest first."""

@@ -12,13 +12,16 @@ from langchain_core.messages import (
     BaseMessage,
 )
 
-from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall
-from langchain_tiered_memory.backend.keys import KeyBuilder
+from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall, as_text
+from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
     HistoryStore,
+    decoded_members,
     limit_arg,
     message_ids,
+    owned_elsewhere,
+    owned_threads,
     position_arg,
     thread_arg,
 )
@@ -31,6 +34,12 @@ from langchain_tiered_memory.stores.history.codec import (
     parse_tail,
     thread_spans,
 )
+
+# Erasure releases a thread only if the record still names the user.
+RELEASE_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 # Reads the base offset and a range in one atomic step, so trimming in between cannot
 # shift positions under the reader.
@@ -280,35 +289,123 @@ class RedisHistoryStore(HistoryStore):
         with self.connection.errors():
             return self.appended_length(await self.connection.arun(call))
 
-    def record_thread_command(self, user_id: str, thread_id: str) -> tuple[str, str, str]:
-        """The ``SADD`` of :meth:`record_thread`, for callers batching a pipeline."""
-        return ("SADD", self.keys.key(user_id, "threads"), thread_arg(thread_id))
+    # ----- the user's threads: each owned by the user of its first turn -----
+
+    def record_thread_commands(
+        self, user_id: str, thread_id: str, ttl_ms: int | None = None
+    ) -> list[tuple[Any, ...]]:
+        """The commands of :meth:`record_thread`, for a caller batching a pipeline: the
+        claim (``SET NX``, then the ``GET`` whose reply goes to :meth:`claimed`: no one
+        else can change an owner record but its owner's erasure), the ``SADD`` and, with
+        ``ttl_ms``, the owner record's expiry (it names the user: it goes with the user's
+        data).
+        """
+        owner = self.keys.thread_owner_key(thread_arg(thread_id))
+        commands: list[tuple[Any, ...]] = [
+            ("SET", owner, validate_user_id(user_id), "NX"),
+            ("GET", owner),
+            ("SADD", self.keys.key(user_id, "threads"), thread_id),
+        ]
+        if ttl_ms:
+            commands.append(("PEXPIRE", owner, ttl_ms))
+        return commands
+
+    def claimed(self, user_id: str, thread_id: str, reply: Any) -> bool:
+        """Whether the claim's reply lets ``user_id`` use the thread (no owner before, or
+        the user); ``False`` means the pipeline's ``SADD`` must be undone
+        (:meth:`unrecord_command`) and the turn refused.
+        """
+        return reply is None or as_text(reply) == user_id
+
+    def unrecord_command(self, user_id: str, thread_id: str) -> tuple[Any, ...]:
+        """Undo a refused claim's ``SADD`` (the thread is not the user's)."""
+        return ("SREM", self.keys.key(user_id, "threads"), thread_id)
 
     def record_thread(self, user_id: str, thread_id: str) -> None:
-        """Add the thread to the user's set of threads (``SADD``)."""
-        command = self.record_thread_command(user_id, thread_id)
+        """Claim the thread for the user (first turn) and add it to the user's threads.
+
+        Raises:
+            ThreadOwnershipError: another user's turns started the thread.
+        """
+        commands = self.record_thread_commands(user_id, thread_id)
         with self.connection.errors():
-            self.connection.sync.execute_command(*command)
+            pipe = self.connection.sync.pipeline(transaction=False)
+            for command in commands[:2]:
+                pipe.execute_command(*command)
+            if not self.claimed(user_id, thread_id, pipe.execute()[1]):
+                raise owned_elsewhere(thread_id)
+            self.connection.sync.execute_command(*commands[2])
 
     async def arecord_thread(self, user_id: str, thread_id: str) -> None:
         """Async :meth:`record_thread`."""
-        command = self.record_thread_command(user_id, thread_id)
+        commands = self.record_thread_commands(user_id, thread_id)
+        client = await self.connection.aclient()
         with self.connection.errors():
-            await (await self.connection.aclient()).execute_command(*command)
+            pipe = client.pipeline(transaction=False)
+            for command in commands[:2]:
+                pipe.execute_command(*command)
+            if not self.claimed(user_id, thread_id, (await pipe.execute())[1]):
+                raise owned_elsewhere(thread_id)
+            await client.execute_command(*commands[2])
+
+    def check_thread(self, user_id: str, thread_id: str) -> None:
+        """Raise :class:`ThreadOwnershipError` if another user owns the thread (a read)."""
+        with self.connection.errors():
+            reply = self.connection.sync.get(self.keys.thread_owner_key(thread_arg(thread_id)))
+        if not self.claimed(user_id, thread_id, reply):
+            raise owned_elsewhere(thread_id)
+
+    async def acheck_thread(self, user_id: str, thread_id: str) -> None:
+        """Async :meth:`check_thread`."""
+        key = self.keys.thread_owner_key(thread_arg(thread_id))
+        with self.connection.errors():
+            reply = await (await self.connection.aclient()).get(key)
+        if not self.claimed(user_id, thread_id, reply):
+            raise owned_elsewhere(thread_id)
+
+    def _owned(self, user_id: str, members: Any, owners: Sequence[Any]) -> list[str]:
+        return owned_threads(user_id, members, owners, self.where(user_id))
+
+    def _owner_keys(self, members: Sequence[str]) -> list[str]:
+        return [self.keys.thread_owner_key(m) for m in members]
 
     def threads(self, user_id: str) -> list[str]:
-        """Thread ids recorded for the user."""
+        """The threads recorded for the user that no other user owns (sorted)."""
         with self.connection.errors():
-            raw = self.connection.sync.smembers(self.keys.key(user_id, "threads"))
-        return sorted(r.decode() if isinstance(r, bytes) else r for r in raw)
+            members = decoded_members(
+                self.connection.sync.smembers(self.keys.key(user_id, "threads")),
+                self.where(user_id),
+            )
+            pipe = self.connection.sync.pipeline(transaction=False)
+            for key in self._owner_keys(members):
+                pipe.get(key)
+            owners = pipe.execute() if members else []
+        return self._owned(user_id, members, owners)
 
     async def athreads(self, user_id: str) -> list[str]:
         """Async :meth:`threads`."""
+        client = await self.connection.aclient()
         with self.connection.errors():
-            raw = await (await self.connection.aclient()).smembers(
-                self.keys.key(user_id, "threads")
+            members = decoded_members(
+                await client.smembers(self.keys.key(user_id, "threads")), self.where(user_id)
             )
-        return sorted(r.decode() if isinstance(r, bytes) else r for r in raw)
+            pipe = client.pipeline(transaction=False)
+            for key in self._owner_keys(members):
+                pipe.get(key)
+            owners = await pipe.execute() if members else []
+        return self._owned(user_id, members, owners)
+
+    def release_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
+        """Delete the owner records of these threads that name the user (erasure)."""
+        for key in self._owner_keys(list(thread_ids)):
+            with self.connection.errors():
+                self.connection.eval(RELEASE_LUA, 1, key, validate_user_id(user_id))
+
+    async def arelease_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
+        """Async :meth:`release_threads`."""
+        for key in self._owner_keys(list(thread_ids)):
+            with self.connection.errors():
+                await self.connection.aeval(RELEASE_LUA, 1, key, validate_user_id(user_id))
 
     def spans(self, user_id: str) -> list[tuple[int, int, str]]:
         """The thread spans, oldest first."""

@@ -263,6 +263,26 @@ class SummaryStore(ABC):
         """Async :meth:`delete`."""
 
     @abstractmethod
+    def update(self, user_id: str, item_id: str, text: str) -> bool:
+        """Replace one item's text in place (one write): the new text is embedded, the
+        item keeps its id, date, provenance and supersession, and its earlier text is
+        kept in ``metadata["edits"]``. No de-duplication: an edit that changes only case
+        or punctuation is still an edit. Returns whether the text changed.
+
+        Raises:
+            InvalidSummaryError: no item ``item_id``, or ``text`` is not a valid item.
+            EmbeddingsMismatchError: the stored vectors are another model's.
+
+        Example:
+            >>> store.update("alice", "3", "Alice is 31.")  # doctest: +SKIP
+            True
+        """
+
+    @abstractmethod
+    async def aupdate(self, user_id: str, item_id: str, text: str) -> bool:
+        """Async :meth:`update`."""
+
+    @abstractmethod
     def clear(self, user_id: str) -> int:
         """Delete every item, the cached index and the watermark; return the item count."""
 

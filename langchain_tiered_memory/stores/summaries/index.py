@@ -181,6 +181,19 @@ def unit_rows(vectors: Sequence[Sequence[float]]) -> np.ndarray:
     return np.ascontiguousarray(arr / norms)
 
 
+# earlier texts an item keeps after edits (the console shows them on the item)
+MAX_EDITS = 20
+
+
+def edited_record(old: Record, text: str) -> Record:
+    """``old`` with ``text``: the same id, date and metadata (provenance, supersession),
+    and the earlier text added to ``metadata["edits"]`` (the newest ``MAX_EDITS``).
+    """
+    edits = [e for e in old.metadata.get("edits") or [] if isinstance(e, dict)]
+    edits.append({"text": old.text, "replaced_at": normalize_created_at(None)})
+    return Record(old.id, text, old.created_at, {**old.metadata, "edits": edits[-MAX_EDITS:]})
+
+
 @dataclass
 class Record:
     id: str

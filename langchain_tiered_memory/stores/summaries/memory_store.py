@@ -15,6 +15,7 @@ from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.embeddings import embeddings_model_id, embeddings_scripts
 from langchain_tiered_memory.errors import (
     EmbeddingsMismatchError,
+    InvalidSummaryError,
     WatermarkConflict,
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
@@ -28,8 +29,10 @@ from langchain_tiered_memory.stores.summaries.index import (
     as_document,
     check_embeddings_model,
     dedup,
+    edited_record,
     limit_error,
     superseded,
+    unit_rows,
     validate_items,
 )
 
@@ -248,6 +251,42 @@ class InMemorySummaryStore(SummaryStore):
     async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
         """Async :meth:`delete`."""
         return self.delete(user_id, ids)
+
+    def update(self, user_id: str, item_id: str, text: str) -> bool:
+        """Replace one item's text in place (see :meth:`SummaryStore.update`)."""
+        new_text = validate_items([text])[0]
+        emb = self._embedder()
+        with self._lock:
+            index = self._indexes.get(user_id)
+            pos = (
+                next((i for i, r in enumerate(index.records) if r.id == str(item_id)), None)
+                if index is not None
+                else None
+            )
+            if index is None or pos is None:
+                raise InvalidSummaryError(f"no item {item_id!r} for this user; it may be deleted.")
+            old = index.records[pos]
+            if old.text == new_text:
+                return False
+            check_embeddings_model(index.model, emb, "the stored items")
+            vectors = index.vectors()
+            vectors[pos] = unit_rows(emb.embed_documents([new_text]))[0]
+            records = list(index.records)
+            records[pos] = edited_record(old, new_text)
+            rebuilt = UserIndex(
+                dim=index.dim,
+                next_id=index.next_id,
+                config=self.retrieval,
+                dense_scripts=index.hybrid.dense_scripts,
+                model=index.model,
+            )
+            rebuilt.add(records, vectors)
+            self._indexes[user_id] = rebuilt
+        return True
+
+    async def aupdate(self, user_id: str, item_id: str, text: str) -> bool:
+        """Async :meth:`update`."""
+        return self.update(user_id, item_id, text)
 
     def clear(self, user_id: str) -> int:
         """Delete every item and the watermark."""

@@ -24,6 +24,7 @@ from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.embeddings import embeddings_model_id
 from langchain_tiered_memory.errors import (
     EmbeddingsMismatchError,
+    InvalidSummaryError,
     WatermarkConflict,
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
@@ -41,12 +42,14 @@ from langchain_tiered_memory.stores.summaries.index import (
     as_document,
     check_embeddings_model,
     dedup,
+    edited_record,
     encode_vector,
     limit_error,
     parse_item_id,
     stored_int,
     superseded,
     superseding_json,
+    unit_rows,
     validate_items,
 )
 from langchain_tiered_memory.stores.summaries.loading import IndexLoading
@@ -332,6 +335,47 @@ class RedisSummaryStore(IndexLoading, SummaryStore):
             return 0
         with self.connection.errors():
             return int(await self.connection.aeval(scripts.DELETE, 3, *self._k(user_id), *ids))
+
+    def update(self, user_id: str, item_id: str, text: str) -> bool:
+        """Replace one item's text in place (see :meth:`SummaryStore.update`)."""
+        return drive(self._update_plan(user_id, item_id, text))
+
+    async def aupdate(self, user_id: str, item_id: str, text: str) -> bool:
+        """Async :meth:`update`."""
+        return await adrive(self._update_plan(user_id, item_id, text))
+
+    def _update_plan(self, user_id: str, item_id: str, text: str) -> Plan[bool]:
+        new_text = validate_items([text])[0]
+        keys, conn = self._k(user_id), self.connection
+        with conn.errors():
+            raw = yield call(conn.eval, conn.aeval, scripts.GET_ITEM, 1, keys[0], str(item_id))
+        if raw is None:
+            raise InvalidSummaryError(f"no item {item_id!r} for this user; it may be deleted.")
+        old = Record.from_json(str(item_id), raw, self.where(user_id))
+        if old.text == new_text:
+            return False
+        emb = self._embedder()
+        vector = unit_rows((yield call(emb.embed_documents, emb.aembed_documents, [new_text])))
+        args = [
+            str(item_id),
+            raw,
+            edited_record(old, new_text).to_json(),
+            encode_vector(vector[0], self.vector_dtype),
+            embeddings_model_id(emb),
+        ]
+        with conn.errors():
+            done = yield call(conn.eval, conn.aeval, scripts.UPDATE, 3, *keys, *args)
+        if done == -1:
+            raise EmbeddingsMismatchError(
+                f"{self.where(user_id)} were embedded by another model; convert them first "
+                "(TieredMemory.reembed) and edit again."
+            )
+        if not done:
+            raise InvalidSummaryError(
+                f"item {item_id!r} changed or was deleted while it was being edited; "
+                "nothing was written. Read it again and retry."
+            )
+        return True
 
     def clear(self, user_id: str) -> int:
         """Delete every item and the watermark; drop the cached index."""

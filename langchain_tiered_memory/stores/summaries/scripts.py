@@ -4,7 +4,7 @@ atomic (items, vectors, the cache version, the watermark and the erasure fence t
 
 from __future__ import annotations
 
-__all__ = ["ADD", "CLEAR", "DELETE", "FENCE", "ROTATE"]
+__all__ = ["ADD", "CLEAR", "DELETE", "FENCE", "GET_ITEM", "ROTATE", "UPDATE"]
 
 ADD = """
 if ARGV[1] ~= '' then
@@ -88,4 +88,19 @@ redis.call('HDEL', KEYS[3], 'watermark', 'dim', 'model', 're_model')
 redis.call('HSETNX', KEYS[3], 'gen', ARGV[1])
 redis.call('HINCRBY', KEYS[3], 'gen', 1)
 return n
+"""
+
+GET_ITEM = "return redis.call('HGET', KEYS[1], ARGV[1])"
+
+# KEYS: items, vectors, meta. ARGV: id, the JSON read, the new JSON, the new vector, the
+# embeddings model. Replaces one item in place if it is still what was read (0: it
+# changed or went meanwhile; -1: the stored vectors are another model's).
+UPDATE = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+local model = redis.call('HGET', KEYS[3], 'model')
+if model and model ~= ARGV[5] then return -1 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
+redis.call('HINCRBY', KEYS[3], 'gen', 1)
+return 1
 """

@@ -1,0 +1,165 @@
+"""One set of guarantees from every door (issue 43): the memory knows its checkpointer and
+store, erases and exports them without being told (items 3, 7), edits an item in one store
+operation (items 4, 14), deletes single items off disk (item 10), is not blocked by a
+corrupt thread record (item 9), and the MCP server's arguments are strictly typed (16).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from support import raw_client
+
+from langchain_tiered_memory import HashingEmbeddings, TieredMemory, create_memory_graph
+from langchain_tiered_memory.mcp_server import create_mcp_server
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+SECRET = "SECRETPIN4921"
+
+
+def _files_with(data_dir: Path, needle: bytes) -> list[str]:
+    return sorted(
+        str(p.relative_to(data_dir))
+        for p in data_dir.rglob("*")
+        if p.is_file() and needle in p.read_bytes()
+    )
+
+
+def _turn(graph: Any, user: str, thread: str, text: str) -> None:
+    graph.invoke(
+        {"messages": [HumanMessage(text)]},
+        {"configurable": {"thread_id": thread}},
+        context={"user_id": user},
+    )
+
+
+def _keys_of(memory: TieredMemory, user: str) -> dict[str, bytes]:
+    """SCAN + DUMP of every key named for ``user`` (what another's erasure must not touch)."""
+    raw = raw_client(memory.redis_url or "")
+    try:
+        return {
+            key.decode(): raw.dump(key) for key in raw.scan_iter(count=1000) if user in key.decode()
+        }
+    finally:
+        raw.close()
+
+
+async def test_mcp_forget_everything_erases_threads_and_store_items(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Item 3 and 7: the MCP server (which knows no checkpointer) erases the conversation
+    in the memory's own checkpointer and the items of its own LangGraph store; its export
+    holds the threads' state."""
+    memory = embedded_memory
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["Noted."]), memory=memory, checkpointer=memory.checkpointer()
+    )
+    _turn(graph, "ann", "ann-t", f"My PIN is {SECRET}.")
+    _turn(graph, "bob", "bob-t", "I keep bees.")
+    memory.store().put(("memories", "ann"), "m1", {"content": f"PIN {SECRET}"})
+    memory.store().put(("memories", "bob"), "m1", {"content": "bees"})
+    server = create_mcp_server(memory, user_id="ann")
+    _, exported = await server.call_tool("export_memory", {})
+    assert exported["thread_states"][0]["thread_id"] == "ann-t"
+    assert SECRET in str(exported["thread_states"])
+    assert exported["store"][0]["value"]["content"] == f"PIN {SECRET}"
+    before = _keys_of(memory, "bob")
+    assert len(before) > 5
+    _, removed = await server.call_tool("forget_everything", {"confirm": True})
+    assert removed["threads"] == 1 and removed["store_items"] == 1
+    saver = memory.checkpointer()
+    assert saver.get_tuple({"configurable": {"thread_id": "ann-t"}}) is None
+    assert memory.store().search(("memories", "ann")) == []
+    raw = raw_client(memory.redis_url or "")
+    try:
+        left = [k for k in raw.scan_iter(count=1000) if SECRET.encode() in (raw.dump(k) or b"")]
+    finally:
+        raw.close()
+    assert left == []
+    assert _keys_of(memory, "bob") == before  # nothing of anyone else changed
+    assert memory.store().search(("memories", "bob"))[0].value == {"content": "bees"}
+    assert _files_with(memory.data_dir or Path(), SECRET.encode()) == []
+
+
+def test_an_edit_that_changes_only_case_keeps_the_item(memory: TieredMemory) -> None:
+    """Item 4: an edit is one in-place write, never a de-duplicated add plus a delete."""
+    (item,) = memory.add_summaries("ann", ["Ann lives in paris."])
+    assert memory.update_summary("ann", item, "Ann lives in Paris.") is True
+    (doc,) = memory.summaries.get_all("ann")
+    assert (doc.id, doc.page_content) == (item, "Ann lives in Paris.")
+    assert [e["text"] for e in doc.metadata["edits"]] == ["Ann lives in paris."]
+    assert memory.update_summary("ann", item, "Ann lives in Paris.") is False
+    assert memory.recall_summaries("ann", "Where does Ann live?", n=1)[0].id == item
+
+
+def test_an_edit_of_a_superseded_item_keeps_it_superseded(memory: TieredMemory) -> None:
+    """Item 14: the outdated fact is not recalled again beside its replacement."""
+    (old,) = memory.add_summaries("ann", ["Ann lives in Paris."])
+    (new,) = memory.summaries.add("ann", ["Ann moved to Berlin."], supersedes={0: [old]})
+    memory.update_summary("ann", old, "Ann lived in Paris until 2025.")
+    stored = {d.id: d for d in memory.summaries.get_all("ann")}
+    assert stored[old].metadata["superseded_by"] == new
+    recalled = [d.id for d in memory.recall_summaries("ann", "Where does Ann live?", n=3)]
+    assert old not in recalled and new in recalled
+
+
+async def test_single_deletes_leave_nothing_on_disk(embedded_memory: TieredMemory) -> None:
+    """Item 10: an item deleted or edited through MCP or the facade, and a deleted tag,
+    are off the embedded server's files when the call returns."""
+    memory = embedded_memory
+    data_dir = memory.data_dir or Path()
+    raw = raw_client(memory.redis_url or "")
+    raw.config_set("rdbcompression", "no")
+    raw.close()
+    first, second = memory.add_summaries("ann", [f"Code one {SECRET}.", "Ann likes tea."])
+    memory.set_user_tags("ann", {"name": "Zorblatt"})
+    server = create_mcp_server(memory, user_id="ann")
+    await server.call_tool("delete_memory", {"id": first})
+    assert _files_with(data_dir, SECRET.encode()) == []
+    memory.update_summary("ann", second, "Ann likes green tea.")
+    memory.add_summaries("bob", ["Bob likes coffee."])
+    assert await memory.adelete_user_tags("ann", ["name"]) == 1
+    assert _files_with(data_dir, b"Bob likes coffee")  # what is kept is on disk
+
+
+def test_an_undecodable_thread_record_blocks_no_erasure(embedded_memory: TieredMemory) -> None:
+    """Item 9: corruption never blocks erasure or export."""
+    memory = embedded_memory
+    memory.add_session_log("ann", [HumanMessage("hi")], thread_id="ok-thread")
+    raw = raw_client(memory.redis_url or "")
+    try:
+        raw.sadd(memory.history.keys.key("ann", "threads"), b"\xff\xfe")
+    finally:
+        raw.close()
+    assert memory.export_user("ann")["threads"] == ["ok-thread"]
+    assert memory.forget_thread("ann", "ok-thread")["messages"] == 1
+    assert memory.forget_user("ann")["history"] == 0
+    assert memory.history.threads("ann") == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("set_tags", {"tags": {"age": True}}),
+        ("forget_everything", {"confirm": 1}),
+        ("forget_everything", {"confirm": "yes"}),
+        ("search_memories", {"query": "x", "n": True}),
+        ("delete_memory", {"id": 1}),
+        ("update_memory", {"id": "1", "text": 5}),
+    ],
+)
+async def test_mcp_arguments_are_not_coerced(tool: str, args: dict[str, Any]) -> None:
+    """Item 16: a wrong type is a tool error and nothing stored changes."""
+    from mcp.server.fastmcp.exceptions import ToolError
+
+    memory = TieredMemory.in_memory(embeddings=HashingEmbeddings())
+    memory.set_user_tags("ann", {"age": 30})
+    memory.add_summaries("ann", ["Ann likes tea."])
+    server = create_mcp_server(memory, user_id="ann")
+    with pytest.raises(ToolError):
+        await server.call_tool(tool, args)
+    assert memory.get_user_tags("ann") == {"age": "30"}
+    assert [d.page_content for d in memory.summaries.get_all("ann")] == ["Ann likes tea."]
