@@ -212,6 +212,7 @@ class Tiers:
         k: int,
         context: Sequence[str],
         thread_id: str | None = None,
+        touch: bool = True,
     ) -> Plan[MemorySnapshot]:
         """The plan of ``TieredMemory.load`` (which documents it)."""
         user_id = validate_user_id(user_id)
@@ -227,7 +228,7 @@ class Tiers:
                 yield call(
                     self.history.record_thread, self.history.arecord_thread, user_id, thread_id
                 )
-            if self.user_ttl is not None:
+            if self.user_ttl is not None and touch:
                 yield Step(self.touch_user, self.atouch_user, (user_id,))
             tags = yield from _tier(
                 user_id, "tags", {}, call(self.tags.get_all, self.tags.aget_all, user_id)
@@ -251,7 +252,7 @@ class Tiers:
                 redis.afetch,
                 user_id,
                 max_messages,
-                touch_ms=self.ttl_ms(),
+                touch_ms=self.ttl_ms() if touch else None,
                 thread_id=thread_id,
             )
             # replies already fetched: parsed here, each tier on its own

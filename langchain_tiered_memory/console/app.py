@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, unquote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -44,7 +45,36 @@ def _environment() -> Environment:
     )
     env.globals["when"] = views.when
     env.filters["q"] = lambda params: urlencode(params)
+    env.filters["idq"] = form_id
+    env.filters["typed"] = typed_id
     return env
+
+
+def form_id(value: str) -> str:
+    """An id as pages carry it (forms and links): percent-encoded, so that what a form
+    cannot carry as text (a line feed becomes CR LF, NUL becomes U+FFFD) comes back as it
+    was. :func:`from_form` reads it back.
+    """
+    return quote(value, safe="")
+
+
+def from_form(value: Any) -> str:
+    """An id a page sent back (see :func:`form_id`)."""
+    return unquote(value) if isinstance(value, str) else ""
+
+
+def typed_id(user_id: str) -> str:
+    """What a person types to confirm erasing ``user_id``: the id, or its encoded form
+    when it holds characters no one can type into a form (controls).
+    """
+    if any(unicodedata.category(c) == "Cc" for c in user_id):
+        return form_id(user_id)
+    return user_id
+
+
+def _text(value: Any) -> str:
+    """A text field as typed: browsers send line breaks as CR LF."""
+    return str(value or "").replace("\r\n", "\n")
 
 
 def create_app(
@@ -78,7 +108,7 @@ def create_app(
         return page("error.html", status, message=message)
 
     def user_of(value: Any) -> str:
-        return validate_user_id(value if isinstance(value, str) else "")
+        return validate_user_id(from_form(value))
 
     async def users(request: Request) -> Response:
         contains = request.query_params.get("q") or None
@@ -90,9 +120,18 @@ def create_app(
         user_id = user_of(request.query_params.get("u"))
         offset = request.query_params.get("offset", "0")
         start = int(offset) if offset.isdigit() else 0
-        view = await run_in_threadpool(views.user_view, memory, user_id, start)
-        notice = request.query_params.get("notice", "")
-        return page("user.html", v=view, notice=notice, per_page=views.ITEMS_PER_PAGE)
+        toffset = request.query_params.get("toffset", "0")
+        tstart = int(toffset) if toffset.isdigit() else 0
+        view = await run_in_threadpool(views.user_view, memory, user_id, start, tstart)
+        # only a notice this console wrote (signed): a link cannot forge a receipt
+        notice = guard.signed_notice(request.query_params)
+        return page(
+            "user.html",
+            v=view,
+            notice=notice,
+            per_page=views.ITEMS_PER_PAGE,
+            threads_per_page=views.THREADS_PER_PAGE,
+        )
 
     async def playground(request: Request) -> Response:
         user_id = user_of(request.query_params.get("u"))
@@ -114,12 +153,13 @@ def create_app(
         )
 
     def back(user_id: str, notice: str) -> RedirectResponse:
-        return RedirectResponse("/user?" + urlencode({"u": user_id, "notice": notice}), 303)
+        params = {"u": form_id(user_id), **guard.sign_notice(notice)}
+        return RedirectResponse("/user?" + urlencode(params), 303)
 
     async def post_tag(request: Request) -> Response:
         form = await request.form()
         user_id = user_of(form.get("u"))
-        name, value = str(form.get("name", "")), str(form.get("value", ""))
+        name, value = str(form.get("name", "")), _text(form.get("value"))
         if form.get("action") == "delete":
             await run_in_threadpool(memory.delete_user_tags, user_id, [name])
             return back(user_id, f"tag {name} deleted")
@@ -134,24 +174,24 @@ def create_app(
             n = await run_in_threadpool(memory.delete_summaries, user_id, [item_id])
             return back(user_id, f"item {item_id} deleted" if n else f"no item {item_id}")
         if form.get("action") == "add":
-            await run_in_threadpool(memory.add_summaries, user_id, [str(form.get("text", ""))])
+            await run_in_threadpool(memory.add_summaries, user_id, [_text(form.get("text"))])
             return back(user_id, "item added")
         changed = await run_in_threadpool(
-            memory.update_summary, user_id, item_id, str(form.get("text", ""))
+            memory.update_summary, user_id, item_id, _text(form.get("text"))
         )
         return back(user_id, f"item {item_id} saved" if changed else f"item {item_id} unchanged")
 
     async def post_thread(request: Request) -> Response:
         form = await request.form()
         user_id = user_of(form.get("u"))
-        thread = str(form.get("thread", ""))
+        thread = from_form(form.get("thread"))
         removed = await run_in_threadpool(memory.forget_thread, user_id, thread)
-        return back(user_id, f"thread forgotten: {removed}")
+        return back(user_id, f"Thread forgotten: {views.removed_sentence(removed)}.")
 
     async def post_forget(request: Request) -> Response:
         form = await request.form()
         user_id = user_of(form.get("u"))
-        if form.get("confirm") != user_id:
+        if form.get("confirm") != typed_id(user_id):
             return error("Type the user id exactly to confirm; nothing was erased.", 400)
         removed = await run_in_threadpool(memory.forget_user, user_id)
         return page("forgotten.html", user_id=user_id, removed=removed)

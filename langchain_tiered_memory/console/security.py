@@ -3,9 +3,13 @@
 - **Bind**: loopback by default; any other address needs an access token
   (:func:`check_bind`), because memories are personal data.
 - **Token**: with one, every request must carry it, as ``Authorization: Bearer <token>``
-  or the cookie set by opening ``/?token=<token>`` once (HttpOnly, SameSite=Strict).
-- **Host**: on loopback only ``localhost``/``127.0.0.1``/``[::1]`` are served, so a page on
-  another site cannot reach the console by rebinding its own name to 127.0.0.1.
+  or the session cookie set by opening ``/?token=<token>`` once (HttpOnly,
+  SameSite=Strict): a random session id of this process, never the token itself, since
+  cookies ignore ports and every server on the host name receives them.
+- **Host**: on loopback only ``localhost`` and loopback address literals are served, so a
+  page on another site cannot reach the console by rebinding its own name to 127.0.0.1.
+- **Notices**: the status line after an action is signed by this process; a link cannot
+  show a forged receipt.
 - **CSRF**: a mutation is a POST carrying this process's form token, and its ``Origin``
   (when the browser sends one) must be the console's own; ``--read-only`` refuses them all.
 - **Content**: every page sends a Content-Security-Policy that runs no script at all, so even
@@ -17,6 +21,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -70,6 +75,13 @@ def check_bind(host: str, token: str | None) -> None:
         )
 
 
+def _loopback_literal(hostname: str) -> bool:
+    try:
+        return ipaddress.ip_address(hostname).is_loopback
+    except ValueError:
+        return False
+
+
 def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
 
@@ -82,13 +94,20 @@ class ConsoleGuard:
     token: str | None = None
     read_only: bool = False
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    # Browser sessions: what the cookie carries instead of the token. Cookies ignore
+    # ports, so every other server on this host name receives the cookie: it must be
+    # worth nothing beyond this process (the token also opens the Bearer door).
+    sessions: set[str] = field(default_factory=set)
+    _notice_key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
     def _host_allowed(self, request: Request) -> bool:
         if not is_loopback(self.host):
             return True  # a token guards it; any name may point at the machine
         name = request.headers.get("host", "")
         hostname = urlsplit(f"//{name}").hostname or ""
-        return hostname in ("localhost", "127.0.0.1", "::1")
+        # "localhost" or a loopback address literal (127.0.0.2 too): DNS rebinding needs
+        # a name, and no other name is served
+        return hostname == "localhost" or _loopback_literal(hostname)
 
     def _authenticated(self, request: Request) -> bool:
         if self.token is None:
@@ -96,7 +115,20 @@ class ConsoleGuard:
         header = request.headers.get("authorization", "")
         if header.startswith("Bearer ") and _same(header[7:], self.token):
             return True
-        return _same(request.cookies.get(COOKIE, ""), self.token)
+        session = request.cookies.get(COOKIE, "")
+        return any(_same(session, known) for known in self.sessions)
+
+    def sign_notice(self, notice: str) -> dict[str, str]:
+        """The query parameters that carry a notice this console wrote."""
+        return {"notice": notice, "sig": self._mac(notice)}
+
+    def signed_notice(self, params: Mapping[str, str]) -> str:
+        """The notice in ``params`` if this console signed it, else ``""``."""
+        notice, sig = params.get("notice", ""), params.get("sig", "")
+        return notice if notice and _same(sig, self._mac(notice)) else ""
+
+    def _mac(self, text: str) -> str:
+        return hmac.new(self._notice_key, text.encode("utf-8", "replace"), "sha256").hexdigest()
 
     def _origin_ok(self, request: Request) -> bool:
         origin = request.headers.get("origin")
@@ -114,7 +146,9 @@ class ConsoleGuard:
                 return PlainTextResponse("wrong token", 401)
             # trade the token in the address for a cookie, and drop it from the address
             response = RedirectResponse(str(request.url.remove_query_params("token")), 303)
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+            session = secrets.token_urlsafe(32)
+            self.sessions.add(session)
+            response.set_cookie(COOKIE, session, httponly=True, samesite="strict")
             return response
         if not self._authenticated(request):
             return PlainTextResponse(

@@ -28,6 +28,7 @@ from langchain_tiered_memory.stores.tags import TagChange
 logger = logging.getLogger(__name__)
 
 ITEMS_PER_PAGE = 100
+THREADS_PER_PAGE = 50
 HISTORY_SHOWN = 40
 # what the item table shows in columns of its own: the rest of the metadata is listed
 _ITEM_FIELDS = {"id", "created_at", "threads", "superseded_by", "valid_until", "supersedes"}
@@ -97,7 +98,9 @@ class UserView:
     messages: list[tuple[str, str]]
     message_count: int
     unsummarized: int
-    threads: list[str]
+    threads: list[str]  # a page of them
+    thread_count: int = 0
+    thread_offset: int = 0
 
 
 def _item_view(doc: Document, supersedes: dict[str, list[str]]) -> ItemView:
@@ -126,9 +129,11 @@ def _shown(message: BaseMessage) -> str:
     return message.text
 
 
-def user_view(memory: TieredMemory, user_id: str, item_offset: int = 0) -> UserView:
+def user_view(
+    memory: TieredMemory, user_id: str, item_offset: int = 0, thread_offset: int = 0
+) -> UserView:
     """One user: tags with their changes, a page of items (newest first), recent
-    history, threads and how many messages wait for summarization.
+    history, a page of threads and how many messages wait for summarization.
     """
     tags = memory.get_user_tags(user_id)
     changes = memory.tags.history(user_id)
@@ -148,6 +153,7 @@ def user_view(memory: TieredMemory, user_id: str, item_offset: int = 0) -> UserV
     page = docs[item_offset : item_offset + ITEMS_PER_PAGE]
     messages = memory.history.tail(user_id, HISTORY_SHOWN)
     length = memory.history.length(user_id)
+    threads = memory.history.threads(user_id)
     return UserView(
         user_id=user_id,
         tags=tag_views,
@@ -158,8 +164,33 @@ def user_view(memory: TieredMemory, user_id: str, item_offset: int = 0) -> UserV
         messages=[(_role(m), _shown(m)) for m in messages],
         message_count=length,
         unsummarized=max(length - memory.summaries.get_watermark(user_id), 0),
-        threads=memory.history.threads(user_id),
+        threads=threads[thread_offset : thread_offset + THREADS_PER_PAGE],
+        thread_count=len(threads),
+        thread_offset=thread_offset,
     )
+
+
+_REMOVED_NAMES = {
+    "messages": ("message", "messages"),
+    "summaries": ("summary item", "summary items"),
+    "checkpoints": ("checkpoint", "checkpoints"),
+    "threads": ("thread", "threads"),
+    "history": ("message", "messages"),
+    "tags": ("tag", "tags"),
+    "store_items": ("store item", "store items"),
+}
+
+
+def removed_sentence(removed: dict[str, int]) -> str:
+    """``{"messages": 4, "summaries": 1}`` as "4 messages and 1 summary item removed"."""
+    parts = []
+    for key, n in removed.items():
+        one, many = _REMOVED_NAMES.get(key, (key, key))
+        parts.append(f"{n} {one if n == 1 else many}")
+    if not parts:
+        return "nothing removed"
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{listed} removed"
 
 
 @dataclass
@@ -194,7 +225,8 @@ def playground(memory: TieredMemory, user_id: str, turns: list[str], k: int) -> 
     turns = [t.strip() for t in turns if t.strip()]
     if not turns:
         return Playground([], "", [])
-    snap = memory.load(user_id, turns[-1], max_messages=0, k=k, context=turns[:-1])
+    # an inspection, not the user's activity: the user_ttl clock is left alone
+    snap = memory.load(user_id, turns[-1], max_messages=0, k=k, context=turns[:-1], touch=False)
     section = render_memory_section(
         snap.tags, snap.recalled, token_budget=DEFAULT_MEMORY_TOKEN_BUDGET
     )

@@ -273,20 +273,24 @@ class TierMethods:
         k: int = 3,
         context: Sequence[str] = (),
         thread_id: str | None = None,
+        touch: bool = True,
     ) -> MemorySnapshot:
         """Read a turn's memory: tags, the last ``max_messages`` messages, ``k`` items.
 
         ``context``: the conversation's earlier user messages (oldest first), recalled with
         ``query`` as one conversation query (see :meth:`recall_summaries`). ``thread_id``
         (the graph passes its checkpointer thread) is recorded as the user's at once, so
-        :meth:`forget_user` finds a thread even if its first turn never reached the save.
+        :meth:`forget_user` finds a thread even if its first turn never reached the save;
+        a thread another user's turns started is refused (:class:`ThreadOwnershipError`).
+        ``touch=False``: an inspection, not the user's activity (the console's recall
+        playground): the ``user_ttl`` clock is not restarted.
 
         On the Redis stores this is one pipelined round trip (plus a fetch of new summary
         items if another process added some) and one query embedding. A tier whose stored
         data is corrupt (:class:`CorruptMemoryError`) is logged as an error and comes back
         empty, so the other tiers still reach the model; the store's own methods raise it.
         """
-        return drive(self.tiers.load(user_id, query, max_messages, k, context, thread_id))
+        return drive(self.tiers.load(user_id, query, max_messages, k, context, thread_id, touch))
 
     async def aload(
         self,
@@ -297,9 +301,12 @@ class TierMethods:
         k: int = 3,
         context: Sequence[str] = (),
         thread_id: str | None = None,
+        touch: bool = True,
     ) -> MemorySnapshot:
         """Async :meth:`load`."""
-        return await adrive(self.tiers.load(user_id, query, max_messages, k, context, thread_id))
+        return await adrive(
+            self.tiers.load(user_id, query, max_messages, k, context, thread_id, touch)
+        )
 
 
 def _query_texts(query: str | None, messages: Sequence[BaseMessage | str], turns: int) -> list[str]:

@@ -22,7 +22,8 @@ __all__ = ["PAGE_SIZE", "RedisUserDirectory", "UserPage", "UserRow", "listing_ki
 
 PAGE_SIZE = 50
 # the passes of a listing, in order: a user is listed by the first kind of key they have
-_PASSES: tuple[KeyKind, ...] = ("history", "tags", "sum:items")
+# ("threads" last: a user whose every turn failed, the provider down, has only that)
+_PASSES: tuple[KeyKind, ...] = ("history", "tags", "sum:items", "threads")
 _SCAN_COUNT = 1000
 
 

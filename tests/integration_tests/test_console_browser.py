@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import pytest
 import redis
@@ -309,6 +310,50 @@ def test_with_a_token_the_console_needs_it(memory: TieredMemory, page: Any) -> N
         page.goto(console.url + f"/?token={token}")  # trades it for a cookie
         assert "?token" not in page.url and page.locator("h1").inner_text() == "Users"
         assert page.goto(console.url + "/user?u=alice").status == 200
+        # the cookie is a session of this process, never the token (issue 43 item 11):
+        # cookies ignore ports, so every server on this host name receives it
+        cookies = page.context.cookies()
+        assert cookies and all(token not in c["value"] for c in cookies)
+
+
+def test_ids_a_form_cannot_carry_round_trip_through_every_form(
+    memory: TieredMemory, page: Any
+) -> None:
+    """Issue 43 item 8: a browser sends a line feed in a form as CR LF and NUL as U+FFFD;
+    the console's forms carry ids encoded, so a tag, a thread erasure and the user's
+    erasure reach the same user, not another or none."""
+    odd, thread = "ann\nsmith", "t\n1"
+    memory.add_session_log(odd, [HumanMessage("hi"), AIMessage("hello")], thread_id=thread)
+    memory.set_user_tags(odd, {"name": "Ann"})
+    memory.set_user_tags("ann\r\nsmith", {"name": "Other"})  # what CR LF would reach
+    with Console(memory) as console:
+        page.goto(console.url + "/user?" + urlencode({"u": quote(odd, safe="")}))
+        assert page.locator("#user-id").inner_text().split() == ["ann", "smith"]
+        page.locator("#add-tag").get_by_label("value").fill("31")
+        page.locator("#add-tag").get_by_label("tag").select_option("age")
+        page.locator("#add-tag").get_by_role("button", name="Set tag").click()
+        assert memory.get_user_tags(odd) == {"name": "Ann", "age": "31"}
+        page.get_by_role("button", name="Forget this thread").click()
+        assert memory.load_context(odd) == []
+        assert "Thread forgotten: 2 messages" in page.locator("#notice").inner_text()
+        typed = page.locator("#confirm-text").inner_text()
+        assert typed == "ann%0Asmith"
+        page.get_by_label("type the user id to confirm").fill(typed)
+        page.get_by_role("button", name="Forget everything").click()
+        assert page.locator("#removed").is_visible()
+    assert memory.get_user_tags(odd) == {}
+    assert memory.get_user_tags("ann\r\nsmith") == {"name": "Other"}
+
+
+def test_a_link_cannot_forge_the_consoles_notice(memory: TieredMemory, page: Any) -> None:
+    """Issue 43 item 19: only a notice the console signed is shown as its status line."""
+    memory.set_user_tags("alice", {"age": 30})
+    with Console(memory) as console:
+        page.goto(console.url + "/user?u=alice&notice=Your+data+was+deleted.+Call+555")
+        assert page.locator("#notice").count() == 0
+        page.locator("tr[data-tag='age']").get_by_label("new value of age").fill("31")
+        page.locator("tr[data-tag='age']").get_by_role("button", name="Save").click()
+        assert page.locator("#notice").inner_text() == "tag age saved"
 
 
 def test_a_non_loopback_bind_without_a_token_refuses_to_start(tmp_path: Path) -> None:

@@ -20,7 +20,15 @@ from typing import Any
 
 import pytest
 
-from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
+from langchain_core.messages import HumanMessage
+
+from langchain_tiered_memory import (
+    EmbeddedRedis,
+    HashingEmbeddings,
+    TieredMemory,
+    create_memory_graph,
+)
+from langchain_tiered_memory.testing import ScriptedChatModel
 
 pytest.importorskip("mcp", reason="the [mcp] extra is part of the test install")
 
@@ -35,6 +43,7 @@ TOOLS = {
     "list_memories",
     "get_memory",
     "delete_memory",
+    "update_memory",
     "get_tags",
     "set_tags",
     "export_memory",
@@ -82,6 +91,15 @@ def data_dir(tmp_path: Path) -> Path:
     with TieredMemory.embedded(path, embeddings=HashingEmbeddings()) as memory:
         memory.add_summaries("bob", ["Bob's bank PIN is 1234."])
         memory.set_user_tags("bob", {"name": "Bob"})
+        # a conversation of Ana's in the memory's own checkpointer (the app's graph)
+        graph: Any = create_memory_graph(
+            ScriptedChatModel(replies=["Noted."]), memory=memory, checkpointer=memory.checkpointer()
+        )
+        graph.invoke(
+            {"messages": [HumanMessage("My locker code is 8812.")]},
+            {"configurable": {"thread_id": "ana-chat"}},
+            context={"user_id": "ana"},
+        )
     return path
 
 
@@ -108,6 +126,8 @@ async def test_every_tool_over_stdio_for_the_configured_user_only(data_dir: Path
         assert _data(await session.call_tool("get_tags", {}))["age"] == "31"
         exported = _data(await session.call_tool("export_memory", {}))
         assert exported["tags"]["name"] == "Ana"
+        # the export is the memory's own: the thread's state, from its checkpointer
+        assert "8812" in json.dumps(exported["thread_states"])
         # Bob's memory is in the same Redis and unreachable: not searched, not listed
         searched = _data(await session.call_tool("search_memories", {"query": "bank PIN", "n": 5}))
         assert all("Bob" not in i["text"] for i in searched)
@@ -122,17 +142,28 @@ async def test_every_tool_over_stdio_for_the_configured_user_only(data_dir: Path
             ("delete_memory", {"id": "../1"}),
             ("delete_memory", {"id": "999"}),
             ("forget_everything", {}),
+            ("forget_everything", {"confirm": 1}),
+            ("forget_everything", {"confirm": "yes"}),
+            ("set_tags", {"tags": {"age": True}}),
+            ("update_memory", {"id": "999", "text": "x"}),
         ]
         for name, arguments in bad:
             result = await session.call_tool(name, arguments)
             assert result.isError, (name, arguments)
         assert _data(await session.call_tool("list_memories", {}))["total"] == 2
         assert _data(await session.call_tool("get_tags", {})) == {"age": "31", "name": "Ana"}
+        edited = {"id": item_id, "text": "Ana failed her driving test in May."}
+        assert _data(await session.call_tool("update_memory", edited))["changed"] is True
+        got = _data(await session.call_tool("get_memory", {"id": item_id}))
+        assert got["text"] == "Ana failed her driving test in May."
         assert _data(await session.call_tool("delete_memory", {"id": item_id})) == {"deleted": 1}
         assert _data(await session.call_tool("list_memories", {}))["total"] == 1
-        _data(await session.call_tool("forget_everything", {"confirm": True}))
+        removed = _data(await session.call_tool("forget_everything", {"confirm": True}))
+        assert removed["threads"] == 1
         assert _data(await session.call_tool("list_memories", {}))["total"] == 0
     with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        saver = memory.checkpointer()
+        assert saver.get_tuple({"configurable": {"thread_id": "ana-chat"}}) is None
         assert memory.get_user_tags("bob") == {"name": "Bob"}  # untouched
         assert len(memory.summaries.get_all("bob")) == 1
         assert memory.get_user_tags("ana") == {}

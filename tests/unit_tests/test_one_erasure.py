@@ -14,6 +14,7 @@ from langchain_core.messages import HumanMessage
 from support import raw_client
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory, create_memory_graph
+from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.mcp_server import create_mcp_server
 from langchain_tiered_memory.testing import ScriptedChatModel
 
@@ -41,7 +42,9 @@ def _keys_of(memory: TieredMemory, user: str) -> dict[str, bytes]:
     raw = raw_client(memory.redis_url or "")
     try:
         return {
-            key.decode(): raw.dump(key) for key in raw.scan_iter(count=1000) if user in key.decode()
+            key.decode(): raw.dump(key) or b""
+            for key in raw.scan_iter(count=1000)
+            if user in key.decode()
         }
     finally:
         raw.close()
@@ -131,7 +134,7 @@ def test_an_undecodable_thread_record_blocks_no_erasure(embedded_memory: TieredM
     memory.add_session_log("ann", [HumanMessage("hi")], thread_id="ok-thread")
     raw = raw_client(memory.redis_url or "")
     try:
-        raw.sadd(memory.history.keys.key("ann", "threads"), b"\xff\xfe")
+        raw.sadd(KeyBuilder().key("ann", "threads"), b"\xff\xfe")
     finally:
         raw.close()
     assert memory.export_user("ann")["threads"] == ["ok-thread"]

@@ -1,0 +1,86 @@
+"""The console app's guards and listings without a browser (Starlette's test client over
+the embedded server): issue 43 items 13, 17, 18 and 20. The browser tests
+(tests/integration_tests/test_console_browser.py) cover what needs a real browser.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from support import raw_client
+
+from langchain_tiered_memory import HashingEmbeddings, TieredMemory, create_memory_graph
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+pytest.importorskip("starlette", reason="the [ui] extra is part of the test install")
+from starlette.testclient import TestClient  # noqa: E402
+
+from langchain_tiered_memory.console import create_app  # noqa: E402
+from langchain_tiered_memory.console.views import THREADS_PER_PAGE  # noqa: E402
+
+
+def _client(memory: TieredMemory, host: str = "127.0.0.1", **options: Any) -> TestClient:
+    return TestClient(create_app(memory, host=host, **options), base_url=f"http://{host}")
+
+
+def test_a_user_whose_every_turn_failed_is_listed(embedded_memory: TieredMemory) -> None:
+    """Item 13: the provider was down for every turn; the thread holds the message."""
+    memory = embedded_memory
+    graph: Any = create_memory_graph(
+        ScriptedChatModel(replies=[RuntimeError("provider down")]),
+        memory=memory,
+        checkpointer=memory.checkpointer(),
+    )
+    with pytest.raises(RuntimeError):
+        graph.invoke(
+            {"messages": [HumanMessage("hello?")]},
+            {"configurable": {"thread_id": "t-failed"}},
+            context={"user_id": "unlucky"},
+        )
+    page = _client(memory).get("/")
+    assert page.status_code == 200 and "unlucky" in page.text
+    assert "t-failed" in _client(memory).get("/user?u=unlucky").text
+
+
+def test_the_user_page_lists_threads_a_page_at_a_time(embedded_memory: TieredMemory) -> None:
+    """Item 17: 20,001 threads made a 9.5 MB page."""
+    memory = embedded_memory
+    for i in range(THREADS_PER_PAGE + 5):
+        memory.history.record_thread("many", f"thread-{i:03d}")
+    client = _client(memory)
+    first = client.get("/user?u=many").text
+    assert first.count("Forget this thread") == THREADS_PER_PAGE
+    assert f"({THREADS_PER_PAGE + 5})" in first and "more threads" in first
+    second = client.get(f"/user?u=many&toffset={THREADS_PER_PAGE}").text
+    assert second.count("Forget this thread") == 5 and "thread-054" in second
+
+
+def test_the_recall_playground_does_not_restart_the_users_clock(data_dir: Path) -> None:
+    """Item 18: an inspection in a --read-only console is a read, not user activity."""
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings(), user_ttl=3600) as memory:
+        memory.add_summaries("ann", ["Ann failed her driving test."])
+        memory.set_user_tags("ann", {"name": "Ann"})
+        raw = raw_client(memory.redis_url or "")
+        try:
+            key = memory.tags.key("ann")  # type: ignore[attr-defined]
+            raw.pexpire(key, 60_000)
+            page = _client(memory, read_only=True).get(
+                "/user/playground", params={"u": "ann", "turns": "my exam"}
+            )
+            assert page.status_code == 200 and "driving test" in page.text
+            assert raw.pttl(key) <= 60_000
+        finally:
+            raw.close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "127.1.2.3"])
+def test_a_console_on_another_loopback_address_serves_its_own_host(
+    embedded_memory: TieredMemory, host: str
+) -> None:
+    """Item 20; a name other than localhost is still refused (DNS rebinding)."""
+    client = _client(embedded_memory, host=host)
+    assert client.get("/", headers={"host": f"{host}:8766"}).status_code == 200
+    assert client.get("/", headers={"host": "evil.example:8766"}).status_code == 400
