@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from langchain_core.messages import HumanMessage
 
 from langchain_tiered_memory import (
