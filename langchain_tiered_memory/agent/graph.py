@@ -353,7 +353,5 @@ def create_memory_graph(
     builder.add_conditional_edges(MODEL, _route_after_model, [TOOLS, MODEL, SAVE_MEMORY])
     builder.add_edge(TOOLS, MODEL)
     builder.add_edge(SAVE_MEMORY, END)
-    # the erasure and export of a user reach what the graph keeps of them, from any door
-    memory.attach(checkpointer=checkpointer, store=store)
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)
     return owned_threads(graph, memory.history)

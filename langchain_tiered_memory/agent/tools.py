@@ -26,6 +26,7 @@ from langchain_core.tools.base import InjectedToolArg
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from langchain_tiered_memory.agent.context import resolve_user_id, thread_of
+from langchain_tiered_memory.agent.prompt import quote
 from langchain_tiered_memory.errors import InvalidTagError, SummarizationError
 from langchain_tiered_memory.language.attribution import ground_tags
 
@@ -226,7 +227,8 @@ class SummarizeTool(BaseTool):
         if not ids:
             return "Nothing new to summarize: the memory is up to date."
         wanted = set(ids)
-        texts = [d.page_content for d in docs if d.id in wanted]
+        # quoted as the system prompt quotes them: an item cannot forge a line of its own
+        texts = [quote(d.page_content) for d in docs if d.id in wanted]
         listed = "".join(f"\n- {t}" for t in texts)
         return f"Stored {len(ids)} memory item(s) from the conversation:{listed}"
 
@@ -315,10 +317,11 @@ class SearchMemoryTool(BaseTool):
             return "No memories found."
         lines = []
         for i, doc in enumerate(docs, start=1):
+            # quoted as the system prompt quotes them (one JSON string a line): a stored
+            # item holding line feeds cannot forge results or a "SYSTEM:" line here
+            text = quote(doc.page_content)
             when = str(doc.metadata.get("created_at") or "")[:10]
-            lines.append(
-                f"{i}. ({when}) {doc.page_content}" if when else f"{i}. {doc.page_content}"
-            )
+            lines.append(f"{i}. ({when}) {text}" if when else f"{i}. {text}")
         return "\n".join(lines)
 
     def _run(self, config: RunnableConfig, query: Any, k: Any = 5) -> str:

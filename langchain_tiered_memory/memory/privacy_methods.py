@@ -47,10 +47,12 @@ class PrivacyMethods:
         every erasure and export reaches it from then on, whichever entry point calls it
         (``forget_user`` from the app, the console, the MCP server, the CLI).
 
-        The memory's own ``checkpointer()`` and ``store()`` need no attaching.
-        ``create_memory_graph(memory=..., checkpointer=..., store=...)`` attaches what it is
-        given. ``store_namespaces``: the templates of a user's namespaces in ``store``
-        (default ``[("memories", "{user_id}")]``); without ``store``, of the memory's own.
+        The memory's own ``checkpointer()`` and ``store()`` need no attaching. Attach one
+        that lives as long as the memory (the memory keeps it; a closed one fails the next
+        erasure, loudly). ``store_namespaces``: the templates of a user's namespaces in
+        ``store`` (default ``[("memories", "{user_id}")]``); without ``store``, of the
+        memory's own. An async-only saver (``AsyncPostgresSaver``) is erased by
+        ``aforget_user``.
 
         Example:
             >>> memory.attach(checkpointer=PostgresSaver(conn))  # doctest: +SKIP

@@ -108,7 +108,7 @@ def check_threads(graph: Any) -> None:
         "Hi Alice!",
         "Please summarize our conversation.",
         "(saving our conversation to memory)",
-        "Stored 1 memory item(s) from the conversation:\n- The user's birthday is on May 8.",
+        'Stored 1 memory item(s) from the conversation:\n- "The user\'s birthday is on May 8."',
         "Summarized.",
     ]
     assert thread_texts(graph, "t2") == ["When is my birthday?", "On May 8."]

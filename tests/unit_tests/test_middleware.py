@@ -287,10 +287,10 @@ def test_the_small_model_prompt_guards_apply_as_in_the_graph(
             middleware=[TieredMemoryMiddleware(embedded_memory, small_model=marker)],
             checkpointer=InMemorySaver(),
         )
-        inputs, options = turn("t1", "Hello there.", user)
+        inputs, options = turn(f"t1-{user}", "Hello there.", user)  # a thread is its user's
         agent.invoke(inputs, **options)
         first = model.prompts[0]
-        agent.invoke(turn("t1", "How are you?", user)[0], **options)
+        agent.invoke(turn(f"t1-{user}", "How are you?", user)[0], **options)
         last = next(p for p in reversed(model.prompts) if p[-1].text == "How are you?")
         system = last[0].text
         if model is capable:

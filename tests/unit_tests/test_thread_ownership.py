@@ -83,6 +83,7 @@ async def test_graph_refuses_another_users_turn_before_anything_of_it_is_kept(
     model = ScriptedChatModel(replies=["Noted."])
     saver = InMemorySaver()
     graph: Any = create_memory_graph(model, memory=memory, checkpointer=saver)
+    memory.attach(checkpointer=saver)  # export and erasure reach it from any door
     graph.invoke({"messages": [HumanMessage(SECRET)]}, cfg("t1"), context={"user_id": "ann"})
     before, calls = texts(graph, "t1"), len(model.prompts)
     bob = ({"messages": [HumanMessage(INJECTION)]}, cfg("t1"))
