@@ -30,7 +30,9 @@ MAX_RESULTS = 100
 def _item(doc: Document) -> dict[str, Any]:
     meta = doc.metadata
     out: dict[str, Any] = {"id": doc.id or meta.get("id"), "text": doc.page_content}
-    for key in ("created_at", "superseded_by", "valid_until", "threads"):
+    # the date, the supersession, the provenance (the threads the note came from) and,
+    # for a search, the score
+    for key in ("created_at", "superseded_by", "valid_until", "source_threads", "score"):
         if meta.get(key) is not None:
             out[key] = meta[key]
     return out

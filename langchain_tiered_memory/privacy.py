@@ -56,26 +56,9 @@ def _targets(
 ) -> tuple[list[BaseCheckpointSaver], _Stores]:
     """The checkpointers and stores an operation reaches: those the memory knows
     (``Tiers.attach``: its own Redis saver and store, and any the app attached), and any
-    the call names, each once.
+    the call names, each once (:meth:`Tiers.reaching`).
     """
-    savers = list(tiers.checkpointers)
-    if checkpointer is not None and all(c is not checkpointer for c in savers):
-        savers.append(checkpointer)
-    stores = list(tiers.stores)
-    if store is not None:
-        templates = _templates(store_namespaces) or DEFAULT_STORE_NAMESPACES
-        stores = [(s, n) for s, n in stores if s is not store] + [(store, templates)]
-    return savers, stores
-
-
-def _templates(
-    namespaces: Sequence[tuple[str, ...]] | None,
-) -> tuple[tuple[str, ...], ...] | None:
-    if not namespaces:
-        return None
-    if isinstance(namespaces, tuple) and isinstance(namespaces[0], str):
-        return (namespaces,)  # type: ignore[return-value]  # one template given bare
-    return tuple(tuple(n) for n in namespaces)
+    return tiers.reaching(checkpointer=checkpointer, store=store, store_namespaces=store_namespaces)
 
 
 def forget_user(

@@ -53,6 +53,33 @@ class Disk(Protocol):
         """Async :meth:`compact`."""
 
 
+Templates = tuple[tuple[str, ...], ...]
+
+
+def _templates(namespaces: Sequence[tuple[str, ...]] | None) -> Templates | None:
+    if not namespaces:
+        return None
+    if isinstance(namespaces, tuple) and isinstance(namespaces[0], str):
+        return (namespaces,)  # type: ignore[return-value]  # one template given bare
+    return tuple(tuple(n) for n in namespaces)
+
+
+def _same_keys(a: object, b: object) -> bool:
+    """Whether two savers or stores are the same object, or views of the same keys (one
+    Redis connection and key prefix).
+    """
+    if a is b:
+        return True
+    connection = getattr(a, "connection", None)
+    prefix = getattr(getattr(a, "keys", None), "prefix", None)
+    return (
+        connection is not None
+        and type(a) is type(b)
+        and getattr(b, "connection", None) is connection
+        and getattr(getattr(b, "keys", None), "prefix", None) == prefix
+    )
+
+
 @dataclass
 class MemorySnapshot:
     """What one turn needs from memory: tags, recent history and recalled items."""
@@ -95,7 +122,7 @@ class Tiers:
     # (the memory's own Redis saver first), LangGraph stores with the namespace templates
     # of a user's items, and the server's files.
     checkpointers: list[BaseCheckpointSaver[Any]] = field(default_factory=list)
-    stores: list[tuple[BaseStore, tuple[tuple[str, ...], ...]]] = field(default_factory=list)
+    stores: list[tuple[BaseStore, Templates]] = field(default_factory=list)
     disk: Disk | None = None
 
     def attach(
@@ -108,17 +135,39 @@ class Tiers:
         """Add a checkpointer and/or a store that hold the users' data (each once).
 
         ``store_namespaces`` are the templates of a user's namespaces in ``store`` (default
-        :data:`DEFAULT_STORE_NAMESPACES`); without ``store`` they replace those of the
-        memory's own store.
+        :data:`DEFAULT_STORE_NAMESPACES`); without ``store`` they are added to those of
+        the memory's own store (the first one).
         """
-        if checkpointer is not None and all(c is not checkpointer for c in self.checkpointers):
-            self.checkpointers.append(checkpointer)
-        templates = tuple(map(tuple, store_namespaces)) if store_namespaces else None
+        self.checkpointers, self.stores = self.reaching(
+            checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+        )
+
+    def reaching(
+        self,
+        *,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
+        store: BaseStore | None = None,
+        store_namespaces: Sequence[tuple[str, ...]] | None = None,
+    ) -> tuple[list[BaseCheckpointSaver[Any]], list[tuple[BaseStore, Templates]]]:
+        """The checkpointers and stores an erasure or export reaches: the attached ones and
+        these, each once. A saver or store that is a view of the same keys as one already
+        there (the same Redis connection and key prefix: ``memory.checkpointer()``,
+        ``memory.store()``) is that one; a store's templates are merged.
+        """
+        savers = list(self.checkpointers)
+        if checkpointer is not None:
+            # the object given stands for a view of the same keys (its caches go with it)
+            savers = [c for c in savers if not _same_keys(c, checkpointer)] + [checkpointer]
+        stores = list(self.stores)
+        templates = _templates(store_namespaces)
+        if store is None and templates and stores:
+            store = stores[0][0]
         if store is not None:
-            self.stores = [(s, n) for s, n in self.stores if s is not store]
-            self.stores.append((store, templates or DEFAULT_STORE_NAMESPACES))
-        elif templates and self.stores:
-            self.stores[0] = (self.stores[0][0], templates)
+            wanted = templates or DEFAULT_STORE_NAMESPACES
+            have = [n for s, n in stores if _same_keys(s, store)]
+            merged = tuple(dict.fromkeys((*(have[0] if have else ()), *wanted)))
+            stores = [(s, n) for s, n in stores if not _same_keys(s, store)] + [(store, merged)]
+        return savers, stores
 
     def __post_init__(self) -> None:
         after = self.summarize_after

@@ -6,7 +6,7 @@ Every function is synchronous and does blocking I/O: the app runs them in a thre
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -31,7 +31,19 @@ ITEMS_PER_PAGE = 100
 THREADS_PER_PAGE = 50
 HISTORY_SHOWN = 40
 # what the item table shows in columns of its own: the rest of the metadata is listed
-_ITEM_FIELDS = {"id", "created_at", "threads", "superseded_by", "valid_until", "supersedes"}
+_ITEM_FIELDS = {
+    "id",
+    "created_at",
+    "threads",
+    "superseded_by",
+    "valid_until",
+    "supersedes",
+    "source_threads",
+    "source_positions",
+    "source_start",
+    "source_end",
+    "edits",
+}
 # recall bookkeeping that is not the item's own metadata
 _RECALL_FIELDS = {"score", "similarity", "score_parts", "fused_score", "ranks"}
 
@@ -83,6 +95,7 @@ class ItemView:
     superseded_by: str | None
     supersedes: list[str]
     extra: dict[str, Any]
+    edits: list[str] = field(default_factory=list)  # earlier texts, oldest first
 
 
 @dataclass
@@ -106,7 +119,8 @@ class UserView:
 def _item_view(doc: Document, supersedes: dict[str, list[str]]) -> ItemView:
     meta = doc.metadata
     item_id = str(doc.id or meta.get("id"))
-    threads = meta.get("threads") or []
+    # the summarizer's per-item provenance (items an app added itself may say "threads")
+    threads = meta.get("source_threads") or meta.get("threads") or []
     return ItemView(
         id=item_id,
         text=doc.page_content,
@@ -115,6 +129,7 @@ def _item_view(doc: Document, supersedes: dict[str, list[str]]) -> ItemView:
         superseded_by=str(meta["superseded_by"]) if meta.get("superseded_by") else None,
         supersedes=supersedes.get(item_id, []),
         extra={k: v for k, v in meta.items() if k not in _ITEM_FIELDS | _RECALL_FIELDS},
+        edits=[str(e.get("text")) for e in meta.get("edits") or [] if isinstance(e, dict)],
     )
 
 

@@ -10,7 +10,6 @@ from langgraph.store.base import BaseStore
 
 from langchain_tiered_memory import privacy
 from langchain_tiered_memory._steps import adrive, drive
-from langchain_tiered_memory.backend import opening
 from langchain_tiered_memory.summarization.jobs import Summarization
 from langchain_tiered_memory.tiers import Tiers
 
@@ -22,17 +21,6 @@ class PrivacyMethods:
 
     tiers: Tiers
     summarization: Summarization
-    _connection: opening.RedisConnection | None
-
-    def _own(self, part: object) -> bool:
-        """Whether ``part`` (a saver, a store) keeps its keys in this memory's Redis."""
-        keys = getattr(part, "keys", None)
-        return (
-            part is not None
-            and self._connection is not None
-            and getattr(part, "connection", None) is self._connection
-            and getattr(keys, "prefix", None) == opening.keys_of(self.tiers.history).prefix
-        )
 
     # ----- privacy: langchain_tiered_memory.privacy does the work -----
 
@@ -60,12 +48,6 @@ class PrivacyMethods:
         """
         if store_namespaces is not None:
             privacy.check_namespaces(store_namespaces)
-        # a saver or store on the memory's own Redis and prefix is a view of keys it
-        # already erases (memory.checkpointer(), memory.store()): once is enough
-        if self._own(checkpointer):
-            checkpointer = None
-        if self._own(store):
-            store = None
         self.tiers.attach(checkpointer=checkpointer, store=store, store_namespaces=store_namespaces)
 
     def forget_user(

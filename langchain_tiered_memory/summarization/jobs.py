@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -26,8 +24,8 @@ from langchain_tiered_memory.errors import (
     SummarizationError,
     WatermarkConflict,
 )
-from langchain_tiered_memory.stores.history import threads_between
 from langchain_tiered_memory.stores.queue import QueueEntry
+from langchain_tiered_memory.summarization.provenance import item_provenance
 from langchain_tiered_memory.summarization.reconcile import areconcile_items, reconcile_items
 from langchain_tiered_memory.summarization.summarizer import asummarize_messages, summarize_messages
 from langchain_tiered_memory.tiers import Tiers
@@ -37,15 +35,6 @@ __all__ = ["DEFAULT_SUMMARY_BATCH", "Summarization"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_SUMMARY_BATCH = 200
-
-
-def _provenance(first: int, end: int, spans: Sequence[tuple[int, int, str]]) -> dict[str, Any]:
-    """Where a summary batch came from: its history positions and threads."""
-    return {
-        "source_start": first,
-        "source_end": end,
-        "source_threads": threads_between(spans, first, end),
-    }
 
 
 class Summarization:
@@ -130,9 +119,14 @@ class Summarization:
         watermark, fence = yield call(
             tiers.summaries.get_fence, tiers.summaries.aget_fence, user_id
         )
-        first, end, messages = yield call(
-            tiers.history.window, tiers.history.awindow, user_id, watermark, max_messages
+        first, end, found = yield call(
+            tiers.history.window_positions,
+            tiers.history.awindow_positions,
+            user_id,
+            watermark,
+            max_messages,
         )
+        messages = [m for _, m in found]
         if end == first:
             return []
         items: list[str] = []
@@ -151,7 +145,8 @@ class Summarization:
                 tiers.summaries.aadd,
                 user_id,
                 items,
-                metadata=_provenance(first, end, spans),
+                # per item: the messages (and so the threads) it came from
+                metadata=item_provenance(items, found, spans, first, end),
                 watermark=(watermark, end),
                 supersedes=supersedes,
                 fence=fence,

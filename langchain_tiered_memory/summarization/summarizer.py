@@ -235,7 +235,9 @@ def char_grams(text: str) -> set[str]:
 
 # What every item says whatever the user said ("The user ...", "用户"): not evidence that an
 # item is grounded, so these n-grams count on neither side.
-_FRAME = char_grams(SUMMARY_SYSTEM_PROMPT + " SummaryItems The user's 用户 ユーザー Der Nutzer")
+FRAME_GRAMS = char_grams(
+    SUMMARY_SYSTEM_PROMPT + " SummaryItems The user's 用户 ユーザー Der Nutzer"
+)
 
 
 def is_grounded(item: str, source_text: str, *, source_grams: set[str] | None = None) -> bool:
@@ -247,7 +249,7 @@ def is_grounded(item: str, source_text: str, *, source_grams: set[str] | None = 
     source = char_grams(source_text) if source_grams is None else source_grams
     total = 0
     for sentence in split_sentences(item):
-        grams = char_grams(sentence) - _FRAME
+        grams = char_grams(sentence) - FRAME_GRAMS
         if not grams:
             continue
         if len(grams & source) < MIN_GROUNDED_SHARE * len(grams):

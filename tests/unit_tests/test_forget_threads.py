@@ -196,3 +196,65 @@ def test_a_thread_whose_first_turn_failed_is_still_forgotten(
     assert removed["threads"] == 1
     assert saver.get_tuple({"configurable": {"thread_id": "e1"}}) is None
     assert list(saver.list(None)) == []
+
+
+def _summary_call(items: list[str]) -> AIMessage:
+    return AIMessage(
+        content="", tool_calls=[{"name": "SummaryItems", "args": {"items": items}, "id": "s"}]
+    )
+
+
+@pytest.mark.parametrize(
+    ("paris", "cat", "paris_item", "cat_item"),
+    [
+        (
+            "I live in Paris near the river.",
+            "I have a cat named Tom.",
+            "The user lives in Paris near the river.",
+            "The user has a cat named Tom.",
+        ),
+        (
+            "我住在巴黎，靠近塞纳河。",
+            "我养了一只叫汤姆的猫。",
+            "用户住在巴黎，靠近塞纳河。",
+            "用户养了一只叫汤姆的猫。",
+        ),
+    ],
+    ids=["en", "zh"],
+)
+def test_forget_thread_deletes_the_items_made_only_from_it(
+    memory_factory: Callable[..., TieredMemory],
+    paris: str,
+    cat: str,
+    paris_item: str,
+    cat_item: str,
+) -> None:
+    """Issue 43 item 6: one summarization batch read two threads; each item records the
+    messages (and threads) it came from, so forgetting one thread deletes its items and
+    keeps the other's. Before, every item got the batch's two threads and none went."""
+    memory = memory_factory()
+    memory.add_session_log("fay", [HumanMessage(paris), AIMessage("Nice.")], thread_id="t-a")
+    memory.add_session_log("fay", [HumanMessage(cat), AIMessage("Cute.")], thread_id="t-b")
+    model = ScriptedChatModel(replies=[_summary_call([paris_item, cat_item])])
+    memory.summarize_history("fay", model, reconcile=False)
+    meta = {d.page_content: d.metadata for d in memory.summaries.get_all("fay")}
+    assert meta[paris_item]["source_threads"] == ["t-a"]
+    assert meta[cat_item]["source_threads"] == ["t-b"]
+    assert meta[paris_item]["source_positions"] == [0]
+    assert memory.forget_thread("fay", "t-a")["summaries"] == 1
+    assert [d.page_content for d in memory.summaries.get_all("fay")] == [cat_item]
+
+
+def test_an_item_said_in_two_threads_outlives_forgetting_one(
+    memory_factory: Callable[..., TieredMemory],
+) -> None:
+    memory = memory_factory()
+    for thread in ("t-a", "t-b"):
+        memory.add_session_log(
+            "gus", [HumanMessage("My sister Mia lives in Oslo."), AIMessage("ok")], thread_id=thread
+        )
+    model = ScriptedChatModel(replies=[_summary_call(["The user's sister Mia lives in Oslo."])])
+    memory.summarize_history("gus", model, reconcile=False)
+    (doc,) = memory.summaries.get_all("gus")
+    assert doc.metadata["source_threads"] == ["t-a", "t-b"]
+    assert memory.forget_thread("gus", "t-a")["summaries"] == 0

@@ -176,6 +176,20 @@ class HistoryStore(ABC):
     ) -> tuple[int, int, list[BaseMessage]]:
         """Async :meth:`window`."""
 
+    @abstractmethod
+    def window_positions(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[tuple[int, BaseMessage]]]:
+        """:meth:`window` with each message's absolute position, ``(position, message)``:
+        which thread each message came from, with :meth:`spans`.
+        """
+
+    @abstractmethod
+    async def awindow_positions(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[tuple[int, BaseMessage]]]:
+        """Async :meth:`window_positions`."""
+
     def since(
         self, user_id: str, start: int, limit: int | None = None
     ) -> tuple[int, list[BaseMessage]]:

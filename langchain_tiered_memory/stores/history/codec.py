@@ -186,6 +186,17 @@ def threads_between(spans: Sequence[tuple[int, int, str]], start: int, end: int)
     return out
 
 
+def positioned(
+    first: int, raw: Sequence[bytes | str], *, where: str = "a history"
+) -> list[tuple[int, BaseMessage]]:
+    """Stored entries read from absolute position ``first`` as ``(position, message)``,
+    forgotten ones left out: which message of a window is which position (the provenance
+    of the summary items made from it).
+    """
+    positions = [first + i for i, r in enumerate(raw) if r not in TOMBSTONES]
+    return list(zip(positions, load_messages(raw, where=where), strict=True))
+
+
 def load_messages(raw: Sequence[bytes | str], *, where: str = "a history") -> list[BaseMessage]:
     """Inverse of :func:`dump_message` for a batch.
 

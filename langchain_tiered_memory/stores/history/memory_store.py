@@ -25,8 +25,8 @@ from langchain_tiered_memory.stores.history.codec import (
     TOMBSTONE,
     TOMBSTONES,
     OnInvalid,
-    load_messages,
     parse_tail,
+    positioned,
 )
 
 
@@ -202,19 +202,32 @@ class InMemoryHistoryStore(HistoryStore):
         self, user_id: str, start: int, limit: int | None = None
     ) -> tuple[int, int, list[BaseMessage]]:
         """Positions from absolute position ``start``."""
-        user_id = validate_user_id(user_id)
-        with self._lock:
-            base = self._base.get(user_id, 0)
-            offset = max(start - base, 0)
-            end = None if limit is None else offset + max(limit, 0)
-            raw = list(self._data.get(user_id, [])[offset:end])
-        return base + offset, base + offset + len(raw), load_messages(raw)
+        first, end, found = self.window_positions(user_id, start, limit)
+        return first, end, [m for _, m in found]
 
     async def awindow(
         self, user_id: str, start: int, limit: int | None = None
     ) -> tuple[int, int, list[BaseMessage]]:
         """Async :meth:`window`."""
         return self.window(user_id, start, limit)
+
+    def window_positions(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[tuple[int, BaseMessage]]]:
+        """:meth:`window` with each message's absolute position."""
+        user_id = validate_user_id(user_id)
+        with self._lock:
+            base = self._base.get(user_id, 0)
+            offset = max(start - base, 0)
+            end = None if limit is None else offset + max(limit, 0)
+            raw = list(self._data.get(user_id, [])[offset:end])
+        return base + offset, base + offset + len(raw), positioned(base + offset, raw)
+
+    async def awindow_positions(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[tuple[int, BaseMessage]]]:
+        """Async :meth:`window_positions`."""
+        return self.window_positions(user_id, start, limit)
 
     def length(self, user_id: str) -> int:
         """Absolute length."""

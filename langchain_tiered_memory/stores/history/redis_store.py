@@ -30,8 +30,8 @@ from langchain_tiered_memory.stores.history.codec import (
     DEFAULT_MAX_MESSAGE_BYTES,
     TOMBSTONE,
     OnInvalid,
-    load_messages,
     parse_tail,
+    positioned,
     thread_spans,
 )
 
@@ -456,29 +456,43 @@ class RedisHistoryStore(HistoryStore):
             raw = await (await self.connection.aclient()).lrange(key, start, stop)
         return self.parse_tail(raw, self.where(user_id))
 
+    def _window_args(self, user_id: str, start: int, limit: int | None) -> list[Any]:
+        hist, meta = self._k(user_id)
+        return [_SINCE_LUA, 2, hist, meta, max(start, 0), limit_arg(limit), BASE_FIELD]
+
     def window(
         self, user_id: str, start: int, limit: int | None = None
     ) -> tuple[int, int, list[BaseMessage]]:
         """Positions from absolute position ``start`` (one script: trimming in between
         cannot shift them).
         """
-        hist, meta = self._k(user_id)
-        with self.connection.errors():
-            first, raw = self.connection.eval(
-                _SINCE_LUA, 2, hist, meta, max(start, 0), limit_arg(limit), BASE_FIELD
-            )
-        return int(first), int(first) + len(raw), load_messages(raw, where=self.where(user_id))
+        first, end, found = self.window_positions(user_id, start, limit)
+        return first, end, [m for _, m in found]
 
     async def awindow(
         self, user_id: str, start: int, limit: int | None = None
     ) -> tuple[int, int, list[BaseMessage]]:
         """Async :meth:`window`."""
-        hist, meta = self._k(user_id)
+        first, end, found = await self.awindow_positions(user_id, start, limit)
+        return first, end, [m for _, m in found]
+
+    def window_positions(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[tuple[int, BaseMessage]]]:
+        """:meth:`window` with each message's absolute position."""
         with self.connection.errors():
-            first, raw = await self.connection.aeval(
-                _SINCE_LUA, 2, hist, meta, max(start, 0), limit_arg(limit), BASE_FIELD
-            )
-        return int(first), int(first) + len(raw), load_messages(raw, where=self.where(user_id))
+            first, raw = self.connection.eval(*self._window_args(user_id, start, limit))
+        found = positioned(int(first), raw, where=self.where(user_id))
+        return int(first), int(first) + len(raw), found
+
+    async def awindow_positions(
+        self, user_id: str, start: int, limit: int | None = None
+    ) -> tuple[int, int, list[tuple[int, BaseMessage]]]:
+        """Async :meth:`window_positions`."""
+        with self.connection.errors():
+            first, raw = await self.connection.aeval(*self._window_args(user_id, start, limit))
+        found = positioned(int(first), raw, where=self.where(user_id))
+        return int(first), int(first) + len(raw), found
 
     def length(self, user_id: str) -> int:
         """Absolute length."""

@@ -34,7 +34,10 @@ from langchain_tiered_memory.stores.summaries.index import (
     validate_items,
 )
 
-__all__ = ["SummaryRetriever", "SummaryStore"]
+__all__ = ["ItemMetadata", "SummaryRetriever", "SummaryStore"]
+
+# One mapping for every item of an add, or one mapping per item (in order).
+ItemMetadata = Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
 
 
 class SummaryStore(ABC):
@@ -138,15 +141,23 @@ class SummaryStore(ABC):
         items: Sequence[str],
         vectors: Sequence[Sequence[float]],
         created_at: datetime | date | str | None,
-        metadata: Mapping[str, Any] | None,
+        metadata: ItemMetadata,
     ) -> tuple[list[Record], np.ndarray]:
         texts = validate_items(items)
         stamp = normalize_created_at(created_at)
-        meta = json_metadata(metadata)
+        if metadata is None or isinstance(metadata, Mapping):
+            metas = [json_metadata(metadata)] * len(texts)
+        else:  # one mapping per item (the summarizer's per-item provenance)
+            metas = [json_metadata(m) for m in metadata]
+            if len(metas) != len(texts):
+                raise InvalidSummaryError(
+                    f"metadata has {len(metas)} entries for {len(texts)} items: give one "
+                    "mapping for all items, or one per item."
+                )
         vecs = unit_rows(vectors)
         if len(vecs) != len(texts):
             raise InvalidSummaryError("the embeddings model returned a wrong number of vectors.")
-        return [Record("", t, stamp, meta) for t in texts], vecs
+        return [Record("", t, stamp, dict(m)) for t, m in zip(texts, metas, strict=True)], vecs
 
     @abstractmethod
     def add(
@@ -155,7 +166,7 @@ class SummaryStore(ABC):
         items: Sequence[str],
         *,
         created_at: datetime | date | str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: ItemMetadata = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
         fence: str | None = None,
@@ -164,7 +175,8 @@ class SummaryStore(ABC):
 
         ``watermark=(expected, new)`` makes the write conditional: it happens, together
         with moving the user's summarization watermark to ``new``, only if the watermark
-        is still ``expected``. ``supersedes={i: [stored ids]}``: ``items[i]`` makes those
+        is still ``expected``. ``metadata``: one mapping for every item, or one per item.
+        ``supersedes={i: [stored ids]}``: ``items[i]`` makes those
         stored items no longer true; they are kept, marked with ``superseded_by`` (the new
         id) and ``valid_until`` (its ``created_at``), in the same write, and left out of
         default recall. ``fence`` (from :meth:`get_fence`, with ``watermark``): the write
@@ -186,7 +198,7 @@ class SummaryStore(ABC):
         items: Sequence[str],
         *,
         created_at: datetime | date | str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: ItemMetadata = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
         fence: str | None = None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
-from typing import Any
 
 import numpy as np
 from langchain_core.documents import Document
@@ -19,7 +18,7 @@ from langchain_tiered_memory.errors import (
     WatermarkConflict,
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
-from langchain_tiered_memory.stores.summaries.base import SummaryStore
+from langchain_tiered_memory.stores.summaries.base import ItemMetadata, SummaryStore
 from langchain_tiered_memory.stores.summaries.index import (
     DEDUP_THRESHOLD,
     DEFAULT_MAX_ITEMS,
@@ -127,7 +126,7 @@ class InMemorySummaryStore(SummaryStore):
         items: Sequence[str],
         *,
         created_at: datetime | date | str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: ItemMetadata = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
         fence: str | None = None,
@@ -145,7 +144,7 @@ class InMemorySummaryStore(SummaryStore):
         items: Sequence[str],
         *,
         created_at: datetime | date | str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: ItemMetadata = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
         fence: str | None = None,

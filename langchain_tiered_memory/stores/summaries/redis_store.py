@@ -29,7 +29,7 @@ from langchain_tiered_memory.errors import (
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
 from langchain_tiered_memory.stores.summaries import scripts
-from langchain_tiered_memory.stores.summaries.base import SummaryStore
+from langchain_tiered_memory.stores.summaries.base import ItemMetadata, SummaryStore
 from langchain_tiered_memory.stores.summaries.cache import IndexCache
 from langchain_tiered_memory.stores.summaries.index import (
     DEDUP_THRESHOLD,
@@ -174,7 +174,7 @@ class RedisSummaryStore(IndexLoading, SummaryStore):
         items: Sequence[str],
         *,
         created_at: datetime | date | str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: ItemMetadata = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
         fence: str | None = None,
@@ -192,7 +192,7 @@ class RedisSummaryStore(IndexLoading, SummaryStore):
         items: Sequence[str],
         *,
         created_at: datetime | date | str | None = None,
-        metadata: Mapping[str, Any] | None = None,
+        metadata: ItemMetadata = None,
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
         fence: str | None = None,
@@ -207,7 +207,7 @@ class RedisSummaryStore(IndexLoading, SummaryStore):
         user_id: str,
         items: Sequence[str],
         created_at: datetime | date | str | None,
-        metadata: Mapping[str, Any] | None,
+        metadata: ItemMetadata,
         watermark: tuple[int, int] | None,
         supersedes: Mapping[int, Sequence[str]] | None,
         fence: str | None,
