@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -345,30 +346,43 @@ def test_the_cli_prints_stored_text_as_text(data_dir: Path, hostile: str) -> Non
 
 
 def test_ctrl_c_during_the_demo_prints_no_traceback(tmp_path: Path) -> None:
+    """Ctrl-C while a step's process runs: exit 130, "interrupted", no traceback.
+
+    Deterministic (issue 43 item 22): the test holds the data dir's start lock, so step 1's
+    process waits for it and is surely running when the interrupt comes. (Waiting a second
+    after "step 2/3" was read raced the demo's end on a loaded machine: the demo had
+    finished and exited 0 before the interrupt; a demo whose steps all finished before
+    Ctrl-C rightly exits 0.)"""
     exe = shutil.which("tiered-memory")
     cmd = [exe] if exe else [sys.executable, "-m", "langchain_tiered_memory.cli"]
-    proc = subprocess.Popen(
-        [*cmd, "demo", "--model", "fake", "--embeddings", "hashing"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:  # interrupt inside step 2, with a step process running
-        if "step 2/3" in line:
-            break
-    time.sleep(1.0)
-    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    data = tmp_path / "data"
+    data.mkdir()
+    lock = os.open(data / ".redis.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # no step can start or attach to a server meanwhile
     try:
-        _, err = proc.communicate(timeout=NO_HANG)
+        proc = subprocess.Popen(
+            [*cmd, "demo", "--model", "fake", "--embeddings", "hashing", "--data-dir", str(data)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the step's process is started, and waits for the lock
+            if "step 1/3" in line:
+                break
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        try:
+            _, err = proc.communicate(timeout=NO_HANG)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        os.close(lock)
     assert proc.returncode == 130, err
     assert "Traceback" not in err, err
     assert "interrupted" in err
+    assert _server_pids(data) == []  # the interrupted step left no server behind
 
 
 # --------------------------------------------------------------------------- 9. bounds
