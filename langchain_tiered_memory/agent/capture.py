@@ -205,7 +205,12 @@ class AfterTurnCapture:
         grounding = ground_tags(args, human.text)
         grounding.log("after-turn extraction")
         tags = [t for t in self.memory.tags.schema.model_fields if t not in grounding.kept]
-        values = {**stated_tags(human.text, tags), **grounding.kept}
+        # A model that abstained (nothing_stated, or no value) is overruled by the cues
+        # alone only on an unambiguous self-statement ("my name is", not "I'm" + a
+        # capitalised word: "I'm French."); one that stated a value read the message as
+        # the user's own, and the cues fill what it left out ("I'm Carol and I'm 52").
+        strict = self.model is not None and not any(v for v in args.values())
+        values = {**stated_tags(human.text, tags, strict=strict), **grounding.kept}
         return {k: v for k, v in values.items() if k not in called}
 
     def _store_plan(

@@ -125,6 +125,90 @@ def _subject(before: str, languages: Iterable[LanguageRules]) -> str | None:
     return kind
 
 
+# ----- what makes a statement not the user's own, in any language -----
+
+# quotation marks that open and close (German „…“ closes with the English opener)
+_QUOTE_PAIRS = {"“": "”", "„": "“", "「": "」", "『": "』", "«": "»", "‹": "›", "《": "》"}
+_QUOTE_SAME = ('"', "`")
+_CLAUSE_MARK = re.compile(r"[,;:，；：、—–()（）\[\]]")
+
+
+def _quoted(text: str, start: int) -> bool:
+    """Whether ``start`` lies inside quotation marks or code (backticks): words quoted
+    are someone's words, or an example, not what the user states of themself.
+    """
+    stack: list[str] = []
+    plain = dict.fromkeys(_QUOTE_SAME, 0)
+    for c in text[:start]:
+        if stack and c == _QUOTE_PAIRS[stack[-1]]:
+            stack.pop()
+        elif c in _QUOTE_PAIRS:
+            stack.append(c)
+        elif c in plain:
+            plain[c] += 1
+    return bool(stack) or any(n % 2 for n in plain.values())
+
+
+def _clause(before: str, languages: tuple[LanguageRules, ...]) -> str:
+    """The clause a value stands in, up to the value: after the last comma, semicolon,
+    colon, dash or conjunction of its sentence.
+    """
+    cut = max((m.end() for m in _CLAUSE_MARK.finditer(before)), default=0)
+    for rules in languages:
+        for m in re.finditer(rules.clause_break, before, re.IGNORECASE):
+            cut = max(cut, m.end())
+    return before[cut:]
+
+
+def _reported(before: str, after: str, languages: tuple[LanguageRules, ...]) -> bool:
+    """Whether the sentence reports someone else's words or thoughts: a verb of saying
+    whose subject is not the user ("he said", "my friend told me", "…, said my brother",
+    "他说"); "I told you" is the user's own statement.
+    """
+    for rules in languages:
+        for m in re.finditer(rules.reporting, before, re.IGNORECASE):
+            if _subject(before[: m.start()], languages) != "self":
+                return True
+        m = re.search(rules.reporting, after, re.IGNORECASE)
+        if m and _subject(after[: m.start()], languages) != "self":
+            return True
+    return False
+
+
+def _not_asserted(
+    tag: str, text: str, start: int, end: int, languages: tuple[LanguageRules, ...]
+) -> str | None:
+    """Why the value at ``text[start:end]`` is not asserted of the user whatever cue comes
+    before it, or ``None``: general grammar, read the same way in every language of the
+    rules: quotation and code, reported speech, negation, a condition or a wish, a
+    request's payload ("Translate: ..."), and what follows that makes it another thing
+    (a possessive, a duration).
+    """
+    if _quoted(text, start):
+        return "quoted, not stated"
+    before = _sentence_before(text, start)
+    after = _SENTENCE_END.split(text[end:])[0]
+    if _reported(before, after, languages):
+        return "someone else's words (reported speech)"
+    clause = _clause(before, languages)
+    for rules in languages:
+        if re.search(rules.negation, clause, re.IGNORECASE):
+            return "negated"
+        if re.search(rules.irrealis, clause, re.IGNORECASE):
+            return "a condition, a wish or the future, not a present fact"
+        not_after = rules.not_after.get(tag)
+        if not_after and (
+            re.match(not_after, text[end:], re.IGNORECASE)
+            or re.search(rf"(?:{not_after})$", text[start:end], re.IGNORECASE)
+        ):
+            return f"not the user's {tag} (what follows makes it something else)"
+    head = text[:start]
+    if ":" in head or "：" in head:
+        if is_request(head.replace("：", ":").split(":", 1)[0], languages):
+            return "the payload of a request, not a statement"
+    return None
+
+
 # ----- the rules -----
 
 
@@ -166,13 +250,18 @@ def _stated_at(
     languages: Iterable[LanguageRules],
     *,
     lowercase_names: bool = True,
+    loose: bool = True,
 ) -> str | None:
     """``None`` if the occurrence of ``value`` at ``start`` is stated of the user, else
     why not. ``lowercase_names``: in an all-lower-case message a loose cue may take an
     uncapitalised name a model proposed ("hi i'm carol"); read with no model, never ("hi
-    i'm tired").
+    i'm tired"). ``loose=False``: only the unambiguous cues count ("my name is", not
+    "I'm" + a capitalised word, which may be "French").
     """
     languages = tuple(languages)
+    denied = _not_asserted(tag, text, start, start + len(value), languages)
+    if denied is not None:
+        return denied
     before, after = _sentence_before(text, start), text[start + len(value) :]
     cued = [r for r in languages if tag in r.cues or tag in r.loose_cues or tag in r.suffixes]
     for rules in cued:
@@ -181,7 +270,8 @@ def _stated_at(
             return None
         looks = rules.value_looks.get(tag)
         if (
-            fits_after
+            loose
+            and fits_after
             and looks
             and _ends_with(rules.loose_cues.get(tag, ()), before)
             and (
@@ -367,10 +457,11 @@ _HAN = re.compile(r"(?=([\u4e00-\u9fff]{2,4}))")
 _NUMBER = re.compile(r"(?<!\d)\d{1,3}(?!\d)")
 
 
-def _candidates(tag: str, text: str) -> Iterable[tuple[int, str]]:
+def _candidates(tag: str, text: str, *, lowercase: bool = True) -> Iterable[tuple[int, str]]:
     """Values of ``tag`` that may stand in ``text``, with where they start: numbers for
     ``age``; for ``name`` one to three capitalised words from each capital, longest first,
-    runs of two to four Han characters, and in an all-lower-case message each word.
+    runs of two to four Han characters, and (``lowercase``) in an all-lower-case message
+    each word.
     """
     if tag == "age":
         for match in _NUMBER.finditer(text):
@@ -388,16 +479,22 @@ def _candidates(tag: str, text: str) -> Iterable[tuple[int, str]]:
         name = _trim_name(match.group(1), text, match.start())
         if name:
             yield match.start(), name
-    if not any(c.isupper() for c in text):
+    if lowercase and not any(c.isupper() for c in text):
         for match in _LOWER_WORD.finditer(text):
             yield match.start(), match.group()
 
 
 def stated_tags(
-    text: str, tags: Iterable[str], *, languages: Iterable[LanguageRules] = LANGUAGES
+    text: str,
+    tags: Iterable[str],
+    *,
+    languages: Iterable[LanguageRules] = LANGUAGES,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """The ``name`` and ``age`` (of ``tags``) that ``text`` states about the user, read off
-    the cues of :func:`ground_tags` with no model; a tag with no cue is never read.
+    the cues of :func:`ground_tags` with no model; a tag with no cue is never read, and a
+    name in lower case never ("call me maybe"). ``strict``: only the unambiguous cues, for
+    when a model abstained ("I'm French." is no name then).
 
     Example:
         >>> stated_tags("Hi, I'm Carol and I'm 52.", ["name", "age"])
@@ -413,10 +510,12 @@ def stated_tags(
         # the latest statement wins, and of one start the longest value ("我改名叫王小明":
         # "王小明", not "叫王小明" after the cue "我改名")
         best: tuple[int, Any] | None = None
-        for start, value in _candidates(tag, normal):
+        for start, value in _candidates(tag, normal, lowercase=False):
             if best is not None and start <= best[0]:
                 continue
-            if _stated_at(tag, value, normal, start, languages, lowercase_names=False):
+            if _stated_at(
+                tag, value, normal, start, languages, lowercase_names=False, loose=not strict
+            ):
                 continue
             if _why_not(tag, value, normal, said, languages) is not None:
                 continue

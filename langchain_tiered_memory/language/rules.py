@@ -38,7 +38,17 @@ class LanguageRules:
         other_subject: someone else as a subject ("my sister", "he", "我妹妹", "他").
         named_other: someone else named, matched with case ("Emma's").
         change: an explicit change of a value ("now", "actually", "改名", "现在").
-        request: the start of a request ("please", "can you", "请", "帮我").
+        request: the start of a request ("please", "can you", "translate", "请", "帮我").
+        negation: a word that denies what follows in its clause ("don't call me", "not",
+            "别叫我", "不是"): a value after it in the clause is not stated.
+        reporting: a verb of saying or thinking ("said", "told", "说", "sagt"): a value in
+            its sentence is someone else's words unless the user is the verb's subject.
+        irrealis: what makes a clause not a present fact ("if", "by the time", "will be",
+            "如果", "等我"): a value after it in the clause is not stated.
+        clause_break: a conjunction that starts a new clause ("and", "but", "但是"), besides
+            commas and semicolons.
+        not_after: per tag, what right after a value makes it something else ("Bob's
+            sister": a possessive; "3 years into my PhD": a duration).
 
     Example:
         >>> from langchain_tiered_memory.language.attribution import ground_tags
@@ -58,6 +68,11 @@ class LanguageRules:
     named_other: str = r"(?!x)x"
     change: str = r"(?!x)x"
     request: str = r"(?!x)x"
+    negation: str = r"(?!x)x"
+    reporting: str = r"(?!x)x"
+    irrealis: str = r"(?!x)x"
+    clause_break: str = r"(?!x)x"
+    not_after: Mapping[str, str] = field(default_factory=dict)
 
 
 _EN_RELATIONS = (
@@ -118,8 +133,31 @@ ENGLISH = LanguageRules(
     request=(
         r"^\W*(?:hi|hello|hey|ok|okay)?\W*(?:please|pls|can you|could you|would you|will you|"
         r"let's|lets|tell me|show me|remind me|help me|summari[sz]e|give me|what|how|why|when|"
-        r"where|who|do you|are you)\b"
+        r"where|who|do you|are you|translate|repeat|say|write|spell|type|print|rewrite|"
+        r"paraphrase|proofread|correct|complete|reply|respond|pretend|imagine|act as)\b"
     ),
+    negation=(
+        r"\b(?:not|never|no|nor|neither|without|hardly|don['’]?t|doesn['’]?t|didn['’]?t|"
+        r"isn['’]?t|wasn['’]?t|aren['’]?t|won['’]?t|can['’]?t|cannot|stop)\b|n['’]t\b"
+    ),
+    reporting=(
+        r"\b(?:said|says|say|told|tells|tell|asked|asks|wrote|writes|replied|replies|"
+        r"claims?|claimed|thinks?|thought|believes?|believed|heard|insists?|insisted)\b"
+    ),
+    irrealis=(
+        r"\b(?:if|unless|when|whenever|once|until|till|by the time|as soon as|suppose|"
+        r"imagine|wish|hope|want to be|would|could|might|will|['’]ll|gonna|going to|"
+        r"plan to|someday|one day)\b"
+    ),
+    clause_break=r"\b(?:and|but|so|because|though|although|then)\b",
+    not_after={
+        "name": r"['’]s\b",
+        "age": (
+            r"\s*(?:-\s*)?(?:years?|yrs?|months?|weeks?|days?|hours?|minutes?)\s+"
+            r"(?:into|in|of|since|ago|later|from|at|before|after|away|left|clean|sober|"
+            r"married|together|apart|older|younger|behind|ahead|out)\b"
+        ),
+    },
 )
 
 # Common Chinese surnames (the hundred most frequent, plus compound ones): after the loose
@@ -160,7 +198,13 @@ CHINESE = LanguageRules(
     other_subject=r"我的?" + _ZH_RELATIONS + r"|[他她它]们?|" + _ZH_RELATIONS,
     change=r"现在|改名|改成|改为|改叫|其实|不是|更正|纠正|刚满|满了|已经|如今|错了|说错|记错|"
     r"新名字|今年|以后|不再|换成",
-    request=r"^\W*(?:你好\W*)?(?:请|麻烦|帮我|能不能|能否|可以|你能|你可以|总结|概括|告诉我|说说|提醒我)",
+    request=r"^\W*(?:你好\W*)?(?:请|麻烦|帮我|能不能|能否|可以|你能|你可以|总结|概括|告诉我|说说|提醒我|"
+    r"翻译|重复|假装|想象)",
+    negation=r"不是|不叫|不要|不用|不姓|不再|从不|别|没有|没|并非|并不",
+    reporting=r"说|告诉|讲|写道|问|认为|觉得|以为|听说|声称",
+    irrealis=r"如果|要是|假如|假设|等我|等到|到我|希望|想要|想成为|将来|会是|会叫",
+    clause_break=r"但是|可是|不过|而且|然后|所以|因为|虽然",
+    not_after={"name": r"的"},
 )
 # Other languages: the unambiguous name cues and age units (Japanese, Korean, German,
 # French, Spanish, Portuguese, Italian, Russian); a fuller entry is welcome.
@@ -177,6 +221,13 @@ OTHERS = LanguageRules(
     self_subject=r"\b(?:ich|je|j'|yo|eu|io|мне|я)\b|私|僕|俺|저는|나는",
     other_subject=r"\b(?:er|sie|il|elle|él|ella|ele|ela|lui|lei|он|она)\b",
     change=r"\b(?:jetzt|nun|maintenant|ahora|agora|adesso|ora|теперь|сейчас)\b|今は|지금",
+    negation=r"\b(?:nicht|kein|keine|nie|pas|jamais|nunca|não|non|не|нет)\b|じゃない|아니",
+    reporting=(
+        r"\b(?:sagt|sagte|meint|dit|disait|dice|dijo|diz|disse|dice|detto|сказал|сказала|"
+        r"говорит)\b|と言|라고"
+    ),
+    irrealis=r"\b(?:wenn|falls|si|cuando|quando|se|если|когда)\b",
+    clause_break=r"\b(?:und|aber|et|mais|y|pero|e|mas|ma|и|но)\b",
 )
 LANGUAGES: tuple[LanguageRules, ...] = (ENGLISH, CHINESE, OTHERS)
 """The rules every message is read with (all of them: a message may mix languages)."""

@@ -186,3 +186,69 @@ def test_a_capable_model_still_answers_in_its_own_words(memory: TieredMemory) ->
     model = ScriptedChatModel(replies=[tag_call(name="Alice", age=30), "Nice to meet you, Alice!"])
     graph = create_memory_graph(model, memory=memory)
     assert ask(graph, ALICE)["messages"][-1].content == "Nice to meet you, Alice!"
+
+
+NOT_SELF_STATEMENTS = [
+    "Don't call me Bob.",
+    'My friend told me: "my name is Bob".',
+    "My name is Bob, said my brother.",
+    "他说我叫王芳。",
+    "Er sagt: mein Name ist Max.",
+    "I'm French.",
+    "I'm Bob's sister.",
+    "By the time I'm 40, I want a house.",
+    "I'm 3 years into my PhD.",
+    "Translate to French: my name is Bob",
+    'print("my name is Bob")',
+    "I'm not sure my name is Bob",
+    "别叫我小明。",
+    "call me maybe",
+    "我是王芳的妹妹。",
+    "如果我叫小明就好了。",
+]
+
+
+def abstains() -> AIMessage:
+    return AIMessage(
+        content="", tool_calls=[{"name": "user_facts", "args": {"nothing_stated": True}, "id": "x"}]
+    )
+
+
+@pytest.mark.parametrize("text", NOT_SELF_STATEMENTS)
+def test_cue_reading_stores_nothing_the_user_did_not_state_of_themself(
+    memory: TieredMemory, text: str
+) -> None:
+    """Issue 43 item 5: negation, quotation, reported speech, hypotheticals, durations,
+    possessives, code and requests, in the languages of the rules; the extraction
+    abstained, and the cues alone do not overrule it."""
+    model = ScriptedChatModel(replies=["OK.", abstains()])
+    graph = create_memory_graph(model, memory=memory, tag_capture="after_turn")
+    ask(graph, text)
+    assert memory.get_user_tags("alice") == {}
+
+
+def test_a_negated_name_does_not_overwrite_the_stored_one(memory: TieredMemory) -> None:
+    memory.set_user_tags("alice", {"name": "Ann"})
+    model = ScriptedChatModel(replies=["OK.", tag_call(name="Bob")])
+    graph = create_memory_graph(model, memory=memory, tag_capture="after_turn")
+    ask(graph, "Don't call me Bob anymore.")
+    assert memory.get_user_tags("alice") == {"name": "Ann"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Hi, my name is Alice and I'm 30.", {"name": "Alice", "age": "30"}),
+        ("我叫王芳，今年28岁。", {"name": "王芳", "age": "28"}),
+        ("I'm not 30, I'm 31.", {"age": "31"}),
+        ("我不叫小明，我叫小红。", {"name": "小红"}),
+        ("I told you, my name is Bob.", {"name": "Bob"}),
+    ],
+)
+def test_an_unambiguous_self_statement_is_still_read_when_the_model_abstains(
+    memory: TieredMemory, text: str, expected: dict[str, str]
+) -> None:
+    model = ScriptedChatModel(replies=["OK.", abstains()])
+    graph = create_memory_graph(model, memory=memory, tag_capture="after_turn")
+    ask(graph, text)
+    assert memory.get_user_tags("alice") == expected
