@@ -169,8 +169,8 @@ def _reported(before: str, after: str, languages: tuple[LanguageRules, ...]) -> 
         for m in re.finditer(rules.reporting, before, re.IGNORECASE):
             if _subject(before[: m.start()], languages) != "self":
                 return True
-        m = re.search(rules.reporting, after, re.IGNORECASE)
-        if m and _subject(after[: m.start()], languages) != "self":
+        later = re.search(rules.reporting, after, re.IGNORECASE)
+        if later and _subject(after[: later.start()], languages) != "self":
             return True
     return False
 
@@ -202,10 +202,9 @@ def _not_asserted(
             or re.search(rf"(?:{not_after})$", text[start:end], re.IGNORECASE)
         ):
             return f"not the user's {tag} (what follows makes it something else)"
-    head = text[:start]
-    if ":" in head or "：" in head:
-        if is_request(head.replace("：", ":").split(":", 1)[0], languages):
-            return "the payload of a request, not a statement"
+    head = text[:start].replace("：", ":")
+    if ":" in head and is_request(head.split(":", 1)[0], languages):
+        return "the payload of a request, not a statement"
     return None
 
 
