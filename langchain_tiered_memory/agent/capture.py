@@ -209,7 +209,8 @@ class AfterTurnCapture:
         # alone only on an unambiguous self-statement ("my name is", not "I'm" + a
         # capitalised word: "I'm French."); one that stated a value read the message as
         # the user's own, and the cues fill what it left out ("I'm Carol and I'm 52").
-        strict = self.model is not None and not any(v for v in args.values())
+        engaged = USER_TAG_TOOL in called or any(v for v in args.values())
+        strict = self.model is not None and not engaged
         values = {**stated_tags(human.text, tags, strict=strict), **grounding.kept}
         return {k: v for k, v in values.items() if k not in called}
 
