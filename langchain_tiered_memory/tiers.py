@@ -262,6 +262,7 @@ class Tiers:
         context: Sequence[str],
         thread_id: str | None = None,
         touch: bool = True,
+        claim_thread: bool = True,
     ) -> Plan[MemorySnapshot]:
         """The plan of ``TieredMemory.load`` (which documents it)."""
         user_id = validate_user_id(user_id)
@@ -275,7 +276,11 @@ class Tiers:
         if redis is None:
             if thread_id is not None:
                 yield call(
-                    self.history.record_thread, self.history.arecord_thread, user_id, thread_id
+                    self.history.record_thread,
+                    self.history.arecord_thread,
+                    user_id,
+                    thread_id,
+                    claim=claim_thread,
                 )
             if self.user_ttl is not None and touch:
                 yield Step(self.touch_user, self.atouch_user, (user_id,))
@@ -303,6 +308,7 @@ class Tiers:
                 max_messages,
                 touch_ms=self.ttl_ms() if touch else None,
                 thread_id=thread_id,
+                claim=claim_thread,
             )
             # replies already fetched: parsed here, each tier on its own
             tags = yield from _tier(

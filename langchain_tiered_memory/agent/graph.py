@@ -136,6 +136,7 @@ def create_memory_graph(
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
     extractive_summary_fallback: bool | None = None,
     search_memory: bool | None = None,
+    shared_threads: bool = False,
     name: str | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:  # context: a MemoryContext or a dict
     """Build the memory agent graph.
@@ -201,6 +202,11 @@ def create_memory_graph(
             (:class:`~langchain_tiered_memory.agent.tools.SearchMemoryTool`): the model searches
             the user's memory with its own query when the recalled items miss what the user
             refers to. ``None`` (default): on for capable models, off for small ones.
+        shared_threads: the app's users share threads, on purpose. By default a thread
+            belongs to the user of its first turn and another user's run on it is refused
+            (:class:`~langchain_tiered_memory.errors.ThreadOwnershipError`); shared, threads
+            are recorded for each user who speaks in them, owned by none, and the erasure
+            of any of them deletes the thread.
         name: the compiled graph's name.
 
     Example:
@@ -245,6 +251,7 @@ def create_memory_graph(
         summary_model=summary_model,
         extractive_summary_fallback=extractive_summary_fallback,
         grounded_summaries=policy.grounded,
+        shared_threads=shared_threads,
     )
     tag_tool = UserTagTool(memory=memory)
     summarize_tool = SummarizeTool(
@@ -354,4 +361,4 @@ def create_memory_graph(
     builder.add_edge(TOOLS, MODEL)
     builder.add_edge(SAVE_MEMORY, END)
     graph = builder.compile(checkpointer=checkpointer, store=store, name=name)
-    return owned_threads(graph, memory.history)
+    return graph if shared_threads else owned_threads(graph, memory.history)

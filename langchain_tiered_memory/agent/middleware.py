@@ -85,7 +85,10 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     to capable models only). One difference from the graph: with ``small_model=None``
     the memory section of an agent's very first turn is the full one, because it is
     rendered before the agent's first model call, where the model is first seen; pass
-    ``small_model=True`` to have the compact one from the start.
+    ``small_model=True`` to have the compact one from the start. A thread belongs to the
+    user of its first turn and another user's turn on it is refused before the model (with
+    ``memory.checkpointer()`` before the run writes anything); ``shared_threads=True``
+    records threads without owners, for apps whose users share them on purpose.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -111,6 +114,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         small_model: bool | None = None,
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
         search_memory: bool | None = None,
+        shared_threads: bool = False,
     ) -> None:
         super().__init__()
         self.small_model = small_model
@@ -124,6 +128,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             context_token_budget=context_token_budget,
             auto_summarize_after=auto_summarize_after,
             summary_model=summary_model,
+            shared_threads=shared_threads,
         )
         # until the agent's model is seen, the policy small_model names (None: capable)
         self._show(ModelPolicy(small=small_model is True))

@@ -201,6 +201,8 @@ class MemoryNodes:
     # Small models: keep the loaded tags in the state, so that a question about a tag is
     # answered from it (capture.tag_answer); other models' checkpoints do not carry them.
     keep_tags: bool = False
+    # Users of the app share threads (said explicitly): threads are recorded, not claimed.
+    shared_threads: bool = False
 
     # ----- load -----
 
@@ -230,7 +232,13 @@ class MemoryNodes:
         texts, n = self._load_args(state)
         query, context = (texts[-1], texts[:-1]) if texts else (None, [])
         snap = self.memory.load(
-            user_id, query, max_messages=n, k=self.recall_k, context=context, thread_id=thread_id
+            user_id,
+            query,
+            max_messages=n,
+            k=self.recall_k,
+            context=context,
+            thread_id=thread_id,
+            shared_thread=self.shared_threads,
         )
         return self._load_update(state, snap)
 
@@ -241,7 +249,13 @@ class MemoryNodes:
         texts, n = self._load_args(state)
         query, context = (texts[-1], texts[:-1]) if texts else (None, [])
         snap = await self.memory.aload(
-            user_id, query, max_messages=n, k=self.recall_k, context=context, thread_id=thread_id
+            user_id,
+            query,
+            max_messages=n,
+            k=self.recall_k,
+            context=context,
+            thread_id=thread_id,
+            shared_thread=self.shared_threads,
         )
         return self._load_update(state, snap)
 

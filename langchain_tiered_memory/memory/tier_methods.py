@@ -274,6 +274,7 @@ class TierMethods:
         context: Sequence[str] = (),
         thread_id: str | None = None,
         touch: bool = True,
+        shared_thread: bool = False,
     ) -> MemorySnapshot:
         """Read a turn's memory: tags, the last ``max_messages`` messages, ``k`` items.
 
@@ -282,15 +283,20 @@ class TierMethods:
         (the graph passes its checkpointer thread) is recorded as the user's at once, so
         :meth:`forget_user` finds a thread even if its first turn never reached the save;
         a thread another user's turns started is refused (:class:`ThreadOwnershipError`).
-        ``touch=False``: an inspection, not the user's activity (the console's recall
-        playground): the ``user_ttl`` clock is not restarted.
+        ``shared_thread=True`` (users of the app share threads, said explicitly) records
+        the thread without claiming it. ``touch=False``: an inspection, not the user's
+        activity (the console's recall playground): the ``user_ttl`` clock is not restarted.
 
         On the Redis stores this is one pipelined round trip (plus a fetch of new summary
         items if another process added some) and one query embedding. A tier whose stored
         data is corrupt (:class:`CorruptMemoryError`) is logged as an error and comes back
         empty, so the other tiers still reach the model; the store's own methods raise it.
         """
-        return drive(self.tiers.load(user_id, query, max_messages, k, context, thread_id, touch))
+        return drive(
+            self.tiers.load(
+                user_id, query, max_messages, k, context, thread_id, touch, not shared_thread
+            )
+        )
 
     async def aload(
         self,
@@ -302,10 +308,13 @@ class TierMethods:
         context: Sequence[str] = (),
         thread_id: str | None = None,
         touch: bool = True,
+        shared_thread: bool = False,
     ) -> MemorySnapshot:
         """Async :meth:`load`."""
         return await adrive(
-            self.tiers.load(user_id, query, max_messages, k, context, thread_id, touch)
+            self.tiers.load(
+                user_id, query, max_messages, k, context, thread_id, touch, not shared_thread
+            )
         )
 
 

@@ -109,7 +109,12 @@ class RedisTiers:
         return None
 
     def _commands(
-        self, user_id: str, max_messages: int, touch_ms: int | None, thread_id: str | None
+        self,
+        user_id: str,
+        max_messages: int,
+        touch_ms: int | None,
+        thread_id: str | None,
+        claim: bool,
     ) -> list[tuple[Any, ...]]:
         commands: list[tuple[Any, ...]] = [
             ("HGETALL", self.tags_store.key(user_id)),
@@ -118,14 +123,14 @@ class RedisTiers:
         if max_messages > 0:
             commands.append(self.history.tail_command(user_id, max_messages))
         if thread_id is not None:  # before the touch: the new set gets the user's expiry too
-            commands += self.history.record_thread_commands(user_id, thread_id, touch_ms)
+            commands += self.history.record_thread_commands(
+                user_id, thread_id, touch_ms, claim=claim
+            )
         if touch_ms:  # the user's retention clock, in the same round trip (same slot)
             commands += [("PEXPIRE", k, touch_ms) for k in self.history.keys.all_keys(user_id)]
         return commands
 
-    def _replies(
-        self, raw: list[Any], max_messages: int, user_id: str, thread_id: str | None
-    ) -> TurnReplies:
+    def _replies(self, raw: list[Any], max_messages: int, claiming: bool) -> TurnReplies:
         # Executed with raise_on_error=False: a reply that is an error stays in its place.
         # A key of another type (WRONGTYPE) is that tier's corrupt data, raised when the
         # tier is parsed, so the other tiers still load; any other error fails the turn.
@@ -141,7 +146,7 @@ class RedisTiers:
                 raise reply
             checked.append(reply)
         # the owner's GET follows the claim's SET NX
-        claim = checked[4 if max_messages > 0 else 3] if thread_id is not None else None
+        claim = checked[4 if max_messages > 0 else 3] if claiming else None
         if isinstance(claim, Exception):
             raise claim  # an owner record of another type: no turn on an unknown owner
         return TurnReplies(
@@ -151,8 +156,8 @@ class RedisTiers:
             claim=claim,
         )
 
-    def _refused(self, user_id: str, thread_id: str | None, replies: TurnReplies) -> bool:
-        return thread_id is not None and not self.history.claimed(user_id, thread_id, replies.claim)
+    def _refused(self, user_id: str, thread_id: str, replies: TurnReplies) -> bool:
+        return not self.history.claimed(user_id, thread_id, replies.claim)
 
     def fetch(
         self,
@@ -161,10 +166,11 @@ class RedisTiers:
         *,
         touch_ms: int | None = None,
         thread_id: str | None = None,
+        claim: bool = True,
     ) -> TurnReplies:
         """Send the turn's commands in one pipeline (no transaction) and return the replies;
         with ``touch_ms``, restart the expiry of every key of the user in it too; with
-        ``thread_id``, record the thread as the user's.
+        ``thread_id``, record the thread as the user's (``claim``: and claim it).
 
         Raises:
             MemoryBackendError: Redis is unreachable or refused a command.
@@ -172,12 +178,11 @@ class RedisTiers:
         connection = self.summaries.connection
         with connection.errors():
             pipe = connection.sync.pipeline(transaction=False)
-            for command in self._commands(user_id, max_messages, touch_ms, thread_id):
+            claiming = thread_id is not None and claim
+            for command in self._commands(user_id, max_messages, touch_ms, thread_id, claim):
                 pipe.execute_command(*command)
-            replies = self._replies(
-                pipe.execute(raise_on_error=False), max_messages, user_id, thread_id
-            )
-            if thread_id is not None and self._refused(user_id, thread_id, replies):
+            replies = self._replies(pipe.execute(raise_on_error=False), max_messages, claiming)
+            if thread_id is not None and claiming and self._refused(user_id, thread_id, replies):
                 # the SADD went with the claim: undone, so that the user's export and
                 # erasure never list the other user's thread
                 connection.sync.execute_command(*self.history.unrecord_command(user_id, thread_id))
@@ -191,17 +196,18 @@ class RedisTiers:
         *,
         touch_ms: int | None = None,
         thread_id: str | None = None,
+        claim: bool = True,
     ) -> TurnReplies:
         """Async :meth:`fetch`."""
         connection = self.summaries.connection
         with connection.errors():
             pipe = (await connection.aclient()).pipeline(transaction=False)
-            for command in self._commands(user_id, max_messages, touch_ms, thread_id):
+            claiming = thread_id is not None and claim
+            for command in self._commands(user_id, max_messages, touch_ms, thread_id, claim):
                 pipe.execute_command(*command)
-            replies = self._replies(
-                await pipe.execute(raise_on_error=False), max_messages, user_id, thread_id
-            )
-            if thread_id is not None and self._refused(user_id, thread_id, replies):
+            raw = await pipe.execute(raise_on_error=False)
+            replies = self._replies(raw, max_messages, claiming)
+            if thread_id is not None and claiming and self._refused(user_id, thread_id, replies):
                 client = await connection.aclient()
                 await client.execute_command(*self.history.unrecord_command(user_id, thread_id))
                 raise owned_elsewhere(thread_id)

@@ -177,3 +177,26 @@ def test_every_turn_is_saved_beside_a_middleware_that_keeps_one_message(
     for i in range(1, 9):
         assert saved.count(f"q{i}") == 1 and saved.count(f"r{i}") == 1, (i, saved)
     assert not any("summary" in text for text in saved)  # the middleware's, not the user's
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_an_app_that_shares_threads_says_so_and_no_one_owns_them(
+    memory: TieredMemory, door: str
+) -> None:
+    model = ScriptedChatModel(replies=["Noted."])
+    saver = InMemorySaver()
+    agent: Any
+    if door == "graph":
+        agent = create_memory_graph(model, memory=memory, checkpointer=saver, shared_threads=True)
+    else:
+        middleware = [TieredMemoryMiddleware(memory, shared_threads=True)]
+        agent = create_agent(model, tools=[], middleware=middleware, checkpointer=saver)
+    agent.invoke(
+        {"messages": [HumanMessage("Hi from Ann")]}, cfg("room"), context={"user_id": "ann"}
+    )
+    agent.invoke(
+        {"messages": [HumanMessage("Hi from Bob")]}, cfg("room"), context={"user_id": "bob"}
+    )
+    assert texts(agent, "room")[-2:] == ["Hi from Bob", "Noted."]
+    assert memory.history.threads("ann") == memory.history.threads("bob") == ["room"]
+    memory.history.check_thread("carol", "room")  # owned by none

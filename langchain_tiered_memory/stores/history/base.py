@@ -86,18 +86,21 @@ class HistoryStore(ABC):
         """Async :meth:`append`."""
 
     @abstractmethod
-    def record_thread(self, user_id: str, thread_id: str) -> None:
+    def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
         """Record ``thread_id`` as the user's before anything of it is saved (a turn's
         start), so that erasing the user also finds a thread whose first turn failed.
 
         A thread belongs to the user of its first turn: it holds that user's conversation.
+        ``claim=False`` (an app whose users share threads, said explicitly) records it
+        without claiming it: such a thread has no owner, and any of its users' erasure
+        deletes it.
 
         Raises:
             ThreadOwnershipError: another user's turns started the thread.
         """
 
     @abstractmethod
-    async def arecord_thread(self, user_id: str, thread_id: str) -> None:
+    async def arecord_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
         """Async :meth:`record_thread`."""
 
     @abstractmethod

@@ -98,7 +98,7 @@ class InMemoryHistoryStore(HistoryStore):
             on_invalid=on_invalid,
         )
 
-    def record_thread(self, user_id: str, thread_id: str) -> None:
+    def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
         """Claim the thread for the user (first turn) and add it to the user's threads.
 
         Raises:
@@ -106,13 +106,13 @@ class InMemoryHistoryStore(HistoryStore):
         """
         user_id, thread = validate_user_id(user_id), thread_arg(thread_id)
         with self._lock:
-            if self._owners.setdefault(thread, user_id) != user_id:
+            if claim and self._owners.setdefault(thread, user_id) != user_id:
                 raise owned_elsewhere(thread)
             self._threads.setdefault(user_id, set()).add(thread)
 
-    async def arecord_thread(self, user_id: str, thread_id: str) -> None:
+    async def arecord_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
         """Async :meth:`record_thread`."""
-        self.record_thread(user_id, thread_id)
+        self.record_thread(user_id, thread_id, claim=claim)
 
     def check_thread(self, user_id: str, thread_id: str) -> None:
         """Raise :class:`ThreadOwnershipError` if another user owns the thread."""

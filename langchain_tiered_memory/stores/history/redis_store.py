@@ -292,15 +292,17 @@ class RedisHistoryStore(HistoryStore):
     # ----- the user's threads: each owned by the user of its first turn -----
 
     def record_thread_commands(
-        self, user_id: str, thread_id: str, ttl_ms: int | None = None
+        self, user_id: str, thread_id: str, ttl_ms: int | None = None, *, claim: bool = True
     ) -> list[tuple[Any, ...]]:
         """The commands of :meth:`record_thread`, for a caller batching a pipeline: the
         claim (``SET NX``, then the ``GET`` whose reply goes to :meth:`claimed`: no one
         else can change an owner record but its owner's erasure), the ``SADD`` and, with
         ``ttl_ms``, the owner record's expiry (it names the user: it goes with the user's
-        data).
+        data). ``claim=False``: the ``SADD`` alone.
         """
         owner = self.keys.thread_owner_key(thread_arg(thread_id))
+        if not claim:
+            return [("SADD", self.keys.key(user_id, "threads"), thread_id)]
         commands: list[tuple[Any, ...]] = [
             ("SET", owner, validate_user_id(user_id), "NX"),
             ("GET", owner),
@@ -321,12 +323,18 @@ class RedisHistoryStore(HistoryStore):
         """Undo a refused claim's ``SADD`` (the thread is not the user's)."""
         return ("SREM", self.keys.key(user_id, "threads"), thread_id)
 
-    def record_thread(self, user_id: str, thread_id: str) -> None:
+    def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
         """Claim the thread for the user (first turn) and add it to the user's threads.
 
         Raises:
             ThreadOwnershipError: another user's turns started the thread.
         """
+        if not claim:
+            with self.connection.errors():
+                self.connection.sync.execute_command(
+                    *self.record_thread_commands(user_id, thread_id, claim=False)[0]
+                )
+            return
         commands = self.record_thread_commands(user_id, thread_id)
         with self.connection.errors():
             pipe = self.connection.sync.pipeline(transaction=False)
@@ -336,10 +344,16 @@ class RedisHistoryStore(HistoryStore):
                 raise owned_elsewhere(thread_id)
             self.connection.sync.execute_command(*commands[2])
 
-    async def arecord_thread(self, user_id: str, thread_id: str) -> None:
+    async def arecord_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
         """Async :meth:`record_thread`."""
-        commands = self.record_thread_commands(user_id, thread_id)
         client = await self.connection.aclient()
+        if not claim:
+            with self.connection.errors():
+                await client.execute_command(
+                    *self.record_thread_commands(user_id, thread_id, claim=False)[0]
+                )
+            return
+        commands = self.record_thread_commands(user_id, thread_id)
         with self.connection.errors():
             pipe = client.pipeline(transaction=False)
             for command in commands[:2]:
