@@ -89,7 +89,9 @@ def response_error(url: str, exc: redis.exceptions.ResponseError) -> Exception:
             f"Redis at {url}: a key holds another type than this package writes ({text}). "
             "Another program wrote it, or a bug did: delete the key, or forget the user."
         )
-    if "user_script" in text and "attempt to" in text:  # a Lua runtime error on bad data
+    # a Lua runtime error on bad data: a value of the wrong kind ("attempt to ..."), or
+    # bytes cmsgpack cannot unpack ("Bad data format")
+    if "user_script" in text and ("attempt to" in text or "Bad data format" in text):
         return CorruptMemoryError(
             f"Redis at {url}: stored data could not be read by a script ({text}). Another "
             "program wrote it, or a bug did: delete the key, or forget the user or thread."

@@ -101,6 +101,24 @@ def test_a_bad_refs_entry_or_a_refs_key_of_another_type_is_corrupt_memory(
     assert saver.get_tuple(other) is not None
 
 
+def test_refs_that_are_not_msgpack_are_corrupt_memory_in_get_state(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Issue 43 item 21: cmsgpack's "Bad data format" was a MemoryBackendError."""
+    memory = embedded_memory
+    _, graph, config = _thread_with_checkpoints(memory)
+    refs = KEYS.thread_key("t1", "cp:refs")
+    raw = raw_client(memory.redis_url or "")
+    try:
+        for field in raw.hkeys(refs):
+            raw.hset(refs, field, b"\xc1not msgpack")
+    finally:
+        raw.close()
+    with pytest.raises(CorruptMemoryError, match="Bad data format") as caught:
+        graph.get_state(config)
+    assert not isinstance(caught.value, ConnectionError)
+
+
 def test_an_unrelated_refusal_stays_a_backend_error(embedded_memory: TieredMemory) -> None:
     from langchain_tiered_memory import MemoryBackendError
 
