@@ -240,7 +240,22 @@ def test_forget_in_the_console_leaves_no_key_of_the_user_and_every_other_key_int
         memory.add_session_log(user, [HumanMessage(f"I am {user}"), AIMessage("Hello")])
         memory.set_user_tags(user, {"name": user})
         memory.add_summaries(user, [f"The user is called {user}."])
-    others_before = {k: v for k, v in scan_dump(memory).items() if "{alice}" not in k}
+        # what an app keeps of them in the memory's checkpointer and store (issue 43)
+        memory.store().put(("memories", user), "m", {"content": f"{user} likes tea"})
+    graph: Any = create_memory_graph(
+        ScriptedChatModel(replies=["Noted."]), memory=memory, checkpointer=memory.checkpointer()
+    )
+    for user in ("alice", "alice2"):
+        graph.invoke(
+            {"messages": [HumanMessage(f"My PIN is {user}-4711.")]},
+            {"configurable": {"thread_id": f"{user}-chat"}},
+            context={"user_id": user},
+        )
+
+    def mine(key: str) -> bool:  # alice's keys; the store's registry is shared by all
+        return any(p in key for p in ("{alice}", "{cp:alice-chat}", "memories/alice/", "{st:}"))
+
+    others_before = {k: v for k, v in scan_dump(memory).items() if not mine(k)}
     with Console(memory) as console:
         page.goto(console.url + "/user?u=alice")
         page.get_by_label("type the user id to confirm").fill("alic")  # a typo erases nothing
@@ -250,10 +265,15 @@ def test_forget_in_the_console_leaves_no_key_of_the_user_and_every_other_key_int
         page.goto(console.url + "/user?u=alice")
         page.get_by_label("type the user id to confirm").fill("alice")
         page.get_by_role("button", name="Forget everything").click()
-        assert "history 2" in page.locator("#removed").inner_text()
+        removed = page.locator("#removed").inner_text()
+        assert "threads 1" in removed and "store_items 1" in removed and "history 4" in removed
     after = scan_dump(memory)
-    assert not [k for k in after if "{alice}" in k]  # SCAN finds none of the user's keys
-    assert after == others_before
+    # SCAN finds none of the user's keys, the app's thread and store items included
+    assert not [k for k in after if mine(k) and "{st:}" not in k]
+    assert not [k for k, v in after.items() if b"alice-4711" in (v or b"")]
+    assert {k: v for k, v in after.items() if not mine(k)} == others_before
+    assert ("memories", "alice") not in memory.store().list_namespaces()
+    assert ("memories", "alice2") in memory.store().list_namespaces()
 
 
 def test_stored_markup_renders_as_text_and_runs_nothing(memory: TieredMemory, page: Any) -> None:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -584,3 +585,65 @@ def test_chat_summarizes_by_itself_after_summarize_after_messages(
     assert code == 0, err
     with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
         assert memory.summaries.get_all("bob") == []
+
+
+def _content(client: Any, key: bytes) -> Any:
+    """A key's value read by its type (a DUMP after a restart may order fields otherwise)."""
+    kind = client.type(key)
+    read = {
+        b"string": lambda: client.get(key),
+        b"hash": lambda: client.hgetall(key),
+        b"list": lambda: client.lrange(key, 0, -1),
+        b"set": lambda: sorted(client.smembers(key)),
+        b"zset": lambda: client.zrange(key, 0, -1, withscores=True),
+    }[kind]
+    return kind, read(), client.pttl(key) > 0
+
+
+def test_forget_reaches_the_apps_threads_and_store_items(
+    capsys: pytest.CaptureFixture[str], data_dir: Path
+) -> None:
+    """Issue 43 items 3 and 7 from the CLI: `tiered-memory forget` erases the thread an
+    app's graph kept in the memory's checkpointer and the items an app kept in the
+    memory's own LangGraph store; SCAN + DUMP and the data dir's files show nothing of
+    the user left and every other key as it was."""
+    from langchain_tiered_memory import create_memory_graph
+    from langchain_tiered_memory.testing import ScriptedChatModel
+
+    secret = "LOCKER8812"
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        graph: Any = create_memory_graph(
+            ScriptedChatModel(replies=["Noted."]), memory=memory, checkpointer=memory.checkpointer()
+        )
+        for user in ("alice", "bob"):
+            graph.invoke(
+                {
+                    "messages": [
+                        HumanMessage(f"My locker code is {secret if user == 'alice' else 'bob1'}.")
+                    ]
+                },
+                {"configurable": {"thread_id": f"{user}-app-thread"}},
+                context={"user_id": user},
+            )
+            memory.store().put(("memories", user), "m1", {"content": f"{user} code {secret}"})
+        client = memory.history.connection.sync  # type: ignore[attr-defined]
+        client.config_set("rdbcompression", "no")
+        before = {k: _content(client, k) for k in client.scan_iter(count=1000) if b"bob" in k}
+    code, out, err = run_cli(capsys, "forget", "--user", "alice", "--yes", *opts(data_dir))
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "1 threads" in said and "1 store_items" in said
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        client = memory.history.connection.sync  # type: ignore[attr-defined]
+        keys = list(client.scan_iter(count=1000))
+        assert not [k for k in keys if b"alice" in k]
+        assert not [
+            k for k in keys if secret.encode() in (client.dump(k) or b"") and b"bob" not in k
+        ]
+        # a restarted server may DUMP a hash's fields in another order: compare contents
+        assert {k: _content(client, k) for k in keys if b"bob" in k} == before
+        assert memory.store().search(("memories", "alice")) == []
+    files = [
+        p for p in data_dir.rglob("*") if p.is_file() and b"alice-app-thread" in p.read_bytes()
+    ]
+    assert files == []
