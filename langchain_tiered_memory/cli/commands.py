@@ -78,8 +78,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     """``mcp --user U [--http --port P]``: runs until the client (or Ctrl-C) ends it."""
     try:
+        # the module imports the SDK only when a server is made: ask for it here, so that
+        # a missing extra is named, not a bare "No module named 'mcp'"
+        import mcp.server.fastmcp  # noqa: F401
+
         from langchain_tiered_memory.mcp_server import create_mcp_server
-    except ImportError as exc:  # pragma: no cover - the extra is missing
+    except ImportError as exc:
         raise ImportError(
             "tiered-memory mcp needs the [mcp] extra: pip install 'langchain-tiered-memory[mcp]'"
         ) from exc

@@ -647,3 +647,15 @@ def test_forget_reaches_the_apps_threads_and_store_items(
         p for p in data_dir.rglob("*") if p.is_file() and b"alice-app-thread" in p.read_bytes()
     ]
     assert files == []
+
+
+def test_mcp_without_its_extra_names_the_extra(
+    capsys: pytest.CaptureFixture[str], data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46 item 8: it printed a bare "No module named 'mcp'"."""
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "mcp", None)  # what an environment without it gives
+    code, _, err = run_cli(capsys, "mcp", "--user", "ann", *opts(data_dir))
+    assert code == 1
+    assert "[mcp] extra" in err and "pip install" in err
