@@ -223,41 +223,36 @@ class MemoryNodes:
             update["memory_tags"] = dict(snap.tags)
         return update
 
+    def _load_call(
+        self, state: dict[str, Any], user_id: str, thread_id: str | None
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments of the memory's ``load`` for this state (``load`` and ``aload``)."""
+        texts, n = self._load_args(state)
+        query, context = (texts[-1], texts[:-1]) if texts else (None, [])
+        options = {
+            "max_messages": n,
+            "k": self.recall_k,
+            "context": context,
+            "thread_id": thread_id,
+            "shared_thread": self.shared_threads,
+        }
+        return (user_id, query), options
+
     def load(
         self, state: dict[str, Any], user_id: str, thread_id: str | None = None
     ) -> dict[str, Any]:
         """Read tags, recalled items and (first turn) recent history into the state; record
         the thread as the user's (before anything of the turn can fail).
         """
-        texts, n = self._load_args(state)
-        query, context = (texts[-1], texts[:-1]) if texts else (None, [])
-        snap = self.memory.load(
-            user_id,
-            query,
-            max_messages=n,
-            k=self.recall_k,
-            context=context,
-            thread_id=thread_id,
-            shared_thread=self.shared_threads,
-        )
-        return self._load_update(state, snap)
+        args, options = self._load_call(state, user_id, thread_id)
+        return self._load_update(state, self.memory.load(*args, **options))
 
     async def aload(
         self, state: dict[str, Any], user_id: str, thread_id: str | None = None
     ) -> dict[str, Any]:
         """Async :meth:`load`."""
-        texts, n = self._load_args(state)
-        query, context = (texts[-1], texts[:-1]) if texts else (None, [])
-        snap = await self.memory.aload(
-            user_id,
-            query,
-            max_messages=n,
-            k=self.recall_k,
-            context=context,
-            thread_id=thread_id,
-            shared_thread=self.shared_threads,
-        )
-        return self._load_update(state, snap)
+        args, options = self._load_call(state, user_id, thread_id)
+        return self._load_update(state, await self.memory.aload(*args, **options))
 
     # ----- compose -----
 

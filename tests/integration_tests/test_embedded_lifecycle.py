@@ -570,8 +570,16 @@ _OWN_AND_HANG = """
 """
 
 
-def _orphan_env(grace: str) -> dict[str, str]:
-    return {**os.environ, "TIERED_MEMORY_ORPHAN_GRACE": grace}
+def _attached_app(data_dir: Path) -> subprocess.Popen[str]:
+    """An app process that opened the data dir (its server has a 1 s orphan grace)."""
+    app = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(_OWN_AND_HANG), str(data_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TIERED_MEMORY_ORPHAN_GRACE": "1"},
+    )
+    _expect(app, "attached")  # type: ignore[arg-type]
+    return app
 
 
 def _wait_no_server(data_dir: Path) -> None:
@@ -586,13 +594,7 @@ def test_a_killed_apps_server_shuts_itself_down_and_keeps_its_data(
 ) -> None:
     """Issue 43 item 15: an app stopped by SIGTERM or kill -9 runs no clean-up; its server
     has no owner and no client, and shuts itself down (saving) after the grace."""
-    app = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_OWN_AND_HANG), str(data_dir)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=_orphan_env("1"),
-    )
-    _expect(app, "attached")  # type: ignore[arg-type]
+    app = _attached_app(data_dir)
     assert _server_pids(data_dir)
     app.send_signal(sig)
     app.wait(NO_HANG)
@@ -605,13 +607,7 @@ def test_a_killed_apps_server_shuts_itself_down_and_keeps_its_data(
 def test_a_server_with_an_owner_or_a_client_left_keeps_running(data_dir: Path) -> None:
     """Another attached process, or a client on the socket URL, keeps it; once both are
     gone it goes."""
-    app = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_OWN_AND_HANG), str(data_dir)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=_orphan_env("1"),
-    )
-    _expect(app, "attached")  # type: ignore[arg-type]
+    app = _attached_app(data_dir)
     peer = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
     url = peer.redis_url or ""
     app.kill()

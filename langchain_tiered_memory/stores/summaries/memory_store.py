@@ -235,17 +235,21 @@ class InMemorySummaryStore(SummaryStore):
             keep = [i for i, r in enumerate(index.records) if r.id not in wanted]
             removed = len(index.records) - len(keep)
             if removed:
-                vectors = index.vectors()
-                rebuilt = UserIndex(
-                    dim=index.dim,
-                    next_id=index.next_id,
-                    config=self.retrieval,
-                    dense_scripts=index.hybrid.dense_scripts,
-                    model=index.model,
-                )
-                rebuilt.add([index.records[i] for i in keep], vectors[keep])
-                self._indexes[user_id] = rebuilt
+                records = [index.records[i] for i in keep]
+                self._indexes[user_id] = self._rebuilt(index, records, index.vectors()[keep])
             return removed
+
+    def _rebuilt(self, index: UserIndex, records: list[Record], vectors: np.ndarray) -> UserIndex:
+        """A new index of the same user and model holding ``records`` (a delete, an edit)."""
+        rebuilt = UserIndex(
+            dim=index.dim,
+            next_id=index.next_id,
+            config=self.retrieval,
+            dense_scripts=index.hybrid.dense_scripts,
+            model=index.model,
+        )
+        rebuilt.add(records, vectors)
+        return rebuilt
 
     async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
         """Async :meth:`delete`."""
@@ -272,15 +276,7 @@ class InMemorySummaryStore(SummaryStore):
             vectors[pos] = unit_rows(emb.embed_documents([new_text]))[0]
             records = list(index.records)
             records[pos] = edited_record(old, new_text)
-            rebuilt = UserIndex(
-                dim=index.dim,
-                next_id=index.next_id,
-                config=self.retrieval,
-                dense_scripts=index.hybrid.dense_scripts,
-                model=index.model,
-            )
-            rebuilt.add(records, vectors)
-            self._indexes[user_id] = rebuilt
+            self._indexes[user_id] = self._rebuilt(index, records, vectors)
         return True
 
     async def aupdate(self, user_id: str, item_id: str, text: str) -> bool:
