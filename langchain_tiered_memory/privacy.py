@@ -347,11 +347,11 @@ def _user_prefixes(user_id: str, templates: Sequence[tuple[str, ...]]) -> list[t
                 "match other users' items. Write it as e.g. ('memories', '{user_id}')."
             )
         prefix = tuple(label.replace("{user_id}", user_id) for label in template)
-        if any("." in label for label in prefix):
-            # LangGraph refuses a period in a namespace label (on put as on search), so no
-            # store holds items there: nothing to erase or export, and the other tiers
-            # must not fail for it (an e-mail address is a valid user id here).
-            logger.info("store namespace %r cannot exist (a label has '.'): skipped", prefix)
+        if any("." in label or "\x00" in label for label in prefix):
+            # LangGraph refuses a period or a NUL byte in a namespace label (on put as on
+            # search), so no store holds items there: nothing to erase or export, and the
+            # other tiers must not fail for it (an e-mail address is a valid user id here).
+            logger.info("store namespace %r cannot exist (a label LangGraph refuses)", prefix)
             continue
         prefixes.append(prefix)
     return list(dict.fromkeys(prefixes))

@@ -131,6 +131,9 @@ def test_history_tags_summaries_and_snapshot(memory: TieredMemory) -> None:
             "history": {"first_position": 0, "messages": []},
             "summaries": [],
             "watermark": 0,
+            # what the memory's own checkpointer and store hold of the user (issue 43)
+            "thread_states": [],
+            "store": [],
         }
         await memory.aclose()
 
@@ -151,7 +154,13 @@ def test_export_forget_leave_no_key(
     ]
     assert exported["summaries"][0]["text"] == "bob enjoys hiking in the mountains."
     removed = memory.forget_user("bob")
-    assert removed == {"threads": 0, "history": len(turn(1, 0)), "tags": 1, "summaries": 1}
+    assert removed == {
+        "threads": 0,
+        "history": len(turn(1, 0)),
+        "tags": 1,
+        "summaries": 1,
+        "store_items": 0,
+    }
     kb = memory.history.keys  # type: ignore[attr-defined]
     keys = keys_of(cluster, key_prefix)
     assert {kb.user_from_key(k) for k in keys if b":{wq:" not in k} == {"carol"}

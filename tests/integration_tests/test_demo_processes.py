@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from langchain_tiered_memory.agent.prompt import quote
+
 HELPER = Path(__file__).resolve().parent / "helpers" / "demo_step.py"
 BIRTHDAY_ITEM = "The user's birthday is on May 8."
 NAME_ITEM = "The user's name is Alice and she is 30 years old."
@@ -70,7 +72,8 @@ def test_demo_in_three_processes(data_dir: Path) -> None:
     tool_reply = next(m for m in two["result"] if m["type"] == "tool")
     assert tool_reply["text"].startswith("Stored 2 memory item(s) from the conversation:\n- ")
     assert sorted(two["summaries"]) == sorted([BIRTHDAY_ITEM, NAME_ITEM])
-    assert all(f"- {item}" in tool_reply["text"] for item in two["summaries"])  # named
+    # named, each quoted as the prompt quotes it (one JSON string a line)
+    assert all(f"- {quote(item)}" in tool_reply["text"] for item in two["summaries"])
     assert two["tags"] == {"name": "Alice", "age": "30"}
 
     # (3) Another process resumes thread t1 and asks about her birthday.

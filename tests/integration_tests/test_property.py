@@ -132,7 +132,14 @@ def test_user_ids_are_rejected_or_fully_isolated(
     assert user_id in memory.history.users()  # SCAN finds it and decodes the key back
     assert_bystander_unchanged(memory, bystander)
     removed = memory.forget_user(user_id)
-    assert removed == {"threads": 0, "history": len(written), "tags": 2, "summaries": 1}
+    # the memory's own LangGraph store is erased too (issue 43): nothing of the user's there
+    assert removed == {
+        "threads": 0,
+        "history": len(written),
+        "tags": 2,
+        "summaries": 1,
+        "store_items": 0,
+    }
     assert memory.load(user_id, "old maps").tags == {}
     assert_bystander_unchanged(memory, bystander)
 
