@@ -118,8 +118,9 @@ def _ungrounded(text: str, values: dict[str, Any], stored: dict[str, str]) -> di
         return grounding.kept
     reasons = "; ".join(f"{d.tag}={d.value!r}: {d.reason}" for d in grounding.dropped)
     raise ToolException(
-        f"Nothing recorded ({reasons}). Record only facts the user stated about themself "
-        "in their message; to change a stored value the user must say it changed."
+        f"NOT RECORDED: nothing was stored ({reasons}). Do not tell the user it was "
+        "recorded. Record only facts the user stated about themself in their message; to "
+        "change a stored value the user must say it changed."
     )
 
 
@@ -165,7 +166,7 @@ class UserTagTool(BaseTool):
         out = "Recorded: " + ", ".join(f"{k}={v}" for k, v in sorted(stored.items())) + "."
         left = sorted(set(asked) - set(stored))
         if left:
-            out += " Not recorded (not stated by the user about themself): " + ", ".join(left)
+            out += " NOT RECORDED (not stated by the user about themself): " + ", ".join(left)
             out += "."
         return out
 
@@ -178,7 +179,7 @@ class UserTagTool(BaseTool):
                 values = _ungrounded(text, values, self.memory.get_user_tags(user_id))
             stored = self.memory.set_user_tags(user_id, values, thread_id=thread_of(config))
         except InvalidTagError as exc:
-            raise ToolException(f"Nothing recorded: {exc}") from exc
+            raise ToolException(f"NOT RECORDED: nothing was stored: {exc}") from exc
         return self._confirm(stored, asked)
 
     async def _arun(self, config: RunnableConfig, runtime: Any = None, **kwargs: Any) -> str:
@@ -190,7 +191,7 @@ class UserTagTool(BaseTool):
                 values = _ungrounded(text, values, await self.memory.aget_user_tags(user_id))
             stored = await self.memory.aset_user_tags(user_id, values, thread_id=thread_of(config))
         except InvalidTagError as exc:
-            raise ToolException(f"Nothing recorded: {exc}") from exc
+            raise ToolException(f"NOT RECORDED: nothing was stored: {exc}") from exc
         return self._confirm(stored, asked)
 
 

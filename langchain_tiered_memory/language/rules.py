@@ -83,9 +83,15 @@ _EN_RELATIONS = (
     r"doctor|dog|cat|pet|family|team|classmate|student|client|landlord|in-laws?)s?"
 )
 # After "I'm" a number is an age only if nothing makes it something else.
+_EN_MONTHS = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\b"
+)
 _EN_AGE_AFTER = (
     r"\s*(?:years?\b|yrs?\b|y/?o\b|[.,!?;:)]|$|and\b|but\b|now\b|today\b|this\b|already\b|"
-    r"so\b|too\b|as of\b|btw\b|lol\b|haha\b|tbh\b|though\b|myself\b)"
+    r"so\b|too\b|as of\b|btw\b|lol\b|haha\b|tbh\b|though\b|myself\b|"
+    # when it happened ("I turned 53 in May", "... last week")
+    rf"in {_EN_MONTHS}|last\b|recently\b|yesterday\b|earlier\b|on my birthday\b)"
 )
 _CJK_NAME_END = (
     r"(?:$|[^\u4e00-\u9fff]|今年|今天|现在|目前|已经|住|来自|在|是|和|也|的|岁|从|平时|喜欢|"
@@ -95,7 +101,8 @@ ENGLISH = LanguageRules(
     name="en",
     cues={
         "name": (
-            r"\bmy (?:full |first |real |new )?name(?:'s| is| was changed to)",
+            r"\bmy (?:full |first |real |new )?name(?:'s| is| was changed to)"
+            r"(?: actually| really| now| officially)?",
             r"\b(?:you can |please |just )?call me",
             r"\bi go by",
             r"\b(?:i am|i'm) called",
@@ -134,7 +141,9 @@ ENGLISH = LanguageRules(
         r"^\W*(?:hi|hello|hey|ok|okay)?\W*(?:please|pls|can you|could you|would you|will you|"
         r"let's|lets|tell me|show me|remind me|help me|summari[sz]e|give me|what|how|why|when|"
         r"where|who|do you|are you|translate|repeat|say|write|spell|type|print|rewrite|"
-        r"paraphrase|proofread|correct|complete|reply|respond|pretend|imagine|act as)\b"
+        r"paraphrase|proofread|correct|complete|reply|respond|pretend|imagine|act as|"
+        r"recommend|suggest|find|book|plan|list|explain|describe|check|look up|search|"
+        r"compare|calculate|draft|make|create|generate|name some)\b"
     ),
     negation=(
         r"\b(?:not|never|no|nor|neither|without|hardly|don['’]?t|doesn['’]?t|didn['’]?t|"

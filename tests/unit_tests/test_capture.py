@@ -252,3 +252,35 @@ def test_an_unambiguous_self_statement_is_still_read_when_the_model_abstains(
     graph = create_memory_graph(model, memory=memory, tag_capture="after_turn")
     ask(graph, text)
     assert memory.get_user_tags("alice") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I turned 53 in May.", {"age": "53"}),
+        ("I just turned 53.", {"age": "53"}),
+        ("我刚满53岁。", {"age": "53"}),
+        ("My name is actually Noah.", {"name": "Noah"}),
+    ],
+)
+def test_age_and_name_phrasings_a_real_model_met_are_read(
+    memory: TieredMemory, text: str, expected: dict[str, str]
+) -> None:
+    """Issue 44 item 6: "I turned 53 in May." was refused while the model told the user
+    "Recorded: age=53"; the held-out "my name is actually Noah" too."""
+    model = ScriptedChatModel(replies=["OK.", abstains()])
+    graph = create_memory_graph(model, memory=memory, tag_capture="after_turn")
+    ask(graph, text)
+    assert memory.get_user_tags("alice") == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["Recommend a restaurant near me.", "Suggest a gift for my sister.", "Find me a hotel."]
+)
+def test_a_request_runs_no_forced_extraction(memory: TieredMemory, text: str) -> None:
+    """Issue 44 item 7: a forced extraction on "Recommend a restaurant near me" took 50 s
+    with a real model and states nothing."""
+    model = ScriptedChatModel(replies=["Sure."])
+    graph = create_memory_graph(model, memory=memory, tag_capture="after_turn")
+    ask(graph, text)
+    assert forced(model) == [] and len(model.prompts) == 1

@@ -678,7 +678,7 @@ def test_a_capable_models_own_call_is_grounded_too(embedded_memory: TieredMemory
     result = ask(graph, "Remind me how old I am.")
     assert embedded_memory.get_user_tags("alice") == {}
     (refused,) = tool_messages(result)
-    assert refused.status == "error" and "Nothing recorded" in refused.text
+    assert refused.status == "error" and "NOT RECORDED" in refused.text
 
 
 @pytest.mark.parametrize("text", ["How old am I?", "What is my name?", "Hello there."])

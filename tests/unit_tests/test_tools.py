@@ -155,7 +155,7 @@ def test_invalid_values_are_reported_and_nothing_is_written(
     embedded_memory.set_user_tags("alice", {"name": "Alice", "age": 30})
     reply = UserTagTool(memory=embedded_memory).invoke(tool_call("user_tag", args), config=ALICE)
     assert reply.status == "error"
-    assert reply.text.startswith("Nothing recorded:") and says in reply.text
+    assert reply.text.startswith("NOT RECORDED: nothing was stored") and says in reply.text
     assert embedded_memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
     assert embedded_memory.get_user_tags("bob") == {}
 
