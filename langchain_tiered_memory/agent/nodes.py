@@ -30,6 +30,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_tiered_memory.agent.capture import (
     CAPTURE_NOTE,
+    SUMMARIZE_NOTE,
     capture_reply,
     new_call_id,
     summarize_call,
@@ -61,6 +62,7 @@ __all__ = [
     "DEFAULT_MEMORY_TOKEN_BUDGET",
     "MemoryNodes",
     "ModelStep",
+    "conversation_only",
     "invalid_call_errors",
 ]
 
@@ -111,6 +113,38 @@ def _from_first_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         if isinstance(message, HumanMessage):
             return list(messages[i:])
     return []
+
+
+# What the package itself writes into a turn: no conversation, and a model shown it from
+# an earlier thread imitates it (a real model answered a new thread's "I have an exam
+# tomorrow" with the summarize placeholder and a copied summarize call).
+_MACHINERY = frozenset({CAPTURE_NOTE, SUMMARIZE_NOTE})
+
+
+def conversation_only(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """What of an earlier thread a new one carries: the user's and the assistant's text,
+    without tool calls, tool results, empty replies, the package's placeholders and the
+    history's "[not stored: ...]" notes; ids kept (the prompt is de-duplicated by id).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> call = {"name": "user_tag", "args": {"age": 30}, "id": "c1"}
+        >>> kept = conversation_only([HumanMessage("I'm 30."), AIMessage("", tool_calls=[call]),
+        ...     ToolMessage("Recorded: age=30.", tool_call_id="c1"), AIMessage("Noted!")])
+        >>> [m.text for m in kept]
+        ["I'm 30.", 'Noted!']
+    """
+    out: list[BaseMessage] = []
+    for message in messages:
+        text = message.text.strip()
+        if not text or text in _MACHINERY or text.startswith("[not stored:"):
+            continue
+        if isinstance(message, HumanMessage):
+            out.append(message)
+        elif isinstance(message, AIMessage):
+            plain = not (message.tool_calls or message.invalid_tool_calls)
+            out.append(message if plain else AIMessage(content=message.text, id=message.id))
+    return out
 
 
 def invalid_call_errors(response: BaseMessage) -> list[ToolMessage]:
@@ -218,7 +252,8 @@ class MemoryNodes:
             )
         }
         if "recent_history" not in state:
-            update["recent_history"] = snap.history
+            # the conversation, not its machinery, within the context budget at compose
+            update["recent_history"] = conversation_only(snap.history)
         if self.keep_tags and snap.tags != state.get("memory_tags"):
             update["memory_tags"] = dict(snap.tags)
         return update

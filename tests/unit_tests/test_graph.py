@@ -265,7 +265,8 @@ async def test_sync_and_async_runs_share_one_memory(embedded_memory: TieredMemor
     await graph.ainvoke({"messages": [HumanMessage("I'm Alice")]}, context={"user_id": "alice"})
     ask(graph, "Who am I?")
     assert '"name": "Alice"' in model.prompts[-1][0].text
-    assert [m.text for m in model.prompts[-1][1:3]] == ["I'm Alice", ""]  # the async turn
+    # the async turn, its conversation only (issue 44 item 1: no tool call, no tool result)
+    assert [m.text for m in model.prompts[-1][1:3]] == ["I'm Alice", "ok"]
 
 
 # --------------------------------------------------------------------------- history in the prompt

@@ -11,6 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import MissingUserIdError, TieredMemory
 from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
+from langchain_tiered_memory.agent.nodes import conversation_only
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -46,11 +47,13 @@ def check_second_thread_prompt(memory: TieredMemory, model: ScriptedChatModel) -
     prompt = model.prompts[-1]
     assert isinstance(prompt[0], SystemMessage)
     assert '"name": "Alice"' in prompt[0].text and '"age": "30"' in prompt[0].text
-    earlier = history(memory)[:4]
-    assert [m.id for m in prompt[1:5]] == [m.id for m in earlier]
+    # the first thread's conversation, without its tool call and result (issue 44 item 1)
+    earlier = conversation_only(history(memory)[:4])
+    assert [m.type for m in earlier] == ["human", "ai"]
+    assert [m.id for m in prompt[1:3]] == [m.id for m in earlier]
     assert prompt[-1].text == "Who am I?"
     ids = [m.id for m in prompt[1:]]
-    assert len(ids) == len(set(ids)) == 5
+    assert len(ids) == len(set(ids)) == 3
 
 
 def test_agent_records_tags_saves_the_turn_once_and_remembers_in_a_new_thread(

@@ -161,7 +161,6 @@ class HistoryStore(ABC):
     async def atail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Async :meth:`tail`."""
 
-    @abstractmethod
     def window(
         self, user_id: str, start: int, limit: int | None = None
     ) -> tuple[int, int, list[BaseMessage]]:
@@ -172,12 +171,15 @@ class HistoryStore(ABC):
 
         Returns ``(first position read, position after the last one read, messages)``.
         """
+        first, end, found = self.window_positions(user_id, start, limit)
+        return first, end, [m for _, m in found]
 
-    @abstractmethod
     async def awindow(
         self, user_id: str, start: int, limit: int | None = None
     ) -> tuple[int, int, list[BaseMessage]]:
         """Async :meth:`window`."""
+        first, end, found = await self.awindow_positions(user_id, start, limit)
+        return first, end, [m for _, m in found]
 
     @abstractmethod
     def window_positions(

@@ -198,19 +198,6 @@ class InMemoryHistoryStore(HistoryStore):
         """Async :meth:`tail`."""
         return self.tail(user_id, n)
 
-    def window(
-        self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, int, list[BaseMessage]]:
-        """Positions from absolute position ``start``."""
-        first, end, found = self.window_positions(user_id, start, limit)
-        return first, end, [m for _, m in found]
-
-    async def awindow(
-        self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, int, list[BaseMessage]]:
-        """Async :meth:`window`."""
-        return self.window(user_id, start, limit)
-
     def window_positions(
         self, user_id: str, start: int, limit: int | None = None
     ) -> tuple[int, int, list[tuple[int, BaseMessage]]]:

@@ -329,38 +329,28 @@ class RedisHistoryStore(HistoryStore):
         Raises:
             ThreadOwnershipError: another user's turns started the thread.
         """
-        if not claim:
-            with self.connection.errors():
-                self.connection.sync.execute_command(
-                    *self.record_thread_commands(user_id, thread_id, claim=False)[0]
-                )
-            return
-        commands = self.record_thread_commands(user_id, thread_id)
+        commands = self.record_thread_commands(user_id, thread_id, claim=claim)
         with self.connection.errors():
             pipe = self.connection.sync.pipeline(transaction=False)
-            for command in commands[:2]:
+            for command in commands:
                 pipe.execute_command(*command)
-            if not self.claimed(user_id, thread_id, pipe.execute()[1]):
+            replies = pipe.execute()
+            if claim and not self.claimed(user_id, thread_id, replies[1]):
+                self.connection.sync.execute_command(*self.unrecord_command(user_id, thread_id))
                 raise owned_elsewhere(thread_id)
-            self.connection.sync.execute_command(*commands[2])
 
     async def arecord_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
         """Async :meth:`record_thread`."""
+        commands = self.record_thread_commands(user_id, thread_id, claim=claim)
         client = await self.connection.aclient()
-        if not claim:
-            with self.connection.errors():
-                await client.execute_command(
-                    *self.record_thread_commands(user_id, thread_id, claim=False)[0]
-                )
-            return
-        commands = self.record_thread_commands(user_id, thread_id)
         with self.connection.errors():
             pipe = client.pipeline(transaction=False)
-            for command in commands[:2]:
+            for command in commands:
                 pipe.execute_command(*command)
-            if not self.claimed(user_id, thread_id, (await pipe.execute())[1]):
+            replies = await pipe.execute()
+            if claim and not self.claimed(user_id, thread_id, replies[1]):
+                await client.execute_command(*self.unrecord_command(user_id, thread_id))
                 raise owned_elsewhere(thread_id)
-            await client.execute_command(*commands[2])
 
     def check_thread(self, user_id: str, thread_id: str) -> None:
         """Raise :class:`ThreadOwnershipError` if another user owns the thread (a read)."""
@@ -377,9 +367,6 @@ class RedisHistoryStore(HistoryStore):
         if not self.claimed(user_id, thread_id, reply):
             raise owned_elsewhere(thread_id)
 
-    def _owned(self, user_id: str, members: Any, owners: Sequence[Any]) -> list[str]:
-        return owned_threads(user_id, members, owners, self.where(user_id))
-
     def _owner_keys(self, members: Sequence[str]) -> list[str]:
         return [self.keys.thread_owner_key(m) for m in members]
 
@@ -394,7 +381,7 @@ class RedisHistoryStore(HistoryStore):
             for key in self._owner_keys(members):
                 pipe.get(key)
             owners = pipe.execute() if members else []
-        return self._owned(user_id, members, owners)
+        return owned_threads(user_id, members, owners, self.where(user_id))
 
     async def athreads(self, user_id: str) -> list[str]:
         """Async :meth:`threads`."""
@@ -407,7 +394,7 @@ class RedisHistoryStore(HistoryStore):
             for key in self._owner_keys(members):
                 pipe.get(key)
             owners = await pipe.execute() if members else []
-        return self._owned(user_id, members, owners)
+        return owned_threads(user_id, members, owners, self.where(user_id))
 
     def release_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
         """Delete the owner records of these threads that name the user (erasure)."""
@@ -473,22 +460,6 @@ class RedisHistoryStore(HistoryStore):
     def _window_args(self, user_id: str, start: int, limit: int | None) -> list[Any]:
         hist, meta = self._k(user_id)
         return [_SINCE_LUA, 2, hist, meta, max(start, 0), limit_arg(limit), BASE_FIELD]
-
-    def window(
-        self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, int, list[BaseMessage]]:
-        """Positions from absolute position ``start`` (one script: trimming in between
-        cannot shift them).
-        """
-        first, end, found = self.window_positions(user_id, start, limit)
-        return first, end, [m for _, m in found]
-
-    async def awindow(
-        self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, int, list[BaseMessage]]:
-        """Async :meth:`window`."""
-        first, end, found = await self.awindow_positions(user_id, start, limit)
-        return first, end, [m for _, m in found]
 
     def window_positions(
         self, user_id: str, start: int, limit: int | None = None
