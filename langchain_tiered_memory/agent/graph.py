@@ -281,9 +281,10 @@ def create_memory_graph(
         exhausted = step.exhausted(state.get("messages", []))
         return (model if exhausted else bound), exhausted  # no tools: it has to answer
 
-    def _finish(response: Any, state: dict[str, Any], exhausted: bool) -> dict[str, Any]:
-        response = step.finish(response, state.get("messages", []), exhausted)
-        return {"messages": [response, *invalid_call_errors(response)]}
+    def _final(reply: Any, state: dict[str, Any]) -> dict[str, Any]:
+        if step.empty(reply):  # never an empty reply
+            reply = step.no_reply(state["messages"])
+        return {"messages": [reply, *invalid_call_errors(reply)]}
 
     def _user(runtime: Runtime[MemoryContext], config: RunnableConfig) -> str:
         return resolve_user_id(runtime.context, config)
@@ -314,7 +315,10 @@ def create_memory_graph(
             if captured is not None:
                 return {"messages": [captured]}
         free, exhausted = _free_model(state)
-        return _finish(free.invoke(messages, config), state, exhausted)
+        reply = step.finish(free.invoke(messages, config), state["messages"], exhausted)
+        if step.empty(reply):  # once more without tools, then what the turn did
+            reply = step.finish(model.invoke(messages, config), state["messages"], True)
+        return _final(reply, state)
 
     async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         if (scripted := _scripted(state)) is not None:
@@ -326,7 +330,10 @@ def create_memory_graph(
             if captured is not None:
                 return {"messages": [captured]}
         free, exhausted = _free_model(state)
-        return _finish(await free.ainvoke(messages, config), state, exhausted)
+        reply = step.finish(await free.ainvoke(messages, config), state["messages"], exhausted)
+        if step.empty(reply):
+            reply = step.finish(await model.ainvoke(messages, config), state["messages"], True)
+        return _final(reply, state)
 
     def save_memory(
         state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]

@@ -224,7 +224,10 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             captured = call.step.captured(forced, call.human)
             if captured is not None:
                 return ModelResponse(result=[captured])
-        return call.finish(handler(call.free_request))
+        response = call.finish(handler(call.free_request))
+        if call.empty(response):  # once more without tools, then what the turn did
+            response = call.finish(handler(call.bare_request), exhausted=True)
+        return call.never_empty(response)
 
     async def awrap_model_call(
         self,
@@ -240,7 +243,10 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             captured = call.step.captured(forced, call.human)
             if captured is not None:
                 return ModelResponse(result=[captured])
-        return call.finish(await handler(call.free_request))
+        response = call.finish(await handler(call.free_request))
+        if call.empty(response):
+            response = call.finish(await handler(call.bare_request), exhausted=True)
+        return call.never_empty(response)
 
     def after_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Record the facts the turn stated that no call recorded (capable models), then
@@ -300,6 +306,23 @@ class _ModelCall:
             return self.request.override(tools=tools)
         return self.request
 
-    def finish(self, response: ModelResponse) -> ModelResponse:
-        result = [self.step.finish(m, self.thread, self.exhausted) for m in response.result]
+    @property
+    def bare_request(self) -> ModelRequest:
+        """The request asked again when the reply was empty: no tools, it must answer."""
+        return self.request.override(tools=[], tool_choice=None)
+
+    def finish(self, response: ModelResponse, *, exhausted: bool | None = None) -> ModelResponse:
+        spent = self.exhausted if exhausted is None else exhausted
+        result = [self.step.finish(m, self.thread, spent) for m in response.result]
+        return ModelResponse(result=result, structured_response=response.structured_response)
+
+    def empty(self, response: ModelResponse) -> bool:
+        """Whether the model's reply is empty (no text, no call)."""
+        return bool(response.result) and self.step.empty(response.result[-1])
+
+    def never_empty(self, response: ModelResponse) -> ModelResponse:
+        """``response``, or the reply saying what the turn did when it is empty."""
+        if not self.empty(response):
+            return response
+        result = [*response.result[:-1], self.step.no_reply(self.thread)]
         return ModelResponse(result=result, structured_response=response.structured_response)

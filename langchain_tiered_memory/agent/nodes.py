@@ -42,6 +42,12 @@ from langchain_tiered_memory.agent.prompt import (
     MemoryRenderer,
     render_memory_section,
 )
+from langchain_tiered_memory.agent.replies import (
+    is_empty,
+    no_reply,
+    with_stored_items,
+    without_repeated_calls,
+)
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
 )
@@ -511,13 +517,15 @@ class ModelStep:
     def finish(
         self, response: BaseMessage, messages: Sequence[BaseMessage], exhausted: bool
     ) -> BaseMessage:
-        """The free model's reply as it may enter the thread."""
+        """The free model's reply as it may enter the thread: no call this turn already
+        made with the same arguments; a final reply names what this turn stored.
+        """
         if not isinstance(response, AIMessage):
             return response
-        response = _refuse_unportable_calls(response)
+        response = without_repeated_calls(_refuse_unportable_calls(response), messages)
         if exhausted and (response.tool_calls or response.invalid_tool_calls):
             # Past the budget, calls a model emits anyway (no tools bound) are dropped.
-            return AIMessage(content=response.text or "", id=response.id)
+            response = AIMessage(content=response.text or "", id=response.id)
         if self.force_tag_capture and response.tool_calls:
             # In force mode the free model is not offered user_tag; if it calls it anyway,
             # only values the user literally said survive, as when forced.
@@ -525,4 +533,14 @@ class ModelStep:
             calls = _ground_tag_calls(response.tool_calls, human.text if human else "")
             if calls != response.tool_calls:
                 response = response.model_copy(update={"tool_calls": calls})
-        return response
+        return with_stored_items(response, messages)
+
+    @staticmethod
+    def empty(response: BaseMessage) -> bool:
+        """Whether the reply is empty: the model is asked once more, without tools."""
+        return is_empty(response)
+
+    @staticmethod
+    def no_reply(messages: Sequence[BaseMessage]) -> AIMessage:
+        """The reply when the model gave none twice: what the turn did (never empty)."""
+        return no_reply(messages)

@@ -108,7 +108,10 @@ def test_a_request_to_summarize_runs_the_tool_before_a_capable_models_reply(
     result = ask(graph, "Please summarize our conversation.")
     items = [d.page_content for d in memory.summaries.get_all("alice")]
     assert items == ["The user is Alice, 30 years old."]
-    assert result["messages"][-1].text == "I kept that you are Alice, 30."
+    # the model's words, then what was stored (issue 44 item 5: whatever it writes)
+    reply = result["messages"][-1].text
+    assert reply.startswith("I kept that you are Alice, 30.")
+    assert "The user is Alice, 30 years old." in reply
     # the reply was written with the tool's report in view
     report = model.prompts[-1][-1]
     assert report.type == "tool" and "The user is Alice, 30 years old." in report.text

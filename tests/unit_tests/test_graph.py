@@ -489,7 +489,7 @@ def test_a_run_for_bob_never_reads_or_writes_alices_memory(
         context={"user_id": "bob"},
         config=cfg("t1"),
     )
-    assert result["messages"][-1].text == "done"
+    assert result["messages"][-1].text.startswith("done")  # and what was stored after it
     ask(graph, "What do you know about Alice's birthday?", user="bob", thread="t2")
 
     assert memory.export_user("alice") == before
@@ -652,10 +652,10 @@ def test_forced_capture_never_stores_an_echo_of_the_message(
     assert embedded_memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
     assert tool_messages(result) == []
     # a request is no statement: nothing is forced, and the free model's own user_tag call
-    # (not offered to it) is dropped as ungrounded
-    assert len(model.prompts) == 1
+    # (not offered to it) is dropped as ungrounded; the empty reply left is asked again
+    assert len(model.prompts) == 2
     (reply,) = [m for m in result["messages"] if isinstance(m, AIMessage)]
-    assert reply.tool_calls == []
+    assert reply.tool_calls == [] and reply.text == "You are 30."
 
 
 @pytest.mark.parametrize(

@@ -171,7 +171,7 @@ def test_summarize_tool_uses_the_agents_own_model(embedded_memory: TieredMemory)
     result = agent.invoke(inputs, **kwargs)
     assert result["messages"][2].text.startswith("Stored 1 memory item")
     assert {"tool_names": ["SummaryItems"], "tool_choice": "SummaryItems"} in model.bindings
-    assert result["messages"][-1].text == "Saved."
+    assert result["messages"][-1].text.startswith("Saved.")  # and what was stored after it
     assert [s["text"] for s in memory.export_user("alice")["summaries"]] == [
         "The user's birthday is on May 8."
     ]

@@ -63,7 +63,59 @@ def test_a_new_thread_carries_the_conversation_not_its_machinery(
     carried = prompt[1:-1]
     assert [m.text for m in carried] == [
         "I failed my driving test in March.",
+        "I have noted that.",  # the empty reply was asked again (item 4)
         "Please save this.",
     ]
     assert not any(isinstance(m, ToolMessage) for m in prompt)
     assert not any(getattr(m, "tool_calls", None) for m in prompt)
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_a_repeated_call_is_answered_once_and_the_reply_is_never_empty(
+    memory: TieredMemory, door: str
+) -> None:
+    """Item 4: the model called user_tag with the same arguments again and again, then,
+    tools withdrawn, answered with an empty string, which became the reply."""
+    again = [_call("user_tag", {"age": 30}, f"c{i}") for i in range(5)]
+    model = ScriptedChatModel(replies=[*again, "", "", AIMessage(content="", tool_calls=[])])
+    agent = _agent(memory, model, door)
+    result = _turn(agent, "I'm 30 years old.", "t1")
+    tools = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert len(tools) == 1  # the repeat was not run again
+    reply = result["messages"][-1]
+    assert isinstance(reply, AIMessage) and not reply.tool_calls
+    assert reply.text.strip() and "Recorded: age=30" in reply.text  # what was done
+    assert memory.get_user_tags("ann") == {"age": "30"}
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_an_empty_reply_is_asked_again_without_tools(memory: TieredMemory, door: str) -> None:
+    model = ScriptedChatModel(replies=["", "Hello Ann!"])
+    agent = _agent(memory, model, door)
+    result = _turn(agent, "Hello there.", "t1")
+    assert result["messages"][-1].text == "Hello Ann!"
+    asked_again = model.bindings[1]
+    assert not asked_again.get("tool_names")  # the second time with no tools
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_the_user_sees_what_was_stored_whatever_the_model_writes(
+    memory: TieredMemory, door: str
+) -> None:
+    """Item 5: after "Please summarize" the items were only in the tool message."""
+    items = ["Ann failed her driving test in March.", "Ann has an exam tomorrow."]
+    summary = AIMessage(
+        content="", tool_calls=[{"name": "SummaryItems", "args": {"items": items}, "id": "s"}]
+    )
+    nothing = AIMessage(  # the after-turn extraction of the first turn: no name, no age
+        content="",
+        tool_calls=[{"name": "user_facts", "args": {"nothing_stated": True}, "id": "x"}],
+    )
+    model = ScriptedChatModel(replies=["Good luck!", nothing, summary, "Anything else?"])
+    agent = _agent(memory, model, door)
+    _turn(agent, "I failed my driving test in March and have an exam tomorrow.", "t1")
+    result = _turn(agent, "Please summarize our conversation.", "t1")
+    reply = result["messages"][-1].text
+    assert reply.startswith("Anything else?")
+    assert all(item in reply for item in items)
+    assert sorted(d.page_content for d in memory.summaries.get_all("ann")) == sorted(items)

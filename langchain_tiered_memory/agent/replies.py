@@ -1,0 +1,118 @@
+"""How a turn ends, whatever the model does: a tool call repeated with the same arguments
+is answered once, an empty reply is never the answer, and the user sees what was stored.
+
+A real model (Qwen2.5-Coder-1.5B over an OpenAI-compatible API) called ``user_tag`` with
+the same arguments five times, then, with tools withdrawn, returned an empty string,
+which became the reply; after "Please summarize" the user saw the placeholder and an
+empty or off-topic reply while the list of stored items was only in the tool message.
+:class:`~langchain_tiered_memory.agent.nodes.ModelStep` applies these to every model, in
+the graph and the middleware alike.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL
+from langchain_tiered_memory.language.text import is_cjk
+
+__all__ = ["is_empty", "no_reply", "with_stored_items", "without_repeated_calls"]
+
+logger = logging.getLogger(__name__)
+
+# what the summarize tool's report starts with when it stored something (tools.py)
+_STORED = "Stored "
+
+
+def _turn(messages: Sequence[BaseMessage]) -> tuple[HumanMessage | None, list[BaseMessage]]:
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            return messages[i], list(messages[i + 1 :])  # type: ignore[return-value]
+    return None, list(messages)
+
+
+def _key(call: Any) -> str:
+    return json.dumps([call.get("name"), call.get("args") or {}], sort_keys=True, default=str)
+
+
+def without_repeated_calls(response: AIMessage, messages: Sequence[BaseMessage]) -> AIMessage:
+    """``response`` without the tool calls this turn already made with the same arguments
+    (their result is in the thread: a second call cannot change it).
+    """
+    if not response.tool_calls:
+        return response
+    _, turn = _turn(messages)
+    made = {_key(c) for m in turn if isinstance(m, AIMessage) for c in m.tool_calls}
+    calls = [c for c in response.tool_calls if _key(c) not in made]
+    if len(calls) == len(response.tool_calls):
+        return response
+    logger.info("dropped %d repeated tool call(s)", len(response.tool_calls) - len(calls))
+    if not calls:  # a fresh message: no provider field may carry the calls along
+        return AIMessage(content=response.text or "", id=response.id)
+    extra = {k: v for k, v in response.additional_kwargs.items() if k != "tool_calls"}
+    return response.model_copy(update={"tool_calls": calls, "additional_kwargs": extra})
+
+
+def is_empty(response: BaseMessage) -> bool:
+    """Whether ``response`` is a final reply with nothing in it."""
+    return (
+        isinstance(response, AIMessage)
+        and not response.tool_calls
+        and not response.invalid_tool_calls
+        and not response.text.strip()
+    )
+
+
+def _results(turn: Sequence[BaseMessage]) -> list[ToolMessage]:
+    return [
+        m for m in turn if isinstance(m, ToolMessage) and m.status != "error" and m.text.strip()
+    ]
+
+
+def no_reply(messages: Sequence[BaseMessage]) -> AIMessage:
+    """The reply when the model gave none, asked twice: what the turn's tools did (what
+    was recorded or stored), in the user's script, or that there is no answer.
+    """
+    human, turn = _turn(messages)
+    chinese = human is not None and any(is_cjk(c) for c in human.text)
+    done = [m.text.strip() for m in _results(turn)]
+    if done:
+        return AIMessage(content=("好的。" if chinese else "Done. ") + "\n".join(done))
+    if chinese:
+        return AIMessage(content="抱歉，我没能给出回答。请换个说法再问一次。")
+    return AIMessage(content="Sorry, I could not come up with an answer. Could you ask again?")
+
+
+def _stored_items(report: str) -> list[str]:
+    """The items a summarize report lists, one quoted JSON string a line (``- "..."``)."""
+    items = []
+    for line in report.splitlines():
+        if line.startswith("- "):
+            try:
+                item = json.loads(line[2:])
+            except ValueError:
+                item = line[2:]
+            items.append(str(item))
+    return items
+
+
+def with_stored_items(response: AIMessage, messages: Sequence[BaseMessage]) -> AIMessage:
+    """A final reply that names what this turn's summarize stored: the tool's report is
+    added when the model's reply leaves an item out.
+    """
+    if response.tool_calls:
+        return response
+    _, turn = _turn(messages)
+    reports = [
+        m.text for m in _results(turn) if m.name == SUMMARIZE_TOOL and m.text.startswith(_STORED)
+    ]
+    missing = [r for r in reports if any(i not in response.text for i in _stored_items(r))]
+    if not missing:
+        return response
+    text = "\n\n".join([response.text.strip(), *missing]).strip()
+    return response.model_copy(update={"content": text})
