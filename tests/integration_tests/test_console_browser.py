@@ -236,6 +236,10 @@ def test_a_deleted_item_is_no_longer_recalled_and_an_edit_is_re_embedded(
 def test_forget_in_the_console_leaves_no_key_of_the_user_and_every_other_key_intact(
     memory: TieredMemory, page: Any
 ) -> None:
+    assert memory.redis_url is not None
+    raw = redis.Redis.from_url(memory.redis_url)
+    raw.config_set("rdbcompression", "no")  # so that a search of the files sees every string
+    raw.close()
     for user in ("alice", "alice2", "Alice"):  # look-alike ids must survive
         memory.add_session_log(user, [HumanMessage(f"I am {user}"), AIMessage("Hello")])
         memory.set_user_tags(user, {"name": user})
@@ -274,6 +278,11 @@ def test_forget_in_the_console_leaves_no_key_of_the_user_and_every_other_key_int
     assert {k: v for k, v in after.items() if not mine(k)} == others_before
     assert ("memories", "alice") not in memory.store().list_namespaces()
     assert ("memories", "alice2") in memory.store().list_namespaces()
+    # and off the embedded server's files (the erasure rewrote them)
+    assert memory.data_dir is not None
+    on_disk = [p for p in memory.data_dir.rglob("*") if p.is_file()]
+    assert not [p for p in on_disk if b"alice-4711" in p.read_bytes()]
+    assert [p for p in on_disk if b"alice2-4711" in p.read_bytes()]
 
 
 def test_stored_markup_renders_as_text_and_runs_nothing(memory: TieredMemory, page: Any) -> None:
