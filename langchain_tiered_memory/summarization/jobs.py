@@ -25,7 +25,7 @@ from langchain_tiered_memory.errors import (
     WatermarkConflict,
 )
 from langchain_tiered_memory.stores.queue import QueueEntry
-from langchain_tiered_memory.summarization.provenance import item_provenance
+from langchain_tiered_memory.summarization.provenance import grounded_in_user, item_provenance
 from langchain_tiered_memory.summarization.reconcile import areconcile_items, reconcile_items
 from langchain_tiered_memory.summarization.summarizer import asummarize_messages, summarize_messages
 from langchain_tiered_memory.tiers import Tiers
@@ -132,6 +132,10 @@ class Summarization:
         items: list[str] = []
         if messages:  # else only forgotten messages: move the watermark past them
             items = yield Step(summarize_messages, asummarize_messages, (model, messages), options)
+            # for every model: what an item names comes from the user (what they said,
+            # or their tags), and no item is made of the assistant's words alone
+            tags = yield call(tiers.tags.get_all, tiers.tags.aget_all, user_id)
+            items, _ = grounded_in_user(items, found, list(tags.values()))
         supersedes: dict[int, list[str]] = {}
         if reconcile and items:
             similar = yield call(tiers.summaries.similar, tiers.summaries.asimilar, user_id, items)

@@ -1,4 +1,5 @@
-"""Which messages each summary item came from: per-item provenance.
+"""Which messages each summary item came from (per-item provenance), and whether what it
+names came from the user.
 
 A summarization batch reads messages of several threads; an item is usually about one of
 them. Recording the batch's threads on every item made ``forget_thread`` delete nothing
@@ -10,14 +11,20 @@ enough of it (an abstraction), the item is the whole batch's: kept, never wrongl
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from langchain_tiered_memory.language.rules import normalize_numbers
+from langchain_tiered_memory.language.text import STOPWORDS
 from langchain_tiered_memory.summarization.summarizer import FRAME_GRAMS, char_grams
 
-__all__ = ["MIN_SOURCE_SHARE", "item_provenance", "thread_at"]
+__all__ = ["MIN_SOURCE_SHARE", "grounded_in_user", "item_provenance", "thread_at"]
+
+logger = logging.getLogger(__name__)
 
 # A message is a source of an item when it holds at least this share of the item's
 # content n-grams, and at least half as much as the best source: an item said twice in two
@@ -75,3 +82,75 @@ def item_provenance(
             }
         )
     return out
+
+
+# A capitalised word, or a run of digits: what an item names (a person, a place, a month,
+# an age, a year) and must have from the user, not from the assistant or the model.
+_NAMED = re.compile(r"(?<![\w'’-])[A-ZÀ-ÖØ-Þ][\w'’-]*|\d+")
+
+
+def _named(item: str) -> list[str]:
+    """The names and numbers of ``item``: capitalised words that are not function words
+    ("The user", "In March": "March" counts) and digit runs.
+    """
+    out = []
+    for word in _NAMED.findall(item):
+        base = re.sub(r"['’]s$", "", word).casefold()
+        if base and base not in STOPWORDS and base not in ("user", "users"):
+            out.append(re.sub(r"['’]s$", "", word))
+    return out
+
+
+def grounded_in_user(
+    items: Sequence[str], found: Sequence[tuple[int, BaseMessage]], known: Sequence[str] = ()
+) -> tuple[list[str], list[str]]:
+    """Split ``items`` into those kept and those dropped (``(kept, dropped)``).
+
+    An item is dropped when it names what only the assistant said (a capitalised word the
+    assistant's messages hold and the user's do not), carries a number the user never said
+    (numbers in words count), or is carried by the assistant's messages alone. ``known``
+    (the user's tags) counts as said: a name given in an earlier conversation. A real
+    model's item read "John Doe failed their driving test in March": the name came from
+    the assistant's own reply. For every model. (A capitalised word no message holds is
+    the summary's own: "Der Nutzer", a German noun.)
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> found = [(0, HumanMessage("I failed my driving test in March.")),
+        ...          (1, AIMessage("Sorry to hear that, John Doe."))]
+        >>> grounded_in_user(["John Doe failed the driving test in March.",
+        ...                   "The user failed the driving test in March."], found)[0]
+        ['The user failed the driving test in March.']
+    """
+    said = normalize_numbers(
+        " ".join([*known, *(m.text for _, m in found if isinstance(m, HumanMessage))])
+    )
+    answered = normalize_numbers(" ".join(m.text for _, m in found if isinstance(m, AIMessage)))
+    sources = item_provenance(items, found, [], 0, 0)
+    human = {pos for pos, m in found if isinstance(m, HumanMessage)}
+    batch = [pos for pos, m in found if isinstance(m, (HumanMessage, AIMessage))]
+    kept, dropped = [], []
+    for item, meta in zip(items, sources, strict=True):
+        unsaid = [
+            n
+            for n in _named(normalize_numbers(item))
+            if not _holds(said, n) and (n.isdigit() or _holds(answered, n))
+        ]
+        positions = meta["source_positions"]
+        assistant_only = positions != batch and not human.intersection(positions)
+        if unsaid or assistant_only:
+            why = f"{unsaid} not said by the user" if unsaid else "from the assistant alone"
+            logger.info("summary item dropped (%s): %r", why, item)
+            dropped.append(item)
+        else:
+            kept.append(item)
+    return kept, dropped
+
+
+def _holds(text: str, word: str) -> bool:
+    """Whether ``word`` occurs in ``text`` as a word (case-folded; digits anywhere, as CJK
+    writes them beside characters: "我30岁").
+    """
+    if word.isdigit():
+        return re.search(rf"(?<!\d){word}(?!\d)", text) is not None
+    return re.search(rf"(?<![\w'’-]){re.escape(word.casefold())}", text.casefold()) is not None

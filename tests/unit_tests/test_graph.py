@@ -467,7 +467,10 @@ def test_a_run_for_bob_never_reads_or_writes_alices_memory(
     memory.add_session_log("alice", [HumanMessage("alice secret question"), AIMessage("ack")])
     memory.add_summaries("alice", ["Alice's birthday is on May 8, a secret."])
     before = memory.export_user("alice")
-    memory.add_session_log("bob", [HumanMessage("Birthdays in May are the best."), AIMessage("!")])
+    # what bob said, which his summary item below is made of
+    memory.add_session_log(
+        "bob", [HumanMessage("Birthdays on May 8 are the best."), AIMessage("!")]
+    )
 
     model = ScriptedChatModel(
         replies=[

@@ -103,7 +103,7 @@ def test_the_user_sees_what_was_stored_whatever_the_model_writes(
     memory: TieredMemory, door: str
 ) -> None:
     """Item 5: after "Please summarize" the items were only in the tool message."""
-    items = ["Ann failed her driving test in March.", "Ann has an exam tomorrow."]
+    items = ["The user failed the driving test in March.", "The user has an exam tomorrow."]
     summary = AIMessage(
         content="", tool_calls=[{"name": "SummaryItems", "args": {"items": items}, "id": "s"}]
     )
@@ -119,3 +119,54 @@ def test_the_user_sees_what_was_stored_whatever_the_model_writes(
     assert reply.startswith("Anything else?")
     assert all(item in reply for item in items)
     assert sorted(d.page_content for d in memory.summaries.get_all("ann")) == sorted(items)
+
+
+def _summary(items: list[str]) -> AIMessage:
+    return AIMessage(
+        content="", tool_calls=[{"name": "SummaryItems", "args": {"items": items}, "id": "s"}]
+    )
+
+
+@pytest.mark.parametrize(
+    ("turn", "items", "kept"),
+    [
+        (
+            ["I failed my driving test in March.", "Oh no, John Doe! Better luck next time."],
+            [
+                "John Doe failed their driving test in March.",
+                "The user failed their driving test in March.",
+            ],
+            ["The user failed their driving test in March."],
+        ),
+        (
+            ["I'm thirty and I live in Lyon.", "Lyon is lovely; Paris is nicer, at 45 minutes."],
+            ["The user is 30 and lives in Lyon.", "The user lives 45 minutes from Paris."],
+            ["The user is 30 and lives in Lyon."],
+        ),
+        (
+            ["我三月份驾照考试没过。", "别难过！你最喜欢的颜色是蓝色，对吧？"],
+            ["用户三月份驾照考试没过。", "用户最喜欢的颜色是蓝色。"],
+            ["用户三月份驾照考试没过。"],
+        ),
+    ],
+    ids=["assistants-name", "assistants-number", "zh-assistant-alone"],
+)
+def test_nothing_the_assistant_said_becomes_a_fact(
+    memory: TieredMemory, turn: list[str], items: list[str], kept: list[str]
+) -> None:
+    """Item 2: the only item of a past conversation read "John Doe failed their driving
+    test in March": the name came from the assistant's own reply."""
+    memory.add_session_log("ann", [HumanMessage(turn[0]), AIMessage(turn[1])], thread_id="t")
+    memory.summarize_history("ann", ScriptedChatModel(replies=[_summary(items)]), reconcile=False)
+    assert [d.page_content for d in memory.summaries.get_all("ann")] == kept
+    assert memory.summaries.get_watermark("ann") == 2  # the window is done either way
+
+
+def test_a_name_the_user_gave_in_an_earlier_conversation_may_be_used(
+    memory: TieredMemory,
+) -> None:
+    memory.set_user_tags("ann", {"name": "Ann"})
+    memory.add_session_log("ann", [HumanMessage("I love sailing."), AIMessage("Nice!")])
+    model = ScriptedChatModel(replies=[_summary(["Ann loves sailing."])])
+    memory.summarize_history("ann", model, reconcile=False)
+    assert [d.page_content for d in memory.summaries.get_all("ann")] == ["Ann loves sailing."]
