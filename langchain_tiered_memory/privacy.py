@@ -48,19 +48,6 @@ _STORE_PAGE = 1000
 _Stores = list[tuple[BaseStore, tuple[tuple[str, ...], ...]]]
 
 
-def _targets(
-    tiers: Tiers,
-    checkpointer: BaseCheckpointSaver | None,
-    store: BaseStore | None,
-    store_namespaces: Sequence[tuple[str, ...]] | None,
-) -> tuple[list[BaseCheckpointSaver], _Stores]:
-    """The checkpointers and stores an operation reaches: those the memory knows
-    (``Tiers.attach``: its own Redis saver and store, and any the app attached), and any
-    the call names, each once (:meth:`Tiers.reaching`).
-    """
-    return tiers.reaching(checkpointer=checkpointer, store=store, store_namespaces=store_namespaces)
-
-
 def forget_user(
     tiers: Tiers,
     user_id: str,
@@ -73,7 +60,9 @@ def forget_user(
 
     The work behind :meth:`TieredMemory.forget_user`, which documents it.
     """
-    savers, stores = _targets(tiers, checkpointer, store, store_namespaces)
+    savers, stores = tiers.reaching(
+        checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+    )
     return drive(_forget_user_plan(tiers, user_id, savers, stores))
 
 
@@ -86,7 +75,9 @@ async def aforget_user(
     store_namespaces: Sequence[tuple[str, ...]] | None = None,
 ) -> dict[str, int]:
     """Async :func:`forget_user`."""
-    savers, stores = _targets(tiers, checkpointer, store, store_namespaces)
+    savers, stores = tiers.reaching(
+        checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+    )
     return await adrive(_forget_user_plan(tiers, user_id, savers, stores))
 
 
@@ -101,7 +92,7 @@ def forget_thread(
 
     The work behind :meth:`TieredMemory.forget_thread`, which documents it.
     """
-    savers, _ = _targets(tiers, checkpointer, None, None)
+    savers, _ = tiers.reaching(checkpointer=checkpointer)
     return drive(_forget_thread_plan(tiers, user_id, thread_id, savers))
 
 
@@ -113,7 +104,7 @@ async def aforget_thread(
     checkpointer: BaseCheckpointSaver | None = None,
 ) -> dict[str, int]:
     """Async :func:`forget_thread`."""
-    savers, _ = _targets(tiers, checkpointer, None, None)
+    savers, _ = tiers.reaching(checkpointer=checkpointer)
     return await adrive(_forget_thread_plan(tiers, user_id, thread_id, savers))
 
 
@@ -129,7 +120,9 @@ def export_user(
 
     The work behind :meth:`TieredMemory.export_user`, which documents it.
     """
-    savers, stores = _targets(tiers, checkpointer, store, store_namespaces)
+    savers, stores = tiers.reaching(
+        checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+    )
     return drive(_export_plan(tiers, user_id, savers, stores))
 
 
@@ -142,17 +135,23 @@ async def aexport_user(
     store_namespaces: Sequence[tuple[str, ...]] | None = None,
 ) -> dict[str, Any]:
     """Async :func:`export_user`."""
-    savers, stores = _targets(tiers, checkpointer, store, store_namespaces)
+    savers, stores = tiers.reaching(
+        checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
+    )
     return await adrive(_export_plan(tiers, user_id, savers, stores))
 
 
 def delete_items(tiers: Tiers, user_id: str, ids: Sequence[str]) -> Plan[int]:
     """The plan of ``TieredMemory.delete_summaries``: the items, then the server's files."""
     user_id = validate_user_id(user_id)
-    removed = yield call(tiers.summaries.delete, tiers.summaries.adelete, user_id, list(ids))
-    if removed:
-        yield from compact(tiers)
-    return int(removed)
+    summaries = tiers.summaries
+    return int(
+        (
+            yield from _compacted(
+                tiers, call(summaries.delete, summaries.adelete, user_id, list(ids))
+            )
+        )
+    )
 
 
 def edit_item(tiers: Tiers, user_id: str, item_id: str, text: str) -> Plan[bool]:
@@ -160,21 +159,26 @@ def edit_item(tiers: Tiers, user_id: str, item_id: str, text: str) -> Plan[bool]
     files (the replaced text is kept on the item, not in the files' old records).
     """
     user_id = validate_user_id(user_id)
-    changed = yield call(
-        tiers.summaries.update, tiers.summaries.aupdate, user_id, str(item_id), text
-    )
-    if changed:
-        yield from compact(tiers)
-    return bool(changed)
+    summaries = tiers.summaries
+    update = call(summaries.update, summaries.aupdate, user_id, str(item_id), text)
+    return bool((yield from _compacted(tiers, update)))
 
 
 def delete_tags(tiers: Tiers, user_id: str, names: Sequence[str]) -> Plan[int]:
     """The plan of ``TieredMemory.delete_user_tags``: the tags, then the server's files."""
     user_id = validate_user_id(user_id)
-    removed = yield call(tiers.tags.delete, tiers.tags.adelete, user_id, list(names))
-    if removed:
+    tags = tiers.tags
+    return int(
+        (yield from _compacted(tiers, call(tags.delete, tags.adelete, user_id, list(names))))
+    )
+
+
+def _compacted(tiers: Tiers, delete: Step) -> Plan[Any]:
+    """Run one delete or edit; when it changed anything, rewrite the server's files."""
+    changed = yield delete
+    if changed:
         yield from compact(tiers)
-    return int(removed)
+    return changed
 
 
 def compact(tiers: Tiers) -> Plan[None]:

@@ -65,8 +65,9 @@ def _templates(namespaces: Sequence[tuple[str, ...]] | None) -> Templates | None
 
 
 def _same_keys(a: object, b: object) -> bool:
-    """Whether two savers or stores are the same object, or views of the same keys (one
-    Redis connection and key prefix).
+    """Whether two savers (or two stores) are the same object, or views of the same keys
+    (one Redis connection and key prefix: a ``RedisSaver`` and an ``AsyncRedisSaver`` of
+    the memory are one).
     """
     if a is b:
         return True
@@ -74,7 +75,6 @@ def _same_keys(a: object, b: object) -> bool:
     prefix = getattr(getattr(a, "keys", None), "prefix", None)
     return (
         connection is not None
-        and type(a) is type(b)
         and getattr(b, "connection", None) is connection
         and getattr(getattr(b, "keys", None), "prefix", None) == prefix
     )

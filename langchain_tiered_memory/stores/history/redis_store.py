@@ -396,17 +396,21 @@ class RedisHistoryStore(HistoryStore):
             owners = await pipe.execute() if members else []
         return owned_threads(user_id, members, owners, self.where(user_id))
 
+    def _release_calls(self, user_id: str, thread_ids: Sequence[str]) -> list[ScriptCall]:
+        user = validate_user_id(user_id)
+        return [ScriptCall(RELEASE_LUA, 1, (key, user)) for key in self._owner_keys(thread_ids)]
+
     def release_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
-        """Delete the owner records of these threads that name the user (erasure)."""
-        for key in self._owner_keys(list(thread_ids)):
-            with self.connection.errors():
-                self.connection.eval(RELEASE_LUA, 1, key, validate_user_id(user_id))
+        """Delete the owner records of these threads that name the user (erasure), in one
+        pipelined round trip (one call each on a Cluster).
+        """
+        with self.connection.errors():
+            self.connection.run_all(self._release_calls(user_id, thread_ids))
 
     async def arelease_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
         """Async :meth:`release_threads`."""
-        for key in self._owner_keys(list(thread_ids)):
-            with self.connection.errors():
-                await self.connection.aeval(RELEASE_LUA, 1, key, validate_user_id(user_id))
+        with self.connection.errors():
+            await self.connection.arun_all(self._release_calls(user_id, thread_ids))
 
     def spans(self, user_id: str) -> list[tuple[int, int, str]]:
         """The thread spans, oldest first."""
