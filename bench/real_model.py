@@ -16,6 +16,10 @@ the capable-model settings (the update step on, no small-model guards). Reported
   wrong or not about the user (by the case's labels), facts missed, and items written in
   the user's language (for the cases whose user writes in a non-Latin script).
 
+Per update, which path superseded: the model's update step, the words
+(``summarization/updates.py``: "moved", "no longer", "搬到"), or both (an older checkout
+logs no paths: 0/0/0).
+
 ``--record FILE`` saves every reply of the model (text and tool calls) per case, to replay
 in unit tests without a server. Run it from an older checkout (``PYTHONPATH=<checkout>``)
 for a before/after.
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import sys
 import tempfile
@@ -90,6 +95,22 @@ UPDATES = [
         rx(r"\bvegetarian\b"),
     ),
     Update(
+        "home-zh",
+        "用户住在巴黎。",
+        "我上个月搬到了柏林。",
+        "我住在哪里？",
+        rx(r"柏林"),
+        rx(r"巴黎"),
+    ),
+    Update(
+        "coffee-zh",
+        "用户每天早上喝咖啡。",
+        "我现在不喝咖啡了，改喝茶。",
+        "我早上喝什么？",
+        rx(r"茶"),
+        rx(r"每天早上喝咖啡"),
+    ),
+    Update(
         "pet",
         "The user has a cat named Tom.",
         "Tom passed away; we adopted a dog, Rex.",
@@ -133,6 +154,18 @@ ITEMS = [
         [],
     ),
 ]
+
+
+class Paths(logging.Handler):
+    """Which path superseded: the update step's log line (model, words, both)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.counts = [0, 0, 0]
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(record.msg).startswith("update step:") and isinstance(record.args, tuple):
+            self.counts = [a + int(str(b)) for a, b in zip(self.counts, record.args)]
 
 
 class Recorder(BaseCallbackHandler):
@@ -199,6 +232,10 @@ def run(args: argparse.Namespace) -> None:
                 if args.only and not any(o in case.name for o in args.only):
                     continue
                 recorder = Recorder()
+                paths = Paths()
+                steps = logging.getLogger("langchain_tiered_memory.summarization.reconcile")
+                steps.setLevel(logging.INFO)
+                steps.addHandler(paths)
                 user = f"update-{n}"
                 memory.add_summaries(user, [case.old], created_at="2026-11-01T09:00:00+00:00")
                 memory.add_session_log(user, conversation([case.said], ["Thanks for the update!"]))
@@ -219,11 +256,13 @@ def run(args: argparse.Namespace) -> None:
                         "new item": bool(new),
                         "superseded": bool(old.metadata.get("superseded_by")),
                         "stale in top 3": f"{stale}/{len(top)}",
+                        "by model / words / both": "/".join(map(str, paths.counts)),
                         "items": [d.page_content for d in every if d.page_content != case.old],
                         "s": time.perf_counter() - started,
                         "error": error,
                     }
                 )
+                steps.removeHandler(paths)
                 recorded[f"update/{case.name}"] = recorder.replies
                 print(f"  {case.name}: {update_rows[-1]}", file=sys.stderr, flush=True)
             for n, items_case in enumerate(ITEMS):
@@ -260,13 +299,13 @@ def run(args: argparse.Namespace) -> None:
                 recorded[f"items/{items_case.name}"] = recorder.replies
                 print(f"  {items_case.name}: {item_rows[-1]}", file=sys.stderr, flush=True)
     print(f"### Updates ({args.base_url}, {args.model})\n")
-    print("| case | new item | superseded | stale in top 3 | s |")
-    print("|---|---|---|---|---:|")
+    print("| case | new item | superseded | by model / words / both | stale in top 3 | s |")
+    print("|---|---|---|---|---|---:|")
     for row in update_rows:
         mark = f" ({row['error']})" if row["error"] else ""
         print(
             f"| {row['case']}{mark} | {row['new item']} | {row['superseded']} | "
-            f"{row['stale in top 3']} | {row['s']:.0f} |"
+            f"{row['by model / words / both']} | {row['stale in top 3']} | {row['s']:.0f} |"
         )
     done = sum(r["superseded"] for r in update_rows)
     print(f"\nsuperseded {done}/{len(update_rows)}\n")

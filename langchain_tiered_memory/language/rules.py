@@ -49,6 +49,16 @@ class LanguageRules:
             commas and semicolons.
         not_after: per tag, what right after a value makes it something else ("Bob's
             sister": a possessive; "3 years into my PhD": a duration).
+        single_valued: attributes a person has one value of at a time (where they live,
+            their work, what they eat), each as a pattern of the words that state it:
+            two summary items on the same one, the newer saying it changed, are an update.
+        moved_on: what says in a summary item that a state replaced an earlier one
+            ("moved to", "no longer", "quit", "搬到", "不再").
+        ceased: what says in a summary item that something the user did has stopped
+            ("stopped", "no longer", "不再"): it updates a stored item that names what
+            follows it, whatever the attribute.
+        someone_elses: an attribute of someone else in a summary item ("the user's
+            sister", "用户的姐姐"): such an item updates nothing of the user's.
 
     Example:
         >>> from langchain_tiered_memory.language.attribution import ground_tags
@@ -73,6 +83,10 @@ class LanguageRules:
     irrealis: str = r"(?!x)x"
     clause_break: str = r"(?!x)x"
     not_after: Mapping[str, str] = field(default_factory=dict)
+    single_valued: Mapping[str, str] = field(default_factory=dict)
+    moved_on: str = r"(?!x)x"
+    ceased: str = r"(?!x)x"
+    someone_elses: str = r"(?!x)x"
 
 
 _EN_RELATIONS = (
@@ -167,6 +181,32 @@ ENGLISH = LanguageRules(
             r"married|together|apart|older|younger|behind|ahead|out)\b"
         ),
     },
+    single_valued={
+        "home": r"\b(?:lives?|living|lived|moved|relocated|resides?|based) (?:\w+ ){0,4}"
+        r"(?:in|to|at|near|with|on)\b|\bhome(?:town)? is\b",
+        "work": r"\b(?:works?|worked|working|employed|hired) (?:\w+ ){0,2}(?:at|for|as|in)\b|"
+        r"\b(?:job|career|careers|profession|quit \w+ (?:job|company)|retired)\b|"
+        r"\b(?:is|was|became|now) an? (?:\w+ )?(?:engineer|teacher|nurse|doctor|lawyer|"
+        r"developer|designer|student|manager|accountant)\b",
+        "study": r"\b(?:stud(?:y|ies|ied|ying)|majors?|majored|enrolled)\b",
+        "diet": r"\b(?:vegetarian|vegan|pescatarian|eats? (?:\w+ )?(?:meat|fish)|meat)\b",
+        "partner": r"\b(?:single|married|divorced|dating|engaged|broke up|boyfriend|"
+        r"girlfriend|fianc[ée]e?|wife|husband)\b",
+        "habit": r"\b(?:smok(?:e|es|ing|er)|drinks? (?:\w+ )?(?:coffee|alcohol|tea)|"
+        r"coffee|alcohol)\b",
+    },
+    moved_on=(
+        r"\b(?:moved|relocated|has since|no longer|not \w+ (?:\w+ )?any ?more|any ?more|"
+        r"quit|quitted|stopped|switched|changed|divorced|broke up|now|these days|"
+        r"currently|new job|again)\b"
+    ),
+    ceased=r"\b(?:stopped|quit|quitted|no longer|gave up|giving up|not \w+ any ?more)\b",
+    # as the subject: "the user's sister moved", not "the user lives with their parents"
+    someone_elses=(
+        r"^\W*(?:the )?(?:user['’]s|his|her|their|my) (?:\w+ ){0,2}?(?:"
+        + _EN_RELATIONS
+        + r"|restaurant|shop|store|cafe|team|company|office|house|flat|car)\b"
+    ),
 )
 
 # Common Chinese surnames (the hundred most frequent, plus compound ones): after the loose
@@ -211,9 +251,22 @@ CHINESE = LanguageRules(
     r"翻译|重复|假装|想象)",
     negation=r"不是|不叫|不要|不用|不姓|不再|从不|别|没有|没|并非|并不",
     reporting=r"说|告诉|讲|写道|问|认为|觉得|以为|听说|声称",
-    irrealis=r"如果|要是|假如|假设|等我|等到|到我|希望|想要|想成为|将来|会是|会叫",
+    irrealis=r"如果|要是|假如|假设|等我|等到|到我|希望|想要|想成为|将来|会是|会叫|打算|计划|将要|明年",
     clause_break=r"但是|可是|不过|而且|然后|所以|因为|虽然",
     not_after={"name": r"的"},
+    single_valued={
+        "home": r"住在|住到|搬到|搬去|搬家|定居|家在|老家",
+        "work": r"工作|上班|辞职|辞掉|入职|跳槽|创业|退休|当老师|做老师|是一名|做软件|工程师|"
+        r"护士|医生|律师|老师",
+        "study": r"读书|上学|专业|读法律|读医|学医|在读|大学|研究生",
+        "diet": r"吃素|素食|吃肉|吃牛排|吃荤",
+        "partner": r"单身|结婚|离婚|恋爱|男朋友|女朋友|对象|分手|订婚|老公|老婆",
+        "habit": r"抽烟|吸烟|戒烟|喝酒|戒酒|喝咖啡|咖啡",
+    },
+    moved_on=r"搬到|搬去|搬家|现在|如今|目前|不再|已经不|不读|不吃|不喝|辞职|辞掉|戒|换了|换成|改成|"
+    r"改为|转到|转行|分手|离婚|又开始",
+    ceased=r"不再|已经不|戒掉了|戒掉|放弃了",
+    someone_elses=r"^\W*(?:用户|我|他|她)的?" + _ZH_RELATIONS,
 )
 # Other languages: the unambiguous name cues and age units (Japanese, Korean, German,
 # French, Spanish, Portuguese, Italian, Russian); a fuller entry is welcome.

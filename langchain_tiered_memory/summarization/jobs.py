@@ -28,6 +28,7 @@ from langchain_tiered_memory.stores.queue import QueueEntry
 from langchain_tiered_memory.summarization.provenance import grounded_in_user, item_provenance
 from langchain_tiered_memory.summarization.reconcile import areconcile_items, reconcile_items
 from langchain_tiered_memory.summarization.summarizer import asummarize_messages, summarize_messages
+from langchain_tiered_memory.summarization.updates import clear_updates, may_update
 from langchain_tiered_memory.tiers import Tiers
 
 __all__ = ["DEFAULT_SUMMARY_BATCH", "Summarization"]
@@ -137,11 +138,15 @@ class Summarization:
             tags = yield call(tiers.tags.get_all, tiers.tags.aget_all, user_id)
             items, _ = grounded_in_user(items, found, list(tags.values()))
         supersedes: dict[int, list[str]] = {}
-        if reconcile and items:
+        # for every model, the updates the words make clear ("moved to", "不再"); a capable
+        # model's update step decides the rest
+        if items and (reconcile or any(may_update(item) for item in items)):
             similar = yield call(tiers.summaries.similar, tiers.summaries.asimilar, user_id, items)
-            items, supersedes = yield Step(
-                reconcile_items, areconcile_items, (model, items, similar)
-            )
+            supersedes = clear_updates(items, similar)
+            if reconcile:
+                items, supersedes = yield Step(
+                    reconcile_items, areconcile_items, (model, items, similar, supersedes)
+                )
         spans = yield call(tiers.history.spans, tiers.history.aspans, user_id)
         try:
             ids: list[str] = yield call(

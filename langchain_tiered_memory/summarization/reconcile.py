@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.documents import Document
@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, field_validator
 from langchain_tiered_memory.language.text import (
     timestamp,
 )
+from langchain_tiered_memory.summarization.updates import merge_supersedes
 
 logger = logging.getLogger(__name__)
 
@@ -151,12 +152,15 @@ def apply_decisions(
     items: Sequence[str],
     similar: Sequence[Sequence[Document]],
     decisions: Sequence[NoteDecision],
+    clear: Mapping[int, Sequence[str]] | None = None,
 ) -> tuple[list[str], dict[int, list[str]]]:
     """Items to store (duplicates dropped) and ``{index in that list: [superseded ids]}``.
 
     A "duplicate" or "supersedes" without an id takes the one stored note shown with that
     new note, if only one was; one naming a note or an id that was not shown counts as
-    "new". Each such fallback is logged (one warning per answer).
+    "new". Each such fallback is logged (one warning per answer). ``clear`` (``{index in
+    items: [ids]}``, :func:`~.updates.clear_updates`) adds the updates the words make clear
+    to what the model decided: a model's "new" never keeps a stale item current.
     """
     shown = [[str(d.id) for d in docs] for docs in similar]
     action: dict[int, NoteDecision] = {}
@@ -178,15 +182,31 @@ def apply_decisions(
     if problems:
         logger.warning("the update step's answer was partly unusable: %s", "; ".join(problems))
     kept: list[str] = []
-    supersedes: dict[int, list[str]] = {}
+    by_model: dict[int, list[str]] = {}
+    by_words: dict[int, list[str]] = {}
     for i, item in enumerate(items):
         chosen = action.get(i)
         if chosen is not None and chosen.action == "duplicate":
             continue
         if chosen is not None and chosen.action == "supersedes" and chosen.stored_id:
-            supersedes[len(kept)] = [chosen.stored_id]
+            by_model[len(kept)] = [chosen.stored_id]
+        if clear and i in clear:
+            by_words[len(kept)] = list(clear[i])
         kept.append(item)
-    return kept, supersedes
+    _log_paths(by_model, by_words)
+    return kept, merge_supersedes(by_model, by_words)
+
+
+def _log_paths(by_model: Mapping[int, list[str]], by_words: Mapping[int, list[str]]) -> None:
+    """How often each path supersedes: what ``bench/update_paths.py`` counts."""
+    if by_model or by_words:
+        both = sum(1 for i, ids in by_model.items() if set(ids) & set(by_words.get(i, ())))
+        logger.info(
+            "update step: %d superseded by the model, %d by clear words, %d by both",
+            len(by_model),
+            len(by_words),
+            both,
+        )
 
 
 def _bind_decisions(model: BaseChatModel) -> Any:
@@ -197,12 +217,16 @@ def _bind_decisions(model: BaseChatModel) -> Any:
 
 
 def reconcile_items(
-    model: BaseChatModel, items: Sequence[str], similar: Sequence[Sequence[Document]]
+    model: BaseChatModel,
+    items: Sequence[str],
+    similar: Sequence[Sequence[Document]],
+    clear: Mapping[int, Sequence[str]] | None = None,
 ) -> tuple[list[str], dict[int, list[str]]]:
     """Ask ``model`` whether each new item is new, a duplicate, or supersedes a stored one.
 
     One structured-output call; an unusable answer (or a failing model) means every item is
-    new, so an update step can never lose a note.
+    new, so an update step can never lose a note. ``clear``: the updates the words make
+    clear (:func:`~.updates.clear_updates`), kept whatever the model says.
 
     Returns:
         ``(items to store, {index in those items: [ids of stored items it supersedes]})``.
@@ -214,21 +238,27 @@ def reconcile_items(
         response = _bind_decisions(model).invoke(build_reconcile_request(items, similar))
     except Exception:  # the update step is an improvement, never a reason to lose notes
         logger.warning("the update check failed; storing the items as new", exc_info=True)
-        return list(items), {}
-    return _applied(items, similar, response)
+        response = None
+    return _applied(items, similar, response, clear)
 
 
 def _applied(
-    items: Sequence[str], similar: Sequence[Sequence[Document]], response: Any
+    items: Sequence[str],
+    similar: Sequence[Sequence[Document]],
+    response: Any,
+    clear: Mapping[int, Sequence[str]] | None,
 ) -> tuple[list[str], dict[int, list[str]]]:
-    decisions, why = _decisions(response)
+    decisions, why = ([], None) if response is None else _decisions(response)
     if why is not None:
         logger.warning("the update step's answer could not be used (%s); storing as new", why)
-    return apply_decisions(items, similar, decisions)
+    return apply_decisions(items, similar, decisions, clear)
 
 
 async def areconcile_items(
-    model: BaseChatModel, items: Sequence[str], similar: Sequence[Sequence[Document]]
+    model: BaseChatModel,
+    items: Sequence[str],
+    similar: Sequence[Sequence[Document]],
+    clear: Mapping[int, Sequence[str]] | None = None,
 ) -> tuple[list[str], dict[int, list[str]]]:
     """Async :func:`reconcile_items`."""
     if not any(similar):
@@ -238,5 +268,5 @@ async def areconcile_items(
         response = await _bind_decisions(model).ainvoke(request)
     except Exception:
         logger.warning("the update check failed; storing the items as new", exc_info=True)
-        return list(items), {}
-    return _applied(items, similar, response)
+        response = None
+    return _applied(items, similar, response, clear)

@@ -170,3 +170,71 @@ def test_a_name_the_user_gave_in_an_earlier_conversation_may_be_used(
     model = ScriptedChatModel(replies=[_summary(["Ann loves sailing."])])
     memory.summarize_history("ann", model, reconcile=False)
     assert [d.page_content for d in memory.summaries.get_all("ann")] == ["Ann loves sailing."]
+
+
+def _decision(action: str, stored_id: str | None = None) -> AIMessage:
+    decision = {"note": 0, "action": action, "stored_id": stored_id}
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": "NoteDecisions", "args": {"decisions": [decision]}, "id": "d"}],
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "question"),
+    [
+        ("The user lives in Paris.", "The user moved to Berlin last month.", "Where do I live?"),
+        ("用户住在巴黎。", "用户上个月搬到了柏林。", "我住在哪里？"),
+        ("The user eats meat every day.", "The user is vegetarian now.", "What do I eat?"),
+    ],
+    ids=["moved", "zh-moved", "now"],
+)
+@pytest.mark.parametrize("judge", ["model says new", "no update step"])
+def test_a_clear_update_supersedes_whatever_the_model_judged(
+    memory: TieredMemory, old: str, new: str, question: str, judge: str
+) -> None:
+    """Item 3: the update step of a real model judged "moved to Berlin" new, both notes
+    stayed current and "Where do I live?" was answered from the stale one."""
+    memory.add_summaries("ann", [old], created_at="2026-10-01T09:00:00+00:00")
+    memory.add_session_log("ann", [HumanMessage(new.replace("The user", "I")), AIMessage("OK!")])
+    reconcile = judge == "model says new"
+    model = ScriptedChatModel(replies=[_summary([new]), _decision("new")])
+    memory.summarize_history("ann", model, reconcile=reconcile)
+    every = {d.page_content: d for d in memory.summaries.get_all("ann")}
+    assert every[old].metadata.get("superseded_by") == every[new].id
+    assert [d.page_content for d in memory.recall_summaries("ann", question)] == [new]
+    assert len(model.prompts) == (2 if reconcile else 1)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user lives in Paris.", "The user's sister moved to Berlin."),
+        ("The user lives in Paris.", "The user is planning to move to Berlin next year."),
+        ("The user has a dog named Rex.", "The user now has a cat too."),
+        ("The user works at Google as an engineer.", "The user now works remotely on Fridays."),
+        ("用户住在巴黎。", "用户上个月去柏林旅游了。"),
+    ],
+    ids=["sister", "plan", "a-second-pet", "same-job", "zh-visit"],
+)
+def test_what_does_not_clearly_update_leaves_the_stored_item_current(
+    memory: TieredMemory, old: str, new: str
+) -> None:
+    memory.add_summaries("ann", [old], created_at="2026-10-01T09:00:00+00:00")
+    memory.add_session_log("ann", [HumanMessage(new.replace("The user", "I")), AIMessage("OK!")])
+    memory.summarize_history("ann", ScriptedChatModel(replies=[_summary([new])]), reconcile=False)
+    assert not any(d.metadata.get("superseded_by") for d in memory.summaries.get_all("ann"))
+
+
+def test_the_models_duplicate_still_drops_a_restated_item(memory: TieredMemory) -> None:
+    """The words only ever add a supersession: the model's "duplicate" is kept."""
+    memory.add_summaries("ann", ["The user moved to Berlin."], created_at="2026-10-01T09:00:00Z")
+    stored = memory.summaries.get_all("ann")[0]
+    memory.add_session_log("ann", [HumanMessage("I moved to Berlin."), AIMessage("OK!")])
+    model = ScriptedChatModel(
+        replies=[_summary(["The user moved to Berlin."]), _decision("duplicate", stored.id)]
+    )
+    memory.summarize_history("ann", model)
+    assert [
+        (d.page_content, d.metadata.get("superseded_by")) for d in memory.summaries.get_all("ann")
+    ] == [("The user moved to Berlin.", None)]

@@ -1,0 +1,174 @@
+"""A real model's turns through the prebuilt graph: the seed, an update, an associative turn.
+
+    python bench/real_model_turns.py --base-url http://127.0.0.1:8765/v1
+    python bench/real_model_turns.py --base-url URL --record tests/unit_tests/data/qwen_turns.json
+    PYTHONPATH=<older checkout> python bench/real_model_turns.py --base-url URL   # before
+
+Each scenario is a list of threads, each a list of user messages, sent through
+``create_memory_graph`` with a ``ChatOpenAI`` on the server (``temperature=0``), with the
+memory's own checkpointer and every thread a new one (what a restart or a new session
+gives). After every turn it prints the reply verbatim, the tags, the current items (and
+the superseded ones), and how many model calls the turn made (the reply, tool rounds,
+summarization, the update step, the after-turn capture). Scenarios:
+
+- **seed (en, zh)**: name and age, birthday, a failed driving test, "summarize"; then a new
+  thread asks for the age and the birthday;
+- **update**: "I live in Paris." + summarize; "I moved to Berlin last month." + summarize;
+  then "Where do I live?" and "Recommend a restaurant near me.";
+- **associative**: after the seed, "I have an exam tomorrow and I'm so nervous." (the failed
+  driving test should be recalled).
+
+``--record FILE`` saves every reply of the model per turn (text and tool calls), to replay
+in unit tests with :class:`~langchain_tiered_memory.testing.ScriptedChatModel`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.outputs import LLMResult
+
+from langchain_tiered_memory import TieredMemory, create_memory_graph
+
+SCENARIOS: dict[str, list[list[str]]] = {
+    "seed-en": [
+        [
+            "Hi! My name is Ann Lee and I'm 30 years old.",
+            "My birthday is on March 5.",
+            "I failed my driving test in March, it was awful.",
+            "Please summarize our conversation.",
+        ],
+        ["How old am I, and when is my birthday?", "I have an exam tomorrow and I'm so nervous."],
+    ],
+    "seed-zh": [
+        ["你好，我叫王芳，今年28岁。", "我的生日是十月三日。", "请总结一下我们的对话。"],
+        ["我多大了？生日是哪天？"],
+    ],
+    "update": [
+        ["I live in Paris.", "Please summarize our conversation."],
+        ["I moved to Berlin last month.", "Please summarize our conversation."],
+        ["Where do I live?", "Recommend a restaurant near me."],
+    ],
+}
+
+
+class Calls(BaseCallbackHandler):
+    """Every model reply of a turn, as the server returned it."""
+
+    def __init__(self) -> None:
+        self.replies: list[dict[str, Any]] = []
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        for generations in response.generations:
+            for generation in generations:
+                message = getattr(generation, "message", None)
+                if isinstance(message, AIMessage):
+                    self.replies.append(
+                        {
+                            "content": message.content,
+                            "tool_calls": [
+                                {"name": c["name"], "args": c["args"]} for c in message.tool_calls
+                            ],
+                        }
+                    )
+
+
+def _model(args: argparse.Namespace, calls: Calls) -> Any:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        base_url=args.base_url,
+        api_key="local",  # type: ignore[arg-type]
+        model=args.model,
+        temperature=0,
+        max_tokens=args.max_tokens,  # type: ignore[call-arg]
+        timeout=args.timeout,
+        callbacks=[calls],
+    )
+
+
+def _state(memory: TieredMemory, user: str) -> dict[str, Any]:
+    every = memory.summaries.get_all(user)
+    return {
+        "tags": memory.get_user_tags(user),
+        "items": [d.page_content for d in every if not d.metadata.get("superseded_by")],
+        "superseded": [d.page_content for d in every if d.metadata.get("superseded_by")],
+    }
+
+
+def run(args: argparse.Namespace) -> None:
+    recorded: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, threads in SCENARIOS.items():
+            if args.only and not any(o in name for o in args.only):
+                continue
+            print(f"\n### {name}\n", flush=True)
+            turns: list[dict[str, Any]] = []
+            for t, thread in enumerate(threads):
+                for text in thread:
+                    calls = Calls()
+                    # a new process per turn: the memory, the model and the graph are built
+                    # again, only the data directory is kept
+                    with TieredMemory.embedded(Path(tmp) / name) as memory:
+                        graph = create_memory_graph(
+                            _model(args, calls), memory=memory, checkpointer=memory.checkpointer()
+                        )
+                        started = time.perf_counter()
+                        error = ""
+                        reply = ""
+                        try:
+                            out = graph.invoke(
+                                {"messages": [HumanMessage(text)]},
+                                {"configurable": {"thread_id": f"{name}-{t}"}},
+                                context={"user_id": name},
+                            )
+                            reply = out["messages"][-1].text
+                        except Exception as exc:  # a failing turn is a row, not the end
+                            error = f"{type(exc).__name__}: {exc}"
+                        state = _state(memory, name)
+                    row = {
+                        "thread": t,
+                        "user": text,
+                        "reply": reply,
+                        "error": error,
+                        "model calls": len(calls.replies),
+                        "s": round(time.perf_counter() - started, 1),
+                        **state,
+                        "raw": calls.replies,
+                    }
+                    turns.append(row)
+                    print(f"**[thread {t}] user:** {text}", flush=True)
+                    print(f"**reply:** {reply!r}{'  ERROR ' + error if error else ''}")
+                    print(
+                        f"calls {row['model calls']}, {row['s']} s; tags {state['tags']}; "
+                        f"items {json.dumps(state['items'], ensure_ascii=False)}; "
+                        f"superseded {json.dumps(state['superseded'], ensure_ascii=False)}\n",
+                        flush=True,
+                    )
+            recorded[name] = turns
+    if args.record:
+        Path(args.record).write_text(json.dumps(recorded, ensure_ascii=False, indent=1) + "\n")
+        print(f"recorded to {args.record}", file=sys.stderr)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--base-url", required=True, help="the server's OpenAI API, e.g. .../v1")
+    p.add_argument("--model", default="qwen", help="the model name the server expects")
+    p.add_argument("--max-tokens", type=int, default=320)
+    p.add_argument("--timeout", type=float, default=900.0)
+    p.add_argument("--record", help="save the model's replies per turn to this JSON file")
+    p.add_argument("--only", nargs="+", help="run only the scenarios whose name has one of these")
+    run(p.parse_args())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Updates the words make clear: a new summary item that supersedes a stored one without
+asking a model.
+
+"The user lives in Paris." then, weeks later, "The user moved to Berlin last month.": a
+capable model judged the second ``new`` and both stayed current, so "Where do I live?" was
+answered from the first. Where the signal is clear, the package does not leave it to a
+model: the new item speaks of an attribute a person has one value of at a time (where they
+live, their work, what they eat: :attr:`LanguageRules.single_valued`), says the value
+changed (:attr:`LanguageRules.moved_on`: "moved", "no longer", "now", "搬到", "现在"),
+states a fact rather than a plan or a wish (:attr:`LanguageRules.irrealis`), and is about
+the user, not a relative (:attr:`LanguageRules.someone_elses`); then the most similar
+older current item on the same attribute is superseded. It runs for every model, before
+and beside the model's update step (:mod:`.reconcile`), and only ever adds supersessions:
+an item is never dropped by it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+
+from langchain_core.documents import Document
+
+from langchain_tiered_memory.language.rules import LANGUAGES, LanguageRules
+from langchain_tiered_memory.language.text import tokenize
+
+__all__ = ["clear_updates", "may_update", "merge_supersedes", "same_attribute"]
+
+logger = logging.getLogger(__name__)
+
+
+def _search(pattern: str, text: str) -> bool:
+    return re.search(pattern, text, re.IGNORECASE) is not None
+
+
+def _attributes(text: str, languages: Iterable[LanguageRules]) -> set[str]:
+    return {
+        name
+        for rules in languages
+        for name, pattern in rules.single_valued.items()
+        if _search(pattern, text)
+    }
+
+
+def _states_a_change(text: str, languages: Sequence[LanguageRules]) -> bool:
+    """A change of the user's own state, stated as done: not a plan, a wish or a relative's."""
+    return (
+        any(_search(r.moved_on, text) for r in languages)
+        and not any(_search(r.irrealis, text) for r in languages)
+        and not any(_search(r.someone_elses, text) for r in languages)
+    )
+
+
+# where what stopped ends: "stopped playing tennis after a knee injury"
+_CLAUSE_END = re.compile(r"[,.;:!?，。；：！？]|\b(?:and|but|after|because|since|when)\b")
+
+
+def _terms(text: str) -> set[str]:
+    """Recall's own terms (stemmed words, CJK character pairs), single characters left out:
+    what two phrases share.
+    """
+    return {t for t in tokenize(text) if len(t) > 1}
+
+
+def _ceased(new: str, old: str, languages: Sequence[LanguageRules]) -> bool:
+    """``new`` says the user stopped doing what ``old`` names ("stopped playing tennis",
+    "不再喝咖啡"): whatever the attribute, what follows the cue is in ``old``.
+    """
+    for rules in languages:
+        for match in re.finditer(rules.ceased, new, re.IGNORECASE):
+            rest = _CLAUSE_END.split(new[match.end() :], maxsplit=1)[0]
+            if _terms(rest) & _terms(old):
+                return True
+    return False
+
+
+def may_update(item: str, languages: Sequence[LanguageRules] = LANGUAGES) -> bool:
+    """Whether ``item`` could update a stored item (a cheap test before any search).
+
+    Example:
+        >>> may_update("The user moved to Berlin."), may_update("The user likes jazz.")
+        (True, False)
+    """
+    return _states_a_change(unicodedata.normalize("NFKC", item), languages)
+
+
+def same_attribute(new: str, old: str, languages: Sequence[LanguageRules] = LANGUAGES) -> set[str]:
+    """The single-valued attributes both items speak of, if ``new`` states a change of the
+    user's own (else none).
+
+    Example:
+        >>> same_attribute("The user moved to Berlin last month.", "The user lives in Paris.")
+        {'home'}
+        >>> same_attribute("The user stopped playing tennis.", "The user plays tennis.")
+        {'activity'}
+        >>> same_attribute("The user's sister moved to Berlin.", "The user lives in Paris.")
+        set()
+    """
+    new, old = unicodedata.normalize("NFKC", new), unicodedata.normalize("NFKC", old)
+    if not _states_a_change(new, languages) or any(
+        _search(r.someone_elses, old) for r in languages
+    ):
+        return set()
+    shared = _attributes(new, languages) & _attributes(old, languages)
+    return shared | ({"activity"} if _ceased(new, old, languages) else set())
+
+
+def clear_updates(
+    items: Sequence[str],
+    similar: Sequence[Sequence[Document]],
+    languages: Sequence[LanguageRules] = LANGUAGES,
+) -> dict[int, list[str]]:
+    """``{i: [stored id]}``: for each new item that clearly updates a stored one, the most
+    similar current stored item (``similar[i]``, best first) on the same attribute.
+
+    Example:
+        >>> old = Document("The user lives in Paris.", id="p1")
+        >>> clear_updates(["The user moved to Berlin last month."], [[old]])
+        {0: ['p1']}
+    """
+    found: dict[int, list[str]] = {}
+    for i, (item, docs) in enumerate(zip(items, similar)):
+        for doc in docs:
+            if doc.id is not None and same_attribute(item, doc.page_content, languages):
+                found[i] = [str(doc.id)]
+                break
+    if found:
+        logger.info("%d stored item(s) superseded by a clear update", len(found))
+    return found
+
+
+def merge_supersedes(*maps: Mapping[int, Sequence[str]]) -> dict[int, list[str]]:
+    """The union of several ``{item: [superseded ids]}`` maps, each id once.
+
+    Example:
+        >>> merge_supersedes({0: ["a"]}, {0: ["a", "b"], 2: ["c"]})
+        {0: ['a', 'b'], 2: ['c']}
+    """
+    merged: dict[int, list[str]] = {}
+    for mapping in maps:
+        for i, ids in mapping.items():
+            merged.setdefault(i, [])
+            merged[i] += [x for x in ids if x not in merged[i]]
+    return dict(sorted(merged.items()))
