@@ -31,9 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import LLMResult
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
@@ -61,18 +62,44 @@ SCENARIOS: dict[str, list[list[str]]] = {
 
 
 class Calls(BaseCallbackHandler):
-    """Every model reply of a turn, as the server returned it."""
+    """Every model call of a turn: what it was asked (the last user message, the tools
+    bound and the forced one, the system prompt's first line) and the reply as the server
+    returned it, so a replay can answer each request by what was asked, in any order."""
 
     def __init__(self) -> None:
+        self.asked: dict[UUID, dict[str, Any]] = {}
         self.replies: list[dict[str, Any]] = []
 
-    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any],
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        **kwargs: Any,
+    ) -> None:
+        params = kwargs.get("invocation_params") or {}
+        prompt = messages[0]
+        humans = [m.text for m in prompt if isinstance(m, HumanMessage)]
+        systems = [m.text for m in prompt if isinstance(m, SystemMessage)]
+        choice = params.get("tool_choice")
+        if isinstance(choice, dict):
+            choice = choice.get("function", {}).get("name")
+        self.asked[run_id] = {
+            "system": systems[0].splitlines()[0] if systems else "",
+            "last_user": humans[-1] if humans else "",
+            "tools": [t.get("function", {}).get("name") for t in params.get("tools") or []],
+            "tool_choice": choice,
+        }
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         for generations in response.generations:
             for generation in generations:
                 message = getattr(generation, "message", None)
                 if isinstance(message, AIMessage):
                     self.replies.append(
                         {
+                            **self.asked.pop(run_id, {}),
                             "content": message.content,
                             "tool_calls": [
                                 {"name": c["name"], "args": c["args"]} for c in message.tool_calls

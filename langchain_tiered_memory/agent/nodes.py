@@ -129,8 +129,9 @@ _MACHINERY = frozenset({CAPTURE_NOTE, SUMMARIZE_NOTE})
 
 def conversation_only(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """What of an earlier thread a new one carries: the user's and the assistant's text,
-    without tool calls, tool results, empty replies, the package's placeholders and the
-    history's "[not stored: ...]" notes; ids kept (the prompt is de-duplicated by id).
+    without tool calls, tool results (also those a model wrote as its reply), empty
+    replies, the package's placeholders and the history's "[not stored: ...]" notes; ids
+    kept (the prompt is de-duplicated by id).
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -148,6 +149,8 @@ def conversation_only(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         if isinstance(message, HumanMessage):
             out.append(message)
         elif isinstance(message, AIMessage):
+            if is_empty(AIMessage(content=text)):  # a tool call or result written as text
+                continue
             plain = not (message.tool_calls or message.invalid_tool_calls)
             out.append(message if plain else AIMessage(content=message.text, id=message.id))
     return out

@@ -1,5 +1,6 @@
 """How a turn ends, whatever the model does: a tool call repeated with the same arguments
-is answered once, an empty reply is never the answer, and the user sees what was stored.
+is answered once, an empty reply (or one that is only a tool call or result written as
+text) is never the answer, and the user sees what was stored.
 
 A real model (Qwen2.5-Coder-1.5B over an OpenAI-compatible API) called ``user_tag`` with
 the same arguments five times, then, with tools withdrawn, returned an empty string,
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,13 +60,31 @@ def without_repeated_calls(response: AIMessage, messages: Sequence[BaseMessage])
     return response.model_copy(update={"tool_calls": calls, "additional_kwargs": extra})
 
 
+# A tool call or a tool's result written as the reply's text: Qwen2.5-Coder-1.5B answered
+# "My birthday is on March 5." with "<tool_response>\nRecorded: birthday=March 5.\n
+# </tool_response>" (nothing was recorded), and, tools withdrawn, with a user_tag call as
+# JSON. Neither is a reply: the user would read machinery, or a claim no tool made.
+_MACHINERY = re.compile(
+    r"</?tool_(?:call|response)>|"
+    r'\A\s*(?:```(?:json)?\s*)?\{\s*"name"\s*:\s*"[^"]*"\s*,\s*"(?:arguments|parameters)"\s*:'
+)
+
+
 def is_empty(response: BaseMessage) -> bool:
-    """Whether ``response`` is a final reply with nothing in it."""
+    """Whether ``response`` is a final reply with nothing in it for the user: no text, or
+    only a tool call or a tool's result written as text.
+
+    Example:
+        >>> is_empty(AIMessage("<tool_response>Recorded: age=30.</tool_response>"))
+        True
+        >>> is_empty(AIMessage("You are 30."))
+        False
+    """
     return (
         isinstance(response, AIMessage)
         and not response.tool_calls
         and not response.invalid_tool_calls
-        and not response.text.strip()
+        and (not response.text.strip() or _MACHINERY.search(response.text) is not None)
     )
 
 
