@@ -10,7 +10,7 @@ last message. Every event goes in through ``add_summaries`` on the default embed
 
 - ``last``: the last message (what the graph sent before);
 - ``turns=N decay=D``: the last N user turns, each embedded once, their vectors summed with
-  weights D^age (:func:`~langchain_tiered_memory.retrieval.conversation.combine`); the
+  weights D^age (``bench/_queries.py``, the package's query before issue 45); the
   lexical side reads the same turns (``lex=all``) or the last one (``lex=last``);
 - ``joined``: the N turns as one string, embedded as one;
 - ``dense``/``bm25``: one side alone, on the ``turns=3`` query;
@@ -38,11 +38,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _queries import combine, fuse  # noqa: E402  (run from bench/)
 
 from langchain_tiered_memory import InMemorySummaryStore
 from langchain_tiered_memory.defaults import default_embeddings
 from langchain_tiered_memory.retrieval import RetrievalConfig
-from langchain_tiered_memory.retrieval.conversation import combine, fuse
 
 DATA = Path(__file__).parent / "data" / "associative_dev.json"
 
@@ -61,7 +61,7 @@ class Variant:
 
 VARIANTS = [
     Variant("last", 1),
-    Variant("turns=3 fused with last (the default)", 3, fused=True),
+    Variant("the package (turns joined, latest best kept)", 3, fused=True),
     Variant("turns=2 decay=0.5 lex=all", 2),
     Variant("turns=3 decay=0.5 lex=all", 3),
     Variant("turns=3 decay=0.5 lex=last", 3, lexical="last"),
@@ -86,7 +86,7 @@ def rank(store: InMemorySummaryStore, user: str, turns: list[str], v: Variant) -
         vector = vector / np.linalg.norm(vector)
         again = store.search(user, " ".join(texts), 10, vector=vector)
         last = store.search(user, texts[-1], 10)
-        return [d.page_content for d in fuse(last, again, 5)]
+        return [d.page_content for d in fuse(last, again, k=5)]
     if v.fused:
         return [d.page_content for d in store.search_conversation(user, texts, 5)]
     if v.joined:
@@ -104,7 +104,12 @@ def locomo_topic_switch(path: str, embeddings: Any) -> None:
     print("| LoCoMo dev, a question after two others | turns | R@5 |")
     print("|---|---:|---:|")
     users = load_locomo(path)
-    for turns, fused in ((1, False), (2, False), (3, False), (3, True)):
+    for turns, fused in (
+        (1, False),
+        (2, False),
+        (3, False),
+        (3, True),
+    ):  # (3, True): the package's own recall
         store = InMemorySummaryStore(embeddings=embeddings, dedup_threshold=1.0)
         total, n = 0.0, 0
         for user in users:

