@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         LocalMiniLMEmbeddings,
         MultilingualE5Embeddings,
         OnnxMiniLMEmbeddings,
+        SentenceTransformerEmbeddings,
     )
     from langchain_tiered_memory.errors import (
         ConcurrentReembedError,
@@ -90,6 +91,7 @@ __all__ = [
     "InvalidTagError",
     "InvalidUserIdError",
     "LocalMiniLMEmbeddings",
+    "SentenceTransformerEmbeddings",
     "MemoryBackendError",
     "MemoryContext",
     "MemorySnapshot",
@@ -143,6 +145,7 @@ _MODULES: dict[str, str] = {
     "InvalidTagError": "langchain_tiered_memory.errors",
     "InvalidUserIdError": "langchain_tiered_memory.errors",
     "LocalMiniLMEmbeddings": "langchain_tiered_memory.embeddings",
+    "SentenceTransformerEmbeddings": "langchain_tiered_memory.embeddings",
     "MemoryBackendError": "langchain_tiered_memory.errors",
     "MemoryContext": "langchain_tiered_memory.agent.context",
     "MemorySnapshot": "langchain_tiered_memory.memory",

@@ -41,6 +41,7 @@ __all__ = [
     "BACKEND_ENV_VAR",
     "DEFAULT_OPENAI_MODEL",
     "EMBEDDINGS_CHOICES",
+    "EMBEDDINGS_PREFIXES",
     "MODEL_ENV_VAR",
     "default_chat_model",
     "default_embeddings",
@@ -54,6 +55,8 @@ __all__ = [
 
 EMBEDDINGS_CHOICES = ("local", "minilm", "hashing")
 """The names :func:`embeddings_for` takes (the CLI's ``--embeddings``)."""
+EMBEDDINGS_PREFIXES = ("openai:", "st:")
+"""Prefixes :func:`embeddings_for` takes before a model's name: a bigger model."""
 
 
 # --------------------------------------------------------------------------- embeddings
@@ -75,8 +78,11 @@ def embeddings_for(kind: str) -> Embeddings:
 
     Args:
         kind: ``"local"`` (the offline default, multilingual-e5-small), ``"minilm"``
-            (all-MiniLM-L6-v2, English only) or ``"hashing"`` (deterministic, no model: for
-            tests and quick looks; recall is mostly lexical).
+            (all-MiniLM-L6-v2, English only), ``"hashing"`` (deterministic, no model: for
+            tests and quick looks; recall is mostly lexical), ``"openai:MODEL"`` (OpenAI's
+            embeddings, or an OpenAI-compatible server's when ``$OPENAI_BASE_URL`` is set)
+            or ``"st:MODEL"`` (a sentence-transformers model by name or path, e.g.
+            ``st:intfloat/multilingual-e5-large``; needs ``sentence-transformers``).
 
     Returns:
         The embeddings.
@@ -87,6 +93,8 @@ def embeddings_for(kind: str) -> Embeddings:
     Example:
         >>> type(embeddings_for("hashing")).__name__
         'HashingEmbeddings'
+        >>> embeddings_for("openai:text-embedding-3-small").model
+        'text-embedding-3-small'
     """
     if kind == "hashing":
         return HashingEmbeddings()
@@ -94,7 +102,23 @@ def embeddings_for(kind: str) -> Embeddings:
         return default_embeddings()
     if kind == "minilm":
         return minilm_embeddings()
-    raise ValueError(f"unknown embeddings {kind!r}: use one of {', '.join(EMBEDDINGS_CHOICES)}.")
+    prefix, _, name = kind.partition(":")
+    if prefix == "openai" and name:
+        from langchain_openai import OpenAIEmbeddings
+
+        # an OpenAI-compatible server reads text; OpenAI's own endpoint takes token ids too
+        compatible = bool(os.environ.get("OPENAI_BASE_URL"))
+        return OpenAIEmbeddings(  # type: ignore[call-arg]
+            model=name,
+            api_key=os.environ.get("OPENAI_API_KEY") or "unused",  # type: ignore[arg-type]
+            check_embedding_ctx_length=not compatible,
+        )
+    if prefix == "st" and name:
+        return _embeddings.SentenceTransformerEmbeddings(name)
+    raise ValueError(
+        f"unknown embeddings {kind!r}: use one of {', '.join(EMBEDDINGS_CHOICES)}, "
+        "openai:MODEL or st:MODEL."
+    )
 
 
 # --------------------------------------------------------------------------- memory

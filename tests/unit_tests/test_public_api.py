@@ -48,6 +48,7 @@ PACKAGE_ALL = [
     "RedisSummaryStore",
     "RedisTagStore",
     "RetrievalConfig",
+    "SentenceTransformerEmbeddings",
     "SummarizationError",
     "SummarizeTool",
     "SummaryLimitError",

