@@ -33,6 +33,8 @@ DEFAULT_SYSTEM_PROMPT = (
     "- When the user tells you a fact about themselves that matches a field of the "
     "`user_tag` tool (for example their name or age), call `user_tag` to record it.\n"
     "- When the user asks you to summarize or remember the conversation, call `summarize`.\n"
+    "- Say you recorded or stored something only when a tool's result in this turn says "
+    "so; earlier replies in the conversation are no record.\n"
     "- Use what you know about the user to answer; if you do not know something, say so."
 )
 
