@@ -97,6 +97,17 @@ def embeddings_scripts(embeddings: Embeddings) -> frozenset[str] | None:
     return frozenset(scripts) if scripts else None
 
 
+class _Queries:
+    """Query texts waiting for the engine, and then their vectors (or the error)."""
+
+    __slots__ = ("error", "texts", "vectors")
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.vectors: np.ndarray | None = None
+        self.error: BaseException | None = None
+
+
 class MultilingualE5Embeddings(Embeddings):
     """multilingual-e5-small (384 dimensions, about 100 languages), 4-bit, on the CPU.
 
@@ -122,7 +133,9 @@ class MultilingualE5Embeddings(Embeddings):
         self.model_path = model_path
         self.batch_size = batch_size
         self._model: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the engine: one call at a time
+        self._queued: list[_Queries] = []  # queries waiting for the engine
+        self._queue_lock = threading.Lock()
         if model_path is not None:
             self.model_id = f"multilingual-e5-small:{os.path.basename(model_path)}"
 
@@ -139,16 +152,56 @@ class MultilingualE5Embeddings(Embeddings):
             self._model = E5(model_path=self.model_path)
         return self._model
 
-    def _encode(self, texts: list[str], *, query: bool) -> np.ndarray:
-        with self._lock:  # one engine, one caller at a time; it uses both cores itself
-            model = self._load()
-            out = [
-                np.atleast_2d(model.encode(texts[i : i + self.batch_size], query))
-                for i in range(0, len(texts), self.batch_size)
-            ]
+    def _run(self, texts: list[str], query: bool) -> np.ndarray:
+        """The engine on ``texts`` (the caller holds ``_lock``), unit rows."""
+        model = self._load()
+        out = [
+            np.atleast_2d(model.encode(texts[i : i + self.batch_size], query))
+            for i in range(0, len(texts), self.batch_size)
+        ]
         vectors = np.concatenate(out).astype(np.float32, copy=False)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.maximum(norms, 1e-12)
+
+    def _encode(self, texts: list[str], *, query: bool) -> np.ndarray:
+        if not query:
+            with self._lock:  # one engine, one caller at a time; it uses both cores itself
+                return self._run(texts, query=False)
+        # Queries of concurrent callers share one engine call: whoever gets the engine
+        # encodes every query queued by then, so 8 callers wait for one batch, not for
+        # seven calls before theirs.
+        mine = _Queries(texts)
+        with self._queue_lock:
+            self._queued.append(mine)
+        with self._lock:
+            if mine.vectors is None and mine.error is None:
+                with self._queue_lock:
+                    batch, self._queued = self._queued, []
+                try:
+                    vectors = self._run([t for q in batch for t in q.texts], query=True)
+                except BaseException as exc:
+                    for q in batch:
+                        q.error = exc
+                else:
+                    at = 0
+                    for q in batch:
+                        q.vectors, at = vectors[at : at + len(q.texts)], at + len(q.texts)
+        if mine.error is not None:
+            raise mine.error
+        assert mine.vectors is not None
+        return mine.vectors
+
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Embed several queries (``query:``) in one engine call, unit-normalized.
+
+        Example:
+            >>> emb = MultilingualE5Embeddings()
+            >>> len(emb.embed_queries(["a b c", "c"]))  # doctest: +SKIP
+            2
+        """
+        if not texts:
+            return []
+        return self._encode(list(texts), query=True).tolist()
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed stored texts (``passage:``), unit-normalized."""

