@@ -38,6 +38,19 @@ def _item(doc: Document) -> dict[str, Any]:
     return out
 
 
+_Text = Annotated[StrictStr, Field(description="One short note about the user, as a sentence.")]
+_Id = Annotated[StrictStr, Field(description="A note's id, as list_memories shows it ('3').")]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("langchain-tiered-memory")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def _count(value: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RESULTS:
         raise ValueError(f"{what} must be an integer from 1 to {MAX_RESULTS}, got {value!r}.")
@@ -60,6 +73,16 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
     """
     from mcp.server.fastmcp import FastMCP
     from mcp.server.fastmcp.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    # what a client may assume of each tool (MCP's hints): reads, additions, erasures
+    reads = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    adds = ToolAnnotations(
+        readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+    )
+    changes = ToolAnnotations(
+        readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
+    )
 
     user = validate_user_id(user_id)
     server = FastMCP(
@@ -70,6 +93,8 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
             "something worth keeping; fix a wrong note with update_memory."
         ),
     )
+    # the server info names this package and its version, not the MCP library's
+    server._mcp_server.version = _version()
 
     async def _all() -> list[Document]:
         return await memory.summaries.aget_all(user)
@@ -78,8 +103,8 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         # the package's errors say how to fix the input; storage errors are not swallowed
         return ToolError(str(exc))
 
-    @server.tool()
-    async def add_memory(text: StrictStr) -> dict[str, Any]:
+    @server.tool(annotations=adds)
+    async def add_memory(text: _Text) -> dict[str, Any]:
         """Store one short note about the user (a fact, a preference, an event).
 
         Returns the new id, or no id when the same note is already stored.
@@ -90,17 +115,34 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
             raise _fail(exc) from exc
         return {"ids": ids}
 
-    @server.tool()
-    async def search_memories(query: StrictStr, n: StrictInt = 5) -> list[dict[str, Any]]:
-        """The ``n`` notes most relevant to ``query`` (the ranking the agent's graph uses)."""
+    @server.tool(annotations=reads)
+    async def search_memories(
+        query: Annotated[StrictStr, Field(description="What to look for: a question, a topic.")],
+        n: Annotated[StrictInt, Field(description=f"How many notes, 1 to {MAX_RESULTS}.")] = 5,
+        context: Annotated[
+            list[StrictStr],
+            Field(
+                description="The conversation's earlier user messages, oldest first: the "
+                "notes the conversation is about come up, as in the agent's own recall."
+            ),
+        ] = [],  # noqa: B006 - FastMCP reads the default into the schema; never mutated
+    ) -> list[dict[str, Any]]:
+        """The ``n`` notes most relevant to ``query`` (the ranking the agent's graph uses),
+        each with its id, text, date, score and the threads it came from.
+        """
         try:
-            found = await memory.arecall_summaries(user, query, n=_count(n, "n"))
+            found = await memory.arecall_summaries(
+                user, query, n=_count(n, "n"), messages=list(context)
+            )
         except (TieredMemoryError, ValueError, TypeError) as exc:
             raise _fail(exc) from exc
         return [_item(d) for d in found]
 
-    @server.tool()
-    async def list_memories(offset: StrictInt = 0, limit: StrictInt = 50) -> dict[str, Any]:
+    @server.tool(annotations=reads)
+    async def list_memories(
+        offset: Annotated[StrictInt, Field(description="How many notes to skip.")] = 0,
+        limit: Annotated[StrictInt, Field(description=f"Notes a page, 1 to {MAX_RESULTS}.")] = 50,
+    ) -> dict[str, Any]:
         """The user's notes, oldest first, a page at a time."""
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ToolError(f"offset must be a non-negative integer, got {offset!r}.")
@@ -111,16 +153,16 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
             raise _fail(exc) from exc
         return {"total": len(items), "items": [_item(d) for d in page]}
 
-    @server.tool()
-    async def get_memory(id: StrictStr) -> dict[str, Any]:  # noqa: A002 - the MCP argument's name
+    @server.tool(annotations=reads)
+    async def get_memory(id: _Id) -> dict[str, Any]:  # noqa: A002 - the MCP argument's name
         """One note by its id."""
         for doc in await _all():
             if _item(doc)["id"] == id:
                 return _item(doc)
         raise ToolError(f"no memory with id {id!r} for this user (list_memories shows the ids).")
 
-    @server.tool()
-    async def delete_memory(id: StrictStr) -> dict[str, Any]:  # noqa: A002
+    @server.tool(annotations=changes)
+    async def delete_memory(id: _Id) -> dict[str, Any]:  # noqa: A002
         """Delete one note by its id."""
         if not id.isdigit():
             raise ToolError(f"id must be a memory id such as '3', got {id!r}.")
@@ -130,8 +172,8 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
             raise ToolError(f"no memory with id {id!r} for this user; nothing was deleted.")
         return {"deleted": deleted}
 
-    @server.tool()
-    async def update_memory(id: StrictStr, text: StrictStr) -> dict[str, Any]:  # noqa: A002
+    @server.tool(annotations=changes)
+    async def update_memory(id: _Id, text: _Text) -> dict[str, Any]:  # noqa: A002
         """Fix one note's text in place: it keeps its id and date, and its earlier text."""
         if not id.isdigit():
             raise ToolError(f"id must be a memory id such as '3', got {id!r}.")
@@ -141,13 +183,18 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
             raise _fail(exc) from exc
         return {"id": id, "changed": changed}
 
-    @server.tool()
+    @server.tool(annotations=reads)
     async def get_tags() -> dict[str, str]:
         """The user's recorded facts (tags), e.g. name and age."""
         return await memory.aget_user_tags(user)
 
-    @server.tool()
-    async def set_tags(tags: dict[StrictStr, StrictStr | StrictInt]) -> dict[str, str]:
+    @server.tool(annotations=changes)
+    async def set_tags(
+        tags: Annotated[
+            dict[StrictStr, StrictStr | StrictInt],
+            Field(description='Facts to record or correct, by tag name: {"age": 31}.'),
+        ],
+    ) -> dict[str, str]:
         """Record or correct facts (tags), e.g. {"age": 31}. Returns all tags."""
         try:
             await memory.aset_user_tags(user, tags)
@@ -155,14 +202,16 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
             raise _fail(exc) from exc
         return await memory.aget_user_tags(user)
 
-    @server.tool()
+    @server.tool(annotations=reads)
     async def export_memory() -> dict[str, Any]:
         """Everything remembered about the user, as JSON."""
         return await memory.aexport_user(user)
 
-    @server.tool()
+    @server.tool(annotations=changes)
     async def forget_everything(
-        confirm: Annotated[StrictBool, Field(description="true, to erase")] = False,
+        confirm: Annotated[
+            StrictBool, Field(description="true, to erase everything: nothing is undone.")
+        ] = False,
     ) -> dict[str, int]:
         """Erase every memory of the user: history, tags, notes, conversation threads and
         store items (the memory's one erasure, as from the app). Needs confirm=true.

@@ -207,3 +207,48 @@ async def test_streamable_http(data_dir: Path) -> None:
         proc.wait(30)
     # SIGTERM ends the server as Ctrl-C does: the embedded Redis it started is shut down
     assert not EmbeddedRedis(data_dir).server_alive()
+
+
+async def test_tools_describe_themselves_and_the_server_names_this_package(
+    data_dir: Path,
+) -> None:
+    """Issue 46 item 6: every argument described, MCP's read-only/destructive/idempotent
+    hints, the package's version in the server info, and a search that reads the
+    conversation as the agent's recall does."""
+    from importlib.metadata import version
+
+    async with _stdio(data_dir, "ana") as session:
+        info = await session.initialize()
+        assert info.serverInfo.version == version("langchain-tiered-memory")
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        for tool in tools.values():
+            for arg, schema in tool.inputSchema.get("properties", {}).items():
+                assert schema.get("description"), (tool.name, arg)
+            assert tool.annotations is not None, tool.name
+        reads = {n for n, t in tools.items() if t.annotations and t.annotations.readOnlyHint}
+        assert reads == {
+            "search_memories",
+            "list_memories",
+            "get_memory",
+            "get_tags",
+            "export_memory",
+        }
+        destructive = {
+            n for n, t in tools.items() if t.annotations and t.annotations.destructiveHint
+        }
+        assert destructive == {"delete_memory", "update_memory", "set_tags", "forget_everything"}
+        for text in [
+            "Ana failed her driving test in April.",
+            "Ana likes green tea.",
+            "Ana has a cat.",
+        ]:
+            _data(await session.call_tool("add_memory", {"text": text}))
+        # the last message names the cat; the conversation before it is about the test
+        context = ["I booked another driving test.", "The examiner was strict last time."]
+        query = "The cat kept me up all night."
+        arguments = {"query": query, "n": 1, "context": context}
+        found = _data(await session.call_tool("search_memories", arguments))
+        assert found[0]["text"] == "Ana failed her driving test in April."
+        assert {"id", "text", "created_at", "score"} <= set(found[0])
+        alone = _data(await session.call_tool("search_memories", {"query": query, "n": 1}))
+        assert alone[0]["text"] == "Ana has a cat."
