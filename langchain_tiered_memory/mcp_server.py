@@ -1,30 +1,65 @@
 """The memory as an MCP server: any MCP client (an IDE, a desktop app, another agent) can
 add, search, list, get and delete one user's memories and read and fix their tags.
 
-The user is the server's configuration (``user_id``), never a tool argument: a model that
-fills the arguments cannot reach another user's memory. Item ids are the user's own (a
-per-user counter), so an id names an item of this user or nothing. Built on the official
-SDK's ``FastMCP``; ``tiered-memory mcp`` serves it over stdio (the default, for clients
-that start the server) or streamable HTTP on the loopback interface.
+The user is the server's configuration, never a tool argument: one user (``user_id``), or,
+over HTTP, the user a bearer token belongs to (``tokens``: one server for many users, each
+token reaching only its own user's memory). A model that fills the arguments cannot reach
+another user's memory. Item ids are the user's own (a per-user counter), so an id names an
+item of this user or nothing. Built on the official SDK's ``FastMCP`` (its bearer-token
+auth); ``tiered-memory mcp`` serves it over stdio (the default, for clients that start the
+server) or streamable HTTP.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from langchain_core.documents import Document
-from pydantic import Field, StrictBool, StrictInt, StrictStr
+from pydantic import AnyHttpUrl, Field, StrictBool, StrictInt, StrictStr
 
 from langchain_tiered_memory._ids import validate_user_id
-from langchain_tiered_memory.errors import TieredMemoryError
+from langchain_tiered_memory.errors import InvalidArgumentError, TieredMemoryError
 from langchain_tiered_memory.memory import TieredMemory
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MAX_RESULTS", "create_mcp_server"]
+__all__ = ["MAX_RESULTS", "MIN_TOKEN_LENGTH", "create_mcp_server"]
 
 MAX_RESULTS = 100
+MIN_TOKEN_LENGTH = 24
+"""A bearer token's least length: long enough that guessing one is hopeless."""
+
+
+class _Tokens:
+    """The SDK's ``TokenVerifier``: a bearer token names its user, or nobody."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        if not tokens:
+            raise InvalidArgumentError("tokens is empty: give at least one {token: user}.")
+        self._tokens: list[tuple[bytes, str]] = []
+        for token, user in tokens.items():
+            if not isinstance(token, str) or len(token) < MIN_TOKEN_LENGTH:
+                raise InvalidArgumentError(
+                    f"a token of {len(token) if isinstance(token, str) else 0} characters: "
+                    f"use at least {MIN_TOKEN_LENGTH} (python -c 'import secrets; "
+                    "print(secrets.token_urlsafe(32))')."
+                )
+            self._tokens.append((token.encode(), validate_user_id(user)))
+
+    async def verify_token(self, token: str) -> Any:
+        from mcp.server.auth.provider import AccessToken
+
+        given = token.encode()
+        found = None
+        for known, user in self._tokens:  # every token compared: no timing tells which
+            if hmac.compare_digest(given, known):
+                found = user
+        if found is None:
+            return None
+        return AccessToken(token=token, client_id=found, scopes=[])
 
 
 def _item(doc: Document) -> dict[str, Any]:
@@ -57,8 +92,16 @@ def _count(value: int, what: str) -> int:
     return value
 
 
-def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered-memory") -> Any:
-    """An MCP server (``mcp.server.fastmcp.FastMCP``) over ``memory`` for ``user_id`` only.
+def create_mcp_server(
+    memory: TieredMemory,
+    *,
+    user_id: str | None = None,
+    tokens: Mapping[str, str] | None = None,
+    name: str = "tiered-memory",
+) -> Any:
+    """An MCP server (``mcp.server.fastmcp.FastMCP``) over ``memory`` for ``user_id`` only,
+    or, with ``tokens`` (``{bearer token: user id}``, for streamable HTTP), for the user of
+    each request's token: a request without a known token gets 401 and reaches nothing.
 
     Tools: ``add_memory``, ``search_memories`` (the graph's ranking), ``list_memories``,
     ``get_memory``, ``update_memory``, ``delete_memory``, ``get_tags``, ``set_tags``,
@@ -84,20 +127,52 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False
     )
 
-    user = validate_user_id(user_id)
-    server = FastMCP(
+    if (user_id is None) == (tokens is None):
+        raise InvalidArgumentError("give user_id (one user) or tokens (a user per token).")
+    fixed = validate_user_id(user_id) if user_id is not None else None
+    auth: dict[str, Any] = {}
+    if tokens is not None:
+        from mcp.server.auth.settings import AuthSettings
+
+        auth = {
+            "token_verifier": _Tokens(tokens),
+            # the SDK asks where tokens come from; they are this server's own, given to it
+            "auth": AuthSettings(
+                issuer_url=AnyHttpUrl("http://127.0.0.1"), resource_server_url=None
+            ),
+        }
+    class MemoryServer(FastMCP):  # type: ignore[type-arg]
+        """FastMCP whose server info names this package and its version, not the SDK's."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._mcp_server.version = _version()
+
+    whose = f"one user ({fixed!r})" if fixed else "the user your token belongs to"
+    server = MemoryServer(
         name,
         instructions=(
-            f"Long-term memory of one user ({user!r}): short notes recalled by similarity "
+            f"Long-term memory of {whose}: short notes recalled by similarity "
             "and typed facts (tags). Search before answering from memory; add a memory for "
             "something worth keeping; fix a wrong note with update_memory."
         ),
+        **auth,
     )
-    # the server info names this package and its version, not the MCP library's
-    server._mcp_server.version = _version()
+
+    def current() -> str:
+        """The request's user: the configured one, or the bearer token's."""
+        if fixed is not None:
+            return fixed
+        from mcp.server.auth.middleware.auth_context import get_access_token
+
+        token = get_access_token()
+        if token is None:  # the SDK's middleware lets no request through without one
+            raise ToolError("no user: this server needs a bearer token.")
+        return token.client_id
+
 
     async def _all() -> list[Document]:
-        return await memory.summaries.aget_all(user)
+        return await memory.summaries.aget_all(current())
 
     def _fail(exc: Exception) -> ToolError:
         # the package's errors say how to fix the input; storage errors are not swallowed
@@ -110,7 +185,7 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         Returns the new id, or no id when the same note is already stored.
         """
         try:
-            ids = await memory.aadd_summaries(user, [text])
+            ids = await memory.aadd_summaries(current(), [text])
         except (TieredMemoryError, ValueError, TypeError) as exc:
             raise _fail(exc) from exc
         return {"ids": ids}
@@ -132,7 +207,7 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         """
         try:
             found = await memory.arecall_summaries(
-                user, query, n=_count(n, "n"), messages=list(context)
+                current(), query, n=_count(n, "n"), messages=list(context)
             )
         except (TieredMemoryError, ValueError, TypeError) as exc:
             raise _fail(exc) from exc
@@ -167,7 +242,7 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         if not id.isdigit():
             raise ToolError(f"id must be a memory id such as '3', got {id!r}.")
         # the memory's delete: the note is off the embedded server's files too
-        deleted = await memory.adelete_summaries(user, [id])
+        deleted = await memory.adelete_summaries(current(), [id])
         if not deleted:
             raise ToolError(f"no memory with id {id!r} for this user; nothing was deleted.")
         return {"deleted": deleted}
@@ -178,7 +253,7 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         if not id.isdigit():
             raise ToolError(f"id must be a memory id such as '3', got {id!r}.")
         try:
-            changed = await memory.aupdate_summary(user, id, text)
+            changed = await memory.aupdate_summary(current(), id, text)
         except (TieredMemoryError, ValueError) as exc:
             raise _fail(exc) from exc
         return {"id": id, "changed": changed}
@@ -186,7 +261,7 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
     @server.tool(annotations=reads)
     async def get_tags() -> dict[str, str]:
         """The user's recorded facts (tags), e.g. name and age."""
-        return await memory.aget_user_tags(user)
+        return await memory.aget_user_tags(current())
 
     @server.tool(annotations=changes)
     async def set_tags(
@@ -197,15 +272,15 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
     ) -> dict[str, str]:
         """Record or correct facts (tags), e.g. {"age": 31}. Returns all tags."""
         try:
-            await memory.aset_user_tags(user, tags)
+            await memory.aset_user_tags(current(), tags)
         except (TieredMemoryError, ValueError, TypeError) as exc:
             raise _fail(exc) from exc
-        return await memory.aget_user_tags(user)
+        return await memory.aget_user_tags(current())
 
     @server.tool(annotations=reads)
     async def export_memory() -> dict[str, Any]:
         """Everything remembered about the user, as JSON."""
-        return await memory.aexport_user(user)
+        return await memory.aexport_user(current())
 
     @server.tool(annotations=changes)
     async def forget_everything(
@@ -218,6 +293,6 @@ def create_mcp_server(memory: TieredMemory, *, user_id: str, name: str = "tiered
         """
         if confirm is not True:
             raise ToolError("pass confirm=true to erase every memory of this user.")
-        return await memory.aforget_user(user)
+        return await memory.aforget_user(current())
 
     return server

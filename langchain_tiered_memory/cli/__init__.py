@@ -326,13 +326,21 @@ def build_parser() -> argparse.ArgumentParser:
         description=_para(
             "Serve the memory of --user as an MCP server: add, search, list, get and delete "
             "memories, get and set tags, export and forget. The user is this configuration, "
-            "never a tool argument. stdio (default) for clients that start the server; "
-            "--http serves streamable HTTP on 127.0.0.1 only."
+            "never a tool argument: --user, or with --http --tokens the user of each "
+            "request's bearer token. stdio (default) for clients that start the server; "
+            "--http serves streamable HTTP (127.0.0.1 unless --host, which needs --tokens)."
         ),
     )
-    _user_option(mcp)
+    _user_option(mcp, required=False)
     mcp.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP address (default: 127.0.0.1)")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP port (default: 8765)")
+    mcp.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="HTTP: a JSON file of bearer token -> user id; one server for many users, each "
+        "token reaching only its own (instead of --user; needed beyond 127.0.0.1)",
+    )
     mcp.set_defaults(func=cmd_mcp)
 
     ui = sub.add_parser(

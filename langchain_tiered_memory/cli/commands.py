@@ -26,6 +26,8 @@ from langchain_tiered_memory.cli.render import (
     position_range,
     tags_table,
 )
+from langchain_tiered_memory.console.security import is_loopback
+from langchain_tiered_memory.errors import InvalidArgumentError
 
 __all__ = [
     "cmd_demo",
@@ -87,20 +89,55 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise ImportError(
             "tiered-memory mcp needs the [mcp] extra: pip install 'langchain-tiered-memory[mcp]'"
         ) from exc
-    user = user_id_of(args)
+    tokens = _mcp_tokens(args)
+    user = None if tokens else user_id_of(args)
     with open_memory(args) as memory:
-        server = create_mcp_server(memory, user_id=user)
+        server = create_mcp_server(memory, user_id=user, tokens=tokens or None)
         if args.http:
-            # loopback only: the server has no authentication of its own
-            server.settings.host = "127.0.0.1"
+            server.settings.host = args.host
             server.settings.port = args.port
-            print(
-                f"MCP server for user {user!r}: http://127.0.0.1:{args.port}/mcp", file=sys.stderr
-            )
+            if not is_loopback(args.host):
+                from mcp.server.transport_security import TransportSecuritySettings
+
+                # reached by other names than localhost; every request needs a token anyway
+                server.settings.transport_security = TransportSecuritySettings(
+                    enable_dns_rebinding_protection=False
+                )
+            whose = f"user {user!r}" if user else f"{len(set(tokens.values()))} users by token"
+            print(f"MCP server for {whose}: http://{args.host}:{args.port}/mcp", file=sys.stderr)
             server.run("streamable-http")
         else:
             server.run("stdio")  # stdout carries the protocol: nothing else is printed there
     return EXIT_OK
+
+
+def _mcp_tokens(args: argparse.Namespace) -> dict[str, str]:
+    """``--tokens FILE`` ({token: user} as JSON) for HTTP; a bind beyond loopback needs it."""
+    if args.tokens is None:
+        if args.http and not is_loopback(args.host):
+            raise InvalidArgumentError(
+                f"--host {args.host} is reachable from other machines: give --tokens FILE "
+                "(a JSON object of bearer token -> user id), or bind 127.0.0.1."
+            )
+        if args.user is None:
+            raise InvalidArgumentError("give --user (one user) or, with --http, --tokens FILE.")
+        return {}
+    if not args.http:
+        raise InvalidArgumentError("--tokens needs --http: over stdio the client is the user.")
+    if args.user is not None:
+        raise InvalidArgumentError("give --user or --tokens, not both.")
+    try:
+        tokens = json.loads(Path(args.tokens).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InvalidArgumentError(f"--tokens {args.tokens}: {exc}") from exc
+    if not isinstance(tokens, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in tokens.items()
+    ):
+        raise InvalidArgumentError(
+            f"--tokens {args.tokens}: a JSON object of bearer token -> user id, e.g. "
+            '{"<token>": "alice"}.'
+        )
+    return tokens
 
 
 def cmd_ui(args: argparse.Namespace) -> int:

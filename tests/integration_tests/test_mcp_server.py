@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langchain_core.messages import HumanMessage
 
@@ -252,3 +254,90 @@ async def test_tools_describe_themselves_and_the_server_names_this_package(
         assert {"id", "text", "created_at", "score"} <= set(found[0])
         alone = _data(await session.call_tool("search_memories", {"query": query, "n": 1}))
         assert alone[0]["text"] == "Ana has a cat."
+
+
+def _serve(args: list[str]) -> subprocess.Popen[str]:
+    """``tiered-memory mcp`` with ``args``, once it listens (its port is in ``args``)."""
+    port = int(args[args.index("--port") + 1])
+    proc = subprocess.Popen([sys.executable, *args], env=_env(), stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while True:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return proc
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "the HTTP server never listened"
+        time.sleep(0.1)
+
+
+@asynccontextmanager
+async def _http(url: str, token: str | None) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=30) as client,
+        streamable_http_client(url, http_client=client) as (read, write, _),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def test_one_http_server_for_two_users_by_bearer_token(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 46 item 7: token A reaches only A's memory, token B only B's; no token or a
+    wrong one gets 401 and reaches nothing."""
+    token_a, token_b = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({token_a: "ana", token_b: "bob"}))
+    port = _free_port()
+    base = _args(data_dir, "x")
+    args = [*base[: base.index("--user")], *base[base.index("--data-dir") :]]
+    proc = _serve([*args, "--http", "--port", str(port), "--tokens", str(tokens)])
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        async with _http(url, token_a) as ana:
+            _data(await ana.call_tool("add_memory", {"text": "Ana's locker code is 4471."}))
+            listed = _data(await ana.call_tool("list_memories", {}))
+            assert [i["text"] for i in listed["items"]] == ["Ana's locker code is 4471."]
+            assert "PIN" not in json.dumps(_data(await ana.call_tool("export_memory", {})))
+        async with _http(url, token_b) as bob:
+            listed = _data(await bob.call_tool("list_memories", {}))
+            assert [i["text"] for i in listed["items"]] == ["Bob's bank PIN is 1234."]
+            found = _data(await bob.call_tool("search_memories", {"query": "locker code"}))
+            assert "4471" not in json.dumps(found)
+            assert _data(await bob.call_tool("get_tags", {})) == {"name": "Bob"}
+        async with httpx.AsyncClient(timeout=30) as raw:
+            hello = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            for headers in ({}, {"Authorization": "Bearer " + "x" * 43}):
+                response = await raw.post(url, json=hello, headers=headers)
+                assert response.status_code == 401, (headers, response.text)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_a_bind_beyond_loopback_needs_tokens(data_dir: Path) -> None:
+    port = str(_free_port())
+    result = subprocess.run(
+        [sys.executable, *_args(data_dir, "ana"), "--http", "--host", "0.0.0.0", "--port", port],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "--tokens FILE" in result.stderr
+
+
+def test_tokens_must_be_long_and_name_valid_users(data_dir: Path) -> None:
+    from langchain_tiered_memory.errors import InvalidArgumentError
+    from langchain_tiered_memory.mcp_server import create_mcp_server
+
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        with pytest.raises(InvalidArgumentError, match="at least 24"):
+            create_mcp_server(memory, tokens={"short": "ana"})
+        with pytest.raises(InvalidArgumentError, match="user_id .* or tokens"):
+            create_mcp_server(memory, user_id="ana", tokens={"t" * 32: "ana"})
+        with pytest.raises(ValueError, match="user"):
+            create_mcp_server(memory, tokens={"t" * 32: ""})
