@@ -141,6 +141,7 @@ def create_mcp_server(
                 issuer_url=AnyHttpUrl("http://127.0.0.1"), resource_server_url=None
             ),
         }
+
     class MemoryServer(FastMCP):  # type: ignore[type-arg]
         """FastMCP whose server info names this package and its version, not the SDK's."""
 
@@ -169,7 +170,6 @@ def create_mcp_server(
         if token is None:  # the SDK's middleware lets no request through without one
             raise ToolError("no user: this server needs a bearer token.")
         return token.client_id
-
 
     async def _all() -> list[Document]:
         return await memory.summaries.aget_all(current())

@@ -123,6 +123,9 @@ def create_app(
         toffset = request.query_params.get("toffset", "0")
         tstart = int(toffset) if toffset.isdigit() else 0
         view = await run_in_threadpool(views.user_view, memory, user_id, start, tstart)
+        if views.is_empty(view) and not request.query_params.get("new"):
+            # a mistyped id shows no editable empty page; "add memory for them" opens it
+            return page("unknown.html", 404, user_id=user_id)
         # only a notice this console wrote (signed): a link cannot forge a receipt
         notice = guard.signed_notice(request.query_params)
         return page(
@@ -149,7 +152,22 @@ def create_app(
         return Response(
             body,
             media_type="application/json",
-            headers={"Content-Disposition": 'attachment; filename="memory-export.json"'},
+            headers={"Content-Disposition": _attachment(f"memory-{user_id}.json")},
+        )
+
+    def confirm(
+        request: Request, form: Any, user_id: str, question: str, button: str, detail: str = ""
+    ) -> HTMLResponse:
+        """Every erasure asks first: a page that repeats the form with ``confirmed=yes``."""
+        fields = [(k, str(v)) for k, v in form.multi_items() if k not in ("csrf", "confirmed")]
+        return page(
+            "confirm.html",
+            action=request.url.path,
+            fields=fields,
+            user_id=user_id,
+            question=question,
+            detail=detail,
+            button=button,
         )
 
     def back(user_id: str, notice: str) -> RedirectResponse:
@@ -161,6 +179,9 @@ def create_app(
         user_id = user_of(form.get("u"))
         name, value = str(form.get("name", "")), _text(form.get("value"))
         if form.get("action") == "delete":
+            if form.get("confirmed") != "yes":
+                question = f"Delete the tag {name} of {user_id}?"
+                return confirm(request, form, user_id, question, "Delete the tag")
             await run_in_threadpool(memory.delete_user_tags, user_id, [name])
             return back(user_id, f"tag {name} deleted")
         await run_in_threadpool(memory.set_user_tags, user_id, {name: value})
@@ -171,6 +192,10 @@ def create_app(
         user_id = user_of(form.get("u"))
         item_id = str(form.get("id", ""))
         if form.get("action") == "delete":
+            if form.get("confirmed") != "yes":
+                question = f"Delete item {item_id} of {user_id}?"
+                text = await run_in_threadpool(views.item_text, memory, user_id, item_id)
+                return confirm(request, form, user_id, question, "Delete the item", text)
             n = await run_in_threadpool(memory.delete_summaries, user_id, [item_id])
             return back(user_id, f"item {item_id} deleted" if n else f"no item {item_id}")
         if form.get("action") == "add":
@@ -185,6 +210,12 @@ def create_app(
         form = await request.form()
         user_id = user_of(form.get("u"))
         thread = from_form(form.get("thread"))
+        if form.get("confirmed") != "yes":
+            question = (
+                f"Forget the thread {thread} of {user_id}: its messages, its checkpoints and "
+                "the items made only from it?"
+            )
+            return confirm(request, form, user_id, question, "Forget the thread")
         removed = await run_in_threadpool(memory.forget_thread, user_id, thread)
         return back(user_id, f"Thread forgotten: {views.removed_sentence(removed)}.")
 
@@ -226,4 +257,16 @@ def create_app(
         route("/user/forget", post_forget, ["POST"]),
         Mount("/static", app=StaticFiles(directory=_HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return secure_headers(error("No such page here.", 404))
+
+    return Starlette(routes=routes, exception_handlers={404: not_found})
+
+
+def _attachment(name: str) -> str:
+    """A Content-Disposition naming the download after the user, whatever the id holds:
+    an ASCII fallback and the exact name (RFC 6266's ``filename*``).
+    """
+    plain = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in name)
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe='')}"

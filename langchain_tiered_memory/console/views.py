@@ -185,6 +185,11 @@ def user_view(
     )
 
 
+def is_empty(view: UserView) -> bool:
+    """Whether memory holds nothing of the user (an unknown or mistyped id)."""
+    return not (view.tags or view.item_count or view.message_count or view.thread_count)
+
+
 _REMOVED_NAMES = {
     "messages": ("message", "messages"),
     "summaries": ("summary item", "summary items"),
@@ -262,6 +267,14 @@ def playground(memory: TieredMemory, user_id: str, turns: list[str], k: int) -> 
             )
         )
     return Playground(turns, section, rows)
+
+
+def item_text(memory: TieredMemory, user_id: str, item_id: str) -> str:
+    """The text of one item, for a confirmation ("" if there is none)."""
+    for doc in memory.summaries.get_all(user_id):
+        if str(doc.id) == item_id:
+            return doc.page_content
+    return ""
 
 
 def when(epoch: float | None) -> str:

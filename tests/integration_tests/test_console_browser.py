@@ -213,7 +213,14 @@ def test_a_deleted_item_is_no_longer_recalled_and_an_edit_is_re_embedded(
         page.goto(console.url + "/user?u=alice")
         (cat_id,) = [d.id for d in memory.summaries.get_all("alice") if "cat" in d.page_content]
         row = page.locator(f"tr[data-item='{cat_id}']")
+        # issue 46 item 2: an erasure asks first; Cancel leaves the item, confirm deletes it
         row.get_by_role("button", name="Delete").click()
+        assert page.locator("#confirm-detail").inner_text() == "The user has a cat named Tom."
+        assert len(memory.summaries.get_all("alice")) == 2  # nothing erased yet
+        page.locator("#cancel").click()
+        assert "cat named Tom" in page.locator("#items").inner_text()
+        page.locator(f"tr[data-item='{cat_id}']").get_by_role("button", name="Delete").click()
+        page.get_by_role("button", name="Delete the item").click()
         assert page.locator("#notice").inner_text() == f"item {cat_id} deleted"
         assert "cat named Tom" not in page.locator("#items").inner_text()
         (test_id,) = [d.id for d in memory.summaries.get_all("alice")]
@@ -332,6 +339,7 @@ def test_read_only_mode_shows_no_form_and_refuses_posts(memory: TieredMemory, pa
 
 
 def test_with_a_token_the_console_needs_it(memory: TieredMemory, page: Any) -> None:
+    memory.set_user_tags("alice", {"age": 30})
     token = "s3cret-token-0123456789"
     with Console(memory, token=token) as console:
         assert page.goto(console.url + "/").status == 401
@@ -363,6 +371,10 @@ def test_ids_a_form_cannot_carry_round_trip_through_every_form(
         page.locator("#add-tag").get_by_role("button", name="Set tag").click()
         assert memory.get_user_tags(odd) == {"name": "Ann", "age": "31"}
         page.get_by_role("button", name="Forget this thread").click()
+        assert memory.load_context(odd) != []  # asked first
+        question = page.locator("#confirm-question").inner_text().split()
+        assert question[:6] == ["Forget", "the", "thread", "t", "1", "of"]
+        page.get_by_role("button", name="Forget the thread").click()
         assert memory.load_context(odd) == []
         assert "Thread forgotten: 2 messages" in page.locator("#notice").inner_text()
         typed = page.locator("#confirm-text").inner_text()

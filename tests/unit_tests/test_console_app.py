@@ -84,3 +84,23 @@ def test_a_console_on_another_loopback_address_serves_its_own_host(
     client = _client(embedded_memory, host=host)
     assert client.get("/", headers={"host": f"{host}:8766"}).status_code == 200
     assert client.get("/", headers={"host": "evil.example:8766"}).status_code == 400
+
+
+def test_details_a_person_notices(embedded_memory: TieredMemory) -> None:
+    """Issue 46 item 4: an unknown id says so (no editable empty page), a missing page is
+    the console's own 404 with a way home, and the export is named after the user."""
+    memory = embedded_memory
+    memory.set_user_tags("李明", {"age": 30})
+    client = _client(memory)
+    unknown = client.get("/user?u=nobody")
+    assert unknown.status_code == 404
+    assert "No memory for this user" in unknown.text and "<form" not in unknown.text
+    assert client.get("/user?u=nobody&new=1").status_code == 200  # adding memory for them
+    missing = client.get("/no/such/page")
+    assert missing.status_code == 404
+    assert 'id="home"' in missing.text and "tiered-memory console" in missing.text
+    assert missing.headers["content-security-policy"]  # the console's headers, as any page
+    exported = client.get("/user/export?u=%E6%9D%8E%E6%98%8E")
+    disposition = exported.headers["content-disposition"]
+    assert 'filename="memory-__.json"' in disposition
+    assert "filename*=UTF-8''memory-%E6%9D%8E%E6%98%8E.json" in disposition
