@@ -45,6 +45,7 @@ from langchain_tiered_memory.agent.prompt import (
 from langchain_tiered_memory.agent.replies import (
     is_empty,
     no_reply,
+    said_by_model,
     with_stored_items,
     without_repeated_calls,
 )
@@ -129,9 +130,9 @@ _MACHINERY = frozenset({CAPTURE_NOTE, SUMMARIZE_NOTE})
 
 def conversation_only(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """What of an earlier thread a new one carries: the user's and the assistant's text,
-    without tool calls, tool results (also those a model wrote as its reply), empty
-    replies, the package's placeholders and the history's "[not stored: ...]" notes; ids
-    kept (the prompt is de-duplicated by id).
+    without tool calls, tool results (also those a model wrote as its reply, and the
+    package's reports of them), empty replies, the package's placeholders and the history's
+    "[not stored: ...]" notes; ids kept (the prompt is de-duplicated by id).
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -149,10 +150,14 @@ def conversation_only(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         if isinstance(message, HumanMessage):
             out.append(message)
         elif isinstance(message, AIMessage):
-            if is_empty(AIMessage(content=text)):  # a tool call or result written as text
+            said = said_by_model(message)  # not what the package reported of the tools
+            if not said or is_empty(AIMessage(content=said)):  # or a tool call as text
                 continue
             plain = not (message.tool_calls or message.invalid_tool_calls)
-            out.append(message if plain else AIMessage(content=message.text, id=message.id))
+            if plain and said == text:
+                out.append(message)
+            else:
+                out.append(AIMessage(content=said, id=message.id))
     return out
 
 

@@ -23,7 +23,18 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL
 from langchain_tiered_memory.language.text import is_cjk
 
-__all__ = ["is_empty", "no_reply", "with_stored_items", "without_repeated_calls"]
+__all__ = [
+    "REPORT",
+    "is_empty",
+    "no_reply",
+    "said_by_model",
+    "with_stored_items",
+    "without_repeated_calls",
+]
+
+REPORT = "tiered_memory_report"
+"""``response_metadata`` key of a reply's part the package wrote (what the turn's tools
+did): the user reads it, a later thread does not carry it (the model copied it)."""
 
 logger = logging.getLogger(__name__)
 
@@ -102,10 +113,12 @@ def no_reply(messages: Sequence[BaseMessage]) -> AIMessage:
     chinese = human is not None and any(is_cjk(c) for c in human.text)
     done = [m.text.strip() for m in _results(turn)]
     if done:
-        return AIMessage(content=("好的。" if chinese else "Done. ") + "\n".join(done))
-    if chinese:
-        return AIMessage(content="抱歉，我没能给出回答。请换个说法再问一次。")
-    return AIMessage(content="Sorry, I could not come up with an answer. Could you ask again?")
+        text = ("好的。" if chinese else "Done. ") + "\n".join(done)
+    elif chinese:
+        text = "抱歉，我没能给出回答。请换个说法再问一次。"
+    else:
+        text = "Sorry, I could not come up with an answer. Could you ask again?"
+    return AIMessage(content=text, response_metadata={REPORT: text})
 
 
 def _stored_items(report: str) -> list[str]:
@@ -135,4 +148,21 @@ def with_stored_items(response: AIMessage, messages: Sequence[BaseMessage]) -> A
     if not missing:
         return response
     text = "\n\n".join([response.text.strip(), *missing]).strip()
-    return response.model_copy(update={"content": text})
+    report = "\n\n".join(missing)
+    metadata = {**response.response_metadata, REPORT: report}
+    return response.model_copy(update={"content": text, "response_metadata": metadata})
+
+
+def said_by_model(message: AIMessage) -> str:
+    """A reply's text without the part the package wrote (:data:`REPORT`).
+
+    Example:
+        >>> report = {REPORT: "Stored 1 item"}
+        >>> said_by_model(AIMessage("Sure! Stored 1 item", response_metadata=report))
+        'Sure!'
+    """
+    report = message.response_metadata.get(REPORT)
+    text = str(message.text)
+    if isinstance(report, str) and report:
+        text = text.replace(report, "")
+    return text.strip()

@@ -100,6 +100,9 @@ def test_the_seed_in_chinese(memory: TieredMemory, door: str) -> None:
     carried = _reply_prompt(ask)[1:-1]
     assert not any(isinstance(m, ToolMessage) or getattr(m, "tool_calls", None) for m in carried)
     assert not any(any(x in m.text for x in MACHINERY) for m in carried)
+    # nor the package's reports of what the tools did: the model copied "好的。Stored 2
+    # memory item(s) ..." as its answer to "我多大了？"
+    assert not any("Stored" in m.text or "Recorded" in m.text for m in carried), carried
 
 
 @pytest.mark.parametrize("door", DOORS)
