@@ -43,6 +43,7 @@ from langchain_tiered_memory.agent.prompt import (
     render_memory_section,
 )
 from langchain_tiered_memory.agent.replies import (
+    REPORT,
     is_empty,
     no_reply,
     said_by_model,
@@ -158,6 +159,23 @@ def conversation_only(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
                 out.append(message)
             else:
                 out.append(AIMessage(content=said, id=message.id))
+    return out
+
+
+def _models_words(thread: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The thread as the model is shown it: its earlier replies without what the package
+    wrote into them (the tools' reports, the reply for no reply), which the user reads and
+    a model copied as its next answers ("好的。Recorded: ..., birthday=十月三日." after such a
+    report; nothing of the kind was recorded).
+    """
+    out: list[BaseMessage] = []
+    for message in thread:
+        if isinstance(message, AIMessage) and message.response_metadata.get(REPORT):
+            said = said_by_model(message)
+            if not said and not message.tool_calls:
+                continue
+            message = message.model_copy(update={"content": said})
+        out.append(message)
     return out
 
 
@@ -324,7 +342,7 @@ class MemoryNodes:
         history = [m for m in state.get("recent_history") or [] if not m.id or m.id not in seen]
         history = _from_first_human(history)
         system = self.system_message(state, base_prompt)
-        messages: list[BaseMessage] = [system, *history, *thread]
+        messages: list[BaseMessage] = [system, *history, *_models_words(thread)]
         if self.context_token_budget is None:
             return messages
         # counted from the newest back, up to the budget: a turn's cost is flat in the

@@ -94,6 +94,11 @@ def test_the_seed_in_chinese(memory: TieredMemory, door: str) -> None:
     for turn in (first, birthday, summary, ask):
         reply = _reply(turn)
         assert reply.strip() and not any(m in reply for m in MACHINERY), reply
+    # the model is not shown the package's report of turn 1 as its own words (after such
+    # a report it wrote "好的。Recorded: ..., birthday=十月三日." though nothing was recorded)
+    shown = _reply_prompt(birthday)[1:]
+    assert not any(isinstance(m, AIMessage) and "Recorded" in m.text for m in shown)
+    assert "Recorded" in _reply(first)  # the user did read it
     # item 5: the user reads what was stored, whatever the model wrote
     assert summary["items"] and all(item in _reply(summary) for item in summary["items"])
     # the new thread carries the conversation, not its machinery
