@@ -26,7 +26,6 @@ from langchain_tiered_memory.cli.render import (
     position_range,
     tags_table,
 )
-from langchain_tiered_memory.console.security import is_loopback
 from langchain_tiered_memory.errors import InvalidArgumentError
 
 __all__ = [
@@ -89,6 +88,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise ImportError(
             "tiered-memory mcp needs the [mcp] extra: pip install 'langchain-tiered-memory[mcp]'"
         ) from exc
+    from langchain_tiered_memory.console.security import is_loopback  # Starlette: with mcp
+
     tokens = _mcp_tokens(args)
     user = None if tokens else user_id_of(args)
     with open_memory(args) as memory:
@@ -113,6 +114,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def _mcp_tokens(args: argparse.Namespace) -> dict[str, str]:
     """``--tokens FILE`` ({token: user} as JSON) for HTTP; a bind beyond loopback needs it."""
+    from langchain_tiered_memory.console.security import is_loopback
+
     if args.tokens is None:
         if args.http and not is_loopback(args.host):
             raise InvalidArgumentError(
