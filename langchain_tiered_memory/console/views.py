@@ -45,7 +45,7 @@ _ITEM_FIELDS = {
     "edits",
 }
 # recall bookkeeping that is not the item's own metadata
-_RECALL_FIELDS = {"score", "similarity", "score_parts", "fused_score", "ranks"}
+_RECALL_FIELDS = {"score", "similarity", "score_parts", "ranks"}
 
 
 def list_users(memory: TieredMemory, cursor: str | None, contains: str | None) -> UserPage:
@@ -219,7 +219,6 @@ class RecallRow:
 
     text: str
     created_at: str
-    fused: float | None
     score: float
     dense: float
     lexical: float
@@ -258,12 +257,11 @@ def playground(memory: TieredMemory, user_id: str, turns: list[str], k: int) -> 
             RecallRow(
                 text=doc.page_content,
                 created_at=str(meta.get("created_at") or ""),
-                fused=meta.get("fused_score"),
                 score=float(meta.get("score", 0.0)),
                 dense=float(parts.get("dense", 0.0)),
                 lexical=float(parts.get("lexical", 0.0)),
                 time=float(parts.get("time", 0.0)),
-                ranks=meta.get("ranks") or {"latest": 0},
+                ranks=meta.get("ranks") or {"latest": 0, "conversation": 0},
             )
         )
     return Playground(turns, section, rows)
