@@ -33,6 +33,7 @@ from langchain_tiered_memory.language.text import (
     script_of,
     script_share,
     split_sentences,
+    tokenize,
 )
 from langchain_tiered_memory.summarization.reconcile import (
     NoteDecision,
@@ -270,6 +271,26 @@ _INSTRUCTION_GRAMS = char_grams(
 )
 
 
+# The prompt's quoted examples, as terms: an item that says what an example says, in words
+# the conversation never used, is the example copied (Qwen2.5-Coder-1.5B wrote "The user
+# does not eat meat." for two conversations that never mentioned meat).
+_EXAMPLE_TERMS = [
+    {t for t in tokenize(example) if t != "user"}
+    for example in re.findall(r'"([^"]*)"', SUMMARY_SYSTEM_PROMPT)
+]
+
+
+def _copies_an_example(item: str, transcript: str) -> bool:
+    """``item`` says what one of the prompt's examples says (two terms of it at least),
+    and the conversation says none of those terms.
+    """
+    terms = set(tokenize(item))
+    heard = set(tokenize(transcript))
+    return any(
+        len(shared := terms & example) >= 2 and not shared & heard for example in _EXAMPLE_TERMS
+    )
+
+
 _USER_LABEL, _ASSISTANT_LABEL = "User:", "Assistant:"  # render_transcript's speakers
 _THE_USER_LABEL = re.compile(r"the user\s*:\s*", re.IGNORECASE)
 _ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z]+);", re.IGNORECASE)
@@ -291,7 +312,8 @@ def clean_items(
     candidates: Sequence[Any], source_text: str | None = None, transcript: str | None = None
 ) -> list[str]:
     """Validate candidate items by form, in any language: text, 4-300 characters, with a
-    letter, not a copy of the summarizer's instructions, not the assistant's words about
+    letter, not a copy of the summarizer's instructions or of one of its examples in words
+    the ``transcript`` never used, not the assistant's words about
     itself ("The assistant will ...", "I will keep that in mind"), no duplicates, at most 20.
     HTML entities (``&#39;``, ``&amp;``: a server's chat template escaped the prompt and
     the model copied them) are decoded unless the ``transcript`` itself holds them.
@@ -330,6 +352,8 @@ def clean_items(
         if not (MIN_ITEM_CHARS <= len(text) <= MAX_ITEM_CHARS):
             continue
         if not any(c.isalpha() for c in text) or _copies_instructions(text):
+            continue
+        if transcript is not None and _copies_an_example(text, transcript):
             continue
         if source is not None and not is_grounded(text, "", source_grams=source):
             continue

@@ -140,3 +140,31 @@ def test_the_request_names_the_users_language() -> None:
 def test_html_entities_a_server_added_are_decoded(memory: TieredMemory) -> None:
     case = FIXTURES["summary_entity"]
     assert summarize(memory, case, reply(case["reply"])) == ["Alice's birthday is on May 8"]
+
+
+@pytest.mark.parametrize(
+    ("name", "kept"),
+    [
+        ("one fact once", ["The user is a software engineer", "The user works in Shanghai"]),
+        ("apostrophe", ["Alice is the user.", "Alice's birthday is on May 8."]),
+    ],
+)
+def test_the_prompts_example_copied_into_a_summary_is_dropped(
+    memory: TieredMemory, name: str, kept: list[str]
+) -> None:
+    """Issue 44 item 2: the summarizer's example "The user does not eat meat." came back
+    as a fact of two conversations that never mentioned meat (recorded answers)."""
+    case = FIXTURES["example_copied"][name]
+    assert summarize(memory, case, reply(case["reply"])) == kept
+
+
+def test_an_example_the_user_did_say_is_kept(memory: TieredMemory) -> None:
+    case = {"conversation": [["human", "I don't eat meat."], ["ai", "Noted!"]]}
+    items = reply(
+        {
+            "tool_calls": [
+                {"name": "SummaryItems", "args": {"items": ["The user does not eat meat."]}}
+            ]
+        }
+    )
+    assert summarize(memory, case, items) == ["The user does not eat meat."]
