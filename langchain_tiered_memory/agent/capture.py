@@ -45,6 +45,7 @@ from langchain_core.messages.tool import tool_call
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, Field, create_model
 
+from langchain_tiered_memory.agent.replies import package_reply
 from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL, USER_TAG_TOOL
 from langchain_tiered_memory.errors import InvalidTagError
 from langchain_tiered_memory.language.attribution import (
@@ -318,10 +319,10 @@ def summary_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
         # the tool reports in English; the user asked in Chinese
         items = [line for line in report.splitlines() if line.startswith("- ")]
         if items:
-            return AIMessage(content=f"好的，我记下了{len(items)}条记忆：\n" + "\n".join(items))
+            return package_reply(f"好的，我记下了{len(items)}条记忆：\n" + "\n".join(items))
         if report.startswith("Nothing new"):
-            return AIMessage(content="没有新的内容需要记下：记忆已是最新的。")
-    return AIMessage(content=report)
+            return package_reply("没有新的内容需要记下：记忆已是最新的。")
+    return package_reply(report)
 
 
 _ZH_LABELS = {"name": "名字", "age": "年龄"}
@@ -379,7 +380,7 @@ def tag_answer(messages: Sequence[BaseMessage], tags: Mapping[str, str]) -> AIMe
     if tag is None or not value:
         return None
     script = "zh" if any(is_cjk(c) for c in text) else "en"
-    return AIMessage(content=_TAG_ANSWERS[(tag, script)].format(value=value))
+    return package_reply(_TAG_ANSWERS[(tag, script)].format(value=value))
 
 
 def capture_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
@@ -400,6 +401,6 @@ def capture_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
         return None
     if any(is_cjk(c) for c in human.text):
         facts = "，".join(f"{_ZH_LABELS.get(k, k)}：{v}" for k, v in sorted(args.items()))
-        return AIMessage(content=f"好的，我记住了（{facts}）。")
+        return package_reply(f"好的，我记住了（{facts}）。")
     facts = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(args.items()))
-    return AIMessage(content=f"Got it, I'll remember that ({facts}).")
+    return package_reply(f"Got it, I'll remember that ({facts}).")

@@ -26,6 +26,8 @@ from langchain_tiered_memory.language.text import is_cjk
 __all__ = [
     "REPORT",
     "is_empty",
+    "package_reply",
+    "written_by_package",
     "no_reply",
     "said_by_model",
     "with_stored_items",
@@ -81,6 +83,23 @@ _MACHINERY = re.compile(
 )
 
 
+def package_reply(text: str) -> AIMessage:
+    """A reply the package wrote, not the model (a small model's answer from a tag, what a
+    turn did when the model gave nothing): marked, so that a person and a demo can tell,
+    and a model is never shown it as its own words.
+
+    Example:
+        >>> written_by_package(package_reply("You are 30."))
+        True
+    """
+    return AIMessage(content=text, response_metadata={REPORT: text})
+
+
+def written_by_package(message: BaseMessage) -> bool:
+    """Whether the package wrote all of ``message`` (:func:`package_reply`)."""
+    return isinstance(message, AIMessage) and not said_by_model(message)
+
+
 def is_empty(response: BaseMessage) -> bool:
     """Whether ``response`` is a final reply with nothing in it for the user: no text, or
     only a tool call or a tool's result written as text.
@@ -118,7 +137,7 @@ def no_reply(messages: Sequence[BaseMessage]) -> AIMessage:
         text = "抱歉，我没能给出回答。请换个说法再问一次。"
     else:
         text = "Sorry, I could not come up with an answer. Could you ask again?"
-    return AIMessage(content=text, response_metadata={REPORT: text})
+    return package_reply(text)
 
 
 def _stored_items(report: str) -> list[str]:

@@ -45,6 +45,7 @@ from rich.text import Text
 from langchain_tiered_memory.agent.graph import LOAD_MEMORY, create_memory_graph
 from langchain_tiered_memory.agent.policy import ModelPolicy
 from langchain_tiered_memory.agent.prompt import quote
+from langchain_tiered_memory.agent.replies import written_by_package
 from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL
 from langchain_tiered_memory.backend.server import EmbeddedRedis
 from langchain_tiered_memory.cli.common import (
@@ -106,6 +107,9 @@ class TurnResult:
 
     memory_prompt: str = ""
     reply: str = ""
+    # who wrote the reply: the model, or the package (a small model's answer from a tag,
+    # the reply after a capture or a summary, what the turn did when the model gave none)
+    by_package: bool = False
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_results: list[ToolMessage] = field(default_factory=list)
 
@@ -130,6 +134,7 @@ def _collect(
                     result.tool_calls.extend(message.tool_calls)
                     if message.text.strip():
                         result.reply = message.text.strip()
+                        result.by_package = written_by_package(message)
                 elif isinstance(message, ToolMessage):
                     result.tool_results.append(message)
             if on_update is not None:
@@ -217,7 +222,8 @@ def run_demo_step(
 
             with console.status("the model is thinking..."):
                 turn = run_turn(graph, user_id=user_id, thread_id=thread, text=text, on_update=show)
-            line(console, f"assistant> {clip(turn.reply) or '(no text)'}")
+            who = "the package wrote this reply" if turn.by_package else "the model's reply"
+            line(console, f"assistant> {clip(turn.reply) or '(no text)'}  [{who}]")
             turns.append(turn)
         line(console, "")
         ok = {1: _check_step1, 2: _check_step2, 3: _check_step3}[step](
@@ -295,6 +301,13 @@ def _check_step2(
     return tags_ok and stored_ok
 
 
+def _author(turn: TurnResult) -> str:
+    """Who the check tested: a template filled from the tags tests the memory, not a model."""
+    if turn.by_package:
+        return "written by the package from the tags: a small-model guard, not the model"
+    return "the model's own answer"
+
+
 def _check_step3(
     console: Console,
     memory: TieredMemory,
@@ -308,13 +321,15 @@ def _check_step3(
         console,
         answer_states(age_turn.reply, "30"),
         3,
-        f"the answer to {STEP_MESSAGES[3][0]!r} states 30 ({age_turn.reply[:80]!r})",
+        f"the answer to {STEP_MESSAGES[3][0]!r} states 30 ({age_turn.reply[:80]!r}, "
+        f"{_author(age_turn)})",
     )
     birthday_ok = _verdict(
         console,
         answer_states(birthday_turn.reply, _MAY_8),
         3,
-        f"the answer to {STEP_MESSAGES[3][1]!r} states May 8 ({birthday_turn.reply[:80]!r})",
+        f"the answer to {STEP_MESSAGES[3][1]!r} states May 8 ({birthday_turn.reply[:80]!r}, "
+        f"{_author(birthday_turn)})",
     )
     prompt = birthday_turn.memory_prompt
     shown_ok, detail = _tags_in_prompt(age_turn.memory_prompt, tags_before)

@@ -62,6 +62,9 @@ def test_demo_with_the_fake_model_passes_every_step() -> None:
     assert out.count('{"age": "30", "name": "Alice"}') >= 3
     assert "path: the model called the summarize tool" in out
     assert "From my notes: The user's birthday is on May 8." in out
+    # issue 47 item 1: every reply says who wrote it; the fake model writes its own
+    assert "You are 30 years old.  [the model's reply]" in out
+    assert "states 30 ('You are 30 years old.', the model's own answer)" in out
 
 
 def test_demo_fails_loudly_when_a_step_fails(tmp_path: Path) -> None:
@@ -113,6 +116,10 @@ def test_demo_with_the_local_model(backend: str, module: str, model_class: str) 
     assert f"model: {model_class}" in out
     assert proc.returncode == 0, out + proc.stderr
     assert all(word == "PASS" for word, _ in verdicts(out)), out
+    # issue 47 item 1: the age is a template filled from the tag, and the check says so;
+    # the birthday is the model's own answer
+    assert "states 30 (" in out and "written by the package from the tags" in out
+    assert re.search(r"states May 8 \(.*the model's own answer\)", out), out
 
 
 def run_chat(data_dir: Path, lines: list[str]) -> subprocess.CompletedProcess[str]:

@@ -140,3 +140,18 @@ def test_a_small_models_summary_report_is_in_the_users_script() -> None:
     thread = [HumanMessage("请总结一下。"), call, ToolMessage(nothing, tool_call_id="s")]
     reply = summary_reply(thread)
     assert reply is not None and reply.content == "没有新的内容需要记下：记忆已是最新的。"
+
+
+def test_a_templated_answer_is_marked_as_the_packages() -> None:
+    """Issue 47 item 1: with a small model, "How old am I?" is answered from the tag by a
+    template; the reply says so (the demo prints who wrote it), and a model is never shown
+    it as its own words."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from langchain_tiered_memory.agent.capture import tag_answer
+    from langchain_tiered_memory.agent.replies import written_by_package
+
+    reply = tag_answer([HumanMessage("How old am I?")], {"age": "30"})
+    assert reply is not None and "30" in reply.text
+    assert written_by_package(reply)
+    assert not written_by_package(AIMessage("You are 30."))
