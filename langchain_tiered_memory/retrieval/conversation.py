@@ -120,7 +120,8 @@ def keep_latest_best(
     conversation: Sequence[Document], latest: Sequence[Document], k: int
 ) -> list[Document]:
     """The top ``k`` of the conversation's ranking, with the latest message's best item
-    (``latest[0]``) at rank :data:`LATEST_RANK` if the conversation ranks it lower. Each
+    (``latest[0]``) at rank :data:`LATEST_RANK` (first when ``k`` is 1) if the conversation
+    ranks it lower. Each
     item's ``metadata["ranks"]`` says where it was in each ranking (0 = first).
 
     Example:
@@ -129,8 +130,12 @@ def keep_latest_best(
         ['a', 'd', 'b']
         >>> [x.id for x in keep_latest_best([a, b, c], [b], 3)]
         ['a', 'b', 'c']
+        >>> [x.id for x in keep_latest_best([a, b, c], [d], 1)]
+        ['d']
     """
-    at = LATEST_RANK - 1
+    # with room for one item only, the question's own best item is it: "When is my
+    # birthday?" after an introduction that also gave the name
+    at = min(LATEST_RANK, k) - 1
     best = latest[0] if latest else None
     out = list(conversation)
     if best is not None and all(_key(d) != _key(best) for d in out[: at + 1]):

@@ -22,6 +22,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
 from langchain_tiered_memory.agent.graph import create_memory_graph
+from langchain_tiered_memory.agent.replies import said_by_model
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 BIRTHDAY_ITEM = "The user's birthday is on May 8."
@@ -140,11 +141,18 @@ def test_sqlite_saver_thread_state_survives_reopening(
         graph = create_memory_graph(model, memory=embedded_memory, checkpointer=saver)
         check_threads(graph)
         before = thread_texts(graph, "t1")
+        # the model's view of the thread: its own words, not the package's report of what
+        # its tools stored (which the user reads)
+        seen = [
+            said_by_model(m) if isinstance(m, AIMessage) else m.text
+            for m in graph.get_state(cfg("t1")).values["messages"]
+        ]
         # Resuming t1 after the reopen: the restored state supplies the thread's messages.
         run_turns(graph, [("t1", "Still there?")])
         assert thread_texts(graph, "t1") == [*before, "Still there?", "On May 8."]
     prompt = model.prompts[-1]
-    assert [m.text for m in prompt[1:]] == [*before, "Still there?"]
+    assert [m.text for m in prompt[1:]] == [*seen, "Still there?"]
+    assert seen != before  # the report was in the thread, restored from SQLite
     ids = [m.id for m in prompt[1:]]
     assert len(ids) == len(set(ids))
 

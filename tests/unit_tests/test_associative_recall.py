@@ -148,6 +148,7 @@ def test_the_latest_messages_best_item_is_kept_near_the_top() -> None:
     assert [x.id for x in keep_latest_best([a, b, c], [a], 3)] == ["a", "b", "c"]
     assert [x.id for x in keep_latest_best([a, b, c], [c], 2)] == ["a", "c"]
     assert [x.id for x in keep_latest_best([a], [], 3)] == ["a"]
+    assert [x.id for x in keep_latest_best([a, b, c], [d], 1)] == ["d"]  # one slot
     kept = keep_latest_best([a, b, c], [d], 3)[1]
     assert kept.metadata["ranks"] == {"latest": 0, "conversation": None}
 
