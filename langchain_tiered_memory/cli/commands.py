@@ -167,6 +167,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
             address += "?token=<your token>"
         mode = " (read-only)" if args.read_only else ""
         print(f"memory console{mode}: {address}  (Ctrl-C stops it)", file=sys.stderr, flush=True)
+        from langchain_tiered_memory.console.views import store_label
+
+        # an app on $REDIS_URL opened without it shows an empty console: say which store
+        print(f"reading: {store_label(memory)}", file=sys.stderr, flush=True)
         server.run()
     return EXIT_OK
 

@@ -44,6 +44,7 @@ def _environment() -> Environment:
         autoescape=select_autoescape(default=True, default_for_string=True),
     )
     env.globals["when"] = views.when
+    env.filters["readable"] = views.readable
     env.filters["q"] = lambda params: urlencode(params)
     env.filters["idq"] = form_id
     env.filters["typed"] = typed_id
@@ -98,9 +99,11 @@ def create_app(
     guard = ConsoleGuard(host=host, token=token, read_only=read_only)
     env = _environment()
 
+    store = views.store_label(memory)
+
     def page(name: str, status: int = 200, **values: Any) -> HTMLResponse:
         html = env.get_template(name).render(
-            csrf=guard.csrf_token, read_only=guard.read_only, **values
+            csrf=guard.csrf_token, read_only=guard.read_only, store=store, **values
         )
         return HTMLResponse(html, status)
 

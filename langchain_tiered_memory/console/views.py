@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import urlsplit
 
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
@@ -273,6 +274,41 @@ def item_text(memory: TieredMemory, user_id: str, item_id: str) -> str:
         if str(doc.id) == item_id:
             return doc.page_content
     return ""
+
+
+def readable(stamp: str) -> str:
+    """An ISO time as a person reads it ("3 Dec 2026, 18:48 UTC"); as given if not one.
+
+    Example:
+        >>> readable("2026-12-03T18:48:00+00:00")
+        '3 Dec 2026, 18:48 UTC'
+    """
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except (TypeError, ValueError):
+        return stamp
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc)
+    return f"{moment.day} {moment:%b %Y, %H:%M} UTC"
+
+
+def store_label(memory: TieredMemory) -> str:
+    """Which store the console reads, for its header and start-up line (no password).
+
+    Example:
+        >>> store_label(TieredMemory.in_memory())  # doctest: +SKIP
+        'this process only (in memory)'
+    """
+    if memory.data_dir is not None:
+        return f"embedded server, data dir {memory.data_dir}"
+    connection = getattr(memory.history, "connection", None)
+    url = getattr(connection, "url", None)
+    if isinstance(url, str) and url:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{host}{port}{parts.path}"
+    return "this process only (in memory)"
 
 
 def when(epoch: float | None) -> str:

@@ -225,6 +225,9 @@ def test_a_deleted_item_is_no_longer_recalled_and_an_edit_is_re_embedded(
         assert "cat named Tom" not in page.locator("#items").inner_text()
         (test_id,) = [d.id for d in memory.summaries.get_all("alice")]
         row = page.locator(f"tr[data-item='{test_id}']")
+        # issue 46 item 4: the text is shown once; its editor opens on "Edit"
+        assert not row.get_by_label(f"text of item {test_id}").is_visible()
+        row.locator("summary", has_text="Edit").click()
         row.get_by_label(f"text of item {test_id}").fill("The user passed their driving test.")
         row.get_by_role("button", name="Save (re-embed)").click()
         assert "passed their driving test" in page.locator("#items").inner_text()
@@ -417,6 +420,8 @@ def test_tiered_memory_ui_prints_its_address_and_serves(tmp_path: Path) -> None:
         assert proc.stderr is not None
         line = proc.stderr.readline()
         assert f"http://127.0.0.1:{port}/" in line, line
+        store = proc.stderr.readline()  # which store it reads (issue 46 item 4)
+        assert store.strip() == f"reading: embedded server, data dir {tmp_path / 'd'}", store
         import urllib.request
 
         deadline = time.monotonic() + 30

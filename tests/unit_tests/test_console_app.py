@@ -100,6 +100,11 @@ def test_details_a_person_notices(embedded_memory: TieredMemory) -> None:
     assert missing.status_code == 404
     assert 'id="home"' in missing.text and "tiered-memory console" in missing.text
     assert missing.headers["content-security-policy"]  # the console's headers, as any page
+    # which store the console reads, on every page; dates as a person reads them
+    assert f"reading: embedded server, data dir {memory.data_dir}" in missing.text
+    memory.add_summaries("李明", ["李明喜欢下棋。"], created_at="2026-12-03T18:48:00+00:00")
+    page = client.get("/user?u=%E6%9D%8E%E6%98%8E").text
+    assert '<time datetime="2026-12-03T18:48:00+00:00"' in page and "3 Dec 2026, 18:48 UTC" in page
     exported = client.get("/user/export?u=%E6%9D%8E%E6%98%8E")
     disposition = exported.headers["content-disposition"]
     assert 'filename="memory-__.json"' in disposition
