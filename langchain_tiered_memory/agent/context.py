@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from langchain_tiered_memory.backend.keys import validate_user_id
+from langchain_tiered_memory.backend.keys import validate_thread_id, validate_user_id
 from langchain_tiered_memory.errors import MissingUserIdError
 
 __all__ = ["MemoryContext", "resolve_user_id", "thread_of"]
@@ -64,7 +64,9 @@ def thread_of(config: Mapping[str, Any] | None) -> str | None:
     forgetting a user or a thread can delete it) and with tag changes.
     """
     thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-    return str(thread_id) if thread_id is not None and thread_id != "" else None
+    if thread_id is None or thread_id == "":
+        return None
+    return validate_thread_id(str(thread_id))  # the one check every door makes
 
 
 def _context_keys(context: Any) -> list[str]:

@@ -19,8 +19,15 @@ from typing import Literal, get_args
 from urllib.parse import quote, unquote
 
 # re-exported: the stores import the id check from here, with the keys
-from langchain_tiered_memory._ids import MAX_USER_ID_LENGTH, SAFE_CHARS, UserId, validate_user_id  # noqa: F401
-from langchain_tiered_memory.errors import InvalidUserIdError
+from langchain_tiered_memory._ids import (  # noqa: F401
+    MAX_THREAD_ID_LENGTH,
+    MAX_USER_ID_LENGTH,
+    SAFE_CHARS,
+    UserId,
+    validate_thread_id,
+    validate_user_id,
+)
+from langchain_tiered_memory.errors import InvalidArgumentError, InvalidUserIdError
 
 DEFAULT_PREFIX = "tm"
 
@@ -52,7 +59,6 @@ THREAD_KINDS: tuple[ThreadKeyKind, ...] = (
 )
 # "queued": the pre-0.2 set of queued users, still cleaned up
 QueueKeyKind = Literal["stream", "entries", "owners", "pending", "wm", "dead", "queued", "expiry"]
-MAX_THREAD_ID_LENGTH = 1024
 
 
 def escape_user_id(user_id: str) -> str:
@@ -61,24 +67,33 @@ def escape_user_id(user_id: str) -> str:
 
 
 def escape_id(value: object, what: str, *, max_length: int = MAX_THREAD_ID_LENGTH) -> str:
-    """Percent-encode a thread, run or namespace id into the key alphabet.
+    """Percent-encode a thread, run or namespace id into the key alphabet. A thread id is
+    checked by the one validator every door uses (:func:`validate_thread_id`).
 
     Raises:
-        ValueError: ``value`` is empty, too long or not encodable as UTF-8.
+        InvalidArgumentError: ``value`` is empty, too long or not encodable as UTF-8.
 
     Example:
         >>> escape_id("t 1", "thread_id")
         't%201'
     """
     text = value if isinstance(value, str) else str(value)
+    if what == "thread_id":
+        checked = validate_thread_id(text)
+        assert checked is not None  # a string is never None
+        return quote(checked, safe=SAFE_CHARS)
     if not text:
-        raise ValueError(f"{what} is empty; pass a non-empty id.")
+        raise InvalidArgumentError(f"{what} is empty; pass a non-empty id.")
     if len(text) > max_length:
-        raise ValueError(f"{what} is {len(text)} characters long; the limit is {max_length}.")
+        raise InvalidArgumentError(
+            f"{what} is {len(text)} characters long; the limit is {max_length}."
+        )
     try:
         return quote(text, safe=SAFE_CHARS)
     except UnicodeEncodeError as exc:
-        raise ValueError(f"{what} contains lone surrogates and cannot be encoded.") from exc
+        raise InvalidArgumentError(
+            f"{what} contains lone surrogates and cannot be encoded; pass UTF-8 text."
+        ) from exc
 
 
 def encode_namespace(namespace: tuple[str, ...]) -> str:

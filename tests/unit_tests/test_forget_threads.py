@@ -258,3 +258,26 @@ def test_an_item_said_in_two_threads_outlives_forgetting_one(
     (doc,) = memory.summaries.get_all("gus")
     assert doc.metadata["source_threads"] == ["t-a", "t-b"]
     assert memory.forget_thread("gus", "t-a")["summaries"] == 0
+
+
+def test_one_thread_id_check_from_every_door(embedded_memory: TieredMemory) -> None:
+    """Issue 48 item 5: a thread id was checked three ways with three errors; now the
+    graph's config, the history, the erasure and the saver's keys give one error."""
+    from langchain_tiered_memory.errors import InvalidArgumentError
+
+    memory = embedded_memory
+    too_long = "t" * 1025
+    message = "thread_id must be a non-empty string of at most 1024 characters"
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=memory.checkpointer()
+    )
+    doors = [
+        lambda: _run(graph, "gus", too_long, "hello"),
+        lambda: memory.add_session_log("gus", [HumanMessage("x")], thread_id=too_long),
+        lambda: memory.forget_thread("gus", too_long),
+        lambda: memory.checkpointer().get_tuple({"configurable": {"thread_id": too_long}}),
+    ]
+    for door in doors:
+        with pytest.raises(InvalidArgumentError, match=message):
+            door()
+    assert memory.history.length("gus") == 0

@@ -211,5 +211,5 @@ def test_thread_keys_share_one_slot_and_are_never_a_users() -> None:
     # a SCAN for one user's threads matches only ids with that prefix, globs escaped
     pattern = keys.thread_scan_pattern("a*b/")
     assert pattern == "tm:{cp:a%2Ab%2F*}:cp:ids"
-    with pytest.raises(ValueError, match="thread_id is empty"):
+    with pytest.raises(ValueError, match="thread_id must be a non-empty string"):
         keys.thread_key("", "cp:ids")
