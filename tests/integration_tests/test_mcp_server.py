@@ -248,9 +248,13 @@ async def test_tools_describe_themselves_and_the_server_names_this_package(
         # the last message names the cat; the conversation before it is about the test
         context = ["I booked another driving test.", "The examiner was strict last time."]
         query = "The cat kept me up all night."
-        arguments = {"query": query, "n": 1, "context": context}
+        arguments = {"query": query, "n": 2, "context": context}
         found = _data(await session.call_tool("search_memories", arguments))
-        assert found[0]["text"] == "Ana failed her driving test in April."
+        # the conversation leads; the message's own best item is kept second
+        assert [i["text"] for i in found] == [
+            "Ana failed her driving test in April.",
+            "Ana has a cat.",
+        ]
         assert {"id", "text", "created_at", "score"} <= set(found[0])
         alone = _data(await session.call_tool("search_memories", {"query": query, "n": 1}))
         assert alone[0]["text"] == "Ana has a cat."
