@@ -57,7 +57,8 @@ def list_users(memory: TieredMemory, cursor: str | None, contains: str | None) -
         return directory.page(cursor, count=PAGE_SIZE, contains=contains)
     # the process-local stores: small by nature, listed whole
     summary_users: list[str] = getattr(memory.summaries, "users", list)()
-    users = sorted(set(history.users()) | set(summary_users))
+    tag_users: list[str] = getattr(memory.tags, "users", list)()
+    users = sorted(set(history.users()) | set(summary_users) | set(tag_users))
     if contains:
         users = [u for u in users if contains.lower() in u.lower()]
     start = int(cursor or 0)
@@ -69,6 +70,7 @@ def list_users(memory: TieredMemory, cursor: str | None, contains: str | None) -
             items=memory.summaries.get_all_count(u),
             threads=len(history.threads(u)),
             last_active=None,
+            name=memory.tags.get_all(u).get("name"),
         )
         for u in users[start : start + PAGE_SIZE]
     ]

@@ -34,7 +34,9 @@ def listing_kinds() -> tuple[KeyKind, ...]:
 
 @dataclass(frozen=True)
 class UserRow:
-    """One user in a listing: counts per tier and the last write time (epoch seconds)."""
+    """One user in a listing: counts per tier, the last write time (epoch seconds) and
+    the ``name`` tag, if any (what a person looks for).
+    """
 
     user_id: str
     messages: int
@@ -42,6 +44,7 @@ class UserRow:
     items: int
     threads: int
     last_active: float | None
+    name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,9 @@ class RedisUserDirectory:
         return [u for i, u in enumerate(users) if not any(flags[i * phase : (i + 1) * phase])]
 
     def rows(self, users: Sequence[str]) -> list[UserRow]:
-        """Each user's counts per tier and last activity, in one pipelined round trip."""
+        """Each user's counts per tier, last activity and name tag, in one pipelined round
+        trip.
+        """
         if not users:
             return []
         key = self.keys.key
@@ -139,11 +144,12 @@ class RedisUserDirectory:
             pipe.hlen(key(user, "sum:items"))
             pipe.scard(key(user, "threads"))
             pipe.hget(key(user, "meta"), "last_at")
+            pipe.hget(key(user, "tags"), "name")
         with self.connection.errors():
             replies = pipe.execute()
         rows = []
         for i, user in enumerate(users):
-            messages, tags, items, threads, last = replies[i * 5 : i * 5 + 5]
+            messages, tags, items, threads, last, name = replies[i * 6 : i * 6 + 6]
             rows.append(
                 UserRow(
                     user_id=user,
@@ -152,6 +158,7 @@ class RedisUserDirectory:
                     items=int(items),
                     threads=int(threads),
                     last_active=float(as_text(last)) if last is not None else None,
+                    name=as_text(name) if name is not None else None,
                 )
             )
         return rows

@@ -485,6 +485,11 @@ class InMemoryTagStore(TagStore):
         with self._lock:
             return dict(self._data.get(user_id, {}))
 
+    def users(self) -> list[str]:
+        """Users with tags (or a tag log), for a listing."""
+        with self._lock:
+            return sorted(set(self._data) | set(self._log))
+
     async def aget_all(self, user_id: str) -> dict[str, str]:
         """Async :meth:`get_all`."""
         return self.get_all(user_id)

@@ -109,3 +109,15 @@ def test_details_a_person_notices(embedded_memory: TieredMemory) -> None:
     disposition = exported.headers["content-disposition"]
     assert 'filename="memory-__.json"' in disposition
     assert "filename*=UTF-8''memory-%E6%9D%8E%E6%98%8E.json" in disposition
+
+
+def test_the_users_page_shows_each_users_name_tag(memory: TieredMemory) -> None:
+    """Issue 46 item 4: finding a user meant opening each one; the name tag is listed,
+    read in the directory's one round trip (embedded) or from the tags (in memory)."""
+    memory.set_user_tags("u-17", {"name": "王芳", "age": 28})
+    memory.set_user_tags("u-18", {"age": 40})  # no name: an empty cell
+    page = _client(memory).get("/").text
+    row = page[page.index("u-17") :]
+    assert '<td class="name">王芳</td>' in row[: row.index("</tr>")]
+    row = page[page.index("u-18") :]
+    assert '<td class="name"></td>' in row[: row.index("</tr>")]
