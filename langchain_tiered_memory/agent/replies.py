@@ -96,8 +96,14 @@ def package_reply(text: str) -> AIMessage:
 
 
 def written_by_package(message: BaseMessage) -> bool:
-    """Whether the package wrote all of ``message`` (:func:`package_reply`)."""
-    return isinstance(message, AIMessage) and not said_by_model(message)
+    """Whether the package wrote all of ``message`` (:func:`package_reply`); a message
+    with no mark, even an empty one, is the model's.
+    """
+    return (
+        isinstance(message, AIMessage)
+        and bool(message.response_metadata.get(REPORT))
+        and not said_by_model(message)
+    )
 
 
 def is_empty(response: BaseMessage) -> bool:

@@ -155,3 +155,4 @@ def test_a_templated_answer_is_marked_as_the_packages() -> None:
     assert reply is not None and "30" in reply.text
     assert written_by_package(reply)
     assert not written_by_package(AIMessage("You are 30."))
+    assert not written_by_package(AIMessage(""))  # no mark: not the package's
