@@ -134,10 +134,15 @@ def assert_summaries_tile_history(memory: TieredMemory, user: str) -> int:
     assert not doubled, f"items stored twice: {doubled[:3]}"
     ranges = sorted({(d.metadata["source_start"], d.metadata["source_end"]) for d in docs})
     assert ranges, "nothing was summarized"
-    assert ranges[0][0] == 0, f"messages before {ranges[0][0]} were skipped"
-    for (_, end), (start, _) in zip(ranges, ranges[1:]):
-        assert start == end, f"gap or overlap between ranges ending {end} and starting {start}"
-    assert ranges[-1][1] == length
+    # A batch of assistant messages alone stores no item (issue 44: nothing the assistant
+    # said becomes a fact), so its stretch has no range: a stretch without a range holds
+    # no user message; ranges never overlap. (Which batch ends up assistant-only depends
+    # on how the racing summarizers cut the history: the last one did, once, under load.)
+    bounds = [(0, 0), *ranges, (length, length)]
+    for (_, end), (start, _) in zip(bounds, bounds[1:]):
+        assert start >= end, f"overlap between ranges ending {end} and starting {start}"
+        skipped = [p for p in range(end, start) if isinstance(messages[p], HumanMessage)]
+        assert not skipped, f"user messages {skipped} are in no summarized range"
     # one item per user message; an assistant message's echo only where it is grounded in
     # the user's words of its batch (the summarizer drops assistant-only chatter)
     by_text = {d.page_content: d.metadata for d in docs}
