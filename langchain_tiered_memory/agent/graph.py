@@ -43,6 +43,7 @@ from langchain_tiered_memory.agent.capture import (
     TagCapture,
 )
 from langchain_tiered_memory.agent.context import MemoryContext, resolve_user_id, thread_of
+from langchain_tiered_memory.agent.memory_query import MemoryQueryKind
 from langchain_tiered_memory.agent.messages import add_message_batches
 from langchain_tiered_memory.agent.nodes import (
     DEFAULT_CONTEXT_TOKEN_BUDGET,
@@ -136,6 +137,7 @@ def create_memory_graph(
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
     extractive_summary_fallback: bool | None = None,
     search_memory: bool | None = None,
+    memory_query: MemoryQueryKind | None = None,
     shared_threads: bool = False,
     name: str | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:  # context: a MemoryContext or a dict
@@ -158,12 +160,11 @@ def create_memory_graph(
             exchanges make a 135M model repeat them instead of answering).
         recall_k: summary items recalled per turn.
         recall_context_turns: the user turns of the thread the recall query reads, the
-            latest included (default 3; 1: the latest message only). Each is embedded once
-            (the store keeps recent query vectors); their vectors are summed, each older
-            turn at half the weight of the next, so a memory the conversation is about comes
-            up though the last message does not name it ("I'm scared I'll fail again" after
-            "a big test on Friday" -> the failed driving test). See
-            :mod:`~langchain_tiered_memory.retrieval.conversation`.
+            latest included (default 3; 1: the latest message only). They are joined and
+            embedded as one text, so a memory the conversation is about comes up though
+            the last message does not name it ("I'm scared I'll fail again" after "a big
+            test on Friday" -> the failed driving test); the latest message's own best item
+            is kept near the top. See :mod:`~langchain_tiered_memory.retrieval.conversation`.
         memory_token_budget: approximate token cap of the memory section.
         context_token_budget: approximate token cap of everything sent to the model.
         auto_summarize_after: summarize in the background once a user has this many
@@ -202,6 +203,12 @@ def create_memory_graph(
             (:class:`~langchain_tiered_memory.agent.tools.SearchMemoryTool`): the model searches
             the user's memory with its own query when the recalled items miss what the user
             refers to. ``None`` (default): on for capable models, off for small ones.
+        memory_query: capable models, opt-in: before each reply the model writes one line
+            for the recall query, ``"note"`` (the memory it hopes to find) or ``"query"``
+            (a search query), from the last five user turns; the line joins the
+            conversation's query (:mod:`~langchain_tiered_memory.agent.memory_query`). One
+            more model call per turn; ``docs/benchmarks.md`` has what it bought and cost
+            with a real model. Ignored, with a warning, for small models.
         shared_threads: the app's users share threads, on purpose. By default a thread
             belongs to the user of its first turn and another user's run on it is refused
             (:class:`~langchain_tiered_memory.errors.ThreadOwnershipError`); shared, threads
@@ -252,6 +259,8 @@ def create_memory_graph(
         extractive_summary_fallback=extractive_summary_fallback,
         grounded_summaries=policy.grounded,
         shared_threads=shared_threads,
+        memory_query=policy.memory_query(memory_query),
+        query_model=model,
     )
     tag_tool = UserTagTool(memory=memory)
     summarize_tool = SummarizeTool(

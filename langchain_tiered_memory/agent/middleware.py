@@ -28,6 +28,7 @@ from typing_extensions import NotRequired
 
 from langchain_tiered_memory.agent.capture import AfterTurnCapture
 from langchain_tiered_memory.agent.context import resolve_user_id, thread_of
+from langchain_tiered_memory.agent.memory_query import MemoryQueryKind
 from langchain_tiered_memory.agent.nodes import (
     DEFAULT_CONTEXT_TOKEN_BUDGET,
     DEFAULT_MAX_TOOL_ROUNDS,
@@ -82,7 +83,10 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     only and the compact memory section; a capable model gets none of them and the
     after-turn capture instead. ``max_tool_rounds`` bounds the tool-calling replies per
     turn, as in the graph. ``search_memory`` offers the ``search_memory`` tool (``None``:
-    to capable models only). One difference from the graph: with ``small_model=None``
+    to capable models only). ``memory_query`` (opt-in, capable models) has the model write
+    a line for the recall query before each reply, as in the graph; the model is
+    ``summary_model``, else the agent's model from its first call on. One difference from
+    the graph: with ``small_model=None``
     the memory section of an agent's very first turn is the full one, because it is
     rendered before the agent's first model call, where the model is first seen; pass
     ``small_model=True`` to have the compact one from the start. A thread belongs to the
@@ -114,6 +118,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         small_model: bool | None = None,
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
         search_memory: bool | None = None,
+        memory_query: MemoryQueryKind | None = None,
         shared_threads: bool = False,
     ) -> None:
         super().__init__()
@@ -129,7 +134,11 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             auto_summarize_after=auto_summarize_after,
             summary_model=summary_model,
             shared_threads=shared_threads,
+            query_model=summary_model,  # else the agent's model, once seen
         )
+        self.memory_query = self.nodes.memory_query = ModelPolicy(
+            small=small_model is True
+        ).memory_query(memory_query)
         # until the agent's model is seen, the policy small_model names (None: capable)
         self._show(ModelPolicy(small=small_model is True))
         self._summarize = SummarizeTool(memory=memory, model=summary_model)
@@ -159,6 +168,9 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             if self.nodes.summary_model is None:
                 self.nodes.summary_model = model
                 self._summarize.model = model
+            if self.nodes.query_model is None:
+                self.nodes.query_model = model
+            self.nodes.memory_query = policy.memory_query(self.memory_query)
             self._show(policy)
             self.nodes.extractive_summary_fallback = policy.extractive_fallback
             self.nodes.grounded_summaries = policy.grounded

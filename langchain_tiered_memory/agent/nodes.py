@@ -30,12 +30,17 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_tiered_memory.agent.capture import (
     CAPTURE_NOTE,
-    SUMMARIZE_NOTE,
     capture_reply,
     new_call_id,
     summarize_call,
     summary_reply,
     tag_answer,
+)
+from langchain_tiered_memory.agent.memory_query import (
+    MEMORY_QUERY_TURNS,
+    MemoryQueryKind,
+    awrite_memory_query,
+    write_memory_query,
 )
 from langchain_tiered_memory.agent.prompt import (
     DEFAULT_SYSTEM_PROMPT,
@@ -43,13 +48,12 @@ from langchain_tiered_memory.agent.prompt import (
     render_memory_section,
 )
 from langchain_tiered_memory.agent.replies import (
-    REPORT,
     is_empty,
     no_reply,
-    said_by_model,
     with_stored_items,
     without_repeated_calls,
 )
+from langchain_tiered_memory.agent.shown import conversation_only, models_words
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
 )
@@ -70,7 +74,6 @@ __all__ = [
     "DEFAULT_MEMORY_TOKEN_BUDGET",
     "MemoryNodes",
     "ModelStep",
-    "conversation_only",
     "invalid_call_errors",
 ]
 
@@ -121,62 +124,6 @@ def _from_first_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         if isinstance(message, HumanMessage):
             return list(messages[i:])
     return []
-
-
-# What the package itself writes into a turn: no conversation, and a model shown it from
-# an earlier thread imitates it (a real model answered a new thread's "I have an exam
-# tomorrow" with the summarize placeholder and a copied summarize call).
-_MACHINERY = frozenset({CAPTURE_NOTE, SUMMARIZE_NOTE})
-
-
-def conversation_only(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """What of an earlier thread a new one carries: the user's and the assistant's text,
-    without tool calls, tool results (also those a model wrote as its reply, and the
-    package's reports of them), empty replies, the package's placeholders and the history's
-    "[not stored: ...]" notes; ids kept (the prompt is de-duplicated by id).
-
-    Example:
-        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-        >>> call = {"name": "user_tag", "args": {"age": 30}, "id": "c1"}
-        >>> kept = conversation_only([HumanMessage("I'm 30."), AIMessage("", tool_calls=[call]),
-        ...     ToolMessage("Recorded: age=30.", tool_call_id="c1"), AIMessage("Noted!")])
-        >>> [m.text for m in kept]
-        ["I'm 30.", 'Noted!']
-    """
-    out: list[BaseMessage] = []
-    for message in messages:
-        text = message.text.strip()
-        if not text or text in _MACHINERY or text.startswith("[not stored:"):
-            continue
-        if isinstance(message, HumanMessage):
-            out.append(message)
-        elif isinstance(message, AIMessage):
-            said = said_by_model(message)  # not what the package reported of the tools
-            if not said or is_empty(AIMessage(content=said)):  # or a tool call as text
-                continue
-            plain = not (message.tool_calls or message.invalid_tool_calls)
-            if plain and said == text:
-                out.append(message)
-            else:
-                out.append(AIMessage(content=said, id=message.id))
-    return out
-
-
-def _models_words(thread: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The thread as the model is shown it: its earlier replies without what the package
-    wrote into them (the tools' reports, the reply for no reply), which the user reads and
-    a model copied as its next answers ("好的。Recorded: ..., birthday=十月三日." after such a
-    report; nothing of the kind was recorded).
-    """
-    out: list[BaseMessage] = []
-    for message in thread:
-        if isinstance(message, AIMessage) and message.response_metadata.get(REPORT):
-            said = said_by_model(message)
-            if not said and not message.tool_calls:
-                continue
-            message = message.model_copy(update={"content": said})
-        out.append(message)
-    return out
 
 
 def invalid_call_errors(response: BaseMessage) -> list[ToolMessage]:
@@ -269,6 +216,10 @@ class MemoryNodes:
     keep_tags: bool = False
     # Users of the app share threads (said explicitly): threads are recorded, not claimed.
     shared_threads: bool = False
+    # Capable models, opt-in: before the reply, the model writes a line for the recall
+    # query (agent/memory_query.py); it joins the query as one more turn before the latest.
+    memory_query: MemoryQueryKind | None = None
+    query_model: BaseChatModel | None = None
 
     # ----- load -----
 
@@ -290,12 +241,31 @@ class MemoryNodes:
             update["memory_tags"] = dict(snap.tags)
         return update
 
+    def _query_request(
+        self, state: dict[str, Any]
+    ) -> tuple[BaseChatModel, list[str], MemoryQueryKind] | None:
+        """The arguments of ``write_memory_query`` for this state, or ``None`` when the
+        model writes no memory query (not asked for, or no model yet).
+        """
+        if self.memory_query is None or self.query_model is None:
+            return None
+        texts = recent_user_texts(state.get("messages", []), MEMORY_QUERY_TURNS)
+        return self.query_model, texts, self.memory_query
+
     def _load_call(
-        self, state: dict[str, Any], user_id: str, thread_id: str | None
+        self,
+        state: dict[str, Any],
+        user_id: str,
+        thread_id: str | None,
+        line: str | None = None,
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """The arguments of the memory's ``load`` for this state (``load`` and ``aload``)."""
+        """The arguments of the memory's ``load`` for this state (``load`` and ``aload``);
+        ``line``, the model's memory query, joins the context as its newest turn.
+        """
         texts, n = self._load_args(state)
         query, context = (texts[-1], texts[:-1]) if texts else (None, [])
+        if line and query is not None:
+            context = [*context, line]
         options = {
             "max_messages": n,
             "k": self.recall_k,
@@ -311,14 +281,20 @@ class MemoryNodes:
         """Read tags, recalled items and (first turn) recent history into the state; record
         the thread as the user's (before anything of the turn can fail).
         """
-        args, options = self._load_call(state, user_id, thread_id)
+        line = None
+        if (request := self._query_request(state)) is not None:
+            line = write_memory_query(*request)
+        args, options = self._load_call(state, user_id, thread_id, line)
         return self._load_update(state, self.memory.load(*args, **options))
 
     async def aload(
         self, state: dict[str, Any], user_id: str, thread_id: str | None = None
     ) -> dict[str, Any]:
         """Async :meth:`load`."""
-        args, options = self._load_call(state, user_id, thread_id)
+        line = None
+        if (request := self._query_request(state)) is not None:
+            line = await awrite_memory_query(*request)
+        args, options = self._load_call(state, user_id, thread_id, line)
         return self._load_update(state, await self.memory.aload(*args, **options))
 
     # ----- compose -----
@@ -342,7 +318,7 @@ class MemoryNodes:
         history = [m for m in state.get("recent_history") or [] if not m.id or m.id not in seen]
         history = _from_first_human(history)
         system = self.system_message(state, base_prompt)
-        messages: list[BaseMessage] = [system, *history, *_models_words(thread)]
+        messages: list[BaseMessage] = [system, *history, *models_words(thread)]
         if self.context_token_budget is None:
             return messages
         # counted from the newest back, up to the budget: a turn's cost is flat in the

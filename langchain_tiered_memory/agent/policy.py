@@ -10,14 +10,20 @@ and neither imports a local model: a model class marks itself with a class attri
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from langchain_core.runnables import RunnableBinding
+
+from langchain_tiered_memory.agent.memory_query import MEMORY_QUERY_KINDS
 
 __all__ = ["ModelPolicy", "is_small_model"]
 
 TagCapture = Literal["tool", "forced", "after_turn"]
+_Kind = TypeVar("_Kind", bound=str)
+
+logger = logging.getLogger(__name__)
 
 
 def is_small_model(model: object) -> bool:
@@ -119,6 +125,30 @@ class ModelPolicy:
         would call it on every turn, or never).
         """
         return not self.small
+
+    def memory_query(self, asked: _Kind | None) -> _Kind | None:
+        """The memory query the model writes before each reply (``asked``, opt-in), or
+        ``None``: a small model's line would mislead the recall, so it writes none. The
+        graph and the middleware both ask here, so both refuse an unknown kind.
+
+        Example:
+            >>> ModelPolicy(small=False).memory_query("note")
+            'note'
+            >>> ModelPolicy(small=True).memory_query(None) is None
+            True
+        """
+        if asked not in (None, *MEMORY_QUERY_KINDS):
+            raise ValueError(
+                f"memory_query must be one of {MEMORY_QUERY_KINDS} or None, not {asked!r}."
+            )
+        if asked is not None and self.small:
+            logger.warning(
+                "memory_query=%r is for capable models: a small local model writes no memory "
+                "query (pass small_model=False if this model is a capable one)",
+                asked,
+            )
+            return None
+        return asked
 
     @property
     def scripted_requests(self) -> bool:

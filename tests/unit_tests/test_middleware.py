@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import MissingUserIdError, TieredMemory
 from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
-from langchain_tiered_memory.agent.nodes import conversation_only
+from langchain_tiered_memory.agent.shown import conversation_only
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
