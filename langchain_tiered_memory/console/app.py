@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
 MAX_TURNS = 20
 MAX_K = 20
+MAX_FIND = 500  # characters of an item search (a query, not a document)
 
 
 def _environment() -> Environment:
@@ -125,7 +127,14 @@ def create_app(
         start = int(offset) if offset.isdigit() else 0
         toffset = request.query_params.get("toffset", "0")
         tstart = int(toffset) if toffset.isdigit() else 0
-        view = await run_in_threadpool(views.user_view, memory, user_id, start, tstart)
+        params = request.query_params
+        query = views.ItemQuery(
+            text=params.get("find", "").strip()[:MAX_FIND],
+            thread=params.get("thread", "").strip(),
+            since=_day(params.get("since", "")),
+            until=_day(params.get("until", "")),
+        )
+        view = await run_in_threadpool(views.user_view, memory, user_id, start, tstart, query)
         if views.is_empty(view) and not request.query_params.get("new"):
             # a mistyped id shows no editable empty page; "add memory for them" opens it
             return page("unknown.html", 404, user_id=user_id)
@@ -137,6 +146,7 @@ def create_app(
             notice=notice,
             per_page=views.ITEMS_PER_PAGE,
             threads_per_page=views.THREADS_PER_PAGE,
+            meaning_results=views.MEANING_RESULTS,
         )
 
     async def playground(request: Request) -> Response:
@@ -265,6 +275,12 @@ def create_app(
         return secure_headers(error("No such page here.", 404))
 
     return Starlette(routes=routes, exception_handlers={404: not_found})
+
+
+def _day(value: str) -> str:
+    """A ``YYYY-MM-DD`` date from a form, or "" (a date input sends that form)."""
+    value = value.strip()
+    return value if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) else ""
 
 
 def _attachment(name: str) -> str:

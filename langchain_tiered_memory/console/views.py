@@ -6,7 +6,7 @@ Every function is synchronous and does blocking I/O: the app runs them in a thre
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
@@ -99,6 +99,76 @@ class ItemView:
     supersedes: list[str]
     extra: dict[str, Any]
     edits: list[str] = field(default_factory=list)  # earlier texts, oldest first
+    found: str = ""  # why a search shows it: "text", "meaning 0.82", or both
+
+
+MEANING_RESULTS = 20
+"""Items a search by meaning shows (the best, with the recall's own ranking)."""
+
+
+@dataclass(frozen=True)
+class ItemQuery:
+    """A search of one user's items: ``text`` by text match (case-insensitive) and by
+    meaning (the recall's hybrid ranking, superseded items included: a wrong item may be
+    one), narrowed to a ``thread`` and to dates ``since``/``until`` (``YYYY-MM-DD``,
+    inclusive). Empty fields do not narrow.
+
+    Example:
+        >>> bool(ItemQuery()), bool(ItemQuery(text="age"))
+        (False, True)
+    """
+
+    text: str = ""
+    thread: str = ""
+    since: str = ""
+    until: str = ""
+
+    def __bool__(self) -> bool:
+        return any((self.text, self.thread, self.since, self.until))
+
+    def params(self) -> dict[str, str]:
+        """The query as link parameters (the pager keeps it)."""
+        names = ("find", "thread", "since", "until")
+        values = (self.text, self.thread, self.since, self.until)
+        return {name: value for name, value in zip(names, values) if value}
+
+    def keeps(self, item: ItemView) -> bool:
+        """Whether ``item`` is within the thread and the dates."""
+        day = item.created_at[:10]
+        return (
+            (not self.thread or self.thread in item.threads)
+            and (not self.since or day >= self.since)
+            and (not self.until or day <= self.until)
+        )
+
+
+def _find(
+    memory: TieredMemory, user_id: str, items: list[ItemView], query: ItemQuery
+) -> list[ItemView]:
+    """``items`` (newest first) that ``query`` finds: text matches first, newest first,
+    then the rest of the best by meaning, best first."""
+    kept = [item for item in items if query.keeps(item)]
+    if not query.text:
+        return kept
+    needle = query.text.casefold()
+    by_id = {item.id: item for item in kept}
+    meaning = {
+        str(doc.id): float(doc.metadata.get("score", 0.0))
+        for doc in memory.summaries.search(
+            user_id, query.text, MEANING_RESULTS, include_superseded=True
+        )
+        if str(doc.id) in by_id
+    }
+    out = []
+    for item in kept:
+        if needle in item.text.casefold():
+            why = "text" + (f", meaning {meaning[item.id]:.2f}" if item.id in meaning else "")
+            out.append(replace(item, found=why))
+    shown = {item.id for item in out}
+    for item_id, score in meaning.items():
+        if item_id not in shown:
+            out.append(replace(by_id[item_id], found=f"meaning {score:.2f}"))
+    return out
 
 
 @dataclass
@@ -117,6 +187,8 @@ class UserView:
     threads: list[str]  # a page of them
     thread_count: int = 0
     thread_offset: int = 0
+    query: ItemQuery = field(default_factory=lambda: ItemQuery())
+    found_count: int = 0  # items the query finds (all of them without a query)
 
 
 def _item_view(doc: Document, supersedes: dict[str, list[str]]) -> ItemView:
@@ -148,11 +220,17 @@ def _shown(message: BaseMessage) -> str:
 
 
 def user_view(
-    memory: TieredMemory, user_id: str, item_offset: int = 0, thread_offset: int = 0
+    memory: TieredMemory,
+    user_id: str,
+    item_offset: int = 0,
+    thread_offset: int = 0,
+    query: ItemQuery | None = None,
 ) -> UserView:
-    """One user: tags with their changes, a page of items (newest first), recent
-    history, a page of threads and how many messages wait for summarization.
+    """One user: tags with their changes, a page of items (newest first, or what
+    ``query`` finds), recent history, a page of threads and how many messages wait for
+    summarization.
     """
+    query = query or ItemQuery()
     tags = memory.get_user_tags(user_id)
     changes = memory.tags.history(user_id)
     names = sorted(memory.tags.schema.model_fields)
@@ -168,7 +246,9 @@ def user_view(
         if newer:
             supersedes.setdefault(str(newer), []).append(str(doc.id))
     docs.reverse()  # newest first
-    page = docs[item_offset : item_offset + ITEMS_PER_PAGE]
+    items = [_item_view(d, supersedes) for d in docs]
+    if query:
+        items = _find(memory, user_id, items, query)
     messages = memory.history.tail(user_id, HISTORY_SHOWN)
     length = memory.history.length(user_id)
     threads = memory.history.threads(user_id)
@@ -176,7 +256,7 @@ def user_view(
         user_id=user_id,
         tags=tag_views,
         tag_names=names,
-        items=[_item_view(d, supersedes) for d in page],
+        items=items[item_offset : item_offset + ITEMS_PER_PAGE],
         item_count=len(docs),
         item_offset=item_offset,
         messages=[(_role(m), _shown(m)) for m in messages],
@@ -185,6 +265,8 @@ def user_view(
         threads=threads[thread_offset : thread_offset + THREADS_PER_PAGE],
         thread_count=len(threads),
         thread_offset=thread_offset,
+        query=query,
+        found_count=len(items),
     )
 
 

@@ -121,3 +121,61 @@ def test_the_users_page_shows_each_users_name_tag(memory: TieredMemory) -> None:
     assert '<td class="name">王芳</td>' in row[: row.index("</tr>")]
     row = page[page.index("u-18") :]
     assert '<td class="name"></td>' in row[: row.index("</tr>")]
+
+
+def _rows(html: str) -> list[str]:
+    """The item ids of the items table, in order."""
+    import re
+
+    table = html.split('id="items"', 1)[1].split("</table>", 1)[0]
+    return re.findall(r'data-item="([^"]+)"', table)
+
+
+def test_a_users_items_are_found_by_text_by_meaning_by_thread_and_date(
+    memory: TieredMemory,
+) -> None:
+    """Issue 46 item 1: one item among many, without paging through them."""
+    memory.add_summaries("s", ["The user is 31 years old."], created_at="2025-01-05")
+    memory.add_summaries("s", ["用户今年三十一岁。"], created_at="2025-02-05")
+    memory.add_summaries(
+        "s",
+        ["The user's birthday is March 5."],
+        created_at="2025-03-05",
+        metadata={"threads": ["t9"]},
+    )
+    for i in range(150):  # more than a page of distractors
+        memory.add_summaries("s", [f"The user planted tree number {i} in the garden."])
+    ids = {d.page_content: str(d.id) for d in memory.summaries.get_all("s")}
+    client = _client(memory)
+
+    found = client.get("/user", params={"u": "s", "find": "YEARS old"}).text
+    rows = _rows(found)
+    assert rows[0] == ids["The user is 31 years old."]  # the text match first
+    assert "text" in found.split(rows[0], 2)[2].split("</td>", 2)[1]
+    assert len(rows) <= 1 + 20 and 'id="found"' in found
+
+    # by meaning: no text match, the best of a search by the recall's own ranking
+    page = client.get("/user", params={"u": "s", "find": "how old am I"}).text
+    assert _rows(page)[0] == ids["The user is 31 years old."]
+    assert "meaning 0." in page and 'class="found">text' not in page
+
+    by_thread = _rows(client.get("/user", params={"u": "s", "thread": "t9"}).text)
+    assert by_thread == [ids["The user's birthday is March 5."]]
+    by_date = client.get("/user", params={"u": "s", "since": "2025-02-01", "until": "2025-02-28"})
+    assert _rows(by_date.text) == [ids["用户今年三十一岁。"]]
+    assert "1 of 153 items found" in by_date.text
+
+    # a malformed date narrows nothing; the page still shows every item, a page at a time
+    unfiltered = client.get("/user", params={"u": "s", "since": "yesterday"}).text
+    assert len(_rows(unfiltered)) == 100 and 'id="found"' not in unfiltered
+
+
+def test_the_pager_keeps_the_search(memory: TieredMemory) -> None:
+    for i in range(130):
+        memory.add_summaries("p", [f"The user visited museum {i}."], created_at="2025-05-01")
+    memory.add_summaries("p", ["The user visited a zoo."], created_at="2024-01-01")
+    first = _client(memory).get("/user", params={"u": "p", "since": "2025-01-01"}).text
+    assert len(_rows(first)) == 100 and "older →" in first
+    older = first.split("older →")[0].rsplit('href="', 1)[1].split('"')[0].replace("&amp;", "&")
+    second = _client(memory).get(older).text
+    assert len(_rows(second)) == 30 and "zoo" not in second
