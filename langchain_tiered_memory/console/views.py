@@ -146,7 +146,8 @@ def _find(
     memory: TieredMemory, user_id: str, items: list[ItemView], query: ItemQuery
 ) -> list[ItemView]:
     """``items`` (newest first) that ``query`` finds: text matches first, newest first,
-    then the rest of the best by meaning, best first."""
+    then the rest of the best by meaning, best first.
+    """
     kept = [item for item in items if query.keeps(item)]
     if not query.text:
         return kept
