@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 _HERE = Path(__file__).parent
 MAX_TURNS = 20
 MAX_K = 20
+MAX_ID = 200  # characters of an item id typed into a form
 MAX_FIND = 500  # characters of an item search (a query, not a document)
 
 
@@ -156,7 +157,21 @@ def create_app(
         k = min(int(k_text), MAX_K) if k_text.isdigit() and int(k_text) > 0 else 3
         turns = text.splitlines()[-MAX_TURNS:]
         result = await run_in_threadpool(views.playground, memory, user_id, turns, k)
-        return page("playground.html", user_id=user_id, text=text, k=k, result=result)
+        why = request.query_params.get("why", "").strip()[:MAX_ID]
+        explained = None
+        if why and result.turns:
+            explained = await run_in_threadpool(
+                views.explain, memory, user_id, result.turns, k, why, result
+            )
+        return page(
+            "playground.html",
+            user_id=user_id,
+            text=text,
+            k=k,
+            result=result,
+            why=why,
+            explained=explained,
+        )
 
     async def export(request: Request) -> Response:
         user_id = user_of(request.query_params.get("u"))

@@ -15,8 +15,9 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
 from langchain_tiered_memory.agent.nodes import DEFAULT_MEMORY_TOKEN_BUDGET
-from langchain_tiered_memory.agent.prompt import render_memory_section
+from langchain_tiered_memory.agent.prompt import quote, render_memory_section
 from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.retrieval.conversation import DEFAULT_CONTEXT_TURNS
 from langchain_tiered_memory.stores.directory import (
     PAGE_SIZE,
     RedisUserDirectory,
@@ -303,6 +304,7 @@ def removed_sentence(removed: dict[str, int]) -> str:
 class RecallRow:
     """One recalled item and the parts of its ranking."""
 
+    id: str
     text: str
     created_at: str
     score: float
@@ -319,6 +321,7 @@ class Playground:
     turns: list[str]
     section: str
     rows: list[RecallRow]
+    recalled: list[Document] = field(default_factory=list)
 
 
 def playground(memory: TieredMemory, user_id: str, turns: list[str], k: int) -> Playground:
@@ -336,21 +339,98 @@ def playground(memory: TieredMemory, user_id: str, turns: list[str], k: int) -> 
         snap.tags, snap.recalled, token_budget=DEFAULT_MEMORY_TOKEN_BUDGET
     )
     rows = []
-    for doc in snap.recalled:
+    for i, doc in enumerate(snap.recalled):
         meta = doc.metadata
         parts = meta.get("score_parts") or {}
         rows.append(
             RecallRow(
+                id=str(doc.id),
                 text=doc.page_content,
                 created_at=str(meta.get("created_at") or ""),
                 score=float(meta.get("score", 0.0)),
                 dense=float(parts.get("dense", 0.0)),
                 lexical=float(parts.get("lexical", 0.0)),
                 time=float(parts.get("time", 0.0)),
-                ranks=meta.get("ranks") or {"latest": 0, "conversation": 0},
+                # one turn: the conversation's ranking is the latest message's
+                ranks=meta.get("ranks") or {"latest": i, "conversation": i},
             )
         )
-    return Playground(turns, section, rows)
+    return Playground(turns, section, rows, list(snap.recalled))
+
+
+EXPLAIN_DEPTH = 200
+"""How deep the playground reads the rankings to explain an item (an item below is "not
+among the best 200")."""
+
+
+@dataclass
+class Explanation:
+    """Why one item was or was not recalled for the playground's turns."""
+
+    item_id: str
+    text: str
+    verdict: str  # one sentence: recalled, or why it was cut
+    by_score: int | None = None  # its place by score alone (0 = first), None: below depth
+    latest: int | None = None  # its place in the latest message's own ranking
+    score: float | None = None
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+def explain(
+    memory: TieredMemory, user_id: str, turns: list[str], k: int, item_id: str, shown: Playground
+) -> Explanation:
+    """Why the item ``item_id`` is or is not in ``shown`` (the playground's result): its
+    place by score in the conversation's ranking and in the latest message's, each part
+    of its score, and what cut it: superseded, below ``k``, diversity (its score ranked it
+    within ``k`` but maximal marginal relevance chose a less redundant item), or the
+    memory section's token budget.
+    """
+    docs = {str(d.id): d for d in memory.summaries.get_all(user_id)}
+    doc = docs.get(item_id.strip())
+    if doc is None:
+        return Explanation(item_id, "", f"{user_id} has no item with id {item_id!r}.")
+    item_id = str(doc.id)
+    out = Explanation(item_id, doc.page_content, "")
+    if doc.metadata.get("superseded_by"):
+        out.verdict = (
+            f"Superseded by item {doc.metadata['superseded_by']}: recall leaves superseded "
+            "items out (the newer one says what holds now)."
+        )
+        return out
+    depth = min(len(docs), EXPLAIN_DEPTH)
+    joined = " ".join(turns[-DEFAULT_CONTEXT_TURNS:])
+    ranking = memory.summaries.search(user_id, joined, depth)
+    latest = memory.summaries.search(user_id, turns[-1], depth)
+    by_score = sorted(ranking, key=lambda d: -float(d.metadata.get("score", 0.0)))
+    out.by_score = next((i for i, d in enumerate(by_score) if str(d.id) == item_id), None)
+    out.latest = next((i for i, d in enumerate(latest) if str(d.id) == item_id), None)
+    if out.by_score is not None:
+        meta = by_score[out.by_score].metadata
+        out.score = float(meta.get("score", 0.0))
+        out.parts = {n: float(v) for n, v in (meta.get("score_parts") or {}).items()}
+    recalled = [str(d.id) for d in shown.recalled]
+    if item_id in recalled:
+        rank = recalled.index(item_id) + 1
+        if quote(doc.page_content) in shown.section:
+            out.verdict = f"Recalled at #{rank} of {k}, and in the memory section."
+        else:
+            out.verdict = (
+                f"Recalled at #{rank} of {k}, but the memory section's token budget "
+                f"({DEFAULT_MEMORY_TOKEN_BUDGET}) ran out before it."
+            )
+    elif out.by_score is None:
+        out.verdict = f"Not recalled: not among the best {depth} by score."
+    elif out.by_score < k:
+        out.verdict = (
+            f"Not recalled: its score ranks it #{out.by_score + 1}, within {k}, but "
+            "diversity (maximal marginal relevance) chose a less redundant item over it, "
+            "or the latest message's own best item took a place."
+        )
+    else:
+        last = shown.recalled[-1].metadata.get("score") if shown.recalled else None
+        cut = f"; the last recalled item scored {float(last):.3f}" if last is not None else ""
+        out.verdict = f"Not recalled: below {k}: its score ranks it #{out.by_score + 1}{cut}."
+    return out
 
 
 def item_text(memory: TieredMemory, user_id: str, item_id: str) -> str:

@@ -179,3 +179,32 @@ def test_the_pager_keeps_the_search(memory: TieredMemory) -> None:
     older = first.split("older →")[0].rsplit('href="', 1)[1].split('"')[0].replace("&amp;", "&")
     second = _client(memory).get(older).text
     assert len(_rows(second)) == 30 and "zoo" not in second
+
+
+def test_the_playground_explains_any_item_recalled_or_not(memory: TieredMemory) -> None:
+    """Issue 46 item 3: rank, score parts and why it was cut, for an item a person picks."""
+    memory.add_summaries("x", ["The user failed the driving test in March."])
+    (old,) = memory.summaries.add("x", ["The user lives in Paris."])
+    memory.summaries.add("x", ["The user lives in Berlin."], supersedes={0: [old]})
+    for i in range(8):
+        memory.add_summaries("x", [f"The user baked bread number {i}."])
+    docs = {d.page_content: str(d.id) for d in memory.summaries.get_all("x")}
+    client = _client(memory)
+
+    def why(item: str, k: int = 1) -> str:
+        params = {"u": "x", "turns": "the driving test", "k": k, "why": item}
+        page = client.get("/user/playground", params=params).text
+        return page.split('id="explained"', 1)[1].split("</div>", 1)[0]
+
+    recalled = why(docs["The user failed the driving test in March."])
+    assert "Recalled at #1 of 1, and in the memory section" in recalled
+    assert "place by score" in recalled and "dense" in recalled
+    assert "Superseded by item " + docs["The user lives in Berlin."] in why(
+        docs["The user lives in Paris."]
+    )
+    assert "Not recalled: below 1" in why(docs["The user baked bread number 3."])
+    assert "has no item with id" in why("no-such-id")
+    # a one-line query's ranks are the places, not 0 for every row
+    page = client.get("/user/playground", params={"u": "x", "turns": "bread", "k": 3}).text
+    table = page.split('id="recalled"', 1)[1]
+    assert [c.split("</td>")[0] for c in table.split("<td>")[9::10][:3]] == ["0", "1", "2"]
