@@ -13,7 +13,9 @@
 #    free loopback ports; nothing uses a system redis on 6379 or PostgreSQL on 5432), with
 #    a PATH that has no C or C++ compiler: nothing compiles at run time either.
 #
-# Environment: PYTHON (default: python3), FORCE_INSTALL=1 to re-run the pip installs;
+# Environment: PYTHON (default: python3; it creates the test venv .venv-test, where every
+#   install goes: USE_CURRENT_ENV=1 installs into PYTHON's environment instead, TEST_VENV=DIR
+#   moves the venv), FORCE_INSTALL=1 to re-run the pip installs;
 #   LATEST=1: resolve the newest releases instead of the constraints (what a scheduled job
 #     runs, as LangChain's partner packages test min and latest; not in .ci/run);
 #   LLAMA_CPP=1: also install [test-llama-cpp] and run the llama.cpp tests (ChatLocalLlama,
@@ -23,6 +25,20 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PYTHON="${PYTHON:-python3}"
+# The tests run in a venv of their own (.venv-test in the checkout): pinning the test
+# dependencies must not change the packages of the user's own environment (the active venv
+# had five of them downgraded). USE_CURRENT_ENV=1 installs into the current Python instead
+# (a throwaway CI machine); TEST_VENV=DIR puts the test venv elsewhere.
+if [[ "${USE_CURRENT_ENV:-0}" != 1 ]]; then
+  TEST_VENV="${TEST_VENV:-.venv-test}"
+  if [[ ! -x "${TEST_VENV}/bin/python" ]]; then
+    echo "==> creating the test venv ${TEST_VENV} (your environment stays as it is)"
+    "${PYTHON}" -m venv "${TEST_VENV}"
+  fi
+  TEST_VENV="$(cd "${TEST_VENV}" && pwd)"
+  PYTHON="${TEST_VENV}/bin/python"
+  export VIRTUAL_ENV="${TEST_VENV}" PATH="${TEST_VENV}/bin:${PATH}"
+fi
 TORCH_VERSION="2.13.0"
 CONSTRAINTS="requirements/test-constraints.txt"
 LATEST="${LATEST:-0}" LLAMA_CPP="${LLAMA_CPP:-0}"
