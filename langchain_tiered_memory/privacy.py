@@ -23,6 +23,7 @@ from langchain_tiered_memory._ids import validate_thread_id, validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
 from langchain_tiered_memory.agent.messages import messages_at
 from langchain_tiered_memory.persistence.store import RedisStore
+from langchain_tiered_memory.stores.directory import RedisUserDirectory
 from langchain_tiered_memory.tiers import DEFAULT_STORE_NAMESPACES, Tiers
 
 logger = logging.getLogger(__name__)
@@ -227,11 +228,24 @@ def _forget_user_plan(
     redis = tiers.redis
     if redis is not None:
         yield call(redis.purge, redis.apurge, user_id)
+    # the user's member of the console's directory, on each Redis that indexed them
+    for directory in _directories(tiers):
+        yield call(directory.forget, directory.aforget, user_id)
     if tiers.queue is not None:
         # its entry, the pending index, the watermark copy
         yield call(tiers.queue.forget, tiers.queue.aforget, user_id)
     yield from compact(tiers)
     return removed
+
+
+def _directories(tiers: Tiers) -> list[RedisUserDirectory]:
+    """The directories of the tiers' Redis stores, one per Redis and prefix."""
+    out: dict[tuple[int, str], RedisUserDirectory] = {}
+    for store in (tiers.history, tiers.tags):
+        directory = RedisUserDirectory.of(store)
+        if directory is not None:
+            out.setdefault((id(directory.connection), directory.keys.prefix), directory)
+    return list(out.values())
 
 
 def _forget_thread_plan(

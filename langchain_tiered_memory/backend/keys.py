@@ -208,6 +208,16 @@ class KeyBuilder:
         """Set once the pending index covers every user (after a full sweep)."""
         return f"{self.prefix}:{{wq:}}:wq:indexed"
 
+    def directory_key(self) -> str:
+        """The users' sorted set by last activity, for the console (``{dir:}``: never a
+        user's key): a user's member is their escaped id, written with each turn.
+
+        Example:
+            >>> KeyBuilder("tm").directory_key()
+            'tm:{dir:}:dir:active'
+        """
+        return f"{self.prefix}:{{dir:}}:dir:active"
+
     def store_registry_key(self) -> str:
         """The LangGraph store's sorted set of every namespace (``{st:}``: never a user's)."""
         return f"{self.prefix}:{{st:}}:st:ns"

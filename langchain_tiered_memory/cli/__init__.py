@@ -32,6 +32,7 @@ from langchain_tiered_memory.cli.commands import (
     cmd_inspect,
     cmd_mcp,
     cmd_reembed,
+    cmd_reindex,
     cmd_summarize,
     cmd_ui,
     cmd_worker,
@@ -376,6 +377,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _user_option(reembed, required=False)
     reembed.set_defaults(func=cmd_reembed)
+
+    reindex = sub.add_parser(
+        "reindex",
+        parents=[common],
+        formatter_class=fmt,
+        help="index users stored before the console's user directory existed",
+        description=_para(
+            "Add every user a key scan finds to the console's directory (users by last "
+            "activity), for data written by a version without it. Turns index their user "
+            "themselves; running it again is harmless."
+        ),
+    )
+    reindex.set_defaults(func=cmd_reindex)
 
     export = sub.add_parser(
         "export",

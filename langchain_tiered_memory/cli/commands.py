@@ -194,6 +194,21 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """``reindex``: index users written before the console's directory index existed."""
+    from langchain_tiered_memory.stores.directory import RedisUserDirectory
+
+    console = rich_console()
+    with open_memory(args) as memory:
+        directory = RedisUserDirectory.of(memory.history)
+        if directory is None:
+            console.print("nothing to index: this memory is not on Redis", highlight=False)
+            return EXIT_OK
+        added = directory.reindex()
+    console.print(f"indexed {added} users not in the directory before", highlight=False)
+    return EXIT_OK
+
+
 def cmd_forget(args: argparse.Namespace) -> int:
     """``forget --user U``."""
     user = user_id_of(args)

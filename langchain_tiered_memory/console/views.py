@@ -60,8 +60,13 @@ def list_users(memory: TieredMemory, cursor: str | None, contains: str | None) -
     summary_users: list[str] = getattr(memory.summaries, "users", list)()
     tag_users: list[str] = getattr(memory.tags, "users", list)()
     users = sorted(set(history.users()) | set(summary_users) | set(tag_users))
-    if contains:
-        users = [u for u in users if contains.lower() in u.lower()]
+    if contains:  # the id or a tag value, as the Redis directory searches
+        needle = contains.casefold()
+        users = [
+            u
+            for u in users
+            if any(needle in t.casefold() for t in (u, *memory.tags.get_all(u).values()))
+        ]
     start = int(cursor or 0)
     rows = [
         UserRow(
@@ -76,7 +81,7 @@ def list_users(memory: TieredMemory, cursor: str | None, contains: str | None) -
         for u in users[start : start + PAGE_SIZE]
     ]
     more = start + PAGE_SIZE < len(users)
-    return UserPage(rows, str(start + PAGE_SIZE) if more else None)
+    return UserPage(rows, str(start + PAGE_SIZE) if more else None, total=len(users))
 
 
 @dataclass

@@ -1,12 +1,16 @@
 """The directory of users: who has memory under a key prefix, a page at a time, with each
 user's counts per tier and last activity. What the console lists.
 
-On Redis it pages with ``SCAN`` (never ``KEYS``), so a page costs the same at 100 users or
-100,000 and nothing is written to keep an index: no extra write per turn, and erasing a
-user leaves no entry behind in a shared key. A user is listed once, from the first of their
-keys in this order: history, tags, summary items (a tag-only user is found by the tags pass
-and skipped by the others). Search is a SCAN MATCH on the escaped user id, ASCII letters
-matched in either case.
+Users are indexed by last activity in one sorted set (``KeyBuilder.directory_key``): each
+turn's save adds a ``ZADD`` to its round trip, and a user's erasure removes their member.
+From it a page is exact (``ZREVRANGE``: the recently active first, at any offset), the
+total is ``ZCARD``, and a search reads the index in batches (``ZSCAN``) and matches the
+user id or any tag value, the tags of a batch in one pipelined round trip. A member whose
+user has no key left (expired by ``user_ttl``) is dropped when a page meets it.
+
+Data written before the index existed is listed with ``SCAN`` until :meth:`reindex` has
+run (never ``KEYS``): a user is listed once, from the first of their keys in this order:
+history, tags, summary items; search there is a ``SCAN MATCH`` on the escaped user id.
 """
 
 from __future__ import annotations
@@ -14,11 +18,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
-from langchain_tiered_memory.backend.connection import RedisConnection, as_text
-from langchain_tiered_memory.backend.keys import KeyBuilder, KeyKind
+from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall, as_text
+from langchain_tiered_memory.backend.keys import KeyBuilder, KeyKind, escape_user_id
 
-__all__ = ["PAGE_SIZE", "RedisUserDirectory", "UserPage", "UserRow", "listing_kinds"]
+__all__ = [
+    "PAGE_SIZE",
+    "RedisUserDirectory",
+    "UserPage",
+    "UserRow",
+    "activity_call",
+    "listing_kinds",
+]
+
+_ACTIVE_LUA = "return redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])"
+# members a search reads per round trip (with their tags, pipelined)
+_FIND_BATCH = 2000
+
+
+def activity_call(keys: KeyBuilder, user_id: str, at: float) -> ScriptCall:
+    """The index write of a turn: ``user_id`` was active at ``at`` (epoch seconds), sent
+    in the turn's own round trip.
+
+    Example:
+        >>> activity_call(KeyBuilder("tm"), "ann", 5.0).args
+        ('tm:{dir:}:dir:active', 5.0, 'ann')
+    """
+    return ScriptCall(_ACTIVE_LUA, 1, (keys.directory_key(), at, escape_user_id(user_id)))
+
 
 PAGE_SIZE = 50
 # the passes of a listing, in order: a user is listed by the first kind of key they have
@@ -53,6 +81,8 @@ class UserPage:
 
     users: list[UserRow]
     next_cursor: str | None
+    total: int | None = None  # every user of the index (None: not known without a scan)
+    indexed: bool = False  # from the index (recently active first), not a SCAN
 
 
 class RedisUserDirectory:
@@ -70,6 +100,16 @@ class RedisUserDirectory:
     def __init__(self, connection: RedisConnection, *, keys: KeyBuilder | None = None) -> None:
         self.connection = connection
         self.keys = keys or KeyBuilder()
+
+    @classmethod
+    def of(cls, store: object) -> RedisUserDirectory | None:
+        """The directory a Redis store writes to (its connection and prefix), or ``None``
+        for a store off Redis.
+        """
+        connection, keys = getattr(store, "connection", None), getattr(store, "keys", None)
+        if isinstance(connection, RedisConnection) and isinstance(keys, KeyBuilder):
+            return cls(connection, keys=keys)
+        return None
 
     def _nodes(self) -> list[Any]:
         client = self.connection.sync
@@ -89,12 +129,107 @@ class RedisUserDirectory:
     def page(
         self, cursor: str | None = None, *, count: int = PAGE_SIZE, contains: str | None = None
     ) -> UserPage:
-        """At least ``count`` users (fewer on the last page; a SCAN step may give a few
-        more), from ``cursor`` (``None``: the first page).
+        """A page of users from ``cursor`` (``None``: the first page): from the index, the
+        recently active first, exactly ``count`` (fewer on the last page), or the users
+        whose id or a tag value holds ``contains``; without an index, at least ``count``
+        users of a ``SCAN`` (a SCAN step may give a few more).
 
         Raises:
             ValueError: ``cursor`` is not one this directory handed out.
         """
+        if cursor is not None and cursor[:2] in ("r.", "f."):
+            indexed = True
+        elif cursor:
+            indexed = False  # a SCAN cursor: that listing goes on
+        else:
+            with self.connection.errors():
+                indexed = bool(self.connection.sync.exists(self.keys.directory_key()))
+        if not indexed:
+            return self._scan_page(cursor, count, contains)
+        with self.connection.errors():
+            if contains:
+                return self._find(_position(cursor, "f."), count, contains)
+            return self._recent(_position(cursor, "r."), count)
+
+    def _recent(self, offset: int, count: int) -> UserPage:
+        client = self.connection.sync
+        key = self.keys.directory_key()
+        rows: list[UserRow] = []
+        while len(rows) < count:
+            members = client.zrevrange(key, offset, offset + count - len(rows) - 1)
+            if not members:
+                break
+            offset += len(members)
+            rows += self._live(key, [unquote(as_text(m)) for m in members])
+        total = int(client.zcard(key))
+        more = offset < total
+        return UserPage(rows, f"r.{offset}" if more else None, total=total, indexed=True)
+
+    def _find(self, scan: int, count: int, contains: str) -> UserPage:
+        """Users whose id or a tag value holds ``contains`` (case-folded), from ``ZSCAN``
+        cursor ``scan``; each batch's tags are read in one pipelined round trip.
+        """
+        client = self.connection.sync
+        key = self.keys.directory_key()
+        needle = contains.casefold()
+        found: list[tuple[float, str]] = []
+        while True:
+            scan, batch = client.zscan(key, scan, count=_FIND_BATCH)
+            users = [(float(at), unquote(as_text(m))) for m, at in batch]
+            pipe = client.pipeline(transaction=False)
+            for _, user in users:
+                pipe.hvals(self.keys.key(user, "tags"))
+            values = pipe.execute() if users else []
+            for (at, user), tags in zip(users, values, strict=True):
+                texts = [user, *(as_text(v) for v in tags)]
+                if any(needle in t.casefold() for t in texts):
+                    found.append((at, user))
+            if scan == 0 or len(found) >= count:
+                break
+        found.sort(key=lambda pair: -pair[0])  # the recently active first, in a page
+        rows = self._live(key, [user for _, user in found])
+        total = int(client.zcard(key))
+        return UserPage(rows, None if scan == 0 else f"f.{scan}", total=total, indexed=True)
+
+    def _live(self, key: str, users: list[str]) -> list[UserRow]:
+        """The rows of ``users``; a member whose user has no key left (expired by
+        ``user_ttl``) leaves the index instead.
+        """
+        rows = self.rows(users)
+        gone = [r.user_id for r in rows if not (r.messages or r.tags or r.items or r.threads)]
+        if gone:
+            self.connection.sync.zrem(key, *(escape_user_id(u) for u in gone))
+        return [r for r in rows if r.user_id not in gone]
+
+    def reindex(self) -> int:
+        """Index every user a ``SCAN`` finds (data written before the index existed), at
+        their last activity (0 if unknown); returns how many. Safe to run again.
+        """
+        added, cursor = 0, None
+        key = self.keys.directory_key()
+        while True:
+            page = self._scan_page(cursor, PAGE_SIZE, None)
+            if page.users:
+                scores = {escape_user_id(r.user_id): r.last_active or 0.0 for r in page.users}
+                with self.connection.errors():
+                    # NX: a turn that indexed the user meanwhile has the newer time
+                    added += int(self.connection.sync.zadd(key, scores, nx=True) or 0)
+            if page.next_cursor is None:
+                return added
+            cursor = page.next_cursor
+
+    def forget(self, user_id: str) -> None:
+        """Remove ``user_id`` from the index (their erasure)."""
+        with self.connection.errors():
+            self.connection.sync.zrem(self.keys.directory_key(), escape_user_id(user_id))
+
+    async def aforget(self, user_id: str) -> None:
+        """Async :meth:`forget`."""
+        with self.connection.errors():
+            client = await self.connection.aclient()
+            await client.zrem(self.keys.directory_key(), escape_user_id(user_id))
+
+    def _scan_page(self, cursor: str | None, count: int, contains: str | None) -> UserPage:
         phase, node_index, scan_cursor = _parse_cursor(cursor)
         nodes = self._nodes()
         found: list[str] = []
@@ -162,6 +297,17 @@ class RedisUserDirectory:
                 )
             )
         return rows
+
+
+def _position(cursor: str | None, head: str) -> int:
+    """The number in an index cursor (``r.<offset>``, ``f.<ZSCAN cursor>``)."""
+    if not cursor:
+        return 0
+    if not cursor.startswith(head) or not cursor[2:].isdigit():
+        raise ValueError(
+            f"cursor {cursor[:40]!r} is not a directory cursor; start again without one."
+        )
+    return int(cursor[2:])
 
 
 def _parse_cursor(cursor: str | None) -> tuple[int, int, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
@@ -19,9 +20,10 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from langchain_tiered_memory._ids import validate_thread_id
-from langchain_tiered_memory.backend.connection import RedisConnection
+from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall
 from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.errors import CorruptMemoryError, InvalidTagError
+from langchain_tiered_memory.stores.directory import activity_call
 
 __all__ = [
     "DefaultTags",
@@ -351,10 +353,11 @@ class RedisTagStore(TagStore):
             raw = await (await self.connection.aclient()).hgetall(self.key(user_id))
         return _decode_hash(raw, self.where(user_id))
 
-    def _set_args(self, user_id: str, values: dict[str, str], thread_id: str | None) -> list[Any]:
+    def _set_calls(
+        self, user_id: str, values: dict[str, str], thread_id: str | None
+    ) -> list[ScriptCall]:
+        """The set script and the console directory's entry, for one round trip."""
         args: list[Any] = [
-            _SET_LUA,
-            2,
             self.key(user_id),
             self.keys.key(user_id, "tags:log"),
             _now(),
@@ -363,17 +366,18 @@ class RedisTagStore(TagStore):
         ]
         for name, value in values.items():
             args += [name, value]
-        return args
+        active = activity_call(self.keys, user_id, time.time())
+        return [ScriptCall(_SET_LUA, 2, tuple(args)), active]
 
     def set(
         self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
     ) -> dict[str, str]:
         """Validate, then one script: ``HSET`` every field, log every change."""
         values = self.validate(mapping)
-        args = self._set_args(user_id, values, thread_id)
+        calls = self._set_calls(user_id, values, thread_id)
         if values:
             with self.connection.errors():
-                self.connection.eval(*args)
+                self.connection.run_all(calls)
         return values
 
     async def aset(
@@ -381,10 +385,10 @@ class RedisTagStore(TagStore):
     ) -> dict[str, str]:
         """Async :meth:`set`."""
         values = self.validate(mapping)
-        args = self._set_args(user_id, values, thread_id)
+        calls = self._set_calls(user_id, values, thread_id)
         if values:
             with self.connection.errors():
-                await self.connection.aeval(*args)
+                await self.connection.arun_all(calls)
         return values
 
     def _delete_args(self, user_id: str, names: list[str], thread_id: str | None) -> list[Any]:

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCa
 from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.retrieval.conversation import recall
+from langchain_tiered_memory.stores.directory import activity_call
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, RedisHistoryStore
 from langchain_tiered_memory.stores.history.base import owned_elsewhere
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryStore
@@ -269,7 +271,9 @@ class RedisTiers:
                 thread_id=thread_id,
                 thread_position=thread_position,
                 on_invalid=on_invalid,
-            )
+            ),
+            # the console directory's entry (stores/directory.py)
+            activity_call(self.history.keys, user_id, time.time()),
         ]
         if ttl_ms:  # after the append, so the keys it created expire too
             calls.append(touch_call(self.history.keys, user_id, ttl_ms))

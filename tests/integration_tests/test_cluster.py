@@ -163,7 +163,10 @@ def test_export_forget_leave_no_key(
     }
     kb = memory.history.keys  # type: ignore[attr-defined]
     keys = keys_of(cluster, key_prefix)
-    assert {kb.user_from_key(k) for k in keys if b":{wq:" not in k} == {"carol"}
+    shared = (b":{wq:", b":{dir:")  # the queue's and the console directory's keys
+    assert {kb.user_from_key(k) for k in keys if not any(m in k for m in shared)} == {"carol"}
+    # the directory (its own slot): bob's member went with him, carol's stays
+    assert [m for m, _ in cluster.zscan_iter(kb.directory_key())] == [b"carol"]
     queue = memory.queue
     assert queue is not None
     assert [u for u in ("bob", "carol") if queue.shard_of(u) is not None] and all(

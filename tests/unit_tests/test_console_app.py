@@ -192,7 +192,7 @@ def test_the_playground_explains_any_item_recalled_or_not(memory: TieredMemory) 
     client = _client(memory)
 
     def why(item: str, k: int = 1) -> str:
-        params = {"u": "x", "turns": "the driving test", "k": k, "why": item}
+        params: dict[str, str | int] = {"u": "x", "turns": "the driving test", "k": k, "why": item}
         page = client.get("/user/playground", params=params).text
         return page.split('id="explained"', 1)[1].split("</div>", 1)[0]
 
@@ -208,3 +208,18 @@ def test_the_playground_explains_any_item_recalled_or_not(memory: TieredMemory) 
     page = client.get("/user/playground", params={"u": "x", "turns": "bread", "k": 3}).text
     table = page.split('id="recalled"', 1)[1]
     assert [c.split("</td>")[0] for c in table.split("<td>")[9::10][:3]] == ["0", "1", "2"]
+
+
+def test_the_users_page_counts_sorts_by_activity_and_finds_tag_values(
+    memory: TieredMemory,
+) -> None:
+    """Issue 46 item 1: a person finds a user by a tag value, the recently active first."""
+    memory.set_user_tags("u-1", {"name": "Ann Lee", "age": 31})
+    memory.set_user_tags("u-2", {"name": "王芳", "age": 28})
+    memory.add_session_log("u-1", [HumanMessage("hi")])
+    client = _client(memory)
+    page = client.get("/").text
+    assert "2 users" in page
+    assert page.index("u-1") < page.index("u-2")  # u-1 spoke last
+    found = client.get("/", params={"q": "王芳"}).text
+    assert "u-2" in found and "u-1" not in found.split('id="users"', 1)[1]

@@ -122,3 +122,89 @@ async def test_adelete_is_the_async_twin(memory_factory: Any) -> None:
     await memory.aset_user_tags("alice", {"name": "Alice", "age": 30})
     assert await memory.tags.adelete("alice", ["name"]) == 1
     assert await memory.aget_user_tags("alice") == {"age": "30"}
+
+
+def test_the_index_lists_the_recently_active_first_a_page_exactly_with_the_total(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Issue 46 items 1 and 4: sorted by last activity, pages of the size asked, a count."""
+    memory = embedded_memory
+    for i in range(23):
+        memory.set_user_tags(f"user-{i:02d}", {"age": 20 + i})
+    memory.add_session_log("user-05", [HumanMessage("back again"), AIMessage("hi")])
+    pages, cursor = [], None
+    while True:
+        page = directory(memory).page(cursor, count=5)
+        assert page.indexed and page.total == 23
+        pages.append([r.user_id for r in page.users])
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert [len(p) for p in pages] == [5, 5, 5, 5, 3]
+    listed = [u for p in pages for u in p]
+    assert listed[0] == "user-05" and sorted(listed) == [f"user-{i:02d}" for i in range(23)]
+    assert listed[1] == "user-22"  # then the newest by their tag writes
+
+
+def test_search_finds_a_tag_value_too(embedded_memory: TieredMemory) -> None:
+    memory = embedded_memory
+    memory.set_user_tags("u-1", {"name": "Ann Lee", "age": 31})
+    memory.set_user_tags("u-2", {"name": "王芳", "age": 28})
+    memory.set_user_tags("leeds-fan", {"age": 40})
+    memory.add_session_log("u-3", [HumanMessage("hi"), AIMessage("hello")])
+    assert sorted(every_page(memory, 50, "LEE")) == ["leeds-fan", "u-1"]
+    assert every_page(memory, 50, "王") == ["u-2"]
+    assert every_page(memory, 50, "31") == ["u-1"]
+    assert every_page(memory, 50, "nobody") == []
+
+
+def test_erasure_takes_the_users_member_and_nothing_else(embedded_memory: TieredMemory) -> None:
+    import redis
+
+    memory = embedded_memory
+    for user in ("ann", "bob", "cy"):
+        memory.add_session_log(user, [HumanMessage("hi"), AIMessage("hello")])
+    assert memory.redis_url is not None
+    client = redis.Redis.from_url(memory.redis_url)
+    key = memory.history.keys.directory_key()  # type: ignore[attr-defined]
+    before = dict(client.zscan_iter(key))
+    memory.forget_user("bob")
+    after = dict(client.zscan_iter(key))
+    assert after == {k: v for k, v in before.items() if k != b"bob"}
+    assert every_page(memory, 50) == ["cy", "ann"]
+
+
+def test_an_expired_user_leaves_the_index_when_a_page_meets_them(
+    embedded_memory: TieredMemory,
+) -> None:
+    import redis
+
+    memory = embedded_memory
+    for user in ("ann", "bob"):
+        memory.set_user_tags(user, {"age": 30})
+    assert memory.redis_url is not None
+    client = redis.Redis.from_url(memory.redis_url)
+    keys = memory.history.keys  # type: ignore[attr-defined]
+    client.delete(*keys.all_keys("bob"))  # what user_ttl's expiry leaves
+    assert every_page(memory, 50) == ["ann"]
+    assert client.zscore(keys.directory_key(), "bob") is None
+
+
+def test_data_from_before_the_index_is_scanned_until_reindexed(
+    embedded_memory: TieredMemory,
+) -> None:
+    import redis
+
+    memory = embedded_memory
+    for i in range(7):
+        memory.add_summaries(f"old-{i}", ["a note"])
+    assert memory.redis_url is not None
+    client = redis.Redis.from_url(memory.redis_url)
+    key = memory.history.keys.directory_key()  # type: ignore[attr-defined]
+    client.delete(key)  # as a version without the index left it
+    page = directory(memory).page(count=50)
+    assert not page.indexed and page.total is None and len(page.users) == 7
+    assert directory(memory).reindex() == 7
+    assert directory(memory).reindex() == 0  # again: nothing new
+    page = directory(memory).page(count=50)
+    assert page.indexed and page.total == 7

@@ -14,6 +14,7 @@ from langchain_core.messages import (
 
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall, as_text
 from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
+from langchain_tiered_memory.stores.directory import activity_call
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
     HistoryStore,
@@ -238,6 +239,9 @@ class RedisHistoryStore(HistoryStore):
         args = (thread, position, len(payload), *message_ids(messages), *payload, now)
         return ScriptCall(_APPEND_LUA, len(keys), (*keys, *args))
 
+    def _active(self, user_id: str) -> ScriptCall:
+        return activity_call(self.keys, user_id, time.time())
+
     @staticmethod
     def appended_length(reply: Any) -> int:
         """The history's length after an append, from the append script's reply."""
@@ -265,7 +269,8 @@ class RedisHistoryStore(HistoryStore):
         if not messages:
             return self.length(user_id)
         with self.connection.errors():
-            return self.appended_length(self.connection.run(call))
+            # the append and the console directory's entry, in one round trip
+            return self.appended_length(self.connection.run_all([call, self._active(user_id)])[0])
 
     async def aappend(
         self,
@@ -287,7 +292,8 @@ class RedisHistoryStore(HistoryStore):
         if not messages:
             return await self.alength(user_id)
         with self.connection.errors():
-            return self.appended_length(await self.connection.arun(call))
+            calls = [call, self._active(user_id)]
+            return self.appended_length((await self.connection.arun_all(calls))[0])
 
     # ----- the user's threads: each owned by the user of its first turn -----
 

@@ -10,6 +10,7 @@ items are fetched incrementally, a deletion triggers a rebuild. No pickle anywhe
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
@@ -28,6 +29,7 @@ from langchain_tiered_memory.errors import (
     WatermarkConflict,
 )
 from langchain_tiered_memory.retrieval import RetrievalConfig
+from langchain_tiered_memory.stores.directory import activity_call
 from langchain_tiered_memory.stores.summaries import scripts
 from langchain_tiered_memory.stores.summaries.base import ItemMetadata, SummaryStore
 from langchain_tiered_memory.stores.summaries.cache import IndexCache
@@ -226,6 +228,8 @@ class RedisSummaryStore(IndexLoading, SummaryStore):
         conn = self.connection
         with conn.errors():  # a step's error is raised here, at its yield
             result = yield call(conn.eval, conn.aeval, scripts.ADD, 3, *keys, *args)
+            if keep:  # the console directory's entry (an app may add items to a new user)
+                yield call(conn.run, conn.arun, activity_call(self.keys, user_id, time.time()))
         return self._add_result(result, len(keep))
 
     # ----- reads -----
