@@ -6,10 +6,14 @@
 Fills an embedded Redis with ``--users`` users (each: a two-message history, two tags, one
 summary item; HashingEmbeddings, since what is timed is the console, not a model) and one
 user with ``--items`` items, serves the console with uvicorn on a loopback port and times
-whole HTTP requests (urllib, page read to the end): the first users page, a later page
-(through its cursor), a search over every user id, the 10k-item user's page, and the recall
-playground for that user. The anchor is what a listing without the directory costs: one
-full SCAN of every user (``HistoryStore.users()``, what ``tiered-memory inspect`` uses).
+whole HTTP requests (urllib, page read to the end): the first users page (the recently
+active first, from the directory's index), a later page (through its cursor), searches by
+user id and by tag value that read the whole index (one matching nothing), the 10k-item
+user's page, a search among its items, and the recall playground for that user with an
+item explained. The anchor is what a listing without the directory costs: one full SCAN of
+every user (``HistoryStore.users()``, what ``tiered-memory inspect`` uses). Last, what the
+index costs a turn: ``add_session_log`` p50/p99 (run it on an older checkout with
+``PYTHONPATH`` for the figure before the index).
 """
 
 from __future__ import annotations
@@ -90,11 +94,18 @@ def main() -> None:
         rows = [
             ("users, first page", lambda: get("/")),
             ("users, next page (cursor)", lambda: get(later)),
-            ("users, search 'user-0999' (whole keyspace)", lambda: get("/?q=user-0999")),
+            ("users, search an id 'user-0999'", lambda: get("/?q=user-0999")),
+            ("users, search a tag value 'User 4242'", lambda: get("/?q=User+4242")),
+            ("users, search matching nothing", lambda: get("/?q=zzz-nobody")),
             (f"one user with {args.items} items", lambda: get("/user?u=big-user")),
+            ("find among them 'thing 4242'", lambda: get("/user?u=big-user&find=thing+4242")),
             (
                 "recall playground, that user",
                 lambda: get("/user/playground?u=big-user&turns=which+thing+did+I+do%3F"),
+            ),
+            (
+                "recall playground, item 4242 explained",
+                lambda: get("/user/playground?u=big-user&turns=which+thing+did+I+do%3F&why=4242"),
             ),
             ("anchor: full SCAN of every user (users())", lambda: memory.history.users()),
         ]
@@ -106,6 +117,17 @@ def main() -> None:
             print(f"| {name} | {p50:.1f} | {p95:.1f} |", flush=True)
         server.should_exit = True
         thread.join(10)
+        saves = []
+        for i in range(max(200, args.reps * 10)):
+            user = f"user-{i % args.users:06d}@example.com"
+            t0 = time.perf_counter()
+            memory.add_session_log(user, [HumanMessage("One more turn."), AIMessage("Sure.")])
+            saves.append((time.perf_counter() - t0) * 1000)
+        saves.sort()
+        print(
+            f"| a turn's save (add_session_log), {len(saves)} turns | "
+            f"{statistics.median(saves):.2f} | p99 {saves[int(0.99 * len(saves))]:.2f} |"
+        )
 
 
 if __name__ == "__main__":
