@@ -57,9 +57,8 @@ from langchain_tiered_memory.agent.owned import owned_threads
 from langchain_tiered_memory.agent.policy import ModelPolicy
 from langchain_tiered_memory.agent.prompt import (
     MemoryRenderer,
-    base_system_prompt,
-    memory_renderer,
 )
+from langchain_tiered_memory.agent.settings import TurnSettings
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
     SearchMemoryTool,
@@ -225,66 +224,43 @@ def create_memory_graph(
 
     """
     summary_model = summary_model or model
-    policy = ModelPolicy.for_model(model, small=small_model)
-    if tag_capture is None:
-        if force_tag_capture is not None:
-            tag_capture = "forced" if force_tag_capture else "tool"
-        else:
-            tag_capture = policy.tag_capture
-    if tag_capture not in ("tool", "forced", "after_turn"):
-        raise ValueError(
-            f"tag_capture must be 'tool', 'forced' or 'after_turn', not {tag_capture!r}."
-        )
-    force_tag_capture = tag_capture == "forced"
-    if extractive_summary_fallback is None:
-        extractive_summary_fallback = policy.extractive_fallback
-    if memory_prompt is None:
-        memory_prompt = memory_renderer(policy.compact_prompt)
-    if max_context_messages is None:
-        max_context_messages = policy.max_context_messages
-    default_prompt = base_system_prompt(policy.compact_prompt)
+    if tag_capture is None and force_tag_capture is not None:
+        tag_capture = "forced" if force_tag_capture else "tool"
+    settings = TurnSettings.of(
+        ModelPolicy.for_model(model, small=small_model),
+        system_prompt=system_prompt,
+        memory_prompt=memory_prompt,
+        max_context_messages=max_context_messages,
+        tag_capture=tag_capture,
+        extractive_summary_fallback=extractive_summary_fallback,
+        search_memory=search_memory,
+        memory_query=memory_query,
+    )
+    force_tag_capture = settings.tag_capture == "forced"
     nodes = MemoryNodes(
         memory=memory,
-        system_prompt=system_prompt or default_prompt,
-        render_memory=memory_prompt,
-        current_turn_only=policy.current_turn_only,
-        keep_tags=policy.scripted_requests,
-        max_context_messages=max_context_messages,
+        settings=settings,
         recall_k=recall_k,
         recall_context_turns=recall_context_turns,
         memory_token_budget=memory_token_budget,
         context_token_budget=context_token_budget,
         auto_summarize_after=auto_summarize_after,
         summary_model=summary_model,
-        extractive_summary_fallback=extractive_summary_fallback,
-        grounded_summaries=policy.grounded,
         shared_threads=shared_threads,
-        memory_query=policy.memory_query(memory_query),
         query_model=model,
     )
     tag_tool = UserTagTool(memory=memory)
-    summarize_tool = SummarizeTool(
-        memory=memory,
-        model=summary_model,
-        extractive_fallback=extractive_summary_fallback,
-        grounded=policy.grounded,
-        reconcile=policy.reconcile,
-    )
-    if search_memory is None:
-        search_memory = policy.search_tool
-    search: list[BaseTool] = [SearchMemoryTool(memory=memory)] if search_memory else []
+    summarize_tool = SummarizeTool(memory=memory, model=summary_model, **settings.summary_options)
+    search: list[BaseTool] = [SearchMemoryTool(memory=memory)] if settings.search_tool else []
     all_tools: list[BaseTool] = [tag_tool, summarize_tool, *search, *tools]
     offered = [t for t in all_tools if t is not tag_tool] if force_tag_capture else all_tools
     bound = model.bind_tools(offered)
     forced = model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL) if force_tag_capture else None
 
-    step = ModelStep(
-        max_tool_rounds=max_tool_rounds,
-        force_tag_capture=force_tag_capture,
-        tag_fields=tuple(memory.tags.schema.model_fields),
-        scripted_replies=policy.scripted_requests,
+    step = ModelStep.of(settings, max_tool_rounds, memory)
+    after_turn = (
+        AfterTurnCapture.for_model(memory, model) if settings.tag_capture == "after_turn" else None
     )
-    after_turn = AfterTurnCapture.for_model(memory, model) if tag_capture == "after_turn" else None
 
     def _free_model(state: dict[str, Any]) -> tuple[Any, bool]:
         exhausted = step.exhausted(state.get("messages", []))

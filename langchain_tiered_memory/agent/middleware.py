@@ -37,7 +37,7 @@ from langchain_tiered_memory.agent.nodes import (
     ModelStep,
 )
 from langchain_tiered_memory.agent.policy import ModelPolicy
-from langchain_tiered_memory.agent.prompt import base_system_prompt, memory_renderer
+from langchain_tiered_memory.agent.settings import TurnSettings
 from langchain_tiered_memory.agent.tools import (
     SEARCH_MEMORY_TOOL,
     USER_TAG_TOOL,
@@ -124,9 +124,17 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         super().__init__()
         self.small_model = small_model
         self.max_tool_rounds = max_tool_rounds
+        # the app's options: TurnSettings.of applies them over each policy
+        self._options: dict[str, Any] = {
+            "max_context_messages": max_context_messages,
+            "search_memory": search_memory,
+            "memory_query": memory_query,
+        }
+        # until the agent's model is seen, the policy small_model names (None: capable)
+        settings = TurnSettings.of(ModelPolicy(small=small_model is True), **self._options)
         self.nodes = MemoryNodes(
             memory=memory,
-            max_context_messages=max_context_messages,
+            settings=settings,
             recall_k=recall_k,
             recall_context_turns=recall_context_turns,
             memory_token_budget=memory_token_budget,
@@ -136,20 +144,16 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
             shared_threads=shared_threads,
             query_model=summary_model,  # else the agent's model, once seen
         )
-        self.memory_query = self.nodes.memory_query = ModelPolicy(
-            small=small_model is True
-        ).memory_query(memory_query)
-        # until the agent's model is seen, the policy small_model names (None: capable)
-        self._show(ModelPolicy(small=small_model is True))
-        self._summarize = SummarizeTool(memory=memory, model=summary_model)
+        self._summarize = SummarizeTool(
+            memory=memory, model=summary_model, **settings.summary_options
+        )
         self._tag_tool = UserTagTool(memory=memory)
-        # offered unless False; None: withdrawn from a small model's calls (the policy)
-        self.search_memory = search_memory
+        # offered unless False; None: withdrawn from a small model's calls (the settings)
         search = [SearchMemoryTool(memory=memory)] if search_memory is not False else []
         self.tools = [self._tag_tool, self._summarize, *search]
         # set from the agent's model on its first call (the policy needs the model)
         self._capture: AfterTurnCapture | None = None
-        self._policy: ModelPolicy | None = None
+        self._adopted = False
 
     def before_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Load tags, recalled items and (first turn) recent history."""
@@ -161,63 +165,47 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         """Async :meth:`before_agent`."""
         return await self.nodes.aload(dict(state), _user_id(runtime), thread_of(_config()))
 
-    def _adopt(self, model: BaseChatModel) -> ModelPolicy:
-        """Decide the policy from the agent's model, once, as the graph does."""
-        if self._policy is None:
+    def _adopt(self, model: BaseChatModel) -> TurnSettings:
+        """Decide the settings from the agent's model, once, as the graph does: the prompt
+        and the thread from this call on; the memory section and the kept tags from the
+        next load on (a turn's load runs before its first model call, where the agent's
+        model is first seen).
+        """
+        if not self._adopted:
             policy = ModelPolicy.for_model(model, small=self.small_model)
+            settings = TurnSettings.of(policy, **self._options)
+            self.nodes.settings = settings
             if self.nodes.summary_model is None:
                 self.nodes.summary_model = model
                 self._summarize.model = model
             if self.nodes.query_model is None:
                 self.nodes.query_model = model
-            self.nodes.memory_query = policy.memory_query(self.memory_query)
-            self._show(policy)
-            self.nodes.extractive_summary_fallback = policy.extractive_fallback
-            self.nodes.grounded_summaries = policy.grounded
-            self._summarize.extractive_fallback = policy.extractive_fallback
-            self._summarize.grounded = policy.grounded
-            self._summarize.reconcile = policy.reconcile
-            if policy.tag_capture == "after_turn":
+            for name, value in settings.summary_options.items():
+                setattr(self._summarize, name, value)
+            if settings.tag_capture == "after_turn":
                 self._capture = AfterTurnCapture.for_model(self.nodes.memory, model)
-            self._policy = policy
-        return self._policy
-
-    def _show(self, policy: ModelPolicy) -> None:
-        """The policy's guards on what the model is shown: the prompt and the thread from
-        this call on; the memory section and the kept tags from the next load on (a turn's
-        load runs before its first model call, where the agent's model is first seen).
-        """
-        self.nodes.system_prompt = base_system_prompt(policy.compact_prompt)
-        self.nodes.current_turn_only = policy.current_turn_only
-        self.nodes.render_memory = memory_renderer(policy.compact_prompt)
-        self.nodes.keep_tags = policy.scripted_requests
+            self._adopted = True
+        return self.nodes.settings
 
     def _request(self, request: ModelRequest) -> ModelRequest:
         base = request.system_message.text if request.system_message else None
-        prompt = (base + "\n\n" + self.nodes.system_prompt) if base else None
+        prompt = (base + "\n\n" + self.nodes.settings.system_prompt) if base else None
         state = {**request.state, "messages": request.messages}
         composed = self.nodes.compose(state, prompt)
         system = composed[0]
         assert isinstance(system, SystemMessage)
         return request.override(system_message=system, messages=composed[1:])  # type: ignore[arg-type]
 
-    def _step(self, policy: ModelPolicy) -> ModelStep:
-        return ModelStep(
-            max_tool_rounds=self.max_tool_rounds,
-            force_tag_capture=policy.forced_capture,
-            tag_fields=tuple(self.nodes.memory.tags.schema.model_fields),
-            scripted_replies=policy.scripted_requests,
-        )
-
     def _plan(self, request: ModelRequest) -> _ModelCall:
         """Everything about this model call but its I/O (shared by the sync and async paths)."""
-        policy = self._adopt(request.model)
+        settings = self._adopt(request.model)
         request = self._request(request)
-        if self.search_memory is None and not policy.search_tool:
+        if not settings.search_tool:
             tools = [t for t in request.tools if _tool_name(t) != SEARCH_MEMORY_TOOL]
             request = request.override(tools=tools)
         tags: dict[str, str] = dict(request.state.get("memory_tags") or {})  # type: ignore[call-overload]
-        return _ModelCall(request, self._step(policy), list(request.state["messages"]), tags)
+        step = ModelStep.of(settings, self.max_tool_rounds, self.nodes.memory)
+        return _ModelCall(request, step, list(request.state["messages"]), tags)
 
     def _forced(self, request: ModelRequest) -> Any:
         return request.model.bind_tools([self._tag_tool], tool_choice=USER_TAG_TOOL)

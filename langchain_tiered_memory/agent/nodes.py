@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -42,17 +42,14 @@ from langchain_tiered_memory.agent.memory_query import (
     awrite_memory_query,
     write_memory_query,
 )
-from langchain_tiered_memory.agent.prompt import (
-    DEFAULT_SYSTEM_PROMPT,
-    MemoryRenderer,
-    render_memory_section,
-)
+from langchain_tiered_memory.agent.policy import ModelPolicy
 from langchain_tiered_memory.agent.replies import (
     is_empty,
     no_reply,
     with_stored_items,
     without_repeated_calls,
 )
+from langchain_tiered_memory.agent.settings import TurnSettings
 from langchain_tiered_memory.agent.shown import conversation_only, models_words
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
@@ -83,6 +80,7 @@ DEFAULT_MAX_TOOL_ROUNDS = 5
 # Ids of the last saved messages kept in the state: what is new is after the newest of
 # them still in the thread (a few ids: the state is stored with every turn's checkpoint).
 _SAVED_IDS = 8
+CAPABLE = ModelPolicy(small=False)
 
 
 def _mark(message_id: str) -> str:
@@ -193,8 +191,9 @@ class MemoryNodes:
     """
 
     memory: TieredMemory
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    max_context_messages: int = 20
+    # what this model's turns run with, from its policy (agent/settings.py): the graph
+    # sets it when built, the middleware when it first sees the agent's model
+    settings: TurnSettings = field(default_factory=lambda: TurnSettings.of(CAPABLE))
     recall_k: int = 3
     # user turns the recall query reads (the latest one included): a memory the
     # conversation is about, not only what its last message names
@@ -203,22 +202,9 @@ class MemoryNodes:
     context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET
     auto_summarize_after: int | None = None
     summary_model: BaseChatModel | None = None
-    # the small-model guards of background summaries (see summarize_messages)
-    extractive_summary_fallback: bool = False
-    grounded_summaries: bool = False
-    render_memory: MemoryRenderer = render_memory_section
-    # Small models get the current turn only. SmolLM2-135M, 10 seeds, "When is my
-    # birthday?" with the birthday item in memory: 10/10 alone, 8/10 after one earlier
-    # exchange of the thread, 0/10 with two more loaded from an earlier thread.
-    current_turn_only: bool = False
-    # Small models: keep the loaded tags in the state, so that a question about a tag is
-    # answered from it (capture.tag_answer); other models' checkpoints do not carry them.
-    keep_tags: bool = False
     # Users of the app share threads (said explicitly): threads are recorded, not claimed.
     shared_threads: bool = False
-    # Capable models, opt-in: before the reply, the model writes a line for the recall
-    # query (agent/memory_query.py); it joins the query as one more turn before the latest.
-    memory_query: MemoryQueryKind | None = None
+    # the model that writes the memory query (settings.memory_query), before the reply
     query_model: BaseChatModel | None = None
 
     # ----- load -----
@@ -226,18 +212,18 @@ class MemoryNodes:
     def _load_args(self, state: dict[str, Any]) -> tuple[list[str], int]:
         texts = recent_user_texts(state.get("messages", []), max(self.recall_context_turns, 1))
         first_turn = "recent_history" not in state
-        return texts, self.max_context_messages if first_turn else 0
+        return texts, self.settings.max_context_messages if first_turn else 0
 
     def _load_update(self, state: dict[str, Any], snap: MemorySnapshot) -> dict[str, Any]:
         update: dict[str, Any] = {
-            "memory_prompt": self.render_memory(
+            "memory_prompt": self.settings.render_memory(
                 snap.tags, snap.recalled, token_budget=self.memory_token_budget
             )
         }
         if "recent_history" not in state:
             # the conversation, not its machinery, within the context budget at compose
             update["recent_history"] = conversation_only(snap.history)
-        if self.keep_tags and snap.tags != state.get("memory_tags"):
+        if self.settings.keep_tags and snap.tags != state.get("memory_tags"):
             update["memory_tags"] = dict(snap.tags)
         return update
 
@@ -247,10 +233,10 @@ class MemoryNodes:
         """The arguments of ``write_memory_query`` for this state, or ``None`` when the
         model writes no memory query (not asked for, or no model yet).
         """
-        if self.memory_query is None or self.query_model is None:
+        if self.settings.memory_query is None or self.query_model is None:
             return None
         texts = recent_user_texts(state.get("messages", []), MEMORY_QUERY_TURNS)
-        return self.query_model, texts, self.memory_query
+        return self.query_model, texts, self.settings.memory_query
 
     def _load_call(
         self,
@@ -304,13 +290,13 @@ class MemoryNodes:
     ) -> SystemMessage:
         """Base prompt plus the memory section."""
         memory_prompt = state.get("memory_prompt") or ""
-        base = self.system_prompt if base_prompt is None else base_prompt
+        base = self.settings.system_prompt if base_prompt is None else base_prompt
         return SystemMessage(f"{base}\n\n{memory_prompt}".strip())
 
     def compose(self, state: dict[str, Any], base_prompt: str | None = None) -> list[BaseMessage]:
         """System prompt + recent history + thread messages, trimmed; no message twice."""
         thread: list[BaseMessage] = list(state.get("messages", []))
-        if self.current_turn_only:
+        if self.settings.current_turn_only:
             last = _last_human(thread)
             start = thread.index(last) if last is not None else 0
             return [self.system_message(state, base_prompt), *thread[start:]]
@@ -404,9 +390,7 @@ class MemoryNodes:
             user_id,
             self.summary_model,
             min_messages=self.auto_summarize_after,
-            extractive_fallback=self.extractive_summary_fallback,
-            grounded=self.grounded_summaries,
-            reconcile=not self.grounded_summaries,  # a small model cannot judge updates
+            **self.settings.summary_options,
         )
 
 
@@ -473,6 +457,16 @@ class ModelStep:
     tag_fields: tuple[str, ...] = ()
     # small models: the reply after a forced summarize or capture is the tool's report
     scripted_replies: bool = False
+
+    @classmethod
+    def of(cls, settings: TurnSettings, max_tool_rounds: int, memory: TieredMemory) -> ModelStep:
+        """The step of a model with ``settings`` (the graph's and the middleware's)."""
+        return cls(
+            max_tool_rounds=max_tool_rounds,
+            force_tag_capture=settings.tag_capture == "forced",
+            tag_fields=tuple(memory.tags.schema.model_fields),
+            scripted_replies=settings.scripted_replies,
+        )
 
     def exhausted(self, messages: Sequence[BaseMessage]) -> bool:
         """Whether this turn has used its tool rounds: the model must answer now."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from langchain_tiered_memory.agent.policy import ModelPolicy, is_small_model
 from langchain_tiered_memory.local import ChatLocalTransformers
 from langchain_tiered_memory.testing import ScriptedChatModel
@@ -44,28 +46,68 @@ def test_every_guard_the_graph_reads_follows_the_one_decision() -> None:
         assert getattr(capable, guard) is False, guard
 
 
-def test_the_graph_takes_its_guards_from_the_policy_not_from_the_flag() -> None:
-    """create_memory_graph reads ModelPolicy's properties (a guard switched on by a raw
-    ``small_model`` bool would bypass the one decision)."""
+def test_the_settings_take_every_guard_from_the_policy_not_from_the_flag() -> None:
+    """TurnSettings.of reads every guard of ModelPolicy, and the graph passes its raw
+    ``small_model`` bool only to ModelPolicy.for_model (a guard switched on by the flag
+    would bypass the one decision)."""
     import ast
     import inspect
+    import textwrap
 
     from langchain_tiered_memory.agent import graph
+    from langchain_tiered_memory.agent.settings import TurnSettings
 
-    tree = ast.parse(inspect.getsource(graph.create_memory_graph))
+    tree = ast.parse(textwrap.dedent(inspect.getsource(TurnSettings.of)))
     read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    assert set(GUARDS) <= read
+    assert set(GUARDS) <= read, set(GUARDS) - read
+    tree = ast.parse(inspect.getsource(graph.create_memory_graph))
     names = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "small_model"]
     assert len(names) == 1  # passed once, to ModelPolicy.for_model
 
 
-def test_the_middleware_reads_every_guard_the_graph_reads() -> None:
-    """Issue 35: the middleware and the graph switch the same guards, from the policy."""
+def test_the_graph_and_the_middleware_read_one_settings_object() -> None:
+    """Issue 48 item 2: the policy is turned into turn settings in one place
+    (TurnSettings.of); neither door reads a policy switch itself, so they cannot drift."""
     import ast
-    import inspect
+    from pathlib import Path
 
-    from langchain_tiered_memory.agent import middleware
+    agent = Path(__file__).parents[2] / "langchain_tiered_memory" / "agent"
+    switches = {
+        name
+        for name, value in vars(ModelPolicy).items()
+        if isinstance(value, property) or (callable(value) and not name.startswith("_"))
+    } - {"for_model"}
+    for module in ("graph.py", "middleware.py", "nodes.py"):
+        tree = ast.parse((agent / module).read_text(encoding="utf-8"))
+        read = {
+            node.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and node.attr in switches
+            and not (isinstance(node.value, ast.Name) and node.value.id == "settings")
+            and not (isinstance(node.value, ast.Attribute) and node.value.attr == "settings")
+        }
+        assert not read, f"{module} reads policy switches {sorted(read)} itself"
+        assert "TurnSettings" in (agent / module).read_text(encoding="utf-8")
 
-    tree = ast.parse(inspect.getsource(middleware.TieredMemoryMiddleware))
-    read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    assert set(GUARDS) <= read, set(GUARDS) - read
+
+@pytest.mark.parametrize("small", [True, False])
+def test_turn_settings_follow_the_policy_and_the_apps_options_win(small: bool) -> None:
+    from langchain_tiered_memory.agent.settings import TurnSettings
+
+    policy = ModelPolicy(small=small)
+    settings = TurnSettings.of(policy)
+    assert settings.summary_options == policy.summary_options
+    assert settings.tag_capture == policy.tag_capture
+    assert settings.search_tool is policy.search_tool
+    assert settings.max_context_messages == policy.max_context_messages
+    chosen = TurnSettings.of(
+        policy, tag_capture="tool", search_memory=not small, max_context_messages=7
+    )
+    assert (chosen.tag_capture, chosen.search_tool, chosen.max_context_messages) == (
+        "tool",
+        not small,
+        7,
+    )
+    with pytest.raises(ValueError, match="tag_capture"):
+        TurnSettings.of(policy, tag_capture="sometimes")  # type: ignore[arg-type]
