@@ -189,7 +189,7 @@ def sizing(url: str) -> tuple[int, dict[str, int]]:
     from pydantic import BaseModel
 
     from langchain_tiered_memory import TieredMemory
-    from langchain_tiered_memory.backend.opening import keys_of
+    from langchain_tiered_memory.memory.opening import keys_of
 
     class Profile(BaseModel):
         name: str | None = None

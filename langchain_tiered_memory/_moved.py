@@ -33,10 +33,12 @@ MOVED: dict[str, str] = {
     "context": "agent.context",
     "graph": "agent.graph",
     "languages": "language.rules",
-    "messages": "agent.messages",
+    "agent.messages": "persistence.messages",
+    "backend.opening": "memory.opening",
+    "messages": "persistence.messages",
     "middleware": "agent.middleware",
     "nodes": "agent.nodes",
-    "opening": "backend.opening",
+    "opening": "memory.opening",
     "policy": "agent.policy",
     "prompt": "agent.prompt",
     "queue": "stores.queue",
@@ -55,17 +57,21 @@ def new_name(old: str) -> str | None:
     Example:
         >>> new_name("langchain_tiered_memory.checkpoint.saver")
         'langchain_tiered_memory.persistence.checkpoint.saver'
+        >>> new_name("langchain_tiered_memory.backend.opening")
+        'langchain_tiered_memory.memory.opening'
         >>> new_name("langchain_tiered_memory.stores") is None
         True
     """
     head, dot, rest = old.partition(".")
     if head != PACKAGE or not dot:
         return None
-    first, _, tail = rest.partition(".")
-    target = MOVED.get(first)
-    if target is None:
-        return None
-    return f"{PACKAGE}.{target}" + (f".{tail}" if tail else "")
+    parts = rest.split(".")
+    for n in (2, 1):  # a module moved out of a folder first ("backend.opening")
+        target = MOVED.get(".".join(parts[:n]))
+        if target is not None and len(parts) >= n:
+            tail = ".".join(parts[n:])
+            return f"{PACKAGE}.{target}" + (f".{tail}" if tail else "")
+    return None
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -21,7 +21,7 @@ from langgraph.store.base import BaseStore, Item, PutOp
 
 from langchain_tiered_memory._ids import validate_thread_id, validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
-from langchain_tiered_memory.agent.messages import messages_at
+from langchain_tiered_memory.persistence.messages import messages_at
 from langchain_tiered_memory.persistence.store import RedisStore
 from langchain_tiered_memory.stores.directory import RedisUserDirectory
 from langchain_tiered_memory.tiers import DEFAULT_STORE_NAMESPACES, Tiers

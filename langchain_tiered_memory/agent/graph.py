@@ -44,7 +44,6 @@ from langchain_tiered_memory.agent.capture import (
 )
 from langchain_tiered_memory.agent.context import MemoryContext, resolve_user_id, thread_of
 from langchain_tiered_memory.agent.memory_query import MemoryQueryKind
-from langchain_tiered_memory.agent.messages import add_message_batches
 from langchain_tiered_memory.agent.nodes import (
     DEFAULT_CONTEXT_TOKEN_BUDGET,
     DEFAULT_MAX_TOOL_ROUNDS,
@@ -66,6 +65,7 @@ from langchain_tiered_memory.agent.tools import (
     UserTagTool,
 )
 from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.persistence.messages import add_message_batches
 from langchain_tiered_memory.retrieval.conversation import (
     DEFAULT_CONTEXT_TURNS,
 )

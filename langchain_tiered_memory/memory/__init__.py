@@ -3,7 +3,8 @@
 ``facade.py`` holds the class (construction, lifecycle, the LangGraph checkpointer and
 store on the same Redis); it inherits its methods by concern: ``tier_methods.py`` (the
 history, the tags, the summary items, a turn's read), ``job_methods.py`` (summarization,
-re-embedding) and ``privacy_methods.py`` (erasure, export). The work itself is done by
+re-embedding) and ``privacy_methods.py`` (erasure, export); ``opening.py`` opens the
+stores, saver and LangGraph store on one connection. The work itself is done by
 ``tiers.py``, ``summarization/`` and ``privacy.py``.
 """
 

@@ -17,8 +17,8 @@ from langchain_core.embeddings import Embeddings
 from pydantic import BaseModel
 
 from langchain_tiered_memory import embeddings as _embeddings
-from langchain_tiered_memory.backend import opening
-from langchain_tiered_memory.backend.opening import (
+from langchain_tiered_memory.memory import opening
+from langchain_tiered_memory.memory.opening import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_POOL_TIMEOUT,
     DEFAULT_PREFIX,

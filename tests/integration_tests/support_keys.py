@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory.backend.keys import KeyBuilder
-from langchain_tiered_memory.backend.opening import keys_of
+from langchain_tiered_memory.memory.opening import keys_of
 
 
 def user_keys(memory: TieredMemory, user_id: str) -> set[str]:

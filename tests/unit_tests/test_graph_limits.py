@@ -85,7 +85,9 @@ def test_the_messages_delta_reducer_is_batching_invariant(writes: list[Any]) -> 
     add_messages applied write by write (ids replace, RemoveMessage removes)."""
     from langgraph.graph.message import add_messages
 
-    from langchain_tiered_memory.agent.messages import add_message_batches as _add_message_batches
+    from langchain_tiered_memory.persistence.messages import (
+        add_message_batches as _add_message_batches,
+    )
 
     state: list[Any] = [HumanMessage("a", id="1"), AIMessage("b", id="2")]
     one_by_one: Any = state
@@ -194,7 +196,9 @@ def test_the_reducer_is_add_messages_write_by_write_however_grouped(
     of any grouping. Ids of id-less messages are the same in every grouping and replay."""
     from langgraph.graph.message import add_messages
 
-    from langchain_tiered_memory.agent.messages import add_message_batches as _add_message_batches
+    from langchain_tiered_memory.persistence.messages import (
+        add_message_batches as _add_message_batches,
+    )
 
     def batches() -> list[list[Any]]:  # fresh objects: the reducer gives ids in place
         return [[_write_item(kind, ident) for kind, ident in write] for write in writes]
