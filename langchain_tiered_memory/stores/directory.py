@@ -218,6 +218,25 @@ class RedisUserDirectory:
                 return added
             cursor = page.next_cursor
 
+    def expire(self, before: float) -> int:
+        """Drop the entries last active before ``before`` (epoch seconds): with
+        ``user_ttl``, users whose keys have expired. Returns how many.
+        """
+        with self.connection.errors():
+            return int(
+                self.connection.sync.zremrangebyscore(
+                    self.keys.directory_key(), "-inf", f"({before}"
+                )
+            )
+
+    async def aexpire(self, before: float) -> int:
+        """Async :meth:`expire`."""
+        with self.connection.errors():
+            client = await self.connection.aclient()
+            return int(
+                await client.zremrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
+            )
+
     def forget(self, user_id: str) -> None:
         """Remove ``user_id`` from the index (their erasure)."""
         with self.connection.errors():

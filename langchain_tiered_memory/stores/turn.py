@@ -60,17 +60,22 @@ def touch_call(keys: KeyBuilder, user_id: str, ttl_ms: int) -> ScriptCall:
 
 
 def touch_user(connection: RedisConnection, keys: KeyBuilder, user_id: str, ttl_ms: int) -> None:
-    """Send :func:`touch_call` on its own (a turn's save sends it with the append)."""
+    """Send :func:`touch_call` on its own (a turn's save sends it with the append), with
+    the directory's entry, which follows the user's clock.
+    """
     with connection.errors():
-        connection.run(touch_call(keys, user_id, ttl_ms))
+        connection.run_all(
+            [touch_call(keys, user_id, ttl_ms), activity_call(keys, user_id, time.time())]
+        )
 
 
 async def atouch_user(
     connection: RedisConnection, keys: KeyBuilder, user_id: str, ttl_ms: int
 ) -> None:
     """Async :func:`touch_user`."""
+    calls = [touch_call(keys, user_id, ttl_ms), activity_call(keys, user_id, time.time())]
     with connection.errors():
-        await connection.arun(touch_call(keys, user_id, ttl_ms))
+        await connection.arun_all(calls)
 
 
 def _raise_stored(reply: Any) -> None:
@@ -129,7 +134,11 @@ class RedisTiers:
                 user_id, thread_id, touch_ms, claim=claim
             )
         if touch_ms:  # the user's retention clock, in the same round trip (same slot)
-            commands += [("PEXPIRE", k, touch_ms) for k in self.history.keys.all_keys(user_id)]
+            keys = self.history.keys
+            commands += [("PEXPIRE", k, touch_ms) for k in keys.all_keys(user_id)]
+            # the directory's entry follows the clock: a sweep drops it when the keys expire
+            active = activity_call(keys, user_id, time.time())
+            commands.append(("ZADD", *active.args))
         return commands
 
     def _replies(self, raw: list[Any], max_messages: int, claiming: bool) -> TurnReplies:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from langchain_core.language_models import BaseChatModel
@@ -24,6 +25,7 @@ from langchain_tiered_memory.errors import (
     SummarizationError,
     WatermarkConflict,
 )
+from langchain_tiered_memory.stores.directory import RedisUserDirectory
 from langchain_tiered_memory.stores.queue import QueueEntry
 from langchain_tiered_memory.summarization.provenance import grounded_in_user, item_provenance
 from langchain_tiered_memory.summarization.reconcile import areconcile_items, reconcile_items
@@ -256,8 +258,19 @@ class Summarization:
                 out.append(user_id)
         return out
 
+    def expire_directory(self) -> Plan[int]:
+        """With ``user_ttl``: take the users whose keys expired out of the console's
+        directory (its entries follow each user's clock). Returns how many.
+        """
+        ttl = self.tiers.user_ttl
+        directory = RedisUserDirectory.of(self.tiers.history)
+        if ttl is None or directory is None:
+            return 0
+        return (yield call(directory.expire, directory.aexpire, time.time() - ttl))
+
     def sweep(self) -> Plan[int]:
         """The plan of :meth:`TieredMemory.sweep_pending`."""
+        yield from self.expire_directory()
         queue = self.tiers.queue
         if queue is None:
             return 0

@@ -162,9 +162,11 @@ class SummaryWorker:
                 last_sweep = time.monotonic()
                 await adrive(self.summarization.sweep())
             if self.tiers.user_ttl and time.monotonic() - last_purge >= 5.0:
-                # expired users' ids out of the queue within seconds, not at the next sweep
+                # expired users' ids out of the queue and the console's directory within
+                # seconds, not at the next sweep
                 last_purge = time.monotonic()
                 await self.queue.apurge_expired()
+                await adrive(self.summarization.expire_directory())
             if on_progress is not None and time.monotonic() - last_stats >= 2.0:
                 last_stats = time.monotonic()
                 self.stats.queue = await self.queue.astats(lag=True)

@@ -55,8 +55,8 @@ def test_detects_cluster_and_keeps_each_user_on_one_slot(
     by_user: dict[str, set[int]] = {}
     keybuilder = memory.history.keys  # type: ignore[attr-defined]
     for key in keys:
-        if b":{wq:" in key:
-            continue  # the summarization queue's shards: shared by all users
+        if b":{wq:" in key or b":{dir:}" in key:
+            continue  # the queue's shards and the console's directory: shared by all users
         user = keybuilder.user_from_key(key)
         assert user in USERS, key
         by_user.setdefault(user, set()).add(cluster.keyslot(key))

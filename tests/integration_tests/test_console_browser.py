@@ -266,10 +266,17 @@ def test_forget_in_the_console_leaves_no_key_of_the_user_and_every_other_key_int
             context={"user_id": user},
         )
 
-    def mine(key: str) -> bool:  # alice's keys; the store's registry is shared by all
-        return any(p in key for p in ("{alice}", "{cp:alice-chat}", "memories/alice/", "{st:}"))
+    def mine(key: str) -> bool:  # alice's keys; the registry and the directory are shared
+        shared = ("{st:}", "{dir:}")
+        return any(p in key for p in ("{alice}", "{cp:alice-chat}", "memories/alice/", *shared))
+
+    def directory() -> dict[bytes, float]:
+        client = redis.Redis.from_url(memory.redis_url or "")
+        key = memory.history.keys.directory_key()  # type: ignore[attr-defined]
+        return dict(client.zscan_iter(key))
 
     others_before = {k: v for k, v in scan_dump(memory).items() if not mine(k)}
+    listed_before = directory()
     with Console(memory) as console:
         page.goto(console.url + "/user?u=alice")
         page.get_by_label("type the user id to confirm").fill("alic")  # a typo erases nothing
@@ -286,6 +293,8 @@ def test_forget_in_the_console_leaves_no_key_of_the_user_and_every_other_key_int
     assert not [k for k in after if mine(k) and "{st:}" not in k]
     assert not [k for k, v in after.items() if b"alice-4711" in (v or b"")]
     assert {k: v for k, v in after.items() if not mine(k)} == others_before
+    # the console's directory: alice's entry went, every other entry is as it was
+    assert directory() == {m: at for m, at in listed_before.items() if m != b"alice"}
     assert ("memories", "alice") not in memory.store().list_namespaces()
     assert ("memories", "alice2") in memory.store().list_namespaces()
     # and off the embedded server's files (the erasure rewrote them)

@@ -122,6 +122,9 @@ def test_user_ttl_expires_threads_and_leaves_the_queue(url: str, key_prefix: str
         assert not any(client.exists(k) for k in thread_keys)  # the messages went with it
         memory.sweep_pending()
         assert USER not in queue.indexed_users()
+        # nor does the console's directory name the user once the sweep ran
+        key = memory.history.keys.directory_key()  # type: ignore[attr-defined]
+        assert client.zscore(key, USER) is None and client.zscore(key, quote(USER, safe="")) is None
     finally:
         memory.close()
         client.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 import redis
 from redis.backoff import NoBackoff
@@ -31,9 +32,21 @@ def all_keys(memory: TieredMemory) -> set[str]:
 
 
 def data_keys(memory: TieredMemory) -> set[str]:
-    """:func:`all_keys` without the summarization queue's shard keys, which are shared by
-    all users (a shard's sorted sets vanish when their last member leaves)."""
-    return {k for k in all_keys(memory) if ":{wq:" not in k}
+    """:func:`all_keys` without the keys all users share: the summarization queue's shard
+    keys (a shard's sorted sets vanish when their last member leaves) and the console's
+    directory (:func:`directory_members` says whose entries it holds)."""
+    return {k for k in all_keys(memory) if ":{wq:" not in k and ":{dir:}" not in k}
+
+
+def directory_members(memory: TieredMemory) -> set[str]:
+    """The users in the console directory's index."""
+    assert memory.redis_url is not None
+    client = raw_client(memory.redis_url)
+    try:
+        key = memory.history.keys.directory_key()  # type: ignore[attr-defined]
+        return {unquote(m.decode()) for m, _ in client.zscan_iter(key)}
+    finally:
+        client.close()
 
 
 def queue_members(memory: TieredMemory) -> set[str]:

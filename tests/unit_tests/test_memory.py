@@ -19,7 +19,14 @@ from langchain_core.messages import (
     ToolMessage,
     messages_from_dict,
 )
-from support import MemoryFactory, all_keys, data_keys, queue_members, raw_client
+from support import (
+    MemoryFactory,
+    all_keys,
+    data_keys,
+    directory_members,
+    queue_members,
+    raw_client,
+)
 
 from langchain_tiered_memory import (
     EmbeddedRedis,
@@ -288,6 +295,7 @@ def test_forget_user_removes_every_key_and_only_those(
     assert data_keys(memory) == keys_before - victim_keys
     assert {u: memory.export_user(u) for u in others} == exports_before
     assert victim not in queue_members(memory) and others[0] in queue_members(memory)
+    assert victim not in directory_members(memory) and others[0] in directory_members(memory)
     assert memory.load(victim, "Lyon") == MemorySnapshot()
     assert memory.export_user(victim)["watermark"] == 0
     assert tiers_only(memory.forget_user(victim)) == {
@@ -311,6 +319,7 @@ async def test_aforget_user_removes_every_key(embedded_memory: TieredMemory) -> 
     }
     assert data_keys(embedded_memory) == bob_keys
     assert queue_members(embedded_memory) == {"bob"}
+    assert directory_members(embedded_memory) == {"bob"}
 
 
 def test_forget_user_in_memory(memory: TieredMemory) -> None:

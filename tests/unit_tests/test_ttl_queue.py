@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from langchain_core.messages import AIMessage, HumanMessage
-from support import all_keys, queue_members
+from support import all_keys, directory_members, queue_members
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
 from langchain_tiered_memory.summarization.worker import SummaryWorker
@@ -83,3 +83,30 @@ def test_without_a_ttl_nothing_is_purged(data_dir: Path) -> None:
         _turn(memory, "ed")
         assert memory.queue.purge_expired() == 0
         assert "ed" in queue_members(memory)
+
+
+def test_an_expired_user_leaves_the_consoles_directory_and_reads_restart_the_entry(
+    data_dir: Path,
+) -> None:
+    """The directory's entry follows the user's clock: a read restarts both, and a sweep
+    (or the worker's purge) drops the entry once the keys expired."""
+    import redis
+
+    with TieredMemory.embedded(
+        data_dir, embeddings=HashingEmbeddings(), user_ttl=TTL, summarize_after=100
+    ) as memory:
+        assert memory.redis_url is not None
+        client = redis.Redis.from_url(memory.redis_url)
+        key = memory.history.keys.directory_key()  # type: ignore[attr-defined]
+        _turn(memory, "bo")
+        written = client.zscore(key, "bo")
+        time.sleep(0.01)
+        memory.load("bo", "still here?")  # restarts bo's clock, and the entry with it
+        assert (client.zscore(key, "bo") or 0) > (written or 0)
+        client.close()
+
+        _turn(memory, "ana")
+        _wait_expired(memory, "ana")
+        assert "ana" in directory_members(memory)  # the keys are gone, the id not yet
+        memory.sweep_pending()
+        assert "ana" not in directory_members(memory)
