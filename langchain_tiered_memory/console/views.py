@@ -164,7 +164,8 @@ def _find(
         for doc in memory.summaries.search(
             user_id, query.text, MEANING_RESULTS, include_superseded=True
         )
-        if str(doc.id) in by_id
+        # a score at or below 0 is no closer than a typical pair of the user's items
+        if str(doc.id) in by_id and float(doc.metadata.get("score", 0.0)) > 0
     }
     out = []
     for item in kept:

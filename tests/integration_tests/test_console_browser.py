@@ -237,7 +237,10 @@ def test_a_deleted_item_is_no_longer_recalled_and_an_edit_is_re_embedded(
         page.get_by_role("button", name="Recall").click()
         assert "passed their driving test" in page.locator("#section").inner_text()
         cells = page.locator("#recalled tbody tr").first.locator("td").all_inner_texts()
-        assert float(cells[3]) > 0 and cells[4] != ""  # score and its dense part
+        assert cells[1] == test_id and float(cells[4]) > 0 and cells[5] != ""  # score, dense
+        # issue 46 item 3: the item's id explains its place, one click
+        page.locator("#recalled tbody tr").first.get_by_role("link", name=str(test_id)).click()
+        assert "Recalled at #1" in page.locator("#explained").inner_text()
         shot(page, "playground")
     recalled = memory.recall_summaries("alice", "Tell me about my cat Tom", n=5)
     assert [d.page_content for d in recalled] == ["The user passed their driving test."]
@@ -290,7 +293,7 @@ def test_forget_in_the_console_leaves_no_key_of_the_user_and_every_other_key_int
         assert "threads 1" in removed and "store_items 1" in removed and "history 4" in removed
     after = scan_dump(memory)
     # SCAN finds none of the user's keys, the app's thread and store items included
-    assert not [k for k in after if mine(k) and "{st:}" not in k]
+    assert not [k for k in after if mine(k) and not any(p in k for p in ("{st:}", "{dir:}"))]
     assert not [k for k, v in after.items() if b"alice-4711" in (v or b"")]
     assert {k: v for k, v in after.items() if not mine(k)} == others_before
     # the console's directory: alice's entry went, every other entry is as it was
@@ -448,3 +451,46 @@ def test_tiered_memory_ui_prints_its_address_and_serves(tmp_path: Path) -> None:
         proc.wait(30)
     # SIGTERM ends the command as Ctrl-C does: the embedded server it started is shut down
     assert proc.returncode != 0 and not EmbeddedRedis(tmp_path / "d").server_alive()
+
+
+def test_a_wrong_age_is_found_by_its_value_and_one_item_among_many_by_its_words(
+    memory: TieredMemory, page: Any
+) -> None:
+    """Issue 46 item 1, in clicks: 8 users in English and Chinese, one with a wrong age
+    among them; before, finding it meant opening every user (16 clicks)."""
+    people = [("ann", "Ann Lee", 31), ("bo", "Bo Chen", 45), ("cy", "Cy Diaz", 28)]
+    people += [("dee", "Dee Ray", 52), ("wf", "王芳", 28), ("lm", "李明", 33)]
+    people += [("zq", "张强", 61), ("ed", "Ed Moss", 132)]  # ed's age is wrong
+    for user, name, age in people:
+        memory.set_user_tags(user, {"name": name, "age": age})
+        memory.add_session_log(user, [HumanMessage(f"Hi, I am {name}."), AIMessage("Hello!")])
+    for start in range(0, 300, 100):  # a page and more of ann's notes
+        memory.add_summaries(
+            "ann", [f"The user read book number {n}." for n in range(start, start + 100)]
+        )
+    memory.add_summaries("ann", ["The user's sister lives in Lisbon."])
+    clicks = 0
+    with Console(memory) as console:
+        page.goto(console.url + "/")
+        assert "8 users" in page.locator("#user-count").inner_text()
+        page.get_by_label("search users").fill("132")
+        page.get_by_role("button", name="Search").click()
+        clicks += 1
+        assert page.locator("#users tbody tr").count() == 1
+        page.get_by_role("link", name="ed", exact=True).click()
+        clicks += 1
+        row = page.locator("tr[data-tag='age']")
+        row.get_by_label("new value of age").fill("23")
+        row.get_by_role("button", name="Save").click()
+        clicks += 1
+        assert memory.get_user_tags("ed")["age"] == "23"
+        assert clicks == 3
+
+        # one item among 301: its words, one search
+        page.goto(console.url + "/user?u=ann")
+        page.get_by_label("find items").fill("lisbon")
+        page.get_by_role("button", name="Find").click()
+        rows = page.locator("#items tbody tr")
+        assert rows.count() >= 1 and "Lisbon" in rows.first.inner_text()
+        assert "text" in rows.first.locator("td.found").inner_text()
+        shot(page, "find")
