@@ -263,7 +263,7 @@ assert (c / 'templates/user.html').is_file() and (c / 'static/console.css').is_f
   rm -rf "${tmp}"
 }
 phase "wheel" wheel_smoke
-# pytest with a PATH that holds every command of this one but the C and C++ compilers:
+# pytest (its 15 slowest tests listed at the end: where the time goes) with a PATH that holds every command of this one but the C and C++ compilers:
 # nothing may compile at run time (torch inductor's g++, any JIT) on a user's machine that
 # has none. The local-model tests and the demo runs are in it; a test checks the PATH.
 compiler_free_path() {
@@ -289,7 +289,7 @@ compiler_free_path() {
 PYTHON_EXE="$("${PYTHON}" -c 'import sys; print(sys.executable)')"
 NO_COMPILER_PATH="$(compiler_free_path)"
 phase "pytest (no C/C++ compiler on PATH)" env PATH="${NO_COMPILER_PATH}" \
-  TIERED_MEMORY_NO_COMPILER=1 "${PYTHON_EXE}" -m pytest tests -q -ra "$@"
+  TIERED_MEMORY_NO_COMPILER=1 "${PYTHON_EXE}" -m pytest tests -q -ra --durations=15 "$@"
 
 printf -v SUMMARY '%s, ' "${TIMINGS[@]}"
 echo "==> all passed (${SUMMARY%, })"
