@@ -257,7 +257,7 @@ def _forget_thread_plan(
     if thread_id in (yield call(tiers.history.threads, tiers.history.athreads, user_id)):
         config = _thread_config(thread_id, any_namespace=True)
         for saver in savers:
-            checkpoints += yield Step(_count, _acount, (saver, config))
+            checkpoints += yield call(_count, _acount, saver, config)
             yield call(saver.delete_thread, saver.adelete_thread, thread_id)
         yield call(
             tiers.history.release_threads, tiers.history.arelease_threads, user_id, [thread_id]

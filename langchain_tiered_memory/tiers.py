@@ -251,7 +251,7 @@ class Tiers:
                 ttl_ms=self.ttl_ms(),
             )
         if self.user_ttl is not None:
-            yield Step(self.touch_user, self.atouch_user, (user_id,))
+            yield call(self.touch_user, self.atouch_user, user_id)
 
     def load(
         self,
@@ -283,7 +283,7 @@ class Tiers:
                     claim=claim_thread,
                 )
             if self.user_ttl is not None and touch:
-                yield Step(self.touch_user, self.atouch_user, (user_id,))
+                yield call(self.touch_user, self.atouch_user, user_id)
             tags = yield from _tier(
                 user_id, "tags", {}, call(self.tags.get_all, self.tags.aget_all, user_id)
             )

@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from langchain_core.language_models import BaseChatModel
 
 from langchain_tiered_memory._ids import validate_user_id
-from langchain_tiered_memory._steps import Plan, Step, call, drive
+from langchain_tiered_memory._steps import Plan, call, drive
 from langchain_tiered_memory.errors import (
     CorruptMemoryError,
     MemoryBackendError,
@@ -134,7 +134,7 @@ class Summarization:
             return []
         items: list[str] = []
         if messages:  # else only forgotten messages: move the watermark past them
-            items = yield Step(summarize_messages, asummarize_messages, (model, messages), options)
+            items = yield call(summarize_messages, asummarize_messages, model, messages, **options)
             # for every model: what an item names comes from the user (what they said,
             # or their tags), and no item is made of the assistant's words alone
             tags = yield call(tiers.tags.get_all, tiers.tags.aget_all, user_id)
@@ -146,8 +146,8 @@ class Summarization:
             similar = yield call(tiers.summaries.similar, tiers.summaries.asimilar, user_id, items)
             supersedes = clear_updates(items, similar)
             if reconcile:
-                items, supersedes = yield Step(
-                    reconcile_items, areconcile_items, (model, items, similar, supersedes)
+                items, supersedes = yield call(
+                    reconcile_items, areconcile_items, model, items, similar, supersedes
                 )
         spans = yield call(tiers.history.spans, tiers.history.aspans, user_id)
         try:
@@ -175,7 +175,7 @@ class Summarization:
             )
         if tiers.user_ttl is not None:
             # new items join the user's retention clock
-            yield Step(tiers.touch_user, tiers.atouch_user, (user_id,))
+            yield call(tiers.touch_user, tiers.atouch_user, user_id)
         return ids
 
     # ----- in the background -----

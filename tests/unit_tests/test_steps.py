@@ -79,3 +79,20 @@ def test_a_call_holds_its_two_forms_and_its_arguments() -> None:
 
 def iter_one(made: Step) -> Plan[str]:
     return (yield made)  # type: ignore[no-any-return]
+
+
+def test_every_step_is_made_by_call_whose_arguments_are_type_checked() -> None:
+    """Issue 48 item 6: a raw ``Step(sync, aio, (args,))`` is not checked against the two
+    functions it names; ``call`` is. Only ``_steps.py`` builds one."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).parents[2] / "langchain_tiered_memory"
+    raw = []
+    for path in package.rglob("*.py"):
+        if path.name == "_steps.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Step":
+                raw.append(f"{path.relative_to(package)}:{node.lineno}")
+    assert raw == []

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from langchain_tiered_memory._steps import Plan, Step, call
+from langchain_tiered_memory._steps import Plan, call
 from langchain_tiered_memory.backend.connection import RedisConnection, as_text
 from langchain_tiered_memory.embeddings import embeddings_model_id
 from langchain_tiered_memory.errors import ConcurrentReembedError
@@ -170,7 +170,7 @@ def reembed_plan(
     emb = store.embeddings
     target = embeddings_model_id(emb)
     where = store.where(user_id)
-    state, total = yield Step(conn.eval, conn.aeval, (_BEGIN_LUA, 4, *keys, target))
+    state, total = yield call(conn.eval, conn.aeval, _BEGIN_LUA, 4, *keys, target)
     total = int(total)
     if as_text(state) != "go":
         return total
@@ -181,24 +181,24 @@ def reembed_plan(
         if not found:
             return 0
         ids = list(found)
-        have = yield Step(_hmget, _ahmget, (conn, revecs_key, ids))
+        have = yield call(_hmget, _ahmget, conn, revecs_key, ids)
         todo = [i for i, vec in zip(ids, have, strict=True) if vec is None]
         if not todo:
             return 0
-        raw = yield Step(emb.embed_documents, emb.aembed_documents, ([found[i] for i in todo],))
+        raw = yield call(emb.embed_documents, emb.aembed_documents, [found[i] for i in todo])
         vectors: np.ndarray = unit_rows(raw)
         dim = int(vectors.shape[1])
         pairs: list[Any] = []
         for item_id, vector in zip(todo, vectors, strict=True):
             pairs += [item_id, encode_vector(vector, store.vector_dtype)]
-        staged = yield Step(conn.eval, conn.aeval, (_STAGE_LUA, 4, *keys, target, *pairs))
+        staged = yield call(conn.eval, conn.aeval, _STAGE_LUA, 4, *keys, target, *pairs)
         if int(staged) < 0:
             raise ConcurrentReembedError(f"{where}: {_CONCURRENT}")
         return len(todo)
 
     done, cursor = 0, 0
     while True:
-        cursor, page = yield Step(_hscan, _ahscan, (conn, items_key, cursor))
+        cursor, page = yield call(_hscan, _ahscan, conn, items_key, cursor)
         done += yield from stage(_texts(page, where))
         if progress is not None:
             progress(min(done, total), total)
@@ -206,16 +206,16 @@ def reembed_plan(
             break
     for _ in range(_SWAP_TRIES):
         if not dim:  # resumed with everything staged: the size is the model's
-            probe = yield Step(emb.embed_documents, emb.aembed_documents, (["size"],))
+            probe = yield call(emb.embed_documents, emb.aembed_documents, ["size"])
             dim = len(probe[0])
-        result = yield Step(conn.eval, conn.aeval, (_SWAP_LUA, 4, *keys, target, str(dim)))
+        result = yield call(conn.eval, conn.aeval, _SWAP_LUA, 4, *keys, target, str(dim))
         if int(result[0]) == 1:
             store.drop_cached(user_id)
             return int(result[1])
         if int(result[0]) < 0:
             raise ConcurrentReembedError(f"{where}: {_CONCURRENT}")
         missing = [as_text(i) for i in result[1:]]  # items added by the old model meanwhile
-        found = yield Step(_hmget, _ahmget, (conn, items_key, missing))
+        found = yield call(_hmget, _ahmget, conn, items_key, missing)
         yield from stage(
             _texts({k: v for k, v in zip(missing, found, strict=True) if v is not None}, where)
         )
