@@ -232,10 +232,7 @@ class RedisUserDirectory:
         rows = self.rows(users)
         gone = [r.user_id for r in rows if not (r.messages or r.tags or r.items or r.threads)]
         if gone:
-            pipe = self.connection.sync.pipeline(transaction=False)
-            for command in self._unlist(gone):
-                pipe.execute_command(*command)
-            pipe.execute()
+            _send(self.connection, self._unlist(gone))
         return [r for r in rows if r.user_id not in gone]
 
     def _unlist(self, users: Sequence[str]) -> list[tuple[Any, ...]]:
@@ -275,10 +272,7 @@ class RedisUserDirectory:
             stale = client.zrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
             users = [unquote(as_text(m)) for m in stale]
             if users:
-                pipe = client.pipeline(transaction=False)
-                for command in self._unlist(users):
-                    pipe.execute_command(*command)
-                pipe.execute()
+                _send(self.connection, self._unlist(users))
         return len(users)
 
     async def aexpire(self, before: float) -> int:
@@ -288,10 +282,7 @@ class RedisUserDirectory:
             stale = await client.zrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
             users = [unquote(as_text(m)) for m in stale]
             if users:
-                pipe = client.pipeline(transaction=False)
-                for command in self._unlist(users):
-                    pipe.execute_command(*command)
-                await pipe.execute()
+                await _asend(self.connection, self._unlist(users))
         return len(users)
 
     def _index_values(self, users: list[str]) -> None:
@@ -304,26 +295,17 @@ class RedisUserDirectory:
         for user, tags in zip(users, pipe.execute(), strict=True):
             changes = [(as_text(n), None, as_text(v)) for n, v in tags.items()]
             commands += tag_value_commands(self.keys, user, changes)
-        pipe = client.pipeline(transaction=False)
-        for command in commands:
-            pipe.execute_command(*command)
-        pipe.execute()
+        _send(self.connection, commands)
 
     def forget(self, user_id: str) -> None:
         """Take ``user_id`` out of both indexes (their erasure)."""
         with self.connection.errors():
-            pipe = self.connection.sync.pipeline(transaction=False)
-            for command in self._unlist([user_id]):
-                pipe.execute_command(*command)
-            pipe.execute()
+            _send(self.connection, self._unlist([user_id]))
 
     async def aforget(self, user_id: str) -> None:
         """Async :meth:`forget`."""
         with self.connection.errors():
-            pipe = (await self.connection.aclient()).pipeline(transaction=False)
-            for command in self._unlist([user_id]):
-                pipe.execute_command(*command)
-            await pipe.execute()
+            await _asend(self.connection, self._unlist([user_id]))
 
     def _scan_page(self, cursor: str | None, count: int, contains: str | None) -> UserPage:
         phase, node_index, scan_cursor = _parse_cursor(cursor)
@@ -436,11 +418,7 @@ def index_tags(
     one pipelined round trip. Returns how many tags changed.
     """
     changes = _changes(reply, values)
-    if commands := tag_value_commands(keys, user_id, changes):
-        pipe = connection.sync.pipeline(transaction=False)
-        for command in commands:
-            pipe.execute_command(*command)
-        pipe.execute()
+    _send(connection, tag_value_commands(keys, user_id, changes))
     return len(changes)
 
 
@@ -453,12 +431,26 @@ async def aindex_tags(
 ) -> int:
     """Async :func:`index_tags`."""
     changes = _changes(reply, values)
-    if commands := tag_value_commands(keys, user_id, changes):
+    await _asend(connection, tag_value_commands(keys, user_id, changes))
+    return len(changes)
+
+
+def _send(connection: RedisConnection, commands: Sequence[tuple[Any, ...]]) -> None:
+    """``commands`` in one pipelined round trip (no transaction; nothing to send: none)."""
+    if commands:
+        pipe = connection.sync.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        pipe.execute()
+
+
+async def _asend(connection: RedisConnection, commands: Sequence[tuple[Any, ...]]) -> None:
+    """Async :func:`_send`."""
+    if commands:
         pipe = (await connection.aclient()).pipeline(transaction=False)
         for command in commands:
             pipe.execute_command(*command)
         await pipe.execute()
-    return len(changes)
 
 
 def _range(escaped: str) -> tuple[bytes, bytes]:
