@@ -18,7 +18,6 @@ from langchain_core.messages import BaseMessage
 from langchain_tiered_memory.agent.nodes import DEFAULT_MEMORY_TOKEN_BUDGET
 from langchain_tiered_memory.agent.prompt import quote, render_memory_section
 from langchain_tiered_memory.memory import TieredMemory
-from langchain_tiered_memory.retrieval.conversation import DEFAULT_CONTEXT_TURNS
 from langchain_tiered_memory.stores.directory import (
     PAGE_SIZE,
     RedisUserDirectory,
@@ -424,7 +423,8 @@ def explain(
         )
         return out
     depth = min(len(docs), EXPLAIN_DEPTH)
-    joined = " ".join(turns[-DEFAULT_CONTEXT_TURNS:])
+    # the query the playground's recall ran: every turn typed, joined (retrieval/conversation)
+    joined = " ".join(turns)
     ranking = memory.summaries.search(user_id, joined, depth)
     latest = memory.summaries.search(user_id, turns[-1], depth)
     by_score = sorted(ranking, key=lambda d: -float(d.metadata.get("score", 0.0)))

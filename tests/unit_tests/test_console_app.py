@@ -223,3 +223,27 @@ def test_the_users_page_counts_sorts_by_activity_and_finds_tag_values(
     assert page.index("u-1") < page.index("u-2")  # u-1 spoke last
     found = client.get("/", params={"q": "王芳"}).text
     assert "u-2" in found and "u-1" not in found.split('id="users"', 1)[1]
+
+
+def test_the_explanation_ranks_the_turns_the_playground_recalled_with(
+    memory: TieredMemory,
+) -> None:
+    """The playground recalls with every turn typed; its explanation must rank the same
+    query, or an item recalled first reads as placed lower by score."""
+    from langchain_tiered_memory.console import views
+
+    memory.add_summaries("y", ["The user spent a week in Lisbon eating custard tarts."])
+    for i in range(6):
+        memory.add_summaries("y", [f"The user repaired bicycle number {i}."])
+    turns = [
+        "Lisbon custard tarts",
+        "Lisbon tarts",
+        "Lisbon custard",
+        "bicycle",
+        "bicycle repaired",
+    ]
+    shown = views.playground(memory, "y", turns, 3)
+    (lisbon,) = [d for d in shown.recalled if "Lisbon" in d.page_content][:1]
+    assert shown.recalled.index(lisbon) == 0
+    explained = views.explain(memory, "y", shown.turns, 3, str(lisbon.id), shown)
+    assert explained.verdict.startswith("Recalled at #1") and explained.by_score == 0
