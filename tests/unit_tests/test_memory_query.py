@@ -152,3 +152,32 @@ async def test_the_middleware_asks_the_agents_model_from_its_first_call(
     reply = [p for p in model.prompts if "<memories>" in p[0].text][-1]
     assert model.prompts.index(asked) < model.prompts.index(reply)
     assert "Miso" in reply[0].text
+
+
+def test_a_chinese_line_recalls_a_chinese_memory(memory: TieredMemory) -> None:
+    memory.add_summaries(
+        "u",
+        [
+            "用户去年九月驾照路考没通过。",
+            "用户五月领养了一只叫米索的灰猫。",
+            "用户四月在里斯本待了一周。",
+        ],
+    )
+    memory.add_summaries("u", ["用户六月升职当了组长。"])
+    turn = "星期四补考，我紧张得睡不着。"
+    plain = ScriptedChatModel(replies=["好的！"])
+    asking = ScriptedChatModel(replies=["用户领养了一只猫。", "好的！"])
+    for model, options in ((plain, {}), (asking, {"memory_query": "note"})):
+        graph = create_memory_graph(
+            model, memory=memory, checkpointer=InMemorySaver(), recall_k=2, **options
+        )
+        graph.invoke(
+            {"messages": [HumanMessage(turn)]},
+            {"configurable": {"thread_id": "t"}},
+            context={"user_id": "u"},
+        )
+    assert "米索" not in plain.prompts[-1][0].text  # the conversation alone: no cat
+    (asked,) = asked_for_a_query(asking)
+    assert asked[1].text.endswith(f"- {turn}")
+    reply = [p for p in asking.prompts if QUERY_MARK not in p[0].text][0]
+    assert "米索" in reply[0].text  # the model's line brought the cat
