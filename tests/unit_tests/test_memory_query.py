@@ -15,6 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory.agent.graph import create_memory_graph
 from langchain_tiered_memory.agent.memory_query import (
+    MemoryQueryKind,
     memory_query_messages,
     parse_memory_query,
     write_memory_query,
@@ -167,9 +168,17 @@ def test_a_chinese_line_recalls_a_chinese_memory(memory: TieredMemory) -> None:
     turn = "星期四补考，我紧张得睡不着。"
     plain = ScriptedChatModel(replies=["好的！"])
     asking = ScriptedChatModel(replies=["用户领养了一只猫。", "好的！"])
-    for model, options in ((plain, {}), (asking, {"memory_query": "note"})):
+    cases: list[tuple[ScriptedChatModel, MemoryQueryKind | None]] = [
+        (plain, None),
+        (asking, "note"),
+    ]
+    for model, kind in cases:
         graph = create_memory_graph(
-            model, memory=memory, checkpointer=InMemorySaver(), recall_k=2, **options
+            model,
+            memory=memory,
+            checkpointer=InMemorySaver(),
+            recall_k=2,
+            memory_query=kind,
         )
         graph.invoke(
             {"messages": [HumanMessage(turn)]},
