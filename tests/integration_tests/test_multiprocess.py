@@ -54,7 +54,7 @@ class Peer:
                 "tags": snap.tags,
                 "history": [msg.content for msg in snap.history],
                 "recalled": [[d.id, d.page_content] for d in snap.recalled],
-                "cached_users": m.summaries.cached_users(),  # type: ignore[attr-defined]
+                "cached_users": len(m.summaries.index_cache),  # type: ignore[attr-defined]
             }
         if op == "tag":
             return m.set_user_tags(user, args[0])
@@ -152,7 +152,7 @@ def test_forget_in_one_leaves_nothing_recallable_in_the_other(
     # and the other way round
     here.recall_summaries("bob", "dog", 3)
     other("forget", "bob")
-    here_cached = here.summaries.cached_users()  # type: ignore[attr-defined]
+    here_cached = len(here.summaries.index_cache)  # type: ignore[attr-defined]
     other("add", "bob", ["Bob started learning the cello."])
     assert here_cached == 1  # still holding the index of the forgotten item
     assert [d.page_content for d in here.recall_summaries("bob", "dog cello", 3)] == [
@@ -173,13 +173,13 @@ def test_cache_is_an_lru_bounded_by_max_cached_users(
     ):
         store = reader.summaries
         assert isinstance(store, RedisSummaryStore)
-        store.max_cached_users = 5
+        store.index_cache.max_users = 5
         users = [f"user{i}" for i in range(12)]
         for i, user in enumerate(users):
             writer.add_summaries(user, [f"{user} collects stamps from country {i}."])
         for user in users:
             assert reader.recall_summaries(user, "stamps", 1)[0].page_content.startswith(user)
-            assert store.cached_users() <= 5
+            assert len(store.index_cache) <= 5
         assert store.index_cache.users() == users[-5:]  # the 5 most recently used
         reader.recall_summaries(users[7], "stamps", 1)  # touch: now most recent
         reader.recall_summaries(users[0], "stamps", 1)  # evicted earlier: rebuilt, right data

@@ -404,14 +404,14 @@ def test_the_index_cache_is_bounded_by_bytes(embedded_memory: TieredMemory) -> N
     for user in ("u1", "u2", "u3"):
         memory.add_summaries(user, [f"{user} fact number {i} about tea" for i in range(40)])
         memory.recall_summaries(user, "tea")
-    one_user = store.cached_bytes() // store.cached_users()
-    assert store.cached_users() == 3 and one_user > 0
-    store.max_cache_bytes = int(one_user * 1.5)
+    one_user = store.index_cache.nbytes() // len(store.index_cache)
+    assert len(store.index_cache) == 3 and one_user > 0
+    store.index_cache.max_bytes = int(one_user * 1.5)
     memory.recall_summaries("u1", "tea")  # a refreshed read re-checks the budget
     memory.add_summaries("u4", ["u4 likes tea."])
     memory.recall_summaries("u4", "tea")
     # least recently used first: u2 and u3 go, u1 (just read) and u4 fit the budget
-    assert store.cached_users() == 2 and store.cached_bytes() <= store.max_cache_bytes
+    assert len(store.index_cache) == 2 and store.index_cache.nbytes() <= store.index_cache.max_bytes
     assert [d.page_content for d in memory.recall_summaries("u2", "fact number 7", 1)]
 
 

@@ -309,6 +309,56 @@ def test_no_module_or_class_grows_past_the_limits() -> None:
         assert not mended, f"now within {limit} lines: take {mended} off the list"
 
 
+# Issue 48 item 1: a class counted with its in-package bases (mixins and shared bases
+# included, each once), so moving lines into a mixin does not make a concept smaller. These
+# are over today, at their size when the rule was set: none may grow or join the list.
+OVER_WITH_BASES: dict[str, int] = {
+    "AsyncRedisSaver": 1053,
+    "AsyncRedisStore": 662,
+    "ChatLocalTransformers": 463,
+    "DeltaWalk": 531,
+    "InMemoryHistoryStore": 485,
+    "InMemorySummaryStore": 582,
+    "RedisHistoryStore": 641,
+    "RedisSaver": 997,
+    "RedisStore": 579,
+    "RedisSummaryStore": 713,
+    "SaverMaintenance": 485,
+    "TieredMemory": 999,
+}
+
+
+def class_sizes_with_bases() -> dict[str, int]:
+    """Every class of the package: its lines plus those of each in-package ancestor."""
+    own: dict[str, int] = {}
+    bases: dict[str, set[str]] = {}
+    for path in modules(""):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                own[node.name] = max(own.get(node.name, 0), node.end_lineno - node.lineno + 1)
+                names = {ast.unparse(b).split("[")[0].rsplit(".", 1)[-1] for b in node.bases}
+                bases.setdefault(node.name, set()).update(names)
+
+    def ancestors(name: str, seen: set[str]) -> set[str]:
+        for base in bases.get(name, set()) & own.keys():
+            if base not in seen:
+                seen.add(base)
+                ancestors(base, seen)
+        return seen
+
+    return {n: own[n] + sum(own[a] for a in ancestors(n, set()) - {n}) for n in own}
+
+
+def test_a_class_counted_with_its_bases_stays_within_the_limit() -> None:
+    sizes = class_sizes_with_bases()
+    assert sizes["RedisSummaryStore"] > sizes["SummaryStore"]  # the bases are counted
+    over = {name: size for name, size in sizes.items() if size > CLASS_LINES}
+    grown = {n: s for n, s in over.items() if s > OVER_WITH_BASES.get(n, CLASS_LINES)}
+    assert not grown, f"over {CLASS_LINES} lines with its bases (compose, see #48): {grown}"
+    mended = sorted(set(OVER_WITH_BASES) - set(over))
+    assert not mended, f"now within {CLASS_LINES} lines: take {mended} off the list"
+
+
 def test_no_import_cycle_even_counting_type_only_imports() -> None:
     graph = module_graph()
     cycles = []

@@ -500,11 +500,11 @@ def test_cache_is_bounded_and_least_recently_used_goes_first(
     second = fresh.index_for("u2")
     assert fresh.index_for("u1") is first  # u1 is now the most recently used
     fresh.index_for("u3")  # evicts u2, the least recently used
-    assert fresh.cached_users() == 2
+    assert len(fresh.index_cache) == 2
     assert fresh.index_for("u1") is first
     assert fresh.index_for("u2") is not second  # rebuilt from Redis
     assert texts(fresh.search("u2", "green tea", 1)) == ["u2 likes green tea"]
-    assert fresh.cached_users() == 2
+    assert len(fresh.index_cache) == 2
     fresh.connection.close()
 
 

@@ -1,6 +1,8 @@
 """A summary store's search index, kept current with Redis by a version pair.
 
-Each process holds an index per user it served (:class:`~.cache.IndexCache`). The user's
+:class:`IndexLoader` is the Redis summary store's collaborator for its reads: it owns the
+keys of a user's items, the process's cache of indexes and the reads that keep them
+current. Each process holds an index per user it served (:class:`~.cache.IndexCache`). The user's
 meta hash holds ``gen`` (bumped by deletions), ``next_id`` (by additions), the vectors' size
 and model; a read compares them with the cached index: equal, it is used as is; ``next_id``
 moved, only the new items are fetched; ``gen`` moved, the index is rebuilt. The sync and
@@ -9,8 +11,8 @@ async reads share every step but the I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
@@ -27,68 +29,54 @@ from langchain_tiered_memory.stores.summaries.index import (
     stored_int,
 )
 
-__all__ = ["LEGACY_DIM", "LEGACY_MODEL", "IndexLoading"]
+__all__ = ["LEGACY_DIM", "LEGACY_MODEL", "IndexLoader"]
 
 # What 0.1 stores held when they recorded no model: the then default's name and size.
 LEGACY_MODEL = "all-minilm-l6-v2"
 LEGACY_DIM = 384
 
 
-class IndexLoading:
-    """The Redis summary store's reads of its search index (a mixin of
-    :class:`~langchain_tiered_memory.stores.summaries.redis_store.RedisSummaryStore`).
+class IndexLoader:
+    """Reads a user's search index from Redis into the process's cache, fetching only what
+    changed (owned by :class:`~langchain_tiered_memory.stores.summaries.redis_store.
+    RedisSummaryStore`, which passes its current embeddings and ranking to each read).
+
+    Args:
+        connection: the Redis connection.
+        keys: the key builder.
+        cache: this process's indexes.
 
     Example:
-        >>> store = RedisSummaryStore(conn, embeddings=emb)  # doctest: +SKIP
-        >>> store.index_for("alice") is store.index_for("alice")  # doctest: +SKIP
+        >>> loader = IndexLoader(conn, KeyBuilder(), IndexCache())  # doctest: +SKIP
+        >>> loader.index_for("alice", emb, None) is loader.index_for("alice", emb, None)
         True
     """
 
-    connection: RedisConnection
-    keys: KeyBuilder
-    retrieval: RetrievalConfig | None
-    index_cache: IndexCache
+    def __init__(self, connection: RedisConnection, keys: KeyBuilder, cache: IndexCache) -> None:
+        self.connection = connection
+        self.keys = keys
+        self.cache = cache
 
-    if TYPE_CHECKING:  # the store's own (declared here for the type checker only)
-
-        def _embedder(self) -> Embeddings: ...
-
-        def _k(self, user_id: str) -> tuple[str, str, str]: ...
-
-    @property
-    def max_cached_users(self) -> int:
-        """At most this many users' indexes are held by the process (least recent dropped)."""
-        return self.index_cache.max_users
-
-    @max_cached_users.setter
-    def max_cached_users(self, value: int) -> None:
-        self.index_cache.max_users = value
-
-    @property
-    def max_cache_bytes(self) -> int:
-        """About this many bytes of indexes are held by the process (least recent dropped)."""
-        return self.index_cache.max_bytes
-
-    @max_cache_bytes.setter
-    def max_cache_bytes(self, value: int) -> None:
-        self.index_cache.max_bytes = value
-
-    def drop_cached(self, user_id: str) -> None:
-        """Forget this process's index of the user (it is rebuilt on the next search)."""
-        self.index_cache.drop(user_id)
-
-    # ----- cache: shared by the sync and async paths; only the Redis I/O differs -----
+    def item_keys(self, user_id: str) -> tuple[str, str, str]:
+        """The user's items, vectors and meta keys (one slot)."""
+        return (
+            self.keys.key(user_id, "sum:items"),
+            self.keys.key(user_id, "sum:vecs"),
+            self.keys.key(user_id, "meta"),
+        )
 
     def version_command(self, user_id: str) -> tuple[str, ...]:
         """The ``HMGET`` that reads the cache version (and the items' embedding model), for
         callers batching a pipeline.
         """
-        return ("HMGET", self._k(user_id)[2], "gen", "next_id", "dim", "model")
+        return ("HMGET", self.item_keys(user_id)[2], "gen", "next_id", "dim", "model")
 
     def where(self, user_id: str) -> str:
         """How errors name the user's items: the user id and the Redis keys."""
-        items, vecs, meta = self._k(user_id)
+        items, vecs, meta = self.item_keys(user_id)
         return f"the summary items of user {user_id!r} (keys {items}, {vecs}, {meta})"
+
+    # ----- shared by the sync and async reads; only the Redis I/O differs -----
 
     def _version(self, user_id: str, version: Sequence[Any]) -> tuple[int, int, int]:
         where = self.where(user_id)
@@ -98,37 +86,14 @@ class IndexLoading:
             stored_int(version[2], where),
         )
 
-    def _cached(self, user_id: str, version: Sequence[Any]) -> tuple[UserIndex | None, str]:
-        """Return (index, what to fetch): '' if current, 'delta' or 'full'."""
-        return self.index_cache.lookup(user_id, *self._version(user_id, version))
-
-    def cached_bytes(self) -> int:
-        """Estimated memory held by this process's cached indexes."""
-        return self.index_cache.nbytes()
-
-    def _build(
-        self,
-        gen: int,
-        next_id: int,
-        dim: int,
-        items: Mapping[bytes, bytes],
-        vecs: Mapping[bytes, bytes],
-        where: str,
-    ) -> UserIndex:
-        index = UserIndex(
-            dim=dim,
-            gen=gen,
-            next_id=next_id,
-            config=self.retrieval,
-            dense_scripts=embeddings_scripts(self._embedder()),
-        )
-        # Items added after the version was read belong to the next delta, not this build.
-        current = {k: v for k, v in items.items() if parse_item_id(k, where) < next_id}
-        extend_index(index, current, vecs, where=where)
-        return index
-
     def _after_fetch(
-        self, user_id: str, version: Sequence[Any], cached: UserIndex | None, fetched: Any
+        self,
+        user_id: str,
+        version: Sequence[Any],
+        cached: UserIndex | None,
+        fetched: Any,
+        embeddings: Embeddings,
+        retrieval: RetrievalConfig | None,
     ) -> UserIndex | None:
         gen, next_id, dim = self._version(user_id, version)
         where = self.where(user_id)
@@ -141,54 +106,74 @@ class IndexLoading:
             # whole or not at all); only ids past those already loaded are appended, so
             # overlapping deltas fetched by racing threads never add an item twice.
             extend_index(cached, items, vecs, next_id=next_id, where=where)
-            self.index_cache.evict()
+            self.cache.evict()
             return cached
         if not dim:
-            self.index_cache.drop(user_id)
+            self.cache.drop(user_id)
             return None
-        index = self._build(gen, next_id, dim, fetched[0], fetched[1], where)
-        self.index_cache.put(user_id, index)
+        index = UserIndex(
+            dim=dim,
+            gen=gen,
+            next_id=next_id,
+            config=retrieval,
+            dense_scripts=embeddings_scripts(embeddings),
+        )
+        # Items added after the version was read belong to the next delta, not this build.
+        current = {k: v for k, v in fetched[0].items() if parse_item_id(k, where) < next_id}
+        extend_index(index, current, fetched[1], where=where)
+        self.cache.put(user_id, index)
         return index
 
-    def _check_model(self, user_id: str, version: Sequence[Any]) -> None:
-        """Refuse to search items embedded by another model than this store's."""
+    def _prepare(
+        self, user_id: str, version: Sequence[Any], embeddings: Embeddings
+    ) -> tuple[UserIndex | None, list[tuple[Any, ...]]]:
+        """The cached index and the commands that bring it up to ``version`` (none: current);
+        refuses items embedded by another model than ``embeddings``.
+        """
         stored = version[3] if len(version) > 3 else None
-        if stored is None:
+        if stored is None and stored_int(version[2]) == LEGACY_DIM:
             # Items from before 0.2 carry no model name. 384-dimensional ones came from the
             # 0.1 default, all-MiniLM-L6-v2, whose vectors the new default's (also 384)
             # must not be mixed with; other sizes are told apart by the size check.
-            if stored_int(version[2]) != LEGACY_DIM:
-                return
             stored = LEGACY_MODEL
-        check_embeddings_model(as_text(stored), self._embedder(), self.where(user_id))
-
-    def _fetch_commands(
-        self, user_id: str, version: Sequence[Any], cached: UserIndex | None
-    ) -> list[tuple[Any, ...]]:
-        items, vecs, _ = self._k(user_id)
+        if stored is not None:
+            check_embeddings_model(as_text(stored), embeddings, self.where(user_id))
+        cached, todo = self.cache.lookup(user_id, *self._version(user_id, version))
+        if not todo:
+            return cached, []
+        items, vecs, _ = self.item_keys(user_id)
         if cached is not None:
             ids = [str(i) for i in range(cached.next_id, stored_int(version[1]))]
-            return [("HMGET", items, *ids), ("HMGET", vecs, *ids)]
-        return [("HGETALL", items), ("HGETALL", vecs)]
+            return cached, [("HMGET", items, *ids), ("HMGET", vecs, *ids)]
+        return None, [("HGETALL", items), ("HGETALL", vecs)]
 
-    def index_for(self, user_id: str, version: Sequence[Any] | None = None) -> UserIndex | None:
+    def index_for(
+        self,
+        user_id: str,
+        embeddings: Embeddings,
+        retrieval: RetrievalConfig | None,
+        version: Sequence[Any] | None = None,
+    ) -> UserIndex | None:
         """The user's current search index (fetching what changed), or ``None`` if empty."""
         conn = self.connection
         with conn.errors():
             if version is None:
                 version = conn.sync.execute_command(*self.version_command(user_id))
-            self._check_model(user_id, version)
-            cached, todo = self._cached(user_id, version)
-            if not todo:
+            cached, commands = self._prepare(user_id, version, embeddings)
+            if not commands:
                 return cached
             pipe = conn.sync.pipeline(transaction=False)
-            for cmd in self._fetch_commands(user_id, version, cached):
+            for cmd in commands:
                 pipe.execute_command(*cmd)
             fetched = pipe.execute()
-        return self._after_fetch(user_id, version, cached, fetched)
+        return self._after_fetch(user_id, version, cached, fetched, embeddings, retrieval)
 
     async def aindex_for(
-        self, user_id: str, version: Sequence[Any] | None = None
+        self,
+        user_id: str,
+        embeddings: Embeddings,
+        retrieval: RetrievalConfig | None,
+        version: Sequence[Any] | None = None,
     ) -> UserIndex | None:
         """Async :meth:`index_for`."""
         conn = self.connection
@@ -197,16 +182,11 @@ class IndexLoading:
                 version = await (await conn.aclient()).execute_command(
                     *self.version_command(user_id)
                 )
-            self._check_model(user_id, version)
-            cached, todo = self._cached(user_id, version)
-            if not todo:
+            cached, commands = self._prepare(user_id, version, embeddings)
+            if not commands:
                 return cached
             pipe = (await conn.aclient()).pipeline(transaction=False)
-            for cmd in self._fetch_commands(user_id, version, cached):
+            for cmd in commands:
                 pipe.execute_command(*cmd)
             fetched = await pipe.execute()
-        return self._after_fetch(user_id, version, cached, fetched)
-
-    def cached_users(self) -> int:
-        """How many users' indexes this process holds (bounded by ``max_cached_users``)."""
-        return len(self.index_cache)
+        return self._after_fetch(user_id, version, cached, fetched, embeddings, retrieval)

@@ -40,6 +40,7 @@ from langchain_tiered_memory.stores.summaries.index import (
     DEFAULT_MAX_ITEMS,
     ERASED_MEANWHILE,
     Record,
+    UserIndex,
     VectorDtype,
     as_document,
     check_embeddings_model,
@@ -54,7 +55,7 @@ from langchain_tiered_memory.stores.summaries.index import (
     unit_rows,
     validate_items,
 )
-from langchain_tiered_memory.stores.summaries.loading import IndexLoading
+from langchain_tiered_memory.stores.summaries.loading import IndexLoader
 from langchain_tiered_memory.stores.summaries.reembed import Progress, reembed_plan
 
 __all__ = ["RedisSummaryStore"]
@@ -69,7 +70,7 @@ def _new_gen() -> str:
     return str(secrets.randbelow(1 << 52) + (1 << 20))
 
 
-class RedisSummaryStore(IndexLoading, SummaryStore):
+class RedisSummaryStore(SummaryStore):
     """Summary items in Redis hashes, searched through a per-process FAISS cache.
 
     Example:
@@ -108,15 +109,37 @@ class RedisSummaryStore(IndexLoading, SummaryStore):
         self.embeddings = embeddings
         self.keys = keys or KeyBuilder()
         self.dedup_threshold = dedup_threshold
-        # this process's search indexes of the users it served
+        # this process's search indexes of the users it served (bounded: ``index_cache.
+        # max_users`` users, about ``index_cache.max_bytes`` bytes), and their reads
         self.index_cache = IndexCache(max_users=max_cached_users, max_bytes=max_cache_bytes)
+        self.index_loader = IndexLoader(connection, self.keys, self.index_cache)
 
     def _k(self, user_id: str) -> tuple[str, str, str]:
-        return (
-            self.keys.key(user_id, "sum:items"),
-            self.keys.key(user_id, "sum:vecs"),
-            self.keys.key(user_id, "meta"),
+        return self.index_loader.item_keys(user_id)
+
+    def where(self, user_id: str) -> str:
+        """How errors name the user's items: the user id and the Redis keys."""
+        return self.index_loader.where(user_id)
+
+    def version_command(self, user_id: str) -> tuple[str, ...]:
+        """The ``HMGET`` of the index's version, for callers batching a pipeline."""
+        return self.index_loader.version_command(user_id)
+
+    def index_for(self, user_id: str, version: Sequence[Any] | None = None) -> UserIndex | None:
+        """The user's current search index (fetching what changed), or ``None`` if empty."""
+        return self.index_loader.index_for(user_id, self._embedder(), self.retrieval, version)
+
+    async def aindex_for(
+        self, user_id: str, version: Sequence[Any] | None = None
+    ) -> UserIndex | None:
+        """Async :meth:`index_for`."""
+        return await self.index_loader.aindex_for(
+            user_id, self._embedder(), self.retrieval, version
         )
+
+    def drop_cached(self, user_id: str) -> None:
+        """Forget this process's index of the user (it is rebuilt on the next search)."""
+        self.index_cache.drop(user_id)
 
     def reembed_keys(self, user_id: str) -> tuple[str, str, str, str]:
         """The user's items, vectors, meta and staged-vectors keys (one slot)."""

@@ -25,7 +25,7 @@ def main() -> None:
                 "tags": snap.tags,
                 "history": [m.content for m in snap.history],
                 "recalled": [[d.id, d.page_content] for d in snap.recalled],
-                "cached_users": memory.summaries.cached_users(),  # type: ignore[attr-defined]
+                "cached_users": len(memory.summaries.index_cache),  # type: ignore[attr-defined]
             }
         elif op == "tag":
             out = memory.set_user_tags(user, args[0])
