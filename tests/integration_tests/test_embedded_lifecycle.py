@@ -345,6 +345,22 @@ def test_the_cli_prints_stored_text_as_text(data_dir: Path, hostile: str) -> Non
         assert memory.get_user_tags(user) == {}
 
 
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process under it (by parent pid, across sessions)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rpartition(")")[2].split()
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, todo = [pid], [pid]
+    while todo:
+        parent = todo.pop()
+        children = [p for p, pp in parents.items() if pp == parent]
+        found += children
+        todo += children
+    return found
+
+
 def test_ctrl_c_during_the_demo_prints_no_traceback(tmp_path: Path) -> None:
     """Ctrl-C while a step's process runs: exit 130, "interrupted", no traceback.
 
@@ -366,6 +382,8 @@ def test_ctrl_c_during_the_demo_prints_no_traceback(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            # a hang is reported with every thread's stack (SIGABRT below)
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
         )
         assert proc.stdout is not None
         for line in proc.stdout:  # the step's process is started, and waits for the lock
@@ -373,7 +391,16 @@ def test_ctrl_c_during_the_demo_prints_no_traceback(tmp_path: Path) -> None:
                 break
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         try:
-            _, err = proc.communicate(timeout=NO_HANG)
+            try:
+                _, err = proc.communicate(timeout=NO_HANG)
+            except subprocess.TimeoutExpired:
+                # once under two busy loops (issue 47) it did not end: say where it waits
+                stuck = _descendants(proc.pid)
+                for pid in stuck:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGABRT)
+                _, err = proc.communicate(timeout=NO_HANG)
+                pytest.fail(f"no exit {NO_HANG}s after Ctrl-C; processes {stuck}:\n{err}")
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
