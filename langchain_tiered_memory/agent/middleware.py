@@ -173,7 +173,12 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         """
         if not self._adopted:
             policy = ModelPolicy.for_model(model, small=self.small_model)
-            settings = TurnSettings.of(policy, **self._options)
+            # small_model given: the build already decided (and warned) under this policy
+            settings = (
+                self.nodes.settings
+                if self.small_model is not None
+                else TurnSettings.of(policy, **self._options)
+            )
             self.nodes.settings = settings
             if self.nodes.summary_model is None:
                 self.nodes.summary_model = model

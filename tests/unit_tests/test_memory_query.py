@@ -155,6 +155,24 @@ async def test_the_middleware_asks_the_agents_model_from_its_first_call(
     assert "Miso" in reply[0].text
 
 
+async def test_the_middleware_warns_once_for_a_small_model(
+    memory: TieredMemory, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = ScriptedChatModel(replies=["Hi!", "Hello again."])
+    with caplog.at_level(logging.WARNING):
+        middleware = TieredMemoryMiddleware(memory, memory_query="note", small_model=True)
+        agent: Any = create_agent(
+            model, tools=[], middleware=[middleware], checkpointer=InMemorySaver()
+        )
+        config: Any = {"configurable": {"thread_id": "t"}}
+        for text in ("Hello.", "Thursday is the retake."):
+            await agent.ainvoke(
+                {"messages": [HumanMessage(text)]}, config, context={"user_id": "u"}
+            )
+    assert caplog.text.count("for capable models") == 1  # at the build, not again per call
+    assert asked_for_a_query(model) == []
+
+
 def test_a_chinese_line_recalls_a_chinese_memory(memory: TieredMemory) -> None:
     memory.add_summaries(
         "u",
