@@ -7,8 +7,10 @@ beside two busy processes a 7-token query took 44 ms p50 and 1.7 s p99 on two th
 18 / 33 ms on one (``bench/query_cost.py``). So before each call the engine is given the
 cores no other process is running on: the count of runnable tasks Linux reports
 (``/proc/loadavg``, an instant reading, unlike the averages beside it) less this process's
-own (its engine threads may still be spinning from the last call). Where those counts or
-the engine's OpenMP runtime cannot be found, nothing is changed.
+own (its engine threads may still be spinning from the last call), scaled to this
+process's share of the machine's CPUs when it is pinned to some (a cpuset container). Where
+those counts or the engine's OpenMP runtime cannot be found, nothing is changed.
+``MultilingualE5Embeddings(adapt_threads=False)`` gives every call every core.
 
 Example:
     >>> free_cores(cores=2, runnable=0)  # no other process runs
@@ -125,6 +127,11 @@ class EngineThreads:
             # others' tasks only: the reading counts this process's too (the caller, and the
             # engine's threads, which spin for a while after a call); read only when it matters
             others = runnable - own_running_tasks() if runnable > 1 else 0
+            # the count is the machine's: a process pinned to some of its CPUs (a cpuset
+            # container) shares them with its part of the others only
+            machine = os.cpu_count() or self.cores
+            if machine > self.cores:
+                others = others * self.cores // machine
             threads = free_cores(cores=self.cores, runnable=others)
         # the setting is the calling thread's own (an OpenMP ICV), so it is set per call
         runtime.omp_set_num_threads(threads)

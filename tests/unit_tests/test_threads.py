@@ -76,6 +76,20 @@ def test_each_call_gets_the_cores_others_leave(monkeypatch: pytest.MonkeyPatch) 
     assert _max_threads(threads) == 2
 
 
+def test_on_some_of_the_machines_cpus_only_their_share_of_others_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threads = EngineThreads(LIBGOMP, cores=2)
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 64)  # pinned to 2 of 64 CPUs
+    monkeypatch.setattr(_threads, "own_running_tasks", lambda: 1)
+    monkeypatch.setattr(_threads, "runnable_tasks", lambda: 20)  # 19 others on 64 CPUs
+    threads.before_call()
+    assert _max_threads(threads) == 2
+    monkeypatch.setattr(_threads, "runnable_tasks", lambda: 65)  # 64 others: 2 on ours
+    threads.before_call()
+    assert _max_threads(threads) == 1
+
+
 def test_the_setting_is_the_calling_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     threads = EngineThreads(LIBGOMP, cores=2)
     monkeypatch.setattr(_threads, "own_running_tasks", lambda: 1)
