@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
@@ -49,35 +50,48 @@ async def test_an_exhausted_pool_waits_then_says_what_happened(
     assert embedded_memory.redis_url is not None
     conn = RedisConnection(embedded_memory.redis_url, max_connections=2, pool_timeout=0.3)
     client = await conn.aclient()
+    other = redis.Redis.from_url(embedded_memory.redis_url)  # outside the pool
+    key = "pool-test-never-pushed"
 
-    # two callers hold both connections for 1 s: a third waits 0.3 s, then a clear error
+    # two callers hold both connections until released: a third waits 0.3 s, then a clear
+    # error. Each step waits for the state it needs, not for a fixed time (issue 47 item 4)
     async def hold() -> None:
-        await client.blpop(["never-pushed"], timeout=1)  # type: ignore[misc]
+        await client.blpop([key], timeout=0)  # type: ignore[misc]
 
     blockers = [asyncio.create_task(hold()) for _ in range(2)]
-    await asyncio.sleep(0.1)
+    while int(other.info("clients")["blocked_clients"]) < 2:
+        await asyncio.sleep(0.01)
     started = time.perf_counter()
     with pytest.raises(MemoryBackendError, match="busy.*max_connections"), conn.errors():
         await client.ping()
-    assert 0.25 < time.perf_counter() - started < 0.9
+    assert time.perf_counter() - started > 0.25  # it waited for the pool's timeout
+    other.rpush(key, "a", "b")  # release both
     await asyncio.gather(*blockers)
     with conn.errors():  # freed: the pool serves again
         assert await client.ping()
     await conn.aclose()
+    other.close()
 
 
 def test_the_sync_pool_waits_for_a_free_connection(embedded_memory: TieredMemory) -> None:
     assert embedded_memory.redis_url is not None
-    conn = RedisConnection(embedded_memory.redis_url, max_connections=1, pool_timeout=5)
-    holder = threading.Thread(target=lambda: conn.sync.blpop(["never-pushed"], timeout=0.5))
+    conn = RedisConnection(embedded_memory.redis_url, max_connections=1, pool_timeout=30)
+    other = redis.Redis.from_url(embedded_memory.redis_url)  # outside the pool
+    key = "pool-test-sync-never-pushed"
+    holder = threading.Thread(target=lambda: conn.sync.blpop([key], timeout=0))
     holder.start()
-    time.sleep(0.1)
+    while int(other.info("clients")["blocked_clients"]) < 1:  # the one connection is taken
+        time.sleep(0.01)
+    released = threading.Timer(0.3, lambda: other.rpush(key, "x"))
     started = time.perf_counter()
+    released.start()
     with conn.errors():
         assert conn.sync.ping()  # waited for the one connection, did not fail
-    assert time.perf_counter() - started > 0.2
+    assert time.perf_counter() - started > 0.2  # not before the holder let go
     holder.join()
+    released.join()
     conn.close()
+    other.close()
 
 
 def test_pool_options_are_checked() -> None:

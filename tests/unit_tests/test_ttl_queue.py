@@ -68,7 +68,11 @@ def test_the_worker_purges_expired_users_without_any_turn(data_dir: Path) -> Non
         async def run_briefly() -> None:
             worker = SummaryWorker(memory, ScriptedChatModel(replies=["- nothing"]))
             task = asyncio.create_task(worker.run(sweep=False, poll_interval=0.05))
-            await asyncio.sleep(0.5)
+            # until it purged (or long past any poll): a fixed half second raced a loaded
+            # machine's first poll (issue 47 item 4)
+            deadline = time.monotonic() + 30
+            while queue_members(memory) and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
             worker.stop()
             await task
 
