@@ -484,7 +484,8 @@ def test_a_dripping_reply_cannot_hold_a_call_past_the_timeout(tmp_path: Path) ->
             asyncio.run(aget())
         async_took = time.monotonic() - started
         conn.close()
-    limit = DEFAULT_SOCKET_TIMEOUT + 3.0
+    # a wide margin for a loaded machine, still far below the 23 s a reset timeout gives
+    limit = DEFAULT_SOCKET_TIMEOUT + 10.0
     assert sync_took < limit and async_took < limit, (sync_took, async_took)
 
 

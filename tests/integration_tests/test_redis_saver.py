@@ -555,8 +555,9 @@ def test_a_stalled_server_is_waited_out_or_a_clear_error_and_nothing_is_torn(
     tmp_path: Path,
 ) -> None:
     """CLIENT PAUSE: a 2 s stall (below the 5 s reply timeout) is waited out by the saver
-    and the store; a 7 s stall is a MemoryBackendError in bounded time, and afterwards the
-    thread's head is a whole checkpoint and the run goes on."""
+    and the store; a 12 s stall is a MemoryBackendError in bounded time (the 5 s reply
+    timeout; the stall is long enough that a loaded machine cannot blur the two), and
+    afterwards the thread's head is a whole checkpoint and the run goes on."""
     import threading
 
     from helpers.servers import RedisProcess, raw_client
@@ -588,16 +589,16 @@ def test_a_stalled_server_is_waited_out_or_a_clear_error_and_nothing_is_torn(
             started = time.monotonic()
             assert counting_graph(saver, 5).invoke({"n": 0, "trail": []}, config)["n"] == 5
             store.put(("ns",), "k", {"v": 1})
-            assert 1.0 < time.monotonic() - started < 5.0  # it waited, it did not fail
+            assert time.monotonic() - started > 1.0  # it waited, it did not fail
             assert store.get(("ns",), "k") is not None
 
             graph = counting_graph(saver, 10)
-            pause(7)
+            pause(12)
             started = time.monotonic()
             with pytest.raises(MemoryBackendError, match="timed out"):
                 graph.invoke({"n": 5, "trail": [1, 2, 3, 4, 5]}, config)  # on to 10
-            assert time.monotonic() - started < 7.0  # bounded by the reply timeout
-            time.sleep(max(0.0, 7.5 - (time.monotonic() - started)))
+            assert time.monotonic() - started < 12.0  # bounded by the reply timeout
+            time.sleep(max(0.0, 12.5 - (time.monotonic() - started)))
             head = saver.get_tuple(config)
             assert head is not None
             values = head.checkpoint["channel_values"]
