@@ -47,8 +47,10 @@ class IndexLoader:
         cache: this process's indexes.
 
     Example:
-        >>> loader = IndexLoader(conn, KeyBuilder(), IndexCache())  # doctest: +SKIP
-        >>> loader.index_for("alice", emb, None) is loader.index_for("alice", emb, None)
+        >>> cache = IndexCache(max_users=100, max_bytes=1 << 26)
+        >>> loader = IndexLoader(conn, KeyBuilder(), cache)  # doctest: +SKIP
+        >>> index = loader.index_for("alice", emb, None)  # doctest: +SKIP
+        >>> loader.index_for("alice", emb, None) is index  # doctest: +SKIP
         True
     """
 
