@@ -172,14 +172,10 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         model is first seen).
         """
         if not self._adopted:
-            policy = ModelPolicy.for_model(model, small=self.small_model)
-            # small_model given: the build already decided (and warned) under this policy
-            settings = (
-                self.nodes.settings
-                if self.small_model is not None
-                else TurnSettings.of(policy, **self._options)
-            )
-            self.nodes.settings = settings
+            if self.small_model is None:  # given, the build already decided (and warned)
+                policy = ModelPolicy.for_model(model)
+                self.nodes.settings = TurnSettings.of(policy, **self._options)
+            settings = self.nodes.settings
             if self.nodes.summary_model is None:
                 self.nodes.summary_model = model
                 self._summarize.model = model
