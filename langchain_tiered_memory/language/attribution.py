@@ -312,9 +312,6 @@ def states_a_change(text: str, languages: Iterable[LanguageRules] = LANGUAGES) -
     return any(re.search(r.change, text, re.IGNORECASE) for r in languages)
 
 
-_REMEMBER = re.compile(r"\b(?:remember|note|keep in mind)\b|记住|记下|记一下|记得", re.IGNORECASE)
-
-
 def is_request(text: str, languages: Iterable[LanguageRules] = LANGUAGES) -> bool:
     """Whether ``text`` opens as a request or a question word ("Please ...", "请...");
     a request to remember something is a statement of it ("Please remember I'm 30").
@@ -324,7 +321,8 @@ def is_request(text: str, languages: Iterable[LanguageRules] = LANGUAGES) -> boo
         [True, True, False]
     """
     stripped = unicodedata.normalize("NFKC", text).strip()
-    if _REMEMBER.search(stripped):
+    languages = tuple(languages)
+    if any(re.search(r.remember, stripped, re.IGNORECASE) for r in languages):
         return False
     return any(re.search(r.request, stripped, re.IGNORECASE) for r in languages)
 

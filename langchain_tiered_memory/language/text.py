@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from langchain_tiered_memory.language.registry import joined, language_of, languages
+
 __all__ = [
     "STOPWORDS",
     "is_cjk",
@@ -83,20 +85,10 @@ def script_of(char: str) -> str | None:
 _SCRIPT_NAMES = {"CJK": "han", "HIRAGANA": "kana", "KATAKANA": "kana", "HALFWIDTH": "kana"}
 
 
-# "The user said: ..." in the language of the sentence, by its main script (kana before
-# han: Japanese is written with both).
-_SAID = {
-    "kana": "ユーザーは言った：",
-    "han": "用户说：",
-    "hangul": "사용자가 말했다: ",
-    "cyrillic": "Пользователь сказал: ",
-}
-_SAID_DEFAULT = "The user said: "
-
-
 def said_item(sentence: str) -> str:
-    """A summary item quoting the user's own sentence, one form per language: the
-    extractive fallback's item (no model involved, so nothing is invented).
+    """A summary item quoting the user's own sentence, in the sentence's language (its
+    record's ``said``, else English's): the extractive fallback's item (no model involved,
+    so nothing is invented).
 
     Example:
         >>> said_item("I live in Lyon.")
@@ -105,12 +97,7 @@ def said_item(sentence: str) -> str:
         '用户说：我叫李明，今年28岁。'
     """
     sentence = sentence.strip()
-    for script in ("kana", "han", "hangul", "cyrillic"):
-        # Japanese mixes kana with han: its share counts both
-        letters: set[str] = {script, "han"} if script == "kana" else {script}
-        if any(script_of(c) == script for c in sentence) and script_share(sentence, letters) >= 0.5:
-            return _SAID[script] + sentence
-    return _SAID_DEFAULT + sentence
+    return (language_of(sentence).said or languages()[0].said or "") + sentence
 
 
 def script_share(text: str, scripts: frozenset[str] | set[str]) -> float:
@@ -136,21 +123,18 @@ def script_share(text: str, scripts: frozenset[str] | set[str]) -> float:
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
-# English function words: they carry no topic, and BM25 would give them weight in a small
-# collection where they are not frequent enough to get a low IDF.
-STOPWORDS = frozenset(
+STOPWORDS = languages()[0].stopwords
+"""The first record's (English) function words: they carry no topic, and BM25 would give
+them weight in a small collection where they are not frequent enough to get a low IDF."""
+_STOPWORD_LISTS = tuple(language.stopwords for language in languages() if language.stopwords)
+
+
+def _stopwords_of(words: list[str]) -> frozenset[str]:
+    """The function words of the language ``words`` hold most of (English on a tie): one
+    language's, never all (Spanish "son" is English "son").
     """
-    a about above after again against all am an and any are aren as at be because been
-    before being below between both but by can cannot could couldn d did didn do does doesn
-    doing don down during each few for from further had hadn has hasn have haven having he
-    her here hers herself him himself his how i if in into is isn it its itself just ll m me
-    more most my myself no nor not now o of off on once only or other ought our ours
-    ourselves out over own re s same shan she should shouldn so some such t than that the
-    their theirs them themselves then there these they this those through to too under until
-    up ve very was wasn we were weren what when where which while who whom why will with
-    won would wouldn y you your yours yourself yourselves
-    """.split()
-)
+    # max() keeps the first of equals: English on a tie
+    return max(_STOPWORD_LISTS, key=lambda stopwords: sum(word in stopwords for word in words))
 
 
 def stem(word: str) -> str:
@@ -200,7 +184,8 @@ def _runs(word: str) -> list[tuple[bool, str]]:
 def tokenize(text: str) -> list[str]:
     """Tokens for lexical recall: words, or characters and character bigrams in CJK runs.
 
-    Text is NFKC-normalized and case-folded; ASCII words lose English stop words and are
+    Text is NFKC-normalized and case-folded; words lose the stop words of the text's
+    language (English's unless another record's are more of its words); ASCII words are
     stemmed (:func:`stem`); other words are kept as they are.
 
     Example:
@@ -211,9 +196,11 @@ def tokenize(text: str) -> list[str]:
 
     """
     tokens: list[str] = []
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+    words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    stopwords = _stopwords_of(words) if len(_STOPWORD_LISTS) > 1 else STOPWORDS
+    for word in words:
         if word.isascii():  # most words: no CJK run to look for
-            if word not in STOPWORDS:
+            if word not in stopwords:
                 tokens.append(stem(word))
             continue
         for cjk, run in _runs(word):
@@ -221,18 +208,14 @@ def tokenize(text: str) -> list[str]:
                 tokens.extend(run)
                 tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
             elif run.isascii():
-                if run not in STOPWORDS:
+                if run not in stopwords:
                     tokens.append(stem(run))
             else:
                 tokens.append(run)
     return tokens
 
 
-_SUMMARIZE_REQUEST = re.compile(
-    r"\b(summari[sz]e|summary|recap)\b|总结|概括|归纳|摘要|總結|まとめ|要約|요약|"
-    r"\b(zusammenfass\w*|résum\w*|resum\w*|riassum\w*)\b",
-    re.IGNORECASE,
-)
+_SUMMARIZE_REQUEST = joined("summarize_request")
 
 
 def asks_to_summarize(text: str) -> bool:
@@ -273,25 +256,7 @@ def restatement_key(text: str) -> tuple[str, ...]:
     return tuple(words)
 
 
-# Words that make a sentence first-person, by language (lower case). CJK pronouns need no
-# word boundaries; the others do ("me" in "meet" is not a pronoun).
-_FIRST_PERSON_WORDS = (
-    "i i'm im i've i'd i'll my me mine myself "  # English
-    "ich mein meine meinen meinem meiner meines mir mich "  # German
-    "je j moi mon ma mes "  # French (j' -> j)
-    "yo mi mis conmigo "  # Spanish
-    "eu meu minha meus minhas "  # Portuguese
-    "io mio mia miei mie "  # Italian
-    "я мой моя моё мои меня мне"  # Russian
-).split()
-_FIRST_PERSON = re.compile(
-    r"(?<![\w'])(?:" + "|".join(re.escape(w) for w in _FIRST_PERSON_WORDS) + r")(?![\w])",
-    re.IGNORECASE,
-)
-# Chinese 我, Japanese 私 僕 俺 わたし あたし, Korean 저/제/나/내 as whole words
-_FIRST_PERSON_CJK = re.compile(
-    r"[我私僕俺]|わたし|あたし|(?<!\w)(?:저는|제가|저의|나는|내가|제|저|나|내)(?!\w)"
-)
+_FIRST_PERSON = joined("first_person")
 
 
 def is_first_person(text: str) -> bool:
@@ -302,10 +267,10 @@ def is_first_person(text: str) -> bool:
         [True, True, True, False]
 
     """
-    return bool(_FIRST_PERSON.search(text) or _FIRST_PERSON_CJK.search(text))
+    return bool(_FIRST_PERSON.search(text))
 
 
-_QUESTION_END = re.compile(r"(?:[?？؟]|[吗嗎呢][。.!！]?|か[。.]?)\s*$")
+_QUESTION_END = re.compile(rf"(?:[?？؟]|{joined('question_end').pattern})\s*$", re.IGNORECASE)
 
 
 def is_question(text: str) -> bool:
@@ -354,11 +319,7 @@ def timestamp(value: object) -> str:
 
 # A reply that is a tool call written as text, or JSON, states nothing to the user.
 _CALL_TEXT = re.compile(r'^\s*[\[{]|<tool_call>|"arguments"\s*:|"name"\s*:\s*"user_tag"|^\s*\w+\(')
-_UNSURE = re.compile(
-    r"\b(?:i\s+(?:do\s*n[o']t|don't|cannot|can't)\s+(?:know|remember|recall|tell)"
-    r"|not\s+sure|no\s+idea)\b|不知道|不确定|不清楚",
-    re.IGNORECASE,
-)
+_UNSURE = joined("unsure")
 _CLAUSE_END = re.compile(r"[.!?\n。！？]")
 
 
