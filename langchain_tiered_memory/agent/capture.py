@@ -21,13 +21,12 @@ Many models, capable ones included, answer "Nice to meet you, Alice!" without ca
   answered by saying what was recorded (:func:`capture_reply`): SmolLM2-135M's own reply
   to "Hi, my name is Alice ..." was "I'm a helpful assistant. I'll be ready to assist you";
   and a small model's question about a recorded name or age is answered from the tag
-  (:func:`tag_answer`), in the user's script.
+  (:func:`tag_answer`), in the user's language.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -54,7 +53,8 @@ from langchain_tiered_memory.language.attribution import (
     stated_tags,
     states_a_fact,
 )
-from langchain_tiered_memory.language.text import asks_to_summarize, is_cjk
+from langchain_tiered_memory.language.registry import replies_in, tag_questions
+from langchain_tiered_memory.language.text import asks_to_summarize
 from langchain_tiered_memory.memory import TieredMemory
 
 logger = logging.getLogger(__name__)
@@ -315,37 +315,15 @@ def summary_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
         return None
     report = str(messages[-1].content)
     human, _ = _turn(messages)
-    if human is not None and any(is_cjk(c) for c in human.text):
-        # the tool reports in English; the user asked in Chinese
+    if human is not None:
+        # the tool reports in English; the user may have asked in another language
+        replies = replies_in(human.text)
         items = [line for line in report.splitlines() if line.startswith("- ")]
-        if items:
-            return package_reply(f"好的，我记下了{len(items)}条记忆：\n" + "\n".join(items))
-        if report.startswith("Nothing new"):
-            return package_reply("没有新的内容需要记下：记忆已是最新的。")
+        if items and replies.stored is not None:
+            return package_reply(replies.stored.format(count=len(items), items="\n".join(items)))
+        if report.startswith("Nothing new") and replies.nothing_new is not None:
+            return package_reply(replies.nothing_new)
     return package_reply(report)
-
-
-_ZH_LABELS = {"name": "名字", "age": "年龄"}
-
-# Questions about a recorded tag, per language: the user asks what memory holds exactly.
-_TAG_QUESTIONS: dict[str, tuple[re.Pattern[str], ...]] = {
-    "age": (
-        re.compile(r"\bhow old am i\b|\bwhat(?:'s| is) my age\b", re.IGNORECASE),
-        re.compile(r"我(?:今年|现在)?(?:多大|几岁|多少岁)|我的年龄(?:是)?(?:多少|几)"),
-    ),
-    "name": (
-        re.compile(
-            r"\bwhat(?:'s| is) my name\b|\bdo you (?:know|remember) my name\b", re.IGNORECASE
-        ),
-        re.compile(r"我叫什么|我的名字(?:是|叫)?什么|你(?:知道|记得)我(?:的名字|叫什么)"),
-    ),
-}
-_TAG_ANSWERS = {
-    ("age", "zh"): "你{value}岁。",
-    ("name", "zh"): "你叫{value}。",
-    ("age", "en"): "You are {value}.",
-    ("name", "en"): "Your name is {value}.",
-}
 
 
 def asked_tag(text: str) -> str | None:
@@ -355,15 +333,15 @@ def asked_tag(text: str) -> str | None:
         >>> asked_tag("我多大了？"), asked_tag("What's my name?"), asked_tag("我叫李明。")
         ('age', 'name', None)
     """
-    for tag, patterns in _TAG_QUESTIONS.items():
-        if any(p.search(text) for p in patterns):
+    for tag, pattern in tag_questions().items():
+        if pattern.search(text):
             return tag
     return None
 
 
 def tag_answer(messages: Sequence[BaseMessage], tags: Mapping[str, str]) -> AIMessage | None:
     """For a small model: the answer to a question about a recorded name or age, from the
-    tag, in the user's script; ``None`` for anything else (or a tag not recorded).
+    tag, in the user's language; ``None`` for anything else (or a tag not recorded).
 
     SmolLM2-135M answered "我多大了？" with the age in memory as "The user is a 28-year-old
     male." (English, an invented gender); the exact tier is exact, so its answer is too.
@@ -379,13 +357,14 @@ def tag_answer(messages: Sequence[BaseMessage], tags: Mapping[str, str]) -> AIMe
     value = tags.get(tag) if tag else None
     if tag is None or not value:
         return None
-    script = "zh" if any(is_cjk(c) for c in text) else "en"
-    return package_reply(_TAG_ANSWERS[(tag, script)].format(value=value))
+    # a language with no answer for this tag: English's ("" is in the first record)
+    answer = replies_in(text).tag_answers.get(tag) or replies_in("").tag_answers.get(tag)
+    return package_reply(answer.format(value=value)) if answer else None
 
 
 def capture_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
     """For a small model: the reply after a forced ``user_tag`` capture that succeeded,
-    saying what was recorded in the user's script, or ``None`` when the last messages are
+    saying what was recorded in the user's language, or ``None`` when the last messages are
     not that.
     """
     if len(messages) < 3 or getattr(messages[-1], "type", "") != "tool":
@@ -399,8 +378,9 @@ def capture_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
     human, _ = _turn(messages)
     if not args or human is None:
         return None
-    if any(is_cjk(c) for c in human.text):
-        facts = "，".join(f"{_ZH_LABELS.get(k, k)}：{v}" for k, v in sorted(args.items()))
-        return package_reply(f"好的，我记住了（{facts}）。")
-    facts = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in sorted(args.items()))
-    return package_reply(f"Got it, I'll remember that ({facts}).")
+    replies = replies_in(human.text)
+    facts = replies.fact_separator.join(
+        replies.fact.format(label=replies.tag_labels.get(k, k.replace("_", " ")), value=v)
+        for k, v in sorted(args.items())
+    )
+    return package_reply(replies.recorded.format(facts=facts))

@@ -21,7 +21,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL
-from langchain_tiered_memory.language.text import is_cjk
+from langchain_tiered_memory.language.registry import replies_in
 
 __all__ = [
     "REPORT",
@@ -132,18 +132,12 @@ def _results(turn: Sequence[BaseMessage]) -> list[ToolMessage]:
 
 def no_reply(messages: Sequence[BaseMessage]) -> AIMessage:
     """The reply when the model gave none, asked twice: what the turn's tools did (what
-    was recorded or stored), in the user's script, or that there is no answer.
+    was recorded or stored), in the user's language, or that there is no answer.
     """
     human, turn = _turn(messages)
-    chinese = human is not None and any(is_cjk(c) for c in human.text)
+    replies = replies_in(human.text if human is not None else "")
     done = [m.text.strip() for m in _results(turn)]
-    if done:
-        text = ("好的。" if chinese else "Done. ") + "\n".join(done)
-    elif chinese:
-        text = "抱歉，我没能给出回答。请换个说法再问一次。"
-    else:
-        text = "Sorry, I could not come up with an answer. Could you ask again?"
-    return package_reply(text)
+    return package_reply(replies.done + "\n".join(done) if done else replies.no_answer)
 
 
 def _stored_items(report: str) -> list[str]:

@@ -14,7 +14,6 @@ import html
 import logging
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,12 +25,16 @@ from pydantic import BaseModel, Field
 from langchain_tiered_memory._steps import Plan, adrive, call, drive
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.language.attribution import states_a_fact
+from langchain_tiered_memory.language.registry import (
+    joined,
+    language_named,
+    language_of,
+    languages,
+)
 from langchain_tiered_memory.language.text import (
     is_cjk,
     is_first_person,
     said_item,
-    script_of,
-    script_share,
     split_sentences,
     tokenize,
 )
@@ -89,20 +92,6 @@ SUMMARY_SYSTEM_PROMPT = (
     "call it, with one fact per line starting with '- '."
 )
 
-# The language to name in the request, by the script most of the user's words are in
-# (a Latin-script language cannot be told from its letters: the prompt's general rule).
-_LANGUAGES = {
-    "han": "Chinese",
-    "kana": "Japanese",
-    "hangul": "Korean",
-    "cyrillic": "Russian",
-    "arabic": "Arabic",
-    "hebrew": "Hebrew",
-    "greek": "Greek",
-    "thai": "Thai",
-    "devanagari": "Hindi",
-}
-
 _BULLET = re.compile(r"^\s*(?:[-*\u2022\u30fb]|\d+[.)\u3001])\s*(.*\S)\s*$")
 
 
@@ -137,16 +126,15 @@ def build_request(transcript: str, language: str | None = None) -> list[BaseMess
 
 
 def in_language(items: Sequence[str], language: str) -> bool:
-    """Whether most ``items`` are written in ``language``'s script (:func:`user_language`).
+    """Whether most ``items`` are written in ``language`` (:func:`user_language`), as the
+    language records tell.
 
     Example:
         >>> in_language(["用户叫李明。", "The user is 28."], "Chinese")
         False
     """
-    scripts = {script for script, name in _LANGUAGES.items() if name == language}
-    if language == "Japanese":
-        scripts.add("han")
-    written = sum(1 for item in items if script_share(item, scripts) >= 0.5)
+    record = language_named(language)
+    written = sum(1 for item in items if record is not None and language_of(item) is record)
     return written * 2 > len(items)
 
 
@@ -186,9 +174,9 @@ def _rewritten(
 
 
 def user_language(messages: Sequence[BaseMessage]) -> str | None:
-    """The language the user writes in, if its script tells (most of the user's letters):
-    ``"Chinese"``, ``"Japanese"`` (kana with or without kanji), ``"Korean"``, ``"Russian"``,
-    ... ``None`` for Latin script or a mix.
+    """The language the user writes in, if the records tell one other than English:
+    ``"Chinese"``, ``"Japanese"``, ``"Spanish"``, ``"Russian"``, ... ``None`` for English or
+    a record of several languages (the prompt's general rule applies).
 
     Example:
         >>> user_language([HumanMessage("我叫李明，今年28岁。")])
@@ -196,14 +184,8 @@ def user_language(messages: Sequence[BaseMessage]) -> str | None:
         >>> user_language([HumanMessage("I live in Lyon.")]) is None
         True
     """
-    text = user_text(messages)
-    scripts = Counter(script for c in text if (script := script_of(c)) is not None)
-    if not scripts:
-        return None
-    if scripts["kana"] and (scripts["kana"] + scripts["han"]) * 2 > sum(scripts.values()):
-        return "Japanese"
-    script, count = scripts.most_common(1)[0]
-    return _LANGUAGES.get(script) if count * 2 > sum(scripts.values()) else None
+    record = language_of(user_text(messages))
+    return None if record is languages()[0] else record.name
 
 
 def user_text(messages: Sequence[BaseMessage]) -> str:
@@ -237,7 +219,7 @@ def char_grams(text: str) -> set[str]:
 # What every item says whatever the user said ("The user ...", "用户"): not evidence that an
 # item is grounded, so these n-grams count on neither side.
 FRAME_GRAMS = char_grams(
-    SUMMARY_SYSTEM_PROMPT + " SummaryItems The user's 用户 ユーザー Der Nutzer"
+    " ".join([SUMMARY_SYSTEM_PROMPT, "SummaryItems", *(lang.the_user for lang in languages())])
 )
 
 
@@ -299,13 +281,7 @@ _ENTITY = re.compile(r"&(?:#\d+|#x[0-9a-f]+|[a-z]+);", re.IGNORECASE)
 # An assistant's promise, whoever a model made its subject ("The user will keep the peanut
 # allergy in mind.": Qwen2.5-Coder-1.5B re-subjected "I will keep ... in mind").
 _A_PROMISE = re.compile(r"\bwill (?:keep|bear) .{0,60}\bin mind\b", re.IGNORECASE)
-_ABOUT_THE_ASSISTANT = re.compile(
-    r"(?:the |your )?assistant\b"
-    r"|I(?: will|'ll| shall) (?:keep|remember|note|make sure|remind)\b"
-    r"|I have (?:noted|recorded|saved|remembered)\b"
-    r"|助手|助理|我会记住|我会记得",
-    re.IGNORECASE,
-)
+_ABOUT_THE_ASSISTANT = joined("about_assistant")
 
 
 def clean_items(
@@ -365,22 +341,10 @@ def clean_items(
     return out[:MAX_ITEMS]
 
 
-# People the user introduces by their relation: "my sister Emma", "我妹妹叫Emma".
-_RELATION_WORDS = (
-    "sister|brother|mother|mom|mum|father|dad|wife|husband|partner|son|daughter|friend|"
-    "boss|colleague|cousin|aunt|uncle|grandmother|grandfather|girlfriend|boyfriend|neighbou?r"
-)
-_RELATION_EN = re.compile(
-    rf"\b[Mm]y (?:(?:little|big|older|younger|best) )?({_RELATION_WORDS}),?\s+(?:is\s+)?"
-    r"(?:named\s+|called\s+)?([A-Z][\w'-]+)"
-)
-_RELATION_ZH = re.compile(
-    r"我的?(妹妹|姐姐|哥哥|弟弟|妈妈|母亲|爸爸|父亲|妻子|老婆|丈夫|老公|儿子|女儿|朋友|同事|老板)"
-    r"(?:叫|名叫|是)([\u4e00-\u9fff]{1,3}|[A-Za-z][\w'-]*)"
-)
-
-
-_IS_THE_USER = r"(?:the user(?:'s name)? is (?:named |called )?|用户(?:名叫|叫|是))"
+# People the user introduces by their relation: "my sister Emma", "我妹妹叫Emma" (a name is
+# capitalised: the patterns keep their case).
+_INTRODUCED = tuple(re.compile(language.introduced) for language in languages())
+_IS_THE_USER = joined("is_the_user").pattern
 
 
 def people_of(transcript: str) -> dict[str, str]:
@@ -396,8 +360,10 @@ def people_of(transcript: str) -> dict[str, str]:
         for line in transcript.splitlines()
         if line.startswith(_USER_LABEL)
     )
-    found = {name: rel.lower() for rel, name in _RELATION_EN.findall(said)}
-    found.update({name: rel for rel, name in _RELATION_ZH.findall(said)})
+    found: dict[str, str] = {}
+    for pattern in _INTRODUCED:
+        for match in pattern.finditer(said):
+            found[match["name"]] = match["relation"].lower()
     return found
 
 
@@ -407,11 +373,11 @@ def _with_relation(item: str, people: dict[str, str]) -> str | None:
     "The user's sister" put back for one that lost it ("Emma lives in Lyon.").
     """
     for name, relation in people.items():
-        if re.fullmatch(rf"{_IS_THE_USER}{re.escape(name)}[.。]?", item, re.IGNORECASE):
+        if re.fullmatch(rf"(?:{_IS_THE_USER}){re.escape(name)}[.。]?", item, re.IGNORECASE):
             return None
         if item.startswith(name) and relation not in item:
-            cjk = any(is_cjk(c) for c in relation)
-            return f"用户的{relation}{item}" if cjk else f"The user's {relation} {item}"
+            form = language_of(item).relation_item or languages()[0].relation_item or "{item}"
+            return form.format(relation=relation, item=item)
     return item
 
 
