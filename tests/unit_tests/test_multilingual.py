@@ -172,3 +172,34 @@ def test_an_english_only_model_does_not_rank_chinese_queries() -> None:
     # an English query to the same index still uses the dense signal in full
     assert english_only.dense_weight("When is my birthday?") == 1.0
     assert [h.position for h in english_only.search("tea please", wrong_way, 1)] == [1]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        # what the message is about, not what it names: an exam -> the failed driving test
+        ("Mañana tengo otro examen y estoy nerviosa.", 0),
+        ("¿Cuándo es mi cumpleaños?", 5),
+        ("¿Cómo se llama mi hermana?", 2),
+        # not here: "¿Qué no puedo comer?" for the peanut allergy (an inference sharing no
+        # word) is not in this embedder's top 2
+    ],
+)
+def test_a_spanish_user_is_recalled_in_spanish(
+    memory: TieredMemory, question: str, expected: int
+) -> None:
+    items = [
+        "El usuario suspendió el examen de conducir en marzo.",
+        "El usuario vive en Sevilla con su gato.",
+        "La hermana del usuario se llama Carmen.",
+        "El usuario es alérgico a los cacahuetes.",
+        "El usuario trabaja de enfermera en un hospital.",
+        "El cumpleaños del usuario es el 3 de octubre.",
+        "El usuario corre diez kilómetros los domingos.",
+        "El usuario quiere visitar Japón el año que viene.",
+    ]
+    user = "lucia"
+    memory.forget_user(user)
+    memory.add_summaries(user, items)
+    found = [d.page_content for d in memory.recall_summaries(user, question, n=2)]
+    assert items[expected] in found, (question, found)
