@@ -13,9 +13,7 @@ import contextlib
 import functools
 import hashlib
 import logging
-import socket
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -23,11 +21,13 @@ import redis
 import redis.asyncio as aredis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.connection import parse_url as aredis_parse_url
-from redis.asyncio.retry import Retry as AsyncRetry
-from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
-from redis.retry import Retry
 
+from langchain_tiered_memory.backend.sockets import (
+    async_connection_class,
+    client_kwargs,
+    sync_connection_class,
+)
 from langchain_tiered_memory.errors import (
     CorruptMemoryError,
     MemoryBackendError,
@@ -38,9 +38,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["ConnectionOwner", "RedisConnection", "ScriptCall", "as_text"]
 
-# Bounded waits: a dead or unreachable Redis must surface as an error, never as a hang.
-DEFAULT_SOCKET_TIMEOUT = 5.0
-DEFAULT_CONNECT_TIMEOUT = 2.0
 # Connections per client (per node on a Cluster), and how long a caller waits for one when
 # all are busy before a MemoryBackendError: concurrency past the pool waits, it never fails.
 DEFAULT_MAX_CONNECTIONS = 100
@@ -110,162 +107,6 @@ def _unreachable(url: str, exc: BaseException) -> MemoryBackendError:
     )
 
 
-def _client_kwargs(client_name: str | None = None, *, aio: bool = False) -> dict[str, Any]:
-    retry_class = AsyncRetry if aio else Retry
-    return {
-        "client_name": client_name,
-        "socket_timeout": DEFAULT_SOCKET_TIMEOUT,
-        "socket_connect_timeout": DEFAULT_CONNECT_TIMEOUT,
-        "health_check_interval": 30,
-        # No retries: a command whose reply was lost may have been applied, and sending it
-        # again could apply it twice; a retried timeout would also multiply the wait. A
-        # stale pooled connection is replaced when redis-py checks it out, and a refused
-        # connection to the embedded server restarts it (_Reviving).
-        "retry": retry_class(NoBackoff(), 0),
-    }
-
-
-class _DeadlineSocket:
-    """A socket proxy whose reads share one deadline, so a reply is bounded as a whole.
-
-    A socket timeout bounds each ``recv``: a server dripping one byte every few seconds
-    would hold a call forever. redis-py's parsers read through ``recv``/``recv_into``.
-    """
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-        self._timeout = sock.gettimeout()
-        self.deadline: float | None = None
-
-    def settimeout(self, timeout: float | None) -> None:
-        self._timeout = timeout
-        self._sock.settimeout(timeout)
-
-    def gettimeout(self) -> float | None:
-        return self._timeout
-
-    def _arm(self) -> None:
-        if self.deadline is None:
-            return
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("the reply did not arrive in time")
-        self._sock.settimeout(remaining if self._timeout is None else min(self._timeout, remaining))
-
-    def recv(self, *args: Any) -> bytes:
-        self._arm()
-        return self._sock.recv(*args)
-
-    def recv_into(self, *args: Any) -> int:
-        self._arm()
-        return self._sock.recv_into(*args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sock, name)
-
-
-class _BoundedReads:
-    """Connection mixin: each reply must arrive whole within ``socket_timeout``."""
-
-    socket_timeout: float | None
-    _sock: Any
-
-    def _connect(self) -> Any:
-        return _DeadlineSocket(super()._connect())  # type: ignore[misc]
-
-    def read_response(self, *args: Any, **kwargs: Any) -> Any:
-        sock = self._sock
-        budget = kwargs.get("timeout")
-        if not isinstance(budget, (int, float)):
-            budget = self.socket_timeout
-        if isinstance(sock, _DeadlineSocket) and budget:
-            sock.deadline = time.monotonic() + budget
-        try:
-            return super().read_response(*args, **kwargs)  # type: ignore[misc]
-        finally:
-            if isinstance(sock, _DeadlineSocket):
-                sock.deadline = None
-
-
-class _Reviving:
-    """Unix-socket connection mixin: a refused connection asks ``revive`` to restart the
-    embedded server once, then connects again. Nothing was sent yet, so nothing repeats.
-    """
-
-    revive: Callable[[], bool] | None = None
-
-    def _connect(self) -> Any:
-        try:
-            return super()._connect()  # type: ignore[misc]
-        except (FileNotFoundError, ConnectionRefusedError):
-            if self.revive is None or not self.revive():
-                raise
-            return super()._connect()  # type: ignore[misc]
-
-
-class _AsyncReviving:
-    """The asyncio twin of :class:`_Reviving` (the restart runs in a worker thread).
-
-    Unlike the sync pool, the asyncio pool hands out a connection to a dead server without
-    noticing; sending on it fails before the server could apply anything, so that one send
-    is repeated on a fresh connection.
-    """
-
-    revive: Callable[[], bool] | None = None
-
-    async def send_packed_command(self, command: Any, check_health: bool = True) -> None:
-        try:
-            await super().send_packed_command(command, check_health)  # type: ignore[misc]
-        except redis.exceptions.ConnectionError:
-            if self.revive is None:
-                raise
-            await self.disconnect(nowait=True)  # type: ignore[attr-defined]
-            await super().send_packed_command(command, check_health)  # type: ignore[misc]
-
-    async def _connect(self) -> None:
-        try:
-            await super()._connect()  # type: ignore[misc]
-        except (FileNotFoundError, ConnectionRefusedError):
-            if self.revive is None or not await asyncio.to_thread(self.revive):
-                raise
-            await super()._connect()  # type: ignore[misc]
-
-
-class _BoundedConnection(_BoundedReads, redis.Connection):
-    pass
-
-
-class _BoundedSSLConnection(_BoundedReads, redis.SSLConnection):
-    pass
-
-
-class _BoundedUnixConnection(_BoundedReads, redis.UnixDomainSocketConnection):
-    pass
-
-
-def _sync_connection_class(url: str, revive: Callable[[], bool] | None) -> type[Any]:
-    scheme = url.split("://", 1)[0].lower()
-    if scheme == "unix":
-        if revive is None:
-            return _BoundedUnixConnection
-        return type(
-            "EmbeddedConnection",
-            (_Reviving, _BoundedUnixConnection),
-            {"revive": staticmethod(revive)},
-        )
-    return _BoundedSSLConnection if scheme == "rediss" else _BoundedConnection
-
-
-def _async_connection_class(url: str, revive: Callable[[], bool] | None) -> type[Any] | None:
-    if revive is None or not url.lower().startswith("unix://"):
-        return None  # asyncio replies are already bounded as a whole by socket_timeout
-    return type(
-        "AsyncEmbeddedConnection",
-        (_AsyncReviving, aredis.UnixDomainSocketConnection),
-        {"revive": staticmethod(revive)},
-    )
-
-
 class ScriptCall(NamedTuple):
     """One Lua script call a store builds and a connection sends (alone or with others)."""
 
@@ -327,7 +168,7 @@ class RedisConnection:
             if self._sync is not None:
                 self._cluster = isinstance(self._sync, RedisCluster)
             else:
-                probe = redis.Redis.from_url(self.url, **_client_kwargs(self._client_name))
+                probe = redis.Redis.from_url(self.url, **client_kwargs(self._client_name))
                 try:
                     with translate_errors(self.url):
                         self._cluster = _server_mode(probe) == "cluster"
@@ -341,8 +182,8 @@ class RedisConnection:
         if self._sync is None:
             with self._lock:
                 if self._sync is None:
-                    kwargs = _client_kwargs(self._client_name)
-                    kwargs["connection_class"] = _sync_connection_class(self.url, self._revive)
+                    kwargs = client_kwargs(self._client_name)
+                    kwargs["connection_class"] = sync_connection_class(self.url, self._revive)
                     if self.is_cluster:
                         kwargs["max_connections"] = self.max_connections  # per node
                         self._sync = RedisCluster.from_url(self.url, **kwargs)
@@ -368,7 +209,7 @@ class RedisConnection:
         if self._async is None:
             with self._lock:
                 if self._async is None:
-                    kwargs = _client_kwargs(self._client_name, aio=True)
+                    kwargs = client_kwargs(self._client_name, aio=True)
                     if self.is_cluster:
                         kwargs["max_connections"] = self.max_connections  # per node
                         self._async = AsyncRedisCluster.from_url(self.url, **kwargs)
@@ -376,7 +217,7 @@ class RedisConnection:
                         # redis-py's asyncio pool *raises* past its 100 connections; the
                         # blocking one makes a caller wait up to pool_timeout instead
                         options = {**kwargs, **aredis_parse_url(self.url)}
-                        connection_class = _async_connection_class(self.url, self._revive)
+                        connection_class = async_connection_class(self.url, self._revive)
                         if connection_class is not None:
                             options["connection_class"] = connection_class
                         pool = aredis.BlockingConnectionPool(
@@ -405,7 +246,7 @@ class RedisConnection:
             # A new asyncio.run(): the old loop closed with its connections; start afresh.
             self._async = None
         if self._cluster is None and self._sync is None and self._async is None:
-            probe = aredis.Redis.from_url(self.url, **_client_kwargs(self._client_name, aio=True))
+            probe = aredis.Redis.from_url(self.url, **client_kwargs(self._client_name, aio=True))
             try:
                 with translate_errors(self.url):
                     self._cluster = await _aserver_mode(probe) == "cluster"
@@ -485,6 +326,36 @@ class RedisConnection:
             reply if self._cached(reply) else await self.arun(call)
             for call, reply in zip(calls, replies, strict=True)
         ]
+
+    def pipelined(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """The replies of ``commands`` (each ``("HGETALL", key)``), sent in one round trip
+        without a transaction; ``[]`` for none.
+
+        Example:
+            >>> conn = RedisConnection("redis://localhost:6379/0")
+            >>> conn.pipelined([("SET", "k", "1"), ("GET", "k")])  # doctest: +SKIP
+            [True, b'1']
+
+        Raises:
+            MemoryBackendError: the server failed or is unreachable.
+        """
+        if not commands:
+            return []
+        with self.errors():
+            pipe = self.sync.pipeline(transaction=False)
+            for command in commands:
+                pipe.execute_command(*command)
+            return list(pipe.execute())
+
+    async def apipelined(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """Async :meth:`pipelined`."""
+        if not commands:
+            return []
+        with self.errors():
+            pipe = (await self.aclient()).pipeline(transaction=False)
+            for command in commands:
+                pipe.execute_command(*command)
+            return list(await pipe.execute())
 
     @staticmethod
     def _cached(reply: Any) -> bool:

@@ -26,17 +26,14 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from langchain_tiered_memory.backend.compact import run_in_background
-from langchain_tiered_memory.backend.connection import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_SOCKET_TIMEOUT,
-    translate_errors,
-)
+from langchain_tiered_memory.backend.connection import translate_errors
 from langchain_tiered_memory.backend.launch import (
     SERVER_ENV,
     log_cause,
     server_command,
     spawn_watchdog,
 )
+from langchain_tiered_memory.backend.sockets import DEFAULT_CONNECT_TIMEOUT, DEFAULT_SOCKET_TIMEOUT
 from langchain_tiered_memory.errors import MemoryBackendError
 
 logger = logging.getLogger(__name__)

@@ -215,10 +215,7 @@ class RedisUserDirectory:
         if not users:
             return set()
         ordered = sorted(users)
-        pipe = self.connection.sync.pipeline(transaction=False)
-        for user in ordered:
-            pipe.hvals(self.keys.key(user, "tags"))
-        values = pipe.execute()
+        values = self.connection.pipelined([("HVALS", self.keys.key(u, "tags")) for u in ordered])
         return {
             user
             for user, tags in zip(ordered, values, strict=True)
@@ -232,7 +229,7 @@ class RedisUserDirectory:
         rows = self.rows(users)
         gone = [r.user_id for r in rows if not (r.messages or r.tags or r.items or r.threads)]
         if gone:
-            _send(self.connection, self._unlist(gone))
+            self.connection.pipelined(self._unlist(gone))
         return [r for r in rows if r.user_id not in gone]
 
     def _unlist(self, users: Sequence[str]) -> list[tuple[Any, ...]]:
@@ -272,7 +269,7 @@ class RedisUserDirectory:
             stale = client.zrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
             users = [unquote(as_text(m)) for m in stale]
             if users:
-                _send(self.connection, self._unlist(users))
+                self.connection.pipelined(self._unlist(users))
         return len(users)
 
     async def aexpire(self, before: float) -> int:
@@ -282,30 +279,27 @@ class RedisUserDirectory:
             stale = await client.zrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
             users = [unquote(as_text(m)) for m in stale]
             if users:
-                await _asend(self.connection, self._unlist(users))
+                await self.connection.apipelined(self._unlist(users))
         return len(users)
 
     def _index_values(self, users: list[str]) -> None:
         """Put ``users``' tag values into the values index (for :meth:`reindex`)."""
-        client = self.connection.sync
-        pipe = client.pipeline(transaction=False)
-        for user in users:
-            pipe.hgetall(self.keys.key(user, "tags"))
+        every = self.connection.pipelined([("HGETALL", self.keys.key(u, "tags")) for u in users])
         commands = []
-        for user, tags in zip(users, pipe.execute(), strict=True):
+        for user, tags in zip(users, every, strict=True):
             changes = [(as_text(n), None, as_text(v)) for n, v in tags.items()]
             commands += tag_value_commands(self.keys, user, changes)
-        _send(self.connection, commands)
+        self.connection.pipelined(commands)
 
     def forget(self, user_id: str) -> None:
         """Take ``user_id`` out of both indexes (their erasure)."""
         with self.connection.errors():
-            _send(self.connection, self._unlist([user_id]))
+            self.connection.pipelined(self._unlist([user_id]))
 
     async def aforget(self, user_id: str) -> None:
         """Async :meth:`forget`."""
         with self.connection.errors():
-            await _asend(self.connection, self._unlist([user_id]))
+            await self.connection.apipelined(self._unlist([user_id]))
 
     def _scan_page(self, cursor: str | None, count: int, contains: str | None) -> UserPage:
         phase, node_index, scan_cursor = _parse_cursor(cursor)
@@ -336,11 +330,9 @@ class RedisUserDirectory:
         """``users`` found by pass ``phase`` that no earlier pass lists."""
         if phase == 0 or not users:
             return users
-        pipe = self.connection.sync.pipeline(transaction=False)
-        for user in users:
-            for kind in _PASSES[:phase]:
-                pipe.exists(self.keys.key(user, kind))
-        flags = pipe.execute()
+        flags = self.connection.pipelined(
+            [("EXISTS", self.keys.key(user, kind)) for user in users for kind in _PASSES[:phase]]
+        )
         return [u for i, u in enumerate(users) if not any(flags[i * phase : (i + 1) * phase])]
 
     def rows(self, users: Sequence[str]) -> list[UserRow]:
@@ -350,16 +342,20 @@ class RedisUserDirectory:
         if not users:
             return []
         key = self.keys.key
-        pipe = self.connection.sync.pipeline(transaction=False)
-        for user in users:
-            pipe.llen(key(user, "history"))
-            pipe.hlen(key(user, "tags"))
-            pipe.hlen(key(user, "sum:items"))
-            pipe.scard(key(user, "threads"))
-            pipe.hget(key(user, "meta"), "last_at")
-            pipe.hget(key(user, "tags"), "name")
-        with self.connection.errors():
-            replies = pipe.execute()
+        replies = self.connection.pipelined(
+            [
+                command
+                for user in users
+                for command in (
+                    ("LLEN", key(user, "history")),
+                    ("HLEN", key(user, "tags")),
+                    ("HLEN", key(user, "sum:items")),
+                    ("SCARD", key(user, "threads")),
+                    ("HGET", key(user, "meta"), "last_at"),
+                    ("HGET", key(user, "tags"), "name"),
+                )
+            ]
+        )
         rows = []
         for i, user in enumerate(users):
             messages, tags, items, threads, last, name = replies[i * 6 : i * 6 + 6]
@@ -418,7 +414,7 @@ def index_tags(
     one pipelined round trip. Returns how many tags changed.
     """
     changes = _changes(reply, values)
-    _send(connection, tag_value_commands(keys, user_id, changes))
+    connection.pipelined(tag_value_commands(keys, user_id, changes))
     return len(changes)
 
 
@@ -431,26 +427,8 @@ async def aindex_tags(
 ) -> int:
     """Async :func:`index_tags`."""
     changes = _changes(reply, values)
-    await _asend(connection, tag_value_commands(keys, user_id, changes))
+    await connection.apipelined(tag_value_commands(keys, user_id, changes))
     return len(changes)
-
-
-def _send(connection: RedisConnection, commands: Sequence[tuple[Any, ...]]) -> None:
-    """``commands`` in one pipelined round trip (no transaction; nothing to send: none)."""
-    if commands:
-        pipe = connection.sync.pipeline(transaction=False)
-        for command in commands:
-            pipe.execute_command(*command)
-        pipe.execute()
-
-
-async def _asend(connection: RedisConnection, commands: Sequence[tuple[Any, ...]]) -> None:
-    """Async :func:`_send`."""
-    if commands:
-        pipe = (await connection.aclient()).pipeline(transaction=False)
-        for command in commands:
-            pipe.execute_command(*command)
-        await pipe.execute()
 
 
 def _range(escaped: str) -> tuple[bytes, bytes]:

@@ -429,39 +429,40 @@ class SummaryQueue:
 
     def pending_users(self, min_messages: int) -> list[str]:
         """Users with at least ``min_messages`` unsummarized messages, from the index."""
-        with self.connection.errors():
-            pipe = self.connection.sync.pipeline(transaction=False)
-            for shard in range(self.shards):
-                pipe.zrangebyscore(self.keys.queue_key(shard, "pending"), min_messages, "+inf")
-            replies = pipe.execute()
+        replies = self.connection.pipelined(self._pending_reads(min_messages))
         return sorted(as_text(u) for reply in replies for u in reply)
 
     async def apending_users(self, min_messages: int) -> list[str]:
         """Async :meth:`pending_users`."""
-        client = await self.connection.aclient()
-        with self.connection.errors():
-            pipe = client.pipeline(transaction=False)
-            for shard in range(self.shards):
-                pipe.zrangebyscore(self.keys.queue_key(shard, "pending"), min_messages, "+inf")
-            replies = await pipe.execute()
+        replies = await self.connection.apipelined(self._pending_reads(min_messages))
         return sorted(as_text(u) for reply in replies for u in reply)
 
     def indexed_users(self) -> set[str]:
         """Every user the queue names (pending, watermark copy, entry), over all shards."""
-        with self.connection.errors():
-            pipe = self.connection.sync.pipeline(transaction=False)
-            for shard in range(self.shards):
-                _index_reads(pipe, self._shard_keys(shard))
-            return _index_members(pipe.execute())
+        return _index_members(self.connection.pipelined(self._index_reads()))
 
     async def aindexed_users(self) -> set[str]:
         """Async :meth:`indexed_users`."""
-        client = await self.connection.aclient()
-        with self.connection.errors():
-            pipe = client.pipeline(transaction=False)
-            for shard in range(self.shards):
-                _index_reads(pipe, self._shard_keys(shard))
-            return _index_members(await pipe.execute())
+        return _index_members(await self.connection.apipelined(self._index_reads()))
+
+    def _pending_reads(self, min_messages: int) -> list[tuple[Any, ...]]:
+        return [
+            ("ZRANGEBYSCORE", self.keys.queue_key(shard, "pending"), min_messages, "+inf")
+            for shard in range(self.shards)
+        ]
+
+    def _index_reads(self) -> list[tuple[Any, ...]]:
+        """What names users in each shard: pending, watermark copies, entries, queued."""
+        return [
+            command
+            for keys in map(self._shard_keys, range(self.shards))
+            for command in (
+                ("ZRANGE", keys[3], 0, -1),
+                ("ZRANGE", keys[4], 0, -1),
+                ("HKEYS", keys[1]),
+                ("SMEMBERS", keys[5]),
+            )
+        ]
 
     def enqueue_due(self, threshold: int) -> int:
         """Queue every indexed user with at least ``threshold`` pending messages that is
@@ -543,13 +544,6 @@ def _legacy_ids(entries: Any, user_id: str) -> list[str]:
         for entry_id, fields in entries
         if as_text(fields.get(b"user", fields.get("user", b""))) == user_id
     ]
-
-
-def _index_reads(pipe: Any, keys: list[str]) -> None:
-    pipe.zrange(keys[3], 0, -1)
-    pipe.zrange(keys[4], 0, -1)
-    pipe.hkeys(keys[1])
-    pipe.smembers(keys[5])
 
 
 def _index_members(replies: list[Any]) -> set[str]:

@@ -448,25 +448,19 @@ class RedisTagStore(TagStore):
 
     def clear(self, user_id: str) -> int:
         """Delete the tag hash."""
-        key = self.key(user_id)
-        with self.connection.errors():
-            pipe = self.connection.sync.pipeline(transaction=False)
-            pipe.hlen(key)
-            pipe.delete(key)  # one key per DEL: cluster pipelines refuse multi-key DEL
-            pipe.delete(self.keys.key(user_id, "tags:log"))
-            n, _, _ = pipe.execute()
+        # one key per DEL: cluster pipelines refuse multi-key DEL
+        n, _, _ = self.connection.pipelined(self._clear_commands(user_id))
         return int(n)
 
     async def aclear(self, user_id: str) -> int:
         """Async :meth:`clear`."""
-        key = self.key(user_id)
-        with self.connection.errors():
-            pipe = (await self.connection.aclient()).pipeline(transaction=False)
-            pipe.hlen(key)
-            pipe.delete(key)
-            pipe.delete(self.keys.key(user_id, "tags:log"))
-            n, _, _ = await pipe.execute()
+        n, _, _ = await self.connection.apipelined(self._clear_commands(user_id))
         return int(n)
+
+    def _clear_commands(self, user_id: str) -> list[tuple[str, str]]:
+        """The tag count and the deletes of the user's tag keys, one key each."""
+        key = self.key(user_id)
+        return [("HLEN", key), ("DEL", key), ("DEL", self.keys.key(user_id, "tags:log"))]
 
 
 class InMemoryTagStore(TagStore):

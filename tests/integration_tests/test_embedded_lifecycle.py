@@ -31,7 +31,8 @@ import pytest
 import redis
 
 from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
-from langchain_tiered_memory.backend.connection import DEFAULT_SOCKET_TIMEOUT, RedisConnection
+from langchain_tiered_memory.backend.connection import RedisConnection
+from langchain_tiered_memory.backend.sockets import DEFAULT_SOCKET_TIMEOUT
 from langchain_tiered_memory.errors import MemoryBackendError
 
 NO_HANG = 60.0  # seconds: only a bound against hanging

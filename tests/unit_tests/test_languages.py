@@ -227,30 +227,28 @@ print("every door")
 """
 
 
+def _check_every_door(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CHECKS)],
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def test_a_language_added_as_one_module_reaches_every_door(tmp_path: Path) -> None:
     copy = tmp_path / "langchain_tiered_memory"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "language" / "records" / "esperanto.py").write_text(ESPERANTO, encoding="utf-8")
-    run = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(CHECKS)],
-        cwd=tmp_path,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    module = copy / "language" / "records" / "esperanto.py"
+    module.write_text(ESPERANTO, encoding="utf-8")
+    run = _check_every_door(tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "every door" in run.stdout
     # and without the module, none of it (the checks are not vacuous)
-    (copy / "language" / "records" / "esperanto.py").unlink()
-    run = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(CHECKS)],
-        cwd=tmp_path,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    module.unlink()
+    run = _check_every_door(tmp_path)
     assert run.returncode != 0 and "AssertionError" in run.stderr
 
 

@@ -320,13 +320,6 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
             self._marked.pop(next(iter(self._marked)))
         self._marked[(run, thread_id)] = None
 
-    def _run_unmarks(self, runs: Iterable[str], thread_id: str) -> list[tuple[str, str]]:
-        """The (run key, escaped thread) memberships to remove when the thread goes."""
-        for pair in [p for p in self._marked if p[1] == thread_id]:
-            del self._marked[pair]
-        escaped = escape_id(thread_id, "thread_id")
-        return [(self.keys.run_key(run), escaped) for run in sorted(runs)]
-
     def _forget_runs(self, runs: Iterable[str]) -> None:
         gone = set(runs)
         for pair in [p for p in self._marked if p[0] in gone]:

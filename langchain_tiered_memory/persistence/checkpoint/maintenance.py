@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from langchain_tiered_memory.backend.connection import as_text
+from langchain_tiered_memory.backend.keys import escape_id
 from langchain_tiered_memory.persistence.checkpoint.base import DELETE_CHUNK, SEP, BaseRedisSaver
 from langchain_tiered_memory.persistence.checkpoint.scripts import COPY, DELETE, READ_ALL
 
@@ -70,12 +71,7 @@ class SaverMaintenance(BaseRedisSaver):
         keys = self._thread_keys(str(thread_id))
         with self.connection.errors():
             runs = runs_of(self.connection.sync.zrange(keys[4], 0, -1))
-            pipe = self.connection.sync.pipeline(transaction=False)
-            for key in keys:  # one key a command: a cluster pipeline's DEL takes one
-                pipe.delete(key)
-            for run_key, escaped in self._run_unmarks(runs, str(thread_id)):
-                pipe.srem(run_key, escaped)
-            pipe.execute()
+            self.connection.pipelined(self._erase_commands(keys, runs, str(thread_id)))
         # an erased thread's decoded values must not outlive it in this process either
         self._decoded.clear()
 
@@ -85,13 +81,20 @@ class SaverMaintenance(BaseRedisSaver):
         client = await self.connection.aclient()
         with self.connection.errors():
             runs = runs_of(await client.zrange(keys[4], 0, -1))
-            pipe = client.pipeline(transaction=False)
-            for key in keys:  # one key a command: a cluster pipeline's DEL takes one
-                pipe.delete(key)
-            for run_key, escaped in self._run_unmarks(runs, str(thread_id)):
-                pipe.srem(run_key, escaped)
-            await pipe.execute()
+            await self.connection.apipelined(self._erase_commands(keys, runs, str(thread_id)))
         self._decoded.clear()
+
+    def _erase_commands(
+        self, keys: Sequence[str], runs: Iterable[str], thread_id: str
+    ) -> list[tuple[str, ...]]:
+        """What erases a thread: its keys, one a DEL (a cluster pipeline's DEL takes one),
+        and its memberships in the indexes of ``runs``.
+        """
+        for pair in [p for p in self._marked if p[1] == thread_id]:
+            del self._marked[pair]
+        escaped = escape_id(thread_id, "thread_id")
+        deletes: list[tuple[str, ...]] = [("DEL", key) for key in keys]
+        return deletes + [("SREM", self.keys.run_key(run), escaped) for run in sorted(runs)]
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) that the given runs wrote."""

@@ -155,21 +155,13 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         """Record once per process that ``run`` wrote to ``thread_id`` (SADD, and the TTL)."""
         if (marker := self._run_marker(run, thread_id)) is None or run is None:
             return
-        with self.connection.errors():
-            pipe = self.connection.sync.pipeline(transaction=False)
-            for command in self._marker_commands(*marker):
-                pipe.execute_command(*command)
-            pipe.execute()
+        self.connection.pipelined(self._marker_commands(*marker))
         self._marked_run(run, thread_id)
 
     async def _amark(self, run: str | None, thread_id: str) -> None:
         if (marker := self._run_marker(run, thread_id)) is None or run is None:
             return
-        with self.connection.errors():
-            pipe = (await self.connection.aclient()).pipeline(transaction=False)
-            for command in self._marker_commands(*marker):
-                pipe.execute_command(*command)
-            await pipe.execute()
+        await self.connection.apipelined(self._marker_commands(*marker))
         self._marked_run(run, thread_id)
 
     # ----- reads -----

@@ -336,27 +336,21 @@ class RedisHistoryStore(HistoryStore):
             ThreadOwnershipError: another user's turns started the thread.
         """
         commands = self.record_thread_commands(user_id, thread_id, claim=claim)
-        with self.connection.errors():
-            pipe = self.connection.sync.pipeline(transaction=False)
-            for command in commands:
-                pipe.execute_command(*command)
-            replies = pipe.execute()
-            if claim and not self.claimed(user_id, thread_id, replies[1]):
+        replies = self.connection.pipelined(commands)
+        if claim and not self.claimed(user_id, thread_id, replies[1]):
+            with self.connection.errors():
                 self.connection.sync.execute_command(*self.unrecord_command(user_id, thread_id))
-                raise owned_elsewhere(thread_id)
+            raise owned_elsewhere(thread_id)
 
     async def arecord_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
         """Async :meth:`record_thread`."""
         commands = self.record_thread_commands(user_id, thread_id, claim=claim)
-        client = await self.connection.aclient()
-        with self.connection.errors():
-            pipe = client.pipeline(transaction=False)
-            for command in commands:
-                pipe.execute_command(*command)
-            replies = await pipe.execute()
-            if claim and not self.claimed(user_id, thread_id, replies[1]):
+        replies = await self.connection.apipelined(commands)
+        if claim and not self.claimed(user_id, thread_id, replies[1]):
+            with self.connection.errors():
+                client = await self.connection.aclient()
                 await client.execute_command(*self.unrecord_command(user_id, thread_id))
-                raise owned_elsewhere(thread_id)
+            raise owned_elsewhere(thread_id)
 
     def check_thread(self, user_id: str, thread_id: str) -> None:
         """Raise :class:`ThreadOwnershipError` if another user owns the thread (a read)."""
@@ -383,10 +377,7 @@ class RedisHistoryStore(HistoryStore):
                 self.connection.sync.smembers(self.keys.key(user_id, "threads")),
                 self.where(user_id),
             )
-            pipe = self.connection.sync.pipeline(transaction=False)
-            for key in self._owner_keys(members):
-                pipe.get(key)
-            owners = pipe.execute() if members else []
+        owners = self.connection.pipelined([("GET", key) for key in self._owner_keys(members)])
         return owned_threads(user_id, members, owners, self.where(user_id))
 
     async def athreads(self, user_id: str) -> list[str]:
@@ -396,10 +387,7 @@ class RedisHistoryStore(HistoryStore):
             members = decoded_members(
                 await client.smembers(self.keys.key(user_id, "threads")), self.where(user_id)
             )
-            pipe = client.pipeline(transaction=False)
-            for key in self._owner_keys(members):
-                pipe.get(key)
-            owners = await pipe.execute() if members else []
+        owners = await self.connection.apipelined([("GET", k) for k in self._owner_keys(members)])
         return owned_threads(user_id, members, owners, self.where(user_id))
 
     def _release_calls(self, user_id: str, thread_ids: Sequence[str]) -> list[ScriptCall]:
@@ -492,21 +480,13 @@ class RedisHistoryStore(HistoryStore):
     def length(self, user_id: str) -> int:
         """Absolute length."""
         hist, meta = self._k(user_id)
-        with self.connection.errors():
-            pipe = self.connection.sync.pipeline(transaction=False)
-            pipe.llen(hist)
-            pipe.hget(meta, BASE_FIELD)
-            n, base = pipe.execute()
+        n, base = self.connection.pipelined([("LLEN", hist), ("HGET", meta, BASE_FIELD)])
         return int(n) + int(base or 0)
 
     async def alength(self, user_id: str) -> int:
         """Async :meth:`length`."""
         hist, meta = self._k(user_id)
-        with self.connection.errors():
-            pipe = (await self.connection.aclient()).pipeline(transaction=False)
-            pipe.llen(hist)
-            pipe.hget(meta, BASE_FIELD)
-            n, base = await pipe.execute()
+        n, base = await self.connection.apipelined([("LLEN", hist), ("HGET", meta, BASE_FIELD)])
         return int(n) + int(base or 0)
 
     def trim(self, user_id: str, *, keep_last: int, not_after: int) -> int:

@@ -162,12 +162,9 @@ class IndexLoader:
             if version is None:
                 version = conn.sync.execute_command(*self.version_command(user_id))
             cached, commands = self._prepare(user_id, version, embeddings)
-            if not commands:
-                return cached
-            pipe = conn.sync.pipeline(transaction=False)
-            for cmd in commands:
-                pipe.execute_command(*cmd)
-            fetched = pipe.execute()
+        if not commands:
+            return cached
+        fetched = conn.pipelined(commands)
         return self._after_fetch(user_id, version, cached, fetched, embeddings, retrieval)
 
     async def aindex_for(
@@ -185,10 +182,7 @@ class IndexLoader:
                     *self.version_command(user_id)
                 )
             cached, commands = self._prepare(user_id, version, embeddings)
-            if not commands:
-                return cached
-            pipe = (await conn.aclient()).pipeline(transaction=False)
-            for cmd in commands:
-                pipe.execute_command(*cmd)
-            fetched = await pipe.execute()
+        if not commands:
+            return cached
+        fetched = await conn.apipelined(commands)
         return self._after_fetch(user_id, version, cached, fetched, embeddings, retrieval)
