@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import unicodedata
@@ -100,12 +101,20 @@ def _occurrences(value: str, text: str) -> list[int]:
     return found
 
 
+@functools.cache
+def _rx(pattern: str, flags: int = re.IGNORECASE) -> re.Pattern[str]:
+    """``pattern`` compiled once: ``re``'s own cache cost more per call than the matching
+    (half of :func:`stated_tags`' time, measured with seven languages' rules).
+    """
+    return re.compile(pattern, flags)
+
+
 def _sentence_before(text: str, start: int) -> str:
     return _SENTENCE_END.split(text[:start])[-1]
 
 
 def _ends_with(patterns: Iterable[str], before: str) -> bool:
-    return any(re.search(rf"(?:{p})\s*[:：,，]?\s*$", before, re.IGNORECASE) for p in patterns)
+    return any(_rx(rf"(?:{p})\s*[:：,，]?\s*$").search(before) for p in patterns)
 
 
 def _subject(before: str, languages: Iterable[LanguageRules]) -> str | None:
@@ -119,7 +128,7 @@ def _subject(before: str, languages: Iterable[LanguageRules]) -> str | None:
             ("other", rules.other_subject, re.IGNORECASE),
             ("other", rules.named_other, 0),
         ):
-            for match in re.finditer(pattern, before, flags):
+            for match in _rx(pattern, flags).finditer(before):
                 if match.end() > best or (match.end() == best and name == "other"):
                     best, kind = match.end(), name
     return kind
@@ -155,7 +164,7 @@ def _clause(before: str, languages: tuple[LanguageRules, ...]) -> str:
     """
     cut = max((m.end() for m in _CLAUSE_MARK.finditer(before)), default=0)
     for rules in languages:
-        for m in re.finditer(rules.clause_break, before, re.IGNORECASE):
+        for m in _rx(rules.clause_break).finditer(before):
             cut = max(cut, m.end())
     return before[cut:]
 
@@ -166,10 +175,10 @@ def _reported(before: str, after: str, languages: tuple[LanguageRules, ...]) -> 
     "他说"); "I told you" is the user's own statement.
     """
     for rules in languages:
-        for m in re.finditer(rules.reporting, before, re.IGNORECASE):
+        for m in _rx(rules.reporting).finditer(before):
             if _subject(before[: m.start()], languages) != "self":
                 return True
-        later = re.search(rules.reporting, after, re.IGNORECASE)
+        later = _rx(rules.reporting).search(after)
         if later and _subject(after[: later.start()], languages) != "self":
             return True
     return False
@@ -192,14 +201,13 @@ def _not_asserted(
         return "someone else's words (reported speech)"
     clause = _clause(before, languages)
     for rules in languages:
-        if re.search(rules.negation, clause, re.IGNORECASE):
+        if _rx(rules.negation).search(clause):
             return "negated"
-        if re.search(rules.irrealis, clause, re.IGNORECASE):
+        if _rx(rules.irrealis).search(clause):
             return "a condition, a wish or the future, not a present fact"
         not_after = rules.not_after.get(tag)
         if not_after and (
-            re.match(not_after, text[end:], re.IGNORECASE)
-            or re.search(rf"(?:{not_after})$", text[start:end], re.IGNORECASE)
+            _rx(not_after).match(text[end:]) or _rx(rf"(?:{not_after})$").search(text[start:end])
         ):
             return f"not the user's {tag} (what follows makes it something else)"
     head = text[:start].replace("：", ":")
@@ -264,7 +272,7 @@ def _stated_at(
     before, after = _sentence_before(text, start), text[start + len(value) :]
     cued = [r for r in languages if tag in r.cues or tag in r.loose_cues or tag in r.suffixes]
     for rules in cued:
-        fits_after = re.match(rules.value_after.get(tag, ""), after, re.IGNORECASE)
+        fits_after = _rx(rules.value_after.get(tag, "")).match(after)
         if fits_after and _ends_with(rules.cues.get(tag, ()), before):
             return None
         looks = rules.value_looks.get(tag)
@@ -280,7 +288,7 @@ def _stated_at(
         ):
             return None
         suffix = rules.suffixes.get(tag)
-        if suffix and re.match(suffix, after, re.IGNORECASE):
+        if suffix and _rx(suffix).match(after):
             if _subject(before, languages) == "self":
                 return None
             return "stated of someone else, not the user"
@@ -309,7 +317,7 @@ def states_a_change(text: str, languages: Iterable[LanguageRules] = LANGUAGES) -
         >>> [states_a_change(t) for t in ["I'm 31 now.", "I'm 31.", "其实我叫王芳。"]]
         [True, False, True]
     """
-    return any(re.search(r.change, text, re.IGNORECASE) for r in languages)
+    return any(_rx(r.change).search(text) for r in languages)
 
 
 def is_request(text: str, languages: Iterable[LanguageRules] = LANGUAGES) -> bool:
@@ -322,9 +330,9 @@ def is_request(text: str, languages: Iterable[LanguageRules] = LANGUAGES) -> boo
     """
     stripped = unicodedata.normalize("NFKC", text).strip()
     languages = tuple(languages)
-    if any(re.search(r.remember, stripped, re.IGNORECASE) for r in languages):
+    if any(_rx(r.remember).search(stripped) for r in languages):
         return False
-    return any(re.search(r.request, stripped, re.IGNORECASE) for r in languages)
+    return any(_rx(r.request).search(stripped) for r in languages)
 
 
 def states_a_fact(text: str) -> bool:

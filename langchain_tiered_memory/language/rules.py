@@ -20,7 +20,11 @@ __all__ = ["CHINESE", "ENGLISH", "LANGUAGES", "LanguageRules", "normalize_number
 
 ENGLISH = _ENGLISH.rules
 CHINESE = _CHINESE.rules
-LANGUAGES: tuple[LanguageRules, ...] = tuple(language.rules for language in languages())
+LANGUAGES: tuple[LanguageRules, ...] = tuple(
+    language.rules
+    for language in languages()
+    if language.rules != LanguageRules(name=language.rules.name)  # a record with no rules
+)
 """The rules every message is read with (all of them: a message may mix languages)."""
 
 

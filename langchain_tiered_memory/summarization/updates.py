@@ -16,6 +16,7 @@ an item is never dropped by it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import unicodedata
@@ -31,8 +32,13 @@ __all__ = ["clear_updates", "may_update", "merge_supersedes", "same_attribute"]
 logger = logging.getLogger(__name__)
 
 
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
 def _search(pattern: str, text: str) -> bool:
-    return re.search(pattern, text, re.IGNORECASE) is not None
+    return _compiled(pattern).search(text) is not None
 
 
 def _attributes(text: str, languages: Iterable[LanguageRules]) -> set[str]:
