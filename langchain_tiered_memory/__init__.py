@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         SummaryLimitError,
         ThreadOwnershipError,
         TieredMemoryError,
+        UnguardedCheckpointerError,
         UnsafeBindError,
         WatermarkConflict,
     )
@@ -114,6 +115,7 @@ __all__ = [
     "TagStore",
     "TieredMemory",
     "ThreadOwnershipError",
+    "UnguardedCheckpointerError",
     "TieredMemoryError",
     "TieredMemoryMiddleware",
     "UnsafeBindError",
@@ -168,6 +170,7 @@ _MODULES: dict[str, str] = {
     "TagStore": "langchain_tiered_memory.stores",
     "TieredMemory": "langchain_tiered_memory.memory",
     "ThreadOwnershipError": "langchain_tiered_memory.errors",
+    "UnguardedCheckpointerError": "langchain_tiered_memory.errors",
     "TieredMemoryError": "langchain_tiered_memory.errors",
     "TieredMemoryMiddleware": "langchain_tiered_memory.agent.middleware",
     "UnsafeBindError": "langchain_tiered_memory.errors",

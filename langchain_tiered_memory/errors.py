@@ -23,6 +23,7 @@ __all__ = [
     "SummaryLimitError",
     "WatermarkConflict",
     "ThreadOwnershipError",
+    "UnguardedCheckpointerError",
 ]
 
 
@@ -105,4 +106,13 @@ class ThreadOwnershipError(TieredMemoryError, PermissionError):
     A thread belongs to the user of its first turn: its checkpoints hold that user's
     conversation, so another user's turn on it would read it (and write into it). The
     message never names the owner.
+    """
+
+
+class UnguardedCheckpointerError(TieredMemoryError, TypeError):
+    """A run's checkpointer does not check thread owners at its reads.
+
+    LangGraph writes a run's input into the thread before any node runs: with such a saver,
+    another user's message would reach the owner's thread before the memory could refuse
+    it. The message says how to wrap the saver (``memory.checkpointer(saver)``).
     """

@@ -64,8 +64,9 @@ def thread_of(config: Mapping[str, Any] | None) -> str | None:
     forgetting a user or a thread can delete it) and with tag changes.
     """
     thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-    if thread_id is None or thread_id == "":
+    if thread_id is None:
         return None
+    # "" is refused like any bad id: savers keep it as an ordinary thread every user shares
     return validate_thread_id(str(thread_id))  # the one check every door makes
 
 

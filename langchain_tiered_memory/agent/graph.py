@@ -29,7 +29,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph._internal._runnable import RunnableCallable
-from langgraph.channels import DeltaChannel
+from langgraph.channels import DeltaChannel, UntrackedValue
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -52,7 +52,6 @@ from langchain_tiered_memory.agent.nodes import (
     ModelStep,
     invalid_call_errors,
 )
-from langchain_tiered_memory.agent.owned import owned_threads
 from langchain_tiered_memory.agent.policy import ModelPolicy
 from langchain_tiered_memory.agent.prompt import (
     MemoryRenderer,
@@ -96,12 +95,14 @@ class MemoryState(TypedDict):
     """
 
     messages: Annotated[list[AnyMessage], DeltaChannel(add_message_batches)]
-    memory_prompt: NotRequired[str]
+    # the memory section and tags: loaded each turn, never checkpointed (a deleted or
+    # edited memory leaves no copy in the checkpoints of threads that recalled it)
+    memory_prompt: NotRequired[Annotated[str, UntrackedValue(str)]]
     recent_history: NotRequired[list[AnyMessage]]
     saved_count: NotRequired[int]
     saved_ids: NotRequired[list[str]]
     # small models only: the tags, for answering a question about one from the tag itself
-    memory_tags: NotRequired[dict[str, str]]
+    memory_tags: NotRequired[Annotated[dict[str, str], UntrackedValue(dict)]]
 
 
 def _route_after_model(state: dict[str, Any]) -> str:
@@ -146,7 +147,10 @@ def create_memory_graph(
         model: a chat model supporting ``bind_tools`` (``ChatOpenAI`` in production).
         memory: the :class:`TieredMemory` to read and write.
         tools: the app's own tools, bound beside ``user_tag`` and ``summarize``.
-        checkpointer: any ``BaseCheckpointSaver`` for thread state.
+        checkpointer: any ``BaseCheckpointSaver`` for thread state; unless
+            ``shared_threads``, it is used through ``memory.checkpointer(checkpointer)``:
+            a run on another user's thread is refused at the saver's first read, before
+            LangGraph writes the run's input, and erasure reaches the saver.
         store: an optional LangGraph ``BaseStore`` handed to the app's tools.
         system_prompt: the base system prompt (default: :data:`DEFAULT_SYSTEM_PROMPT`;
             :data:`SMALL_MODEL_SYSTEM_PROMPT` for small models).
@@ -352,5 +356,7 @@ def create_memory_graph(
     builder.add_conditional_edges(MODEL, _route_after_model, [TOOLS, MODEL, SAVE_MEMORY])
     builder.add_edge(TOOLS, MODEL)
     builder.add_edge(SAVE_MEMORY, END)
-    graph = builder.compile(checkpointer=checkpointer, store=store, name=name)
-    return graph if shared_threads else owned_threads(graph, memory.history)
+    if checkpointer is not None and not shared_threads:
+        # ownership is checked where LangGraph writes: the saver's first read of a run
+        checkpointer = memory.checkpointer(checkpointer)
+    return builder.compile(checkpointer=checkpointer, store=store, name=name)

@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain.agents.middleware.types import ModelResponse
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.channels import UntrackedValue
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from typing_extensions import NotRequired
@@ -54,11 +55,12 @@ __all__ = ["TieredMemoryMiddleware", "TieredMemoryState"]
 class TieredMemoryState(AgentState):  # type: ignore[type-arg]
     """Agent state plus what memory loaded for the current turn."""
 
-    memory_prompt: NotRequired[str]
+    # loaded each turn, never checkpointed (see the graph's MemoryState)
+    memory_prompt: NotRequired[Annotated[str, UntrackedValue(str)]]
     recent_history: NotRequired[list[AnyMessage]]
     saved_count: NotRequired[int]
     saved_ids: NotRequired[list[str]]
-    memory_tags: NotRequired[dict[str, str]]
+    memory_tags: NotRequired[Annotated[dict[str, str], UntrackedValue(dict)]]
 
 
 def _config() -> RunnableConfig | None:

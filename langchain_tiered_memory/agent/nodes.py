@@ -42,6 +42,7 @@ from langchain_tiered_memory.agent.memory_query import (
     awrite_memory_query,
     write_memory_query,
 )
+from langchain_tiered_memory.agent.owned import require_guarded_checkpointer
 from langchain_tiered_memory.agent.policy import ModelPolicy
 from langchain_tiered_memory.agent.replies import (
     is_empty,
@@ -215,6 +216,9 @@ class MemoryNodes:
         return texts, self.settings.max_context_messages if first_turn else 0
 
     def _load_update(self, state: dict[str, Any], snap: MemorySnapshot) -> dict[str, Any]:
+        # The memory section and the tags are loaded every turn and never checkpointed
+        # (untracked channels, see MemoryState): a thread's checkpoints hold no copy of a
+        # memory that a delete or an edit would have to chase.
         update: dict[str, Any] = {
             "memory_prompt": self.settings.render_memory(
                 snap.tags, snap.recalled, token_budget=self.memory_token_budget
@@ -223,7 +227,7 @@ class MemoryNodes:
         if "recent_history" not in state:
             # the conversation, not its machinery, within the context budget at compose
             update["recent_history"] = conversation_only(snap.history)
-        if self.settings.keep_tags and snap.tags != state.get("memory_tags"):
+        if self.settings.keep_tags:
             update["memory_tags"] = dict(snap.tags)
         return update
 
@@ -267,6 +271,8 @@ class MemoryNodes:
         """Read tags, recalled items and (first turn) recent history into the state; record
         the thread as the user's (before anything of the turn can fail).
         """
+        if not self.shared_threads:
+            require_guarded_checkpointer()  # before any model call of the run
         line = None
         if (request := self._query_request(state)) is not None:
             line = write_memory_query(*request)
@@ -277,6 +283,8 @@ class MemoryNodes:
         self, state: dict[str, Any], user_id: str, thread_id: str | None = None
     ) -> dict[str, Any]:
         """Async :meth:`load`."""
+        if not self.shared_threads:
+            require_guarded_checkpointer()
         line = None
         if (request := self._query_request(state)) is not None:
             line = await awrite_memory_query(*request)

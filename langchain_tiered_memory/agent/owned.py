@@ -1,69 +1,51 @@
-"""The prebuilt graph refuses a run on another user's thread before LangGraph reads or
-writes the thread.
+"""A memory turn runs only on a checkpointer that checks thread owners.
 
-A thread belongs to the user of its first turn (``HistoryStore.record_thread``, the load
-step's claim). The load step refuses another user's turn before the model sees anything,
-but by then LangGraph has written the run's input into the thread's checkpoint: the other
-user's message would be in the owner's conversation. So the compiled graph checks the
-owner first, in ``stream``/``astream`` (``invoke``, ``batch`` and the LangGraph server all
-run through them), with any checkpointer.
+LangGraph writes a run's input into the thread (the checkpointer's ``put``) before any
+node runs, so no node can keep another user's message out of the owner's thread: only the
+checkpointer's first read can (:mod:`~langchain_tiered_memory.persistence.checkpoint.owned`).
+The prebuilt graph wraps the checkpointer it is given; ``create_agent`` and an app's graph
+holding the prebuilt one as a subgraph get theirs from the app. So the memory's load step,
+which both doors run, refuses a run whose checkpointer does not check: such an app fails on
+its first turn, with the fix in the message, instead of mixing two users' threads later.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
-
 from langchain_core.runnables import RunnableConfig
-from langgraph.graph.state import CompiledStateGraph
+from langgraph.config import get_config
 
-from langchain_tiered_memory.agent.context import resolve_user_id, thread_of
-from langchain_tiered_memory.errors import MissingUserIdError
-from langchain_tiered_memory.stores.history import HistoryStore
+from langchain_tiered_memory.agent.context import thread_of
+from langchain_tiered_memory.errors import UnguardedCheckpointerError
+from langchain_tiered_memory.memory.opening import is_guarded
 
-__all__ = ["OwnedThreadsGraph", "owned_threads"]
+__all__ = ["require_guarded_checkpointer"]
 
-
-class OwnedThreadsGraph(CompiledStateGraph[Any, Any, Any, Any]):
-    """A compiled memory graph whose runs check the thread's owner before they start."""
-
-    def __init__(self, *args: Any, thread_owners: HistoryStore | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        # copy() and with_config() rebuild the graph from its __dict__: this goes along
-        self.thread_owners = thread_owners
-
-    def _run(self, config: RunnableConfig | None, context: Any) -> tuple[str, str] | None:
-        thread = thread_of(config)
-        if self.thread_owners is None or thread is None:
-            return None
-        try:
-            return resolve_user_id(context, config), thread
-        except MissingUserIdError:
-            return None  # the load step says so, with the keys it got
-
-    def stream(  # type: ignore[override]
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Iterator[Any]:
-        """``CompiledStateGraph.stream``, refused on another user's thread."""
-        run = self._run(config, kwargs.get("context"))
-        if run is not None and self.thread_owners is not None:
-            self.thread_owners.check_thread(*run)
-        yield from super().stream(input, config, **kwargs)
-
-    async def astream(  # type: ignore[override]
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> AsyncIterator[Any]:
-        """``CompiledStateGraph.astream``, refused on another user's thread."""
-        run = self._run(config, kwargs.get("context"))
-        if run is not None and self.thread_owners is not None:
-            await self.thread_owners.acheck_thread(*run)
-        async for chunk in super().astream(input, config, **kwargs):
-            yield chunk
+# where LangGraph puts the run's checkpointer in the config (langgraph._internal._constants)
+_CHECKPOINTER = "__pregel_checkpointer"
 
 
-def owned_threads(
-    graph: CompiledStateGraph[Any, Any, Any, Any], history: HistoryStore
-) -> OwnedThreadsGraph:
-    """``graph`` as an :class:`OwnedThreadsGraph` checking owners in ``history``."""
-    attrs = {k: v for k, v in graph.__dict__.items() if k != "__orig_class__"}
-    return OwnedThreadsGraph(**attrs, thread_owners=history)
+def _run_config() -> RunnableConfig | None:
+    try:
+        return get_config()
+    except RuntimeError:  # called outside a LangGraph run (a test, a script)
+        return None
+
+
+def require_guarded_checkpointer(config: RunnableConfig | None = None) -> None:
+    """Raise :class:`UnguardedCheckpointerError` if the run (``config``, else the current
+    one) keeps a thread in a checkpointer that does not check thread owners.
+    """
+    config = _run_config() if config is None else config
+    if config is None or thread_of(config) is None:
+        return
+    saver = (config.get("configurable") or {}).get(_CHECKPOINTER)
+    if saver is None or is_guarded(saver):
+        return
+    raise UnguardedCheckpointerError(
+        f"the run's checkpointer ({type(saver).__name__}) does not check thread owners: "
+        "another user's turn would be written into this thread before the memory could "
+        "refuse it. Pass checkpointer=memory.checkpointer(saver) to create_agent (or to "
+        "the app's graph that holds the memory graph), or memory.checkpointer() for "
+        "threads in the memory's Redis; if your users share threads on purpose, pass "
+        "shared_threads=True."
+    )

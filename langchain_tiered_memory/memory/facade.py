@@ -41,6 +41,7 @@ from langchain_tiered_memory.summarization.jobs import Summarization
 from langchain_tiered_memory.tiers import Tiers
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.store.base import IndexConfig, TTLConfig
 
     from langchain_tiered_memory.persistence.checkpoint import (
@@ -310,22 +311,38 @@ class TieredMemory(TierMethods, JobMethods, PrivacyMethods):
 
     # ----- LangGraph checkpointers on the same Redis -----
 
-    def checkpointer(self, *, ttl: CheckpointTTL | None = None) -> RedisSaver:
-        """A LangGraph checkpointer keeping threads in this memory's Redis (same key prefix).
+    @overload
+    def checkpointer(
+        self, saver: None = None, *, ttl: CheckpointTTL | None = None
+    ) -> RedisSaver: ...
 
-        It shares the memory's connection: closing the memory closes it. With the memory's
-        ``user_ttl`` and no ``ttl``, a thread expires ``user_ttl`` after its last write or
-        read, as the user's other keys do (the checkpoints hold the messages too).
+    @overload
+    def checkpointer(
+        self, saver: BaseCheckpointSaver[Any], *, ttl: CheckpointTTL | None = None
+    ) -> BaseCheckpointSaver[Any]: ...
+
+    def checkpointer(
+        self, saver: BaseCheckpointSaver[Any] | None = None, *, ttl: CheckpointTTL | None = None
+    ) -> BaseCheckpointSaver[Any]:
+        """A LangGraph checkpointer that refuses a run on another user's thread at its first
+        read, before the run writes anything: the memory's own in its Redis (sharing its
+        connection; with ``user_ttl`` and no ``ttl``, a thread expires with the user's
+        keys), or ``saver`` wrapped in the same check and attached (:meth:`attach`). Hand
+        ``create_agent`` with the middleware, or an app graph holding the prebuilt one,
+        this and not the bare saver.
 
         Raises:
-            ValueError: this memory is not on Redis (``TieredMemory.in_memory()``).
+            ValueError: no ``saver`` and this memory is not on Redis.
 
         Example:
-            >>> with TieredMemory.embedded("/tmp/tm-doc") as memory:  # doctest: +SKIP
-            ...     graph = create_memory_graph(model, memory=memory,
-            ...                                 checkpointer=memory.checkpointer())
+            >>> agent = create_agent(model, middleware=[TieredMemoryMiddleware(memory)],
+            ...     checkpointer=memory.checkpointer(InMemorySaver()))  # doctest: +SKIP
         """
-        return opening.saver(self._redis("checkpointer"), self.history, self._thread_ttl(ttl))
+        if saver is None:
+            return opening.saver(self._redis("checkpointer"), self.history, self._thread_ttl(ttl))
+        guarded = opening.guarded(saver, self.history)
+        self.attach(checkpointer=guarded)
+        return guarded
 
     def acheckpointer(self, *, ttl: CheckpointTTL | None = None) -> AsyncRedisSaver:
         """:meth:`checkpointer` as an ``AsyncRedisSaver`` (the same storage, for asyncio apps).
@@ -361,6 +378,15 @@ class TieredMemory(TierMethods, JobMethods, PrivacyMethods):
         if index is not None and "embed" not in index:
             index = {**index, "embed": self.summaries.embeddings}
         return opening.langgraph_store(self._redis("store"), self.history, index=index, ttl=ttl)
+
+    @property
+    def connection(self) -> opening.RedisConnection | None:
+        """The memory's Redis connection, read-only (``None`` off Redis).
+
+        Example:
+            >>> memory.connection.url  # doctest: +SKIP
+        """
+        return self._connection
 
     def _redis(self, what: str) -> opening.RedisConnection:
         if self._connection is None:

@@ -32,18 +32,22 @@ from langchain_tiered_memory.backend.server import EmbeddedRedis
 from langchain_tiered_memory.persistence.checkpoint import (
     AsyncRedisSaver,
     CheckpointTTL,
+    OwnedSaver,
     RedisSaver,
+    is_guarded,
 )
 from langchain_tiered_memory.persistence.store import RedisStore
-from langchain_tiered_memory.stores.history import HistoryStore, RedisHistoryStore
+from langchain_tiered_memory.stores.history import HistoryStore, RedisHistoryStore, ThreadGuard
 from langchain_tiered_memory.stores.queue import SummaryQueue
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore
 from langchain_tiered_memory.stores.tags import DefaultTags, RedisTagStore
 
 if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
     from langgraph.store.base import IndexConfig, TTLConfig
 
 __all__ = [
+    "is_guarded",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_POOL_TIMEOUT",
     "DEFAULT_PREFIX",
@@ -123,8 +127,13 @@ def saver(
     user on another user's thread before the run writes anything.
     """
     saver = RedisSaver(connection, key_prefix=keys_of(history).prefix, ttl=ttl)
-    saver.thread_owners = history
+    saver.thread_owners = ThreadGuard(history)
     return saver
+
+
+def guarded(saver: BaseCheckpointSaver[Any], history: HistoryStore) -> BaseCheckpointSaver[Any]:
+    """``saver`` checking thread owners in ``history`` at its reads (as is if it does)."""
+    return saver if is_guarded(saver) else OwnedSaver(saver, ThreadGuard(history))
 
 
 def async_saver(
@@ -132,7 +141,7 @@ def async_saver(
 ) -> AsyncRedisSaver:
     """An ``AsyncRedisSaver`` on the memory's connection and key prefix (as :func:`saver`)."""
     saver = AsyncRedisSaver(connection, key_prefix=keys_of(history).prefix, ttl=ttl)
-    saver.thread_owners = history
+    saver.thread_owners = ThreadGuard(history)
     return saver
 
 

@@ -78,7 +78,7 @@ async def test_the_middleware_recalls_from_the_conversation_too(e5_memory: Tiere
         model,
         tools=[],
         middleware=[TieredMemoryMiddleware(e5_memory)],
-        checkpointer=InMemorySaver(),
+        checkpointer=e5_memory.checkpointer(InMemorySaver()),
     )
     options: Any = {"context": {"user_id": "u"}, "config": {"configurable": {"thread_id": "t"}}}
     for text in EN["turns"]:

@@ -230,7 +230,10 @@ async def test_a_recorded_extraction_leaves_the_true_tags_unchanged_through_crea
         await memory.aset_user_tags(user, true_tags(user, i - 1))
     model = ScriptedChatModel(replies=[replay(turn)])
     agent: Any = create_agent(
-        model, tools=[], middleware=[TieredMemoryMiddleware(memory)], checkpointer=InMemorySaver()
+        model,
+        tools=[],
+        middleware=[TieredMemoryMiddleware(memory)],
+        checkpointer=memory.checkpointer(InMemorySaver()),
     )
     await agent.ainvoke(
         {"messages": [HumanMessage(turn["message"])]},
@@ -283,7 +286,7 @@ def test_a_grounded_correction_updates_the_tag_and_keeps_the_old_value_in_its_hi
             model,
             tools=[],
             middleware=[TieredMemoryMiddleware(memory)],
-            checkpointer=InMemorySaver(),
+            checkpointer=memory.checkpointer(InMemorySaver()),
         )
     options: Any = {"context": {"user_id": "ann"}, "config": {"configurable": {"thread_id": "t"}}}
     runner.invoke({"messages": [HumanMessage(turns[0][0])]}, **options)

@@ -183,7 +183,12 @@ def test_every_turn_reaches_memory_beside_a_summarizing_middleware(
         SummarizationMiddleware(summarizer, trigger=("messages", 5), keep=("messages", 2)),
         TieredMemoryMiddleware(embedded_memory, recall_k=0),
     ]
-    agent: Any = create_agent(model, tools=[], middleware=middleware, checkpointer=InMemorySaver())
+    agent: Any = create_agent(
+        model,
+        tools=[],
+        middleware=middleware,
+        checkpointer=embedded_memory.checkpointer(InMemorySaver()),
+    )
     options: Any = {"context": {"user_id": "u"}, "config": {"configurable": {"thread_id": "t"}}}
     for i in range(1, 9):
         agent.invoke({"messages": [HumanMessage(f"q{i}")]}, **options)

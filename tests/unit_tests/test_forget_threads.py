@@ -7,11 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory.agent.graph import create_memory_graph
+from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -74,12 +76,30 @@ def test_forget_reaches_a_checkpointer_attached_once(
     (here without arguments) erases the user's threads there too."""
     memory = memory_factory()
     saver = InMemorySaver()
+    agent = create_agent(
+        ScriptedChatModel(replies=["ok"]),
+        middleware=[TieredMemoryMiddleware(memory, shared_threads=True)],
+        checkpointer=saver,
+    )
+    _run(agent, "dave", "d1", "hello")
+    assert "hello" not in str(memory.export_user("dave").get("thread_states"))  # not told yet
+    memory.attach(checkpointer=saver)
+    assert "hello" in str(memory.export_user("dave")["thread_states"])
+    assert memory.forget_user("dave")["threads"] == 1
+    assert saver.get_tuple({"configurable": {"thread_id": "d1"}}) is None
+
+
+def test_the_graphs_and_the_guarded_checkpointer_are_known_to_erasure(
+    memory_factory: Callable[..., TieredMemory],
+) -> None:
+    """The saver a graph is given, or ``memory.checkpointer(saver)``, is attached: nothing
+    the thread holds is left for a later delete to chase."""
+    memory = memory_factory()
+    saver = InMemorySaver()
     graph = create_memory_graph(
         ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=saver
     )
     _run(graph, "dave", "d1", "hello")
-    assert "hello" not in str(memory.export_user("dave").get("thread_states"))  # not told yet
-    memory.attach(checkpointer=saver)
     assert "hello" in str(memory.export_user("dave")["thread_states"])
     assert memory.forget_user("dave")["threads"] == 1
     assert memory.load_context("dave", 10) == []
@@ -183,7 +203,9 @@ def test_a_thread_whose_first_turn_failed_is_still_forgotten(
         from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 
         graph = create_agent(
-            _Failing(), middleware=[TieredMemoryMiddleware(memory=memory)], checkpointer=saver
+            _Failing(),
+            middleware=[TieredMemoryMiddleware(memory=memory)],
+            checkpointer=memory.checkpointer(saver),
         )
     with pytest.raises(RuntimeError, match="provider down"):
         _run(graph, "erin", "e1", "My passport number is X123.")

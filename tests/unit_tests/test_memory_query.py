@@ -143,7 +143,7 @@ async def test_the_middleware_asks_the_agents_model_from_its_first_call(
         model,
         tools=[],
         middleware=[TieredMemoryMiddleware(memory, memory_query="note", recall_k=2)],
-        checkpointer=InMemorySaver(),
+        checkpointer=memory.checkpointer(InMemorySaver()),
     )
     config: Any = {"configurable": {"thread_id": "t"}}
     for text in ("Hello.", "Thursday is the retake and I can't sleep."):
@@ -162,7 +162,10 @@ async def test_the_middleware_warns_once_for_a_small_model(
     with caplog.at_level(logging.WARNING):
         middleware = TieredMemoryMiddleware(memory, memory_query="note", small_model=True)
         agent: Any = create_agent(
-            model, tools=[], middleware=[middleware], checkpointer=InMemorySaver()
+            model,
+            tools=[],
+            middleware=[middleware],
+            checkpointer=memory.checkpointer(InMemorySaver()),
         )
         config: Any = {"configurable": {"thread_id": "t"}}
         for text in ("Hello.", "Thursday is the retake."):

@@ -30,7 +30,7 @@ def agent_for(memory: TieredMemory, model: ScriptedChatModel, **kwargs: Any) -> 
         model,
         tools=[],
         middleware=[TieredMemoryMiddleware(memory)],
-        checkpointer=InMemorySaver(),
+        checkpointer=memory.checkpointer(InMemorySaver()),
         **kwargs,
     )
 
@@ -187,7 +187,7 @@ def test_small_model_gets_forced_tag_capture_as_in_the_graph(embedded_memory: Ti
         model,
         tools=[],
         middleware=[TieredMemoryMiddleware(memory, small_model=True)],
-        checkpointer=InMemorySaver(),
+        checkpointer=memory.checkpointer(InMemorySaver()),
     )
     inputs, options = turn("t1", "Hi, I'm Alice and I am 30 years old.")
     out = agent.invoke(inputs, **options)
@@ -233,7 +233,7 @@ def test_tool_loop_stops_after_max_tool_rounds(embedded_memory: TieredMemory) ->
         model,
         tools=[echo],
         middleware=[TieredMemoryMiddleware(embedded_memory, max_tool_rounds=2)],
-        checkpointer=InMemorySaver(),
+        checkpointer=embedded_memory.checkpointer(InMemorySaver()),
     )
     inputs, options = turn("t1", "Loop, please.")
     out = agent.invoke(inputs, **options)
@@ -252,7 +252,7 @@ async def test_small_model_forced_capture_on_the_async_path(embedded_memory: Tie
         model,
         tools=[],
         middleware=[TieredMemoryMiddleware(memory, small_model=True, max_tool_rounds=1)],
-        checkpointer=InMemorySaver(),
+        checkpointer=memory.checkpointer(InMemorySaver()),
     )
     inputs, options = turn("t1", "Hi, I'm Alice and I am 30 years old.")
     out = await agent.ainvoke(inputs, **options)
@@ -288,7 +288,7 @@ def test_the_small_model_prompt_guards_apply_as_in_the_graph(
             model,
             tools=[],
             middleware=[TieredMemoryMiddleware(embedded_memory, small_model=marker)],
-            checkpointer=InMemorySaver(),
+            checkpointer=embedded_memory.checkpointer(InMemorySaver()),
         )
         inputs, options = turn(f"t1-{user}", "Hello there.", user)  # a thread is its user's
         agent.invoke(inputs, **options)

@@ -166,3 +166,43 @@ async def test_mcp_arguments_are_not_coerced(tool: str, args: dict[str, Any]) ->
         await server.call_tool(tool, args)
     assert memory.get_user_tags("ann") == {"age": "30"}
     assert [d.page_content for d in memory.summaries.get_all("ann")] == ["Ann likes tea."]
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+@pytest.mark.parametrize("change", ["delete", "edit"])
+async def test_a_recalled_item_deleted_or_edited_stays_in_no_checkpoint(
+    embedded_memory: TieredMemory, door: str, change: str
+) -> None:
+    """Issue 55 item 5: a turn's memory section is loaded each turn, never checkpointed, so
+    a delete or an edit leaves the old text in no key of the keyspace (SCAN + DUMP) nor in
+    the data dir's files, though a thread recalled it."""
+    from langchain.agents import create_agent
+
+    from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
+
+    memory = embedded_memory
+    (item,) = memory.add_summaries("ann", ["Ann's locker code is 9931-QX."])
+    model = ScriptedChatModel(replies=["Noted."])
+    saver = memory.checkpointer()
+    agent: Any
+    if door == "graph":
+        agent = create_memory_graph(model, memory=memory, checkpointer=saver)
+    else:
+        agent = create_agent(model, middleware=[TieredMemoryMiddleware(memory)], checkpointer=saver)
+    agent.invoke(
+        {"messages": [HumanMessage("What is my locker code?")]},
+        {"configurable": {"thread_id": "t1"}},
+        context={"user_id": "ann"},
+    )
+    assert "9931-QX" in "\n".join(m.text for m in model.prompts[-1])  # it was recalled
+    if change == "delete":
+        memory.delete_summaries("ann", [item])
+    else:
+        memory.update_summary("ann", item, "Ann has a locker.")
+    assert memory.connection is not None
+    sync = memory.connection.sync
+    holding = [k for k in sync.scan_iter(count=1000) if b"9931-QX" in (sync.dump(k) or b"")]
+    if change == "edit":  # the item itself keeps its earlier texts (metadata["edits"])
+        holding = [k for k in holding if not k.endswith(b":sum:items")]
+    assert holding == []  # before: the thread's cp:blobs and cp:writes held the section
+    assert agent.get_state({"configurable": {"thread_id": "t1"}}).values["messages"]

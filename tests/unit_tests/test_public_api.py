@@ -59,6 +59,7 @@ PACKAGE_ALL = [
     "TieredMemory",
     "TieredMemoryError",
     "TieredMemoryMiddleware",
+    "UnguardedCheckpointerError",
     "UnsafeBindError",
     "UserChatMessageHistory",
     "UserTagTool",
@@ -82,7 +83,14 @@ STORES_ALL = [
     "UserChatMessageHistory",
 ]
 
-CHECKPOINT_ALL = ["AsyncRedisSaver", "BaseRedisSaver", "CheckpointTTL", "RedisSaver"]
+CHECKPOINT_ALL = [
+    "AsyncRedisSaver",
+    "BaseRedisSaver",
+    "CheckpointTTL",
+    "OwnedSaver",
+    "RedisSaver",
+    "is_guarded",
+]
 STORE_ALL = ["AsyncRedisStore", "BaseRedisStore", "RedisStore"]
 
 # The facade of issue 2: each of these has an ``a``-prefixed twin of the same signature.
@@ -157,6 +165,7 @@ def test_version_is_the_distribution_version() -> None:
         (errors.SummarizationError, RuntimeError),
         (errors.WatermarkConflict, RuntimeError),
         (errors.ThreadOwnershipError, PermissionError),
+        (errors.UnguardedCheckpointerError, TypeError),
         (errors.ConcurrentReembedError, RuntimeError),
         (errors.UnsafeBindError, ValueError),
         (errors.CorruptMemoryError, ValueError),

@@ -25,7 +25,8 @@ def _agent(memory: TieredMemory, model: ScriptedChatModel, door: str) -> Any:
     if door == "graph":
         return create_memory_graph(model, memory=memory, checkpointer=InMemorySaver())
     middleware = [TieredMemoryMiddleware(memory)]
-    return create_agent(model, tools=[], middleware=middleware, checkpointer=InMemorySaver())
+    saver = memory.checkpointer(InMemorySaver())
+    return create_agent(model, tools=[], middleware=middleware, checkpointer=saver)
 
 
 def _turn(agent: Any, text: str, thread: str) -> dict[str, Any]:

@@ -30,7 +30,8 @@ def _agent(memory: TieredMemory, model: ReplayChatModel, door: str) -> Any:
     if door == "graph":
         return create_memory_graph(model, memory=memory, checkpointer=InMemorySaver())
     middleware = [TieredMemoryMiddleware(memory)]
-    return create_agent(model, tools=[], middleware=middleware, checkpointer=InMemorySaver())
+    saver = memory.checkpointer(InMemorySaver())
+    return create_agent(model, tools=[], middleware=middleware, checkpointer=saver)
 
 
 def _play(memory: TieredMemory, door: str, scenario: str) -> list[dict[str, Any]]:

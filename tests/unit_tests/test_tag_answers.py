@@ -95,7 +95,7 @@ def test_the_middleware_answers_a_small_model_from_the_tag_too(memory_factory: A
         model,
         tools=[],
         middleware=[TieredMemoryMiddleware(memory, small_model=True)],
-        checkpointer=InMemorySaver(),
+        checkpointer=memory.checkpointer(InMemorySaver()),
     )
     result = agent.invoke(
         {"messages": [HumanMessage("我多大了？")]},

@@ -25,6 +25,7 @@ from langchain_tiered_memory import (
     create_memory_graph,
 )
 from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
+from langchain_tiered_memory.stores.history import ThreadGuard
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 SECRET = "Ann's secret: my PIN is 4711."
@@ -51,9 +52,9 @@ def test_history_stores_claim_a_thread_for_its_first_user(memory: TieredMemory) 
         history.record_thread("bob", "t1")
     assert "ann" not in str(refused.value)  # the owner is never named
     with pytest.raises(ThreadOwnershipError):
-        history.check_thread("bob", "t1")
-    history.check_thread("ann", "t1")
-    history.check_thread("bob", "t-new")  # nobody's yet: a read claims nothing
+        ThreadGuard(history).check_thread("bob", "t1")
+    ThreadGuard(history).check_thread("ann", "t1")
+    ThreadGuard(history).check_thread("bob", "t-new")  # nobody's yet: a read claims nothing
     history.record_thread("bob", "t-new")
     assert history.threads("ann") == ["t1"]
     assert history.threads("bob") == ["t-new"]
@@ -110,15 +111,188 @@ async def test_graph_refuses_another_users_turn_before_anything_of_it_is_kept(
 def test_middleware_refuses_another_users_turn_before_the_model(memory: TieredMemory) -> None:
     model = ScriptedChatModel(replies=["Noted."])
     agent: Any = create_agent(
-        model, tools=[], middleware=[TieredMemoryMiddleware(memory)], checkpointer=InMemorySaver()
+        model,
+        tools=[],
+        middleware=[TieredMemoryMiddleware(memory)],
+        checkpointer=memory.checkpointer(InMemorySaver()),
     )
     agent.invoke({"messages": [HumanMessage(SECRET)]}, cfg("t1"), context={"user_id": "ann"})
-    calls = len(model.prompts)
+    calls, before = len(model.prompts), texts(agent, "t1")
     with pytest.raises(ThreadOwnershipError):
         agent.invoke({"messages": [HumanMessage("Hi")]}, cfg("t1"), context={"user_id": "bob"})
     assert len(model.prompts) == calls
+    assert texts(agent, "t1") == before  # nothing of bob's run reached ann's thread
     assert memory.history.threads("bob") == []
     assert memory.forget_user("bob")["threads"] == 0
+
+
+# ----- issue 55: the check sits where LangGraph writes, whatever the door and the saver -----
+
+
+def _savers(memory: TieredMemory) -> dict[str, Any]:
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    return {
+        "memory": InMemorySaver(),
+        "sqlite": SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False)),
+    }
+
+
+def _door(door: str, memory: TieredMemory, model: ScriptedChatModel, saver: Any, **kw: Any) -> Any:
+    """The agent a door builds on ``saver`` (the app hands the memory its saver)."""
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    if door == "graph":
+        return create_memory_graph(model, memory=memory, checkpointer=saver, **kw)
+    if door == "middleware":
+        middleware = [TieredMemoryMiddleware(memory, **kw)]
+        return create_agent(
+            model, tools=[], middleware=middleware, checkpointer=memory.checkpointer(saver)
+        )
+    inner = create_memory_graph(model, memory=memory, **kw)  # the app's graph holds it
+    app: Any = StateGraph(MessagesState)
+    app.add_node("memory_agent", inner)
+    app.add_edge(START, "memory_agent")
+    return app.compile(checkpointer=memory.checkpointer(saver))
+
+
+@pytest.mark.parametrize("saver_kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("door", ["graph", "middleware", "subgraph"])
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_refused_turn_leaves_nothing_in_the_owners_thread(
+    memory: TieredMemory, door: str, saver_kind: str, asynchronous: bool
+) -> None:
+    if asynchronous and saver_kind == "sqlite":
+        pytest.skip("SqliteSaver is sync only")
+    model = ScriptedChatModel(replies=["Noted."])
+    agent = _door(door, memory, model, _savers(memory)[saver_kind], memory_query="note")
+    agent.invoke({"messages": [HumanMessage(SECRET)]}, cfg("t1"), context={"user_id": "ann"})
+    before, calls = texts(agent, "t1"), len(model.prompts)
+    bob = ({"messages": [HumanMessage(INJECTION)]}, cfg("t1"))
+    with pytest.raises(ThreadOwnershipError):
+        if asynchronous:
+            await agent.ainvoke(*bob, context={"user_id": "bob"})
+        else:
+            agent.invoke(*bob, context={"user_id": "bob"})
+    assert len(model.prompts) == calls  # no model call of bob's run (the memory query too)
+    assert texts(agent, "t1") == before
+    agent.invoke({"messages": [HumanMessage("Still me.")]}, cfg("t1"), context={"user_id": "ann"})
+    assert INJECTION not in prompts_text(model)
+    assert INJECTION not in str(memory.export_user("ann"))
+    assert INJECTION not in [str(m.text) for m in memory.load_context("ann", max=10)]
+
+
+@pytest.mark.parametrize("door", ["middleware", "subgraph"])
+def test_a_checkpointer_that_does_not_check_owners_is_refused_before_any_model_call(
+    memory: TieredMemory, door: str
+) -> None:
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    from langchain_tiered_memory import UnguardedCheckpointerError
+
+    model = ScriptedChatModel(replies=["Noted."])
+    agent: Any
+    if door == "middleware":
+        middleware = [TieredMemoryMiddleware(memory)]
+        agent = create_agent(model, tools=[], middleware=middleware, checkpointer=InMemorySaver())
+    else:
+        app: Any = StateGraph(MessagesState)
+        app.add_node("memory_agent", create_memory_graph(model, memory=memory))
+        app.add_edge(START, "memory_agent")
+        agent = app.compile(checkpointer=InMemorySaver())
+    with pytest.raises(UnguardedCheckpointerError, match=r"memory\.checkpointer\(saver\)"):
+        agent.invoke({"messages": [HumanMessage(SECRET)]}, cfg("t1"), context={"user_id": "ann"})
+    assert model.prompts == []
+    # shared on purpose: no owners, no check
+    shared = [TieredMemoryMiddleware(memory, shared_threads=True)]
+    agent = create_agent(model, tools=[], middleware=shared, checkpointer=InMemorySaver())
+    agent.invoke({"messages": [HumanMessage("Hi")]}, cfg("room"), context={"user_id": "ann"})
+
+
+@pytest.mark.parametrize("reader", ["get_state_history", "list", "alist"])
+async def test_another_users_history_reads_are_refused(
+    embedded_memory: TieredMemory, reader: str
+) -> None:
+    memory = embedded_memory
+    model = ScriptedChatModel(replies=["Noted."])
+    for saver in (memory.checkpointer(), memory.checkpointer(InMemorySaver())):
+        thread = f"t-{type(saver).__name__}"
+        graph: Any = create_memory_graph(model, memory=memory, checkpointer=saver)
+        graph.invoke({"messages": [HumanMessage(SECRET)]}, cfg(thread), context={"user_id": "ann"})
+        as_bob: Any = {"configurable": {"thread_id": thread, "user_id": "bob"}}
+        as_ann: Any = {"configurable": {"thread_id": thread, "user_id": "ann"}}
+        with pytest.raises(ThreadOwnershipError):
+            if reader == "get_state_history":
+                list(graph.get_state_history(as_bob))
+            elif reader == "list":
+                list(graph.checkpointer.list(as_bob))
+            else:
+                [c async for c in graph.checkpointer.alist(as_bob)]
+        assert list(graph.get_state_history(as_ann))  # the owner reads hers
+
+
+def test_a_thread_kept_before_owner_records_is_its_recorders_alone(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Item 3: a thread with state, recorded by ann, and no owner record (the previous
+    version's data, or a lost record): bob's turn is refused, ann's claims it back."""
+    memory = embedded_memory
+    model = ScriptedChatModel(replies=["Noted."])
+    graph: Any = create_memory_graph(model, memory=memory, checkpointer=memory.checkpointer())
+    graph.invoke({"messages": [HumanMessage(SECRET)]}, cfg("old"), context={"user_id": "ann"})
+    connection = memory.connection
+    assert connection is not None
+    owner_key = memory.history.keys.thread_owner_key("old")  # type: ignore[attr-defined]
+    connection.sync.delete(owner_key)  # as the previous version left it
+    with pytest.raises(ThreadOwnershipError, match="no owner record"):
+        graph.invoke(
+            {"messages": [HumanMessage(INJECTION)]}, cfg("old"), context={"user_id": "bob"}
+        )
+    assert INJECTION not in str(texts(graph, "old"))
+    assert memory.history.threads("ann") == ["old"]
+    graph.invoke({"messages": [HumanMessage("Me again.")]}, cfg("old"), context={"user_id": "ann"})
+    assert connection.sync.get(owner_key) == b"ann"  # claimed back by its recorder
+    assert memory.forget_user("ann")["threads"] == 1
+
+
+@pytest.mark.parametrize("corrupt", [b"\xff\xfe", "hash"])
+def test_a_corrupt_owner_record_is_named_and_blocks_no_erasure(
+    embedded_memory: TieredMemory, corrupt: Any
+) -> None:
+    """Item 6."""
+    from langchain_tiered_memory import CorruptMemoryError
+
+    memory = embedded_memory
+    model = ScriptedChatModel(replies=["Noted."])
+    graph: Any = create_memory_graph(model, memory=memory, checkpointer=memory.checkpointer())
+    graph.invoke({"messages": [HumanMessage(SECRET)]}, cfg("t1"), context={"user_id": "ann"})
+    owner_key = memory.history.keys.thread_owner_key("t1")  # type: ignore[attr-defined]
+    assert memory.connection is not None
+    sync = memory.connection.sync
+    sync.delete(owner_key)
+    if corrupt == "hash":
+        sync.hset(owner_key, "x", "y")
+    else:
+        sync.set(owner_key, corrupt)
+    with pytest.raises(CorruptMemoryError, match="owner"):
+        graph.invoke({"messages": [HumanMessage("Hi")]}, cfg("t1"), context={"user_id": "ann"})
+    assert memory.export_user("ann")["threads"]  # export still lists her thread
+    assert memory.forget_user("ann")["threads"] == 1
+    assert SECRET not in str(list(sync.scan_iter(count=1000)))
+    for key in sync.scan_iter(count=1000):
+        assert b"4711" not in (sync.dump(key) or b""), key
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_an_empty_thread_id_is_refused(memory: TieredMemory, door: str) -> None:
+    """Item 8: "" would be a thread every user shares, which no erasure finds."""
+    model = ScriptedChatModel(replies=["Noted."])
+    agent = _door(door, memory, model, InMemorySaver())
+    with pytest.raises(InvalidArgumentError):
+        agent.invoke({"messages": [HumanMessage(SECRET)]}, cfg(""), context={"user_id": "ann"})
+    assert model.prompts == []
 
 
 async def test_the_memorys_own_checkpointer_keeps_another_users_message_out(
@@ -170,7 +344,8 @@ def test_every_turn_is_saved_beside_a_middleware_that_keeps_one_message(
         SummarizationMiddleware(summarizer, trigger=("messages", 3), keep=("messages", 1)),
         TieredMemoryMiddleware(memory, recall_k=0),
     ]
-    agent: Any = create_agent(model, tools=[], middleware=middleware, checkpointer=InMemorySaver())
+    saver = memory.checkpointer(InMemorySaver())
+    agent: Any = create_agent(model, tools=[], middleware=middleware, checkpointer=saver)
     for i in range(1, 9):
         agent.invoke({"messages": [HumanMessage(f"q{i}")]}, cfg("t"), context={"user_id": "u"})
     saved = [str(m.text) for m in memory.load_context("u", max=100)]
@@ -199,4 +374,4 @@ def test_an_app_that_shares_threads_says_so_and_no_one_owns_them(
     )
     assert texts(agent, "room")[-2:] == ["Hi from Bob", "Noted."]
     assert memory.history.threads("ann") == memory.history.threads("bob") == ["room"]
-    memory.history.check_thread("carol", "room")  # owned by none
+    ThreadGuard(memory.history).check_thread("carol", "room")  # owned by none

@@ -12,6 +12,14 @@ Example:
 
 from langchain_tiered_memory.persistence.checkpoint.aio import AsyncRedisSaver
 from langchain_tiered_memory.persistence.checkpoint.base import BaseRedisSaver, CheckpointTTL
+from langchain_tiered_memory.persistence.checkpoint.owned import OwnedSaver, is_guarded
 from langchain_tiered_memory.persistence.checkpoint.saver import RedisSaver
 
-__all__ = ["AsyncRedisSaver", "BaseRedisSaver", "CheckpointTTL", "RedisSaver"]
+__all__ = [
+    "AsyncRedisSaver",
+    "BaseRedisSaver",
+    "CheckpointTTL",
+    "OwnedSaver",
+    "RedisSaver",
+    "is_guarded",
+]

@@ -27,7 +27,7 @@ so a thread lives in one Redis Cluster slot and each write is one atomic Lua scr
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol, TypedDict, cast
+from typing import Any, NamedTuple, TypedDict, cast
 
 import ormsgpack
 from langchain_core.runnables import RunnableConfig
@@ -50,6 +50,7 @@ from langchain_tiered_memory.backend.keys import DEFAULT_PREFIX, KeyBuilder, esc
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.persistence.checkpoint import chunks
 from langchain_tiered_memory.persistence.checkpoint.cache import DecodedValues
+from langchain_tiered_memory.persistence.checkpoint.owned import ThreadOwners
 from langchain_tiered_memory.persistence.checkpoint.records import pack_record, unpack_record
 from langchain_tiered_memory.persistence.checkpoint.versions import next_version
 
@@ -112,20 +113,6 @@ def _check_part(value: str, what: str) -> str:
     return value
 
 
-# LangGraph puts the run's Runtime (with its context) in the config under this key
-_RUNTIME = "__pregel_runtime"
-
-
-class ThreadOwners(Protocol):
-    """Who owns a thread (a ``HistoryStore``): raises if another user does."""
-
-    def check_thread(self, user_id: str, thread_id: str) -> None:
-        """Raise ``ThreadOwnershipError`` if another user owns the thread."""
-
-    async def acheck_thread(self, user_id: str, thread_id: str) -> None:
-        """Async :meth:`check_thread`."""
-
-
 class BaseRedisSaver(BaseCheckpointSaver[str]):
     """The layout, scripts and codec of :class:`RedisSaver` and :class:`AsyncRedisSaver`.
 
@@ -162,23 +149,6 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         # another user's thread is refused at its first read, before LangGraph writes
         # the run's input into the thread
         self.thread_owners: ThreadOwners | None = None
-
-    def _run_owner(self, config: RunnableConfig) -> tuple[str, str] | None:
-        """``(user, thread)`` of a graph run's first read, if the run names a user."""
-        if self.thread_owners is None:
-            return None
-        configurable = config.get("configurable") or {}
-        if configurable.get("checkpoint_ns") or configurable.get("thread_id") in (None, ""):
-            return None
-        context = getattr(configurable.get(_RUNTIME), "context", None)
-        if isinstance(context, Mapping):
-            user = context.get("user_id")
-        else:
-            user = getattr(context, "user_id", None)
-        user = configurable.get("user_id") if user is None else user
-        if not isinstance(user, str) or not user:
-            return None
-        return user, str(configurable["thread_id"])
 
     # ----- keys and config -----
 

@@ -27,6 +27,7 @@ from langchain_tiered_memory.persistence.checkpoint.delta import DeltaWalk
 from langchain_tiered_memory.persistence.checkpoint.maintenance import (
     SaverMaintenance,
 )
+from langchain_tiered_memory.persistence.checkpoint.owned import run_of
 from langchain_tiered_memory.persistence.checkpoint.scripts import (
     LOAD,
     PUT,
@@ -164,7 +165,29 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         await self.connection.apipelined(self._marker_commands(*marker))
         self._marked_run(run, thread_id)
 
-    # ----- reads -----
+    # ----- reads: a run of a named user is admitted to the thread (persistence/owned.py) -----
+
+    def _has_state(self, thread_id: str) -> bool:
+        where = Where(thread_id, "", None)
+        return bool(self._eval(LOAD, thread_id, *self._load_latest_args(where)))
+
+    async def _ahas_state(self, thread_id: str) -> bool:
+        where = Where(thread_id, "", None)
+        return bool(await self._aeval(LOAD, thread_id, *self._load_latest_args(where)))
+
+    def _admit(self, config: RunnableConfig, *, claim: bool) -> None:
+        if self.thread_owners is None or (run := run_of(config)) is None:
+            return
+        user, thread = run
+        self.thread_owners.admit_thread(user, thread, lambda: self._has_state(thread), claim=claim)
+
+    async def _aadmit(self, config: RunnableConfig, *, claim: bool) -> None:
+        if self.thread_owners is None or (run := run_of(config)) is None:
+            return
+        user, thread = run
+        await self.thread_owners.aadmit_thread(
+            user, thread, lambda: self._ahas_state(thread), claim=claim
+        )
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the latest of its thread and namespace.
@@ -172,17 +195,15 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         One script call: O(log n) in the thread's length, plus the checkpoint's size.
         """
         where = self._where(config)
-        if (run := self._run_owner(config)) is not None and self.thread_owners is not None:
-            self.thread_owners.check_thread(*run)
         reply = self._eval(LOAD, where.thread_id, *self._load_latest_args(where))
+        self._admit(config, claim=True)
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
         where = self._where(config)
-        if (run := self._run_owner(config)) is not None and self.thread_owners is not None:
-            await self.thread_owners.acheck_thread(*run)
         reply = await self._aeval(LOAD, where.thread_id, *self._load_latest_args(where))
+        await self._aadmit(config, claim=True)
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     def list(
@@ -204,6 +225,7 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
             return
         if config is not None:
             wheres: Iterator[Where] = iter([self._where(config)])
+            self._admit(config, claim=False)
         else:
             wheres = (Where(t, None, None) for t in self.list_threads())
         before_id = self._before(before)
@@ -243,6 +265,7 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
             return
         if config is not None:
             thread_ids: list[Where] | None = [self._where(config)]
+            await self._aadmit(config, claim=False)
         else:
             thread_ids = None
         before_id = self._before(before)

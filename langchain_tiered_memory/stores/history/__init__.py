@@ -24,9 +24,11 @@ from langchain_tiered_memory.stores.history.codec import (
     threads_between,
 )
 from langchain_tiered_memory.stores.history.memory_store import InMemoryHistoryStore
+from langchain_tiered_memory.stores.history.owners import ThreadGuard
 from langchain_tiered_memory.stores.history.redis_store import RedisHistoryStore
 
 __all__ = [
+    "ThreadGuard",
     "HistoryStore",
     "RedisHistoryStore",
     "InMemoryHistoryStore",

@@ -15,7 +15,11 @@ from langchain_core.messages import (
 )
 
 from langchain_tiered_memory._ids import validate_thread_id
-from langchain_tiered_memory.errors import InvalidMessageError, ThreadOwnershipError
+from langchain_tiered_memory.errors import (
+    CorruptMemoryError,
+    InvalidMessageError,
+    ThreadOwnershipError,
+)
 from langchain_tiered_memory.stores.history.codec import (
     DEFAULT_MAX_MESSAGE_BYTES,
     OnInvalid,
@@ -104,14 +108,17 @@ class HistoryStore(ABC):
         """Async :meth:`record_thread`."""
 
     @abstractmethod
-    def check_thread(self, user_id: str, thread_id: str) -> None:
-        """Raise :class:`ThreadOwnershipError` if another user owns the thread; a read
-        (a checkpointer asks it before a run touches the thread).
+    def thread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
+        """The thread's owner (``None``: no owner record) and whether the thread is in the
+        user's own threads, in one read.
+
+        Raises:
+            CorruptMemoryError: the owner record is not one this package writes.
         """
 
     @abstractmethod
-    async def acheck_thread(self, user_id: str, thread_id: str) -> None:
-        """Async :meth:`check_thread`."""
+    async def athread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
+        """Async :meth:`thread_record`."""
 
     @abstractmethod
     def threads(self, user_id: str) -> list[str]:
@@ -385,6 +392,26 @@ def owned_elsewhere(thread_id: str) -> ThreadOwnershipError:
     )
 
 
+def owner_text(reply: object, key: str) -> str | None:
+    """A stored owner record as text (``None``: none); anything this package does not
+    write raises :class:`CorruptMemoryError` naming the key.
+    """
+    if reply is None:
+        return None
+    if isinstance(reply, str):
+        return reply
+    if isinstance(reply, bytes):
+        try:
+            return reply.decode()
+        except UnicodeDecodeError:
+            pass
+    raise CorruptMemoryError(
+        f"the thread owner record {key!r} holds {reply!r:.60}, not a user id this package "
+        "writes (another writer, or a bug). Delete the key (the thread's owner's next "
+        "turn records it again), or forget the user who owns the thread."
+    )
+
+
 def decoded_members(raw: Iterable[bytes | str], where: str) -> list[str]:
     """Stored thread ids as text; one that is not UTF-8 (not written by this package) is
     logged and skipped, so that it cannot block the user's erasure or export.
@@ -406,7 +433,14 @@ def owned_threads(
     """
     kept = []
     for member, owner in zip(members, owners, strict=True):
-        if owner is None or (owner.decode() if isinstance(owner, bytes) else owner) == user_id:
+        try:
+            text = owner_text(owner, f"owner of {member!r}")
+        except CorruptMemoryError:
+            # only the user's own claim put the thread in their set: an unreadable
+            # owner record never hides it from their export or erasure
+            logger.warning("%s: thread %r has a corrupt owner record; kept", where, member)
+            text = None
+        if text is None or text == user_id:
             kept.append(member)
         else:
             logger.info("%s: thread %r is another user's; left out", where, member)

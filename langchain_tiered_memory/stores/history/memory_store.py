@@ -114,16 +114,15 @@ class InMemoryHistoryStore(HistoryStore):
         """Async :meth:`record_thread`."""
         self.record_thread(user_id, thread_id, claim=claim)
 
-    def check_thread(self, user_id: str, thread_id: str) -> None:
-        """Raise :class:`ThreadOwnershipError` if another user owns the thread."""
+    def thread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
+        """The owner and whether the user recorded the thread."""
         user_id, thread = validate_user_id(user_id), thread_arg(thread_id)
         with self._lock:
-            if self._owners.get(thread, user_id) != user_id:
-                raise owned_elsewhere(thread)
+            return self._owners.get(thread), thread in self._threads.get(user_id, ())
 
-    async def acheck_thread(self, user_id: str, thread_id: str) -> None:
-        """Async :meth:`check_thread`."""
-        self.check_thread(user_id, thread_id)
+    async def athread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
+        """Async :meth:`thread_record`."""
+        return self.thread_record(user_id, thread_id)
 
     def threads(self, user_id: str) -> list[str]:
         """The threads recorded for the user that no other user owns (sorted)."""

@@ -12,7 +12,7 @@ from langchain_core.messages import (
     BaseMessage,
 )
 
-from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall, as_text
+from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall
 from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.stores.directory import activity_call
 from langchain_tiered_memory.stores.history.base import (
@@ -23,6 +23,7 @@ from langchain_tiered_memory.stores.history.base import (
     message_ids,
     owned_elsewhere,
     owned_threads,
+    owner_text,
     position_arg,
     thread_arg,
 )
@@ -36,11 +37,28 @@ from langchain_tiered_memory.stores.history.codec import (
     thread_spans,
 )
 
-# Erasure releases a thread only if the record still names the user.
+# Erasure releases a thread only if the record still names the user; a record of another
+# type (not one this package writes) goes too: it names no one, and only the user's own
+# claim put the thread in their set.
 RELEASE_LUA = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'none' then return 0 end
+if kind ~= 'string' or redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
 return 0
 """
+
+# A thread's owner record as stored, or ``{type}`` for a key of another type (which a GET
+# would fail on): read, it raises CorruptMemoryError naming the key, and blocks no erasure.
+OWNER_LUA = """
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'string' then return redis.call('GET', KEYS[1]) end
+if kind == 'none' then return false end
+return {kind}
+"""
+
+RECORDED_LUA = "return redis.call('SISMEMBER', KEYS[1], ARGV[1])"
 
 # Reads the base offset and a range in one atomic step, so trimming in between cannot
 # shift positions under the reader.
@@ -322,8 +340,35 @@ class RedisHistoryStore(HistoryStore):
         """Whether the claim's reply lets ``user_id`` use the thread (no owner before, or
         the user); ``False`` means the pipeline's ``SADD`` must be undone
         (:meth:`unrecord_command`) and the turn refused.
+
+        Raises:
+            CorruptMemoryError: the owner record is not one this package writes.
         """
-        return reply is None or as_text(reply) == user_id
+        if isinstance(reply, Exception):  # a key of another type: GET failed
+            reply = [str(reply)]
+        key = self.keys.thread_owner_key(thread_arg(thread_id))
+        return owner_text(reply, key) in (None, user_id)
+
+    def _record_calls(self, user_id: str, thread_id: str) -> list[ScriptCall]:
+        owner = self.keys.thread_owner_key(thread_arg(thread_id))
+        mine = self.keys.key(validate_user_id(user_id), "threads")
+        return [ScriptCall(OWNER_LUA, 1, (owner,)), ScriptCall(RECORDED_LUA, 1, (mine, thread_id))]
+
+    def _record(self, thread_id: str, replies: Sequence[Any]) -> tuple[str | None, bool]:
+        key = self.keys.thread_owner_key(thread_arg(thread_id))
+        return owner_text(replies[0], key), bool(replies[1])
+
+    def thread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
+        """The owner and whether the user recorded the thread (one round trip)."""
+        with self.connection.errors():
+            replies = self.connection.run_all(self._record_calls(user_id, thread_id))
+        return self._record(thread_id, replies)
+
+    async def athread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
+        """Async :meth:`thread_record`."""
+        with self.connection.errors():
+            replies = await self.connection.arun_all(self._record_calls(user_id, thread_id))
+        return self._record(thread_id, replies)
 
     def unrecord_command(self, user_id: str, thread_id: str) -> tuple[Any, ...]:
         """Undo a refused claim's ``SADD`` (the thread is not the user's)."""
@@ -352,23 +397,11 @@ class RedisHistoryStore(HistoryStore):
                 await client.execute_command(*self.unrecord_command(user_id, thread_id))
             raise owned_elsewhere(thread_id)
 
-    def check_thread(self, user_id: str, thread_id: str) -> None:
-        """Raise :class:`ThreadOwnershipError` if another user owns the thread (a read)."""
-        with self.connection.errors():
-            reply = self.connection.sync.get(self.keys.thread_owner_key(thread_arg(thread_id)))
-        if not self.claimed(user_id, thread_id, reply):
-            raise owned_elsewhere(thread_id)
-
-    async def acheck_thread(self, user_id: str, thread_id: str) -> None:
-        """Async :meth:`check_thread`."""
-        key = self.keys.thread_owner_key(thread_arg(thread_id))
-        with self.connection.errors():
-            reply = await (await self.connection.aclient()).get(key)
-        if not self.claimed(user_id, thread_id, reply):
-            raise owned_elsewhere(thread_id)
-
     def _owner_keys(self, members: Sequence[str]) -> list[str]:
         return [self.keys.thread_owner_key(m) for m in members]
+
+    def _owner_calls(self, members: Sequence[str]) -> list[ScriptCall]:
+        return [ScriptCall(OWNER_LUA, 1, (key,)) for key in self._owner_keys(members)]
 
     def threads(self, user_id: str) -> list[str]:
         """The threads recorded for the user that no other user owns (sorted)."""
@@ -377,7 +410,8 @@ class RedisHistoryStore(HistoryStore):
                 self.connection.sync.smembers(self.keys.key(user_id, "threads")),
                 self.where(user_id),
             )
-        owners = self.connection.pipelined([("GET", key) for key in self._owner_keys(members)])
+        with self.connection.errors():
+            owners = self.connection.run_all(self._owner_calls(members))
         return owned_threads(user_id, members, owners, self.where(user_id))
 
     async def athreads(self, user_id: str) -> list[str]:
@@ -387,7 +421,8 @@ class RedisHistoryStore(HistoryStore):
             members = decoded_members(
                 await client.smembers(self.keys.key(user_id, "threads")), self.where(user_id)
             )
-        owners = await self.connection.apipelined([("GET", k) for k in self._owner_keys(members)])
+        with self.connection.errors():
+            owners = await self.connection.arun_all(self._owner_calls(members))
         return owned_threads(user_id, members, owners, self.where(user_id))
 
     def _release_calls(self, user_id: str, thread_ids: Sequence[str]) -> list[ScriptCall]:

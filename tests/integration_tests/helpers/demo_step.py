@@ -105,7 +105,9 @@ def _agent(model: ScriptedChatModel, memory: TieredMemory, saver: Any) -> Any:
     from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 
     middleware = [TieredMemoryMiddleware(memory, recall_k=1)]
-    return create_agent(model, tools=[], middleware=middleware, checkpointer=saver)
+    return create_agent(
+        model, tools=[], middleware=middleware, checkpointer=memory.checkpointer(saver)
+    )
 
 
 def _dump(messages: list[BaseMessage]) -> list[dict[str, Any]]:

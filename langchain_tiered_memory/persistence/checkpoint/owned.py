@@ -1,0 +1,272 @@
+"""Thread ownership where LangGraph writes: the one check every checkpointer gets.
+
+A thread belongs to the user of its first turn. LangGraph reads a thread (``get_tuple``)
+before it writes the run's input into it, so the check sits at that read: a run of one user
+on another user's thread is refused before anything of it reaches the owner's checkpoints,
+whichever door started the run (the prebuilt graph, ``create_agent`` with the middleware,
+the graph as a subgraph of the app's own, ``update_state``, the LangGraph server) and
+whichever saver holds the thread. ``list`` (``get_state_history``) is checked the same way.
+
+The rule itself is :meth:`~langchain_tiered_memory.stores.history.HistoryStore.admit_thread`;
+:class:`OwnedSaver` wraps any ``BaseCheckpointSaver`` in it, and the memory's own
+``RedisSaver`` calls it from its reads (:func:`run_of` tells both whose run a read is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from typing import Any, Protocol
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+
+__all__ = ["OwnedSaver", "ThreadOwners", "is_guarded", "run_of"]
+
+# LangGraph puts the run's Runtime (with its context) in the config under this key
+_RUNTIME = "__pregel_runtime"
+
+
+class ThreadOwners(Protocol):
+    """Who owns a thread (a ``HistoryStore``): admits a run or raises."""
+
+    def admit_thread(
+        self, user_id: str, thread_id: str, has_state: Callable[[], bool], *, claim: bool = True
+    ) -> None:
+        """Raise ``ThreadOwnershipError`` unless the user's run may use the thread."""
+
+    async def aadmit_thread(
+        self,
+        user_id: str,
+        thread_id: str,
+        has_state: Callable[[], Awaitable[bool]],
+        *,
+        claim: bool = True,
+    ) -> None:
+        """Async :meth:`admit_thread`."""
+
+
+def run_of(config: RunnableConfig | None) -> tuple[str, str] | None:
+    """``(user, thread)`` of a read that a run of a named user makes on a thread's root
+    namespace (a subgraph's reads share its parent's thread, checked at the parent's);
+    ``None`` when the config names no user or no thread.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    thread = configurable.get("thread_id")
+    if configurable.get("checkpoint_ns") or thread is None:
+        return None
+    context = getattr(configurable.get(_RUNTIME), "context", None)
+    if isinstance(context, Mapping):
+        user = context.get("user_id")
+    else:
+        user = getattr(context, "user_id", None)
+    user = configurable.get("user_id") if user is None else user
+    if not isinstance(user, str) or not user:
+        return None
+    return user, str(thread)
+
+
+def _latest(thread_id: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+
+
+class OwnedSaver(BaseCheckpointSaver[Any]):
+    """Any ``BaseCheckpointSaver``, refusing a run on another user's thread at its first
+    read, before LangGraph writes the run's input (``memory.checkpointer(saver)``).
+
+    Every other call goes to the saver as it is; ``saver`` is the wrapped one.
+
+    Example:
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> saver = memory.checkpointer(InMemorySaver())  # doctest: +SKIP
+        >>> agent = create_agent(model, middleware=[TieredMemoryMiddleware(memory)],
+        ...                      checkpointer=saver)  # doctest: +SKIP
+    """
+
+    def __init__(self, saver: BaseCheckpointSaver[Any], owners: ThreadOwners) -> None:
+        super().__init__(serde=saver.serde)
+        self.saver = saver
+        self.owners = owners
+
+    def __getattr__(self, name: str) -> Any:
+        # what the wrapped saver has beyond the interface (setup(), conn, ...)
+        if name in ("saver", "owners"):
+            raise AttributeError(name)
+        return getattr(self.saver, name)
+
+    @property
+    def config_specs(self) -> list[Any]:  # type: ignore[override]
+        """The saver's own."""
+        return list(self.saver.config_specs)
+
+    # ----- the check -----
+
+    def _admit(self, config: RunnableConfig | None, *, claim: bool) -> None:
+        if (run := run_of(config)) is None:
+            return
+        user, thread = run
+        self.owners.admit_thread(
+            user, thread, lambda: self.saver.get_tuple(_latest(thread)) is not None, claim=claim
+        )
+
+    async def _aadmit(self, config: RunnableConfig | None, *, claim: bool) -> None:
+        if (run := run_of(config)) is None:
+            return
+        user, thread = run
+
+        async def has_state() -> bool:
+            return await self.saver.aget_tuple(_latest(thread)) is not None
+
+        await self.owners.aadmit_thread(user, thread, has_state, claim=claim)
+
+    # ----- reads: checked -----
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The saver's ``get_tuple``, after the run's user is admitted to the thread."""
+        self._admit(config, claim=True)
+        return self.saver.get_tuple(config)
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async :meth:`get_tuple`."""
+        await self._aadmit(config, claim=True)
+        return await self.saver.aget_tuple(config)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """The saver's ``list``, after the user's read is admitted (nothing is claimed)."""
+        self._admit(config, claim=False)
+        return self.saver.list(config, filter=filter, before=before, limit=limit)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Async :meth:`list`."""
+        await self._aadmit(config, claim=False)
+        async for item in self.saver.alist(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    # ----- writes and the rest: as the saver does them -----
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """The saver's ``put``."""
+        return self.saver.put(config, checkpoint, metadata, new_versions)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Async :meth:`put`."""
+        return await self.saver.aput(config, checkpoint, metadata, new_versions)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """The saver's ``put_writes``."""
+        self.saver.put_writes(config, writes, task_id, task_path)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Async :meth:`put_writes`."""
+        await self.saver.aput_writes(config, writes, task_id, task_path)
+
+    def delete_thread(self, thread_id: str) -> None:
+        """The saver's ``delete_thread``."""
+        self.saver.delete_thread(thread_id)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Async :meth:`delete_thread`."""
+        await self.saver.adelete_thread(thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """The saver's ``delete_for_runs``."""
+        self.saver.delete_for_runs(run_ids)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async :meth:`delete_for_runs`."""
+        await self.saver.adelete_for_runs(run_ids)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """The saver's ``copy_thread``."""
+        self.saver.copy_thread(source_thread_id, target_thread_id)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async :meth:`copy_thread`."""
+        await self.saver.acopy_thread(source_thread_id, target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """The saver's ``prune``."""
+        self.saver.prune(thread_ids, strategy=strategy)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async :meth:`prune`."""
+        await self.saver.aprune(thread_ids, strategy=strategy)
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, Any]:
+        """The saver's own walk (a run's reads after its admitted first one)."""
+        return self.saver.get_delta_channel_history(config=config, channels=channels)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, Any]:
+        """Async :meth:`get_delta_channel_history`."""
+        return await self.saver.aget_delta_channel_history(config=config, channels=channels)
+
+    def get_next_version(self, current: Any, channel: Any) -> Any:
+        """The saver's own versions."""
+        return self.saver.get_next_version(current, channel)
+
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> OwnedSaver:
+        """The saver's ``with_allowlist`` (LangGraph calls it at compile), still guarded."""
+        inner = self.saver.with_allowlist(extra_allowlist)
+        return self if inner is self.saver else OwnedSaver(inner, self.owners)
+
+
+def is_guarded(saver: object) -> bool:
+    """Whether ``saver`` checks thread owners at its reads (an :class:`OwnedSaver`, or the
+    memory's own ``RedisSaver``).
+    """
+    return isinstance(saver, OwnedSaver) or getattr(saver, "thread_owners", None) is not None

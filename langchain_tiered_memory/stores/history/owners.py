@@ -1,0 +1,97 @@
+"""Who may use a thread: the one rule every checkpointer's guard applies.
+
+A thread belongs to the user of its first turn. :class:`ThreadGuard` admits a run of a user
+to a thread, claiming a thread nobody owns, before LangGraph reads or writes it
+(:mod:`~langchain_tiered_memory.persistence.checkpoint.owned` calls it from a saver's
+reads); the history store keeps the records (:meth:`HistoryStore.thread_record`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from langchain_tiered_memory.errors import ThreadOwnershipError
+from langchain_tiered_memory.stores.history.base import HistoryStore, owned_elsewhere
+
+__all__ = ["ThreadGuard"]
+
+
+def _admitted(thread_id: str, owner: str | None, user_id: str, recorded: bool) -> bool | None:
+    """``True``: the user's own thread; ``False``: another's (refuse); ``None``: nobody's,
+    unless a saver holds state of it that the user never recorded (ask the saver).
+    """
+    if owner == user_id:
+        return True
+    if owner is not None:
+        return False
+    return True if recorded else None
+
+
+def _no_owner(thread_id: str) -> ThreadOwnershipError:
+    return ThreadOwnershipError(
+        f"thread {thread_id!r:.80} has stored state but no owner record (it was kept before "
+        "owner records existed, or its record was lost), and this user never recorded it: "
+        "it is not theirs to take over. Start a new thread id for this user; its "
+        "recorder's next turn claims it back."
+    )
+
+
+@dataclass(frozen=True)
+class ThreadGuard:
+    """Admits a user's run to a thread, or refuses it.
+
+    The owner's run passes. Another user's is refused. A thread with no owner record is
+    claimed for the user (``claim=False``: only checked), unless a saver holds state of it
+    (``has_state()``, asked only then) that the user never recorded: a thread kept before
+    owner records existed, or whose record was lost or expired before its checkpoints, is
+    nobody's to take over; its recorder's run claims it back.
+
+    Example:
+        >>> from langchain_tiered_memory.stores.history import InMemoryHistoryStore
+        >>> guard = ThreadGuard(InMemoryHistoryStore())
+        >>> guard.admit_thread("ann", "t1", lambda: False)  # claimed for ann
+        >>> guard.history.thread_record("ann", "t1")
+        ('ann', True)
+    """
+
+    history: HistoryStore
+
+    def admit_thread(
+        self, user_id: str, thread_id: str, has_state: Callable[[], bool], *, claim: bool = True
+    ) -> None:
+        """Let the run go on, claiming the thread if nobody owns it; or raise
+        :class:`ThreadOwnershipError` (or ``CorruptMemoryError`` for an unreadable record).
+        """
+        owner, recorded = self.history.thread_record(user_id, thread_id)
+        verdict = _admitted(thread_id, owner, user_id, recorded)
+        if verdict is False:
+            raise owned_elsewhere(thread_id)
+        if verdict is None and has_state():
+            raise _no_owner(thread_id)
+        if owner is None and claim:
+            self.history.record_thread(user_id, thread_id)
+
+    async def aadmit_thread(
+        self,
+        user_id: str,
+        thread_id: str,
+        has_state: Callable[[], Awaitable[bool]],
+        *,
+        claim: bool = True,
+    ) -> None:
+        """Async :meth:`admit_thread`."""
+        owner, recorded = await self.history.athread_record(user_id, thread_id)
+        verdict = _admitted(thread_id, owner, user_id, recorded)
+        if verdict is False:
+            raise owned_elsewhere(thread_id)
+        if verdict is None and await has_state():
+            raise _no_owner(thread_id)
+        if owner is None and claim:
+            await self.history.arecord_thread(user_id, thread_id)
+
+    def check_thread(self, user_id: str, thread_id: str) -> None:
+        """Raise :class:`ThreadOwnershipError` if another user owns the thread (a read)."""
+        owner, _ = self.history.thread_record(user_id, thread_id)
+        if owner not in (None, user_id):
+            raise owned_elsewhere(thread_id)
