@@ -150,7 +150,8 @@ def create_memory_graph(
         checkpointer: any ``BaseCheckpointSaver`` for thread state; unless
             ``shared_threads``, it is used through ``memory.checkpointer(checkpointer)``:
             a run on another user's thread is refused at the saver's first read, before
-            LangGraph writes the run's input, and erasure reaches the saver.
+            LangGraph writes the run's input. Attach it (``memory.attach``) for erasure
+            and export to reach it.
         store: an optional LangGraph ``BaseStore`` handed to the app's tools.
         system_prompt: the base system prompt (default: :data:`DEFAULT_SYSTEM_PROMPT`;
             :data:`SMALL_MODEL_SYSTEM_PROMPT` for small models).
@@ -358,5 +359,6 @@ def create_memory_graph(
     builder.add_edge(SAVE_MEMORY, END)
     if checkpointer is not None and not shared_threads:
         # ownership is checked where LangGraph writes: the saver's first read of a run
-        checkpointer = memory.checkpointer(checkpointer)
+        # (not attached: the app's saver may close before the memory; attach() says so)
+        checkpointer = memory.checkpointer(checkpointer, attach=False)
     return builder.compile(checkpointer=checkpointer, store=store, name=name)

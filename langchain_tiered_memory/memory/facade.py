@@ -318,16 +318,25 @@ class TieredMemory(TierMethods, JobMethods, PrivacyMethods):
 
     @overload
     def checkpointer(
-        self, saver: BaseCheckpointSaver[Any], *, ttl: CheckpointTTL | None = None
+        self,
+        saver: BaseCheckpointSaver[Any],
+        *,
+        ttl: CheckpointTTL | None = None,
+        attach: bool = True,
     ) -> BaseCheckpointSaver[Any]: ...
 
     def checkpointer(
-        self, saver: BaseCheckpointSaver[Any] | None = None, *, ttl: CheckpointTTL | None = None
+        self,
+        saver: BaseCheckpointSaver[Any] | None = None,
+        *,
+        ttl: CheckpointTTL | None = None,
+        attach: bool = True,
     ) -> BaseCheckpointSaver[Any]:
         """A LangGraph checkpointer that refuses a run on another user's thread at its first
         read, before the run writes anything: the memory's own in its Redis (sharing its
         connection; with ``user_ttl`` and no ``ttl``, a thread expires with the user's
-        keys), or ``saver`` wrapped in the same check and attached (:meth:`attach`). Hand
+        keys), or ``saver`` wrapped in the same check and (``attach``) attached: erasure
+        reaches it, so it must live as long as the memory (:meth:`attach`). Hand
         ``create_agent`` with the middleware, or an app graph holding the prebuilt one,
         this and not the bare saver.
 
@@ -341,7 +350,8 @@ class TieredMemory(TierMethods, JobMethods, PrivacyMethods):
         if saver is None:
             return opening.saver(self._redis("checkpointer"), self.history, self._thread_ttl(ttl))
         guarded = opening.guarded(saver, self.history)
-        self.attach(checkpointer=guarded)
+        if attach:
+            self.attach(checkpointer=guarded)
         return guarded
 
     def acheckpointer(self, *, ttl: CheckpointTTL | None = None) -> AsyncRedisSaver:

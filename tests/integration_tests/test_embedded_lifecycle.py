@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 import redis
+from helpers.signals import like_a_terminal
 
 from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
 from langchain_tiered_memory.backend.connection import RedisConnection
@@ -383,6 +384,9 @@ def test_ctrl_c_during_the_demo_prints_no_traceback(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            # the disposition a terminal gives a command: a suite started in the background
+            # of a non-interactive shell ignores SIGINT, and a child inherits SIG_IGN
+            preexec_fn=like_a_terminal,
             # a hang is reported with every thread's stack (SIGABRT below)
             env={**os.environ, "PYTHONFAULTHANDLER": "1"},
         )

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from helpers.servers import free_port
+from helpers.signals import like_a_terminal
 
 APP = '''
 """The app ``langgraph dev`` serves: the memory graph, memory and threads in one Redis."""
@@ -108,6 +109,7 @@ def serve(app_dir: Path, redis_server_url: str, key_prefix: str) -> Iterator[Any
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=like_a_terminal,  # stopped by SIGINT below, as from a terminal
         )
         procs.append(proc)
         url = f"http://127.0.0.1:{port}"

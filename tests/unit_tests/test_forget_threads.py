@@ -76,12 +76,10 @@ def test_forget_reaches_a_checkpointer_attached_once(
     (here without arguments) erases the user's threads there too."""
     memory = memory_factory()
     saver = InMemorySaver()
-    agent = create_agent(
-        ScriptedChatModel(replies=["ok"]),
-        middleware=[TieredMemoryMiddleware(memory, shared_threads=True)],
-        checkpointer=saver,
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=saver
     )
-    _run(agent, "dave", "d1", "hello")
+    _run(graph, "dave", "d1", "hello")
     assert "hello" not in str(memory.export_user("dave").get("thread_states"))  # not told yet
     memory.attach(checkpointer=saver)
     assert "hello" in str(memory.export_user("dave")["thread_states"])
@@ -89,20 +87,21 @@ def test_forget_reaches_a_checkpointer_attached_once(
     assert saver.get_tuple({"configurable": {"thread_id": "d1"}}) is None
 
 
-def test_the_graphs_and_the_guarded_checkpointer_are_known_to_erasure(
+def test_the_guarded_checkpointer_is_known_to_erasure(
     memory_factory: Callable[..., TieredMemory],
 ) -> None:
-    """The saver a graph is given, or ``memory.checkpointer(saver)``, is attached: nothing
-    the thread holds is left for a later delete to chase."""
+    """``memory.checkpointer(saver)`` attaches the saver it guards: nothing its threads hold
+    is left for a later erasure to chase."""
     memory = memory_factory()
-    saver = InMemorySaver()
-    graph = create_memory_graph(
-        ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=saver
+    saver = memory.checkpointer(InMemorySaver())
+    agent = create_agent(
+        ScriptedChatModel(replies=["ok"]),
+        middleware=[TieredMemoryMiddleware(memory)],
+        checkpointer=saver,
     )
-    _run(graph, "dave", "d1", "hello")
+    _run(agent, "dave", "d1", "hello")
     assert "hello" in str(memory.export_user("dave")["thread_states"])
     assert memory.forget_user("dave")["threads"] == 1
-    assert memory.load_context("dave", 10) == []
     assert saver.get_tuple({"configurable": {"thread_id": "d1"}}) is None
 
 
