@@ -44,7 +44,7 @@ from langchain_core.messages.tool import tool_call
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, Field, create_model
 
-from langchain_tiered_memory.agent.replies import package_reply
+from langchain_tiered_memory.agent.replies import CAPTURE_NOTE, SUMMARIZE_NOTE, package_reply
 from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL, USER_TAG_TOOL
 from langchain_tiered_memory.errors import InvalidTagError
 from langchain_tiered_memory.language.attribution import (
@@ -54,7 +54,7 @@ from langchain_tiered_memory.language.attribution import (
     states_a_fact,
 )
 from langchain_tiered_memory.language.registry import replies_in, tag_questions
-from langchain_tiered_memory.language.text import asks_to_summarize
+from langchain_tiered_memory.language.text import asks_to_summarize, split_sentences
 from langchain_tiered_memory.memory import TieredMemory
 
 logger = logging.getLogger(__name__)
@@ -73,9 +73,6 @@ __all__ = [
     "tag_answer",
 ]
 
-# The content of a forced user_tag call's AI message (non-empty: OpenAI-compatible servers
-# such as llama.cpp's reject an assistant message whose content is null).
-CAPTURE_NOTE = "(recording what you told me)"
 
 TagCapture = Literal["tool", "forced", "after_turn"]
 """How facts reach ``user_tag``: the model's own choice (``"tool"``), a forced call before
@@ -286,11 +283,6 @@ class AfterTurnCapture:
         return stored
 
 
-# What the forced summarize call's AI message says (OpenAI-compatible servers reject an
-# assistant message whose content is null).
-SUMMARIZE_NOTE = "(saving our conversation to memory)"
-
-
 def summarize_call(messages: Sequence[BaseMessage]) -> AIMessage | None:
     """The ``summarize`` call to make, before the reply, for a request to summarize that
     is the latest message, or ``None`` (every model: a model that answers such a request
@@ -327,15 +319,18 @@ def summary_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
 
 
 def asked_tag(text: str) -> str | None:
-    """The tag a message asks about ("How old am I?" -> ``"age"``), or ``None``.
+    """The tag a message asks for the stored value of ("How old am I?" -> ``"age"``), or
+    ``None``: a sentence that is that question, nothing more ("How old am I going to be in
+    2040?" asks something else).
 
     Example:
         >>> asked_tag("我多大了？"), asked_tag("What's my name?"), asked_tag("我叫李明。")
         ('age', 'name', None)
     """
-    for tag, pattern in tag_questions().items():
-        if pattern.search(text):
-            return tag
+    for sentence in split_sentences(text):
+        for tag, pattern in tag_questions().items():
+            if pattern.fullmatch(sentence):
+                return tag
     return None
 
 

@@ -9,7 +9,6 @@ round limit). ``graph.py`` wires them into nodes; ``middleware.py`` into hooks.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from langchain_tiered_memory.agent.shown import conversation_only, models_words
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
 )
+from langchain_tiered_memory.agent.unsaved import last_human, unsaved
 from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.language.attribution import ground_tags, stated_tags, states_a_fact
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
@@ -78,19 +78,7 @@ __all__ = [
 DEFAULT_MEMORY_TOKEN_BUDGET = 1000
 DEFAULT_CONTEXT_TOKEN_BUDGET = 8000
 DEFAULT_MAX_TOOL_ROUNDS = 5
-# Ids of the last saved messages kept in the state: what is new is after the newest of
-# them still in the thread (a few ids: the state is stored with every turn's checkpoint).
-_SAVED_IDS = 8
 CAPABLE = ModelPolicy(small=False)
-
-
-def _mark(message_id: str) -> str:
-    """A message id as the state keeps it among the saved ones: 10 hex digits of its
-    SHA-1 (40 bits; a thread has thousands of messages, not a million). Whole ids (36-46
-    characters, 8 of them, in a write and a blob of every turn's checkpoints) were about
-    700 bytes of each turn's checkpoint data.
-    """
-    return hashlib.sha1(message_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
 
 
 def _newest_within(
@@ -175,13 +163,6 @@ def _refuse_unportable_calls(response: AIMessage) -> AIMessage:
     return response.model_copy(
         update={"tool_calls": good, "invalid_tool_calls": [*response.invalid_tool_calls, *bad]}
     )
-
-
-def _last_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            return message
-    return None
 
 
 @dataclass
@@ -305,7 +286,7 @@ class MemoryNodes:
         """System prompt + recent history + thread messages, trimmed; no message twice."""
         thread: list[BaseMessage] = list(state.get("messages", []))
         if self.settings.current_turn_only:
-            last = _last_human(thread)
+            last = last_human(thread)
             start = thread.index(last) if last is not None else 0
             return [self.system_message(state, base_prompt), *thread[start:]]
         seen = {m.id for m in thread if m.id}
@@ -320,47 +301,12 @@ class MemoryNodes:
         trimmed = _newest_within(system, messages[1:], self.context_token_budget)
         if len(trimmed) <= 1 and thread:
             # The latest exchange alone is over budget: keep it whole rather than send nothing.
-            last = _last_human(thread)
+            last = last_human(thread)
             start = thread.index(last) if last is not None else len(thread) - 1
             return [messages[0], *thread[start:]]
         return trimmed
 
     # ----- save -----
-
-    def _unsaved(self, state: dict[str, Any]) -> tuple[list[BaseMessage], int, dict[str, Any]]:
-        """The thread's messages not saved yet, the running count of saved ones (the
-        history's replay check reads it as the batch's position), and the state update.
-
-        What is new is told by identity: after the newest of the last saved messages
-        (``saved_ids``) still in the thread. By position alone, a message removed from the
-        thread (``update_state(RemoveMessage)``, a summarizing middleware) moved later turns
-        below the saved count and they never reached memory. A thread saved before ids
-        were kept, or one that removed every recently saved message, falls back to the
-        position.
-        """
-        messages = list(state.get("messages", []))
-        saved = int(state.get("saved_count") or 0)
-        anchors = list(state.get("saved_ids") or [])
-        start = min(saved, len(messages))
-        if anchors:
-            known = set(anchors)
-            for i in range(len(messages) - 1, -1, -1):  # the anchor is near the end
-                msg_id = messages[i].id
-                # a short mark of the id (a thread saved before marks holds whole ids)
-                if msg_id and (_mark(msg_id) in known or msg_id in known):
-                    start = i + 1
-                    break
-            else:
-                # None of the recently saved messages is left: the thread was cleared
-                # (RemoveMessage(REMOVE_ALL_MESSAGES)) or summarized down to its last
-                # message. The saved count says nothing of what is left; this turn's
-                # messages (from its human message on) are new whatever happened to the
-                # old ones, and a summary a middleware put before them is not the user's.
-                last = _last_human(messages)
-                start = messages.index(last) if last is not None else 0
-        new = messages[start:]
-        kept = [*anchors, *(_mark(m.id) for m in new if m.id)][-_SAVED_IDS:]
-        return new, saved, {"saved_count": saved + len(new), "saved_ids": kept}
 
     def save(
         self, state: dict[str, Any], user_id: str, thread_id: str | None = None
@@ -371,7 +317,7 @@ class MemoryNodes:
         not stored twice by the next turn; a message the history refuses is stored as a
         short note (and logged) so that it cannot fail every later turn of the thread.
         """
-        new, saved, update = self._unsaved(state)
+        new, saved, update = unsaved(state)
         if new:
             self.memory.add_session_log(
                 user_id, new, thread_id=thread_id, thread_position=saved, on_invalid="placeholder"
@@ -383,7 +329,7 @@ class MemoryNodes:
         self, state: dict[str, Any], user_id: str, thread_id: str | None = None
     ) -> dict[str, Any]:
         """Async :meth:`save`."""
-        new, saved, update = self._unsaved(state)
+        new, saved, update = unsaved(state)
         if new:
             await self.memory.aadd_session_log(
                 user_id, new, thread_id=thread_id, thread_position=saved, on_invalid="placeholder"
@@ -533,7 +479,7 @@ class ModelStep:
         if self.force_tag_capture and response.tool_calls:
             # In force mode the free model is not offered user_tag; if it calls it anyway,
             # only values the user literally said survive, as when forced.
-            human = _last_human(messages)
+            human = last_human(messages)
             calls = _ground_tag_calls(response.tool_calls, human.text if human else "")
             if calls != response.tool_calls:
                 response = response.model_copy(update={"tool_calls": calls})

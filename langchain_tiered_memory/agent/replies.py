@@ -14,17 +14,28 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langchain_tiered_memory._said import (
+    CAPTURE_NOTE,
+    PLACEHOLDERS,
+    REPORT,
+    SUMMARIZE_NOTE,
+    only_machinery,
+    said_by_model,
+)
 from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL
 from langchain_tiered_memory.language.registry import replies_in
 
 __all__ = [
+    "CAPTURE_NOTE",
+    "PLACEHOLDERS",
     "REPORT",
+    "SUMMARIZE_NOTE",
+    "only_machinery",
     "is_empty",
     "package_reply",
     "written_by_package",
@@ -33,10 +44,6 @@ __all__ = [
     "with_stored_items",
     "without_repeated_calls",
 ]
-
-REPORT = "tiered_memory_report"
-"""``response_metadata`` key of a reply's part the package wrote (what the turn's tools
-did): the user reads it, a later thread does not carry it (the model copied it)."""
 
 logger = logging.getLogger(__name__)
 
@@ -71,16 +78,6 @@ def without_repeated_calls(response: AIMessage, messages: Sequence[BaseMessage])
         return AIMessage(content=response.text or "", id=response.id)
     extra = {k: v for k, v in response.additional_kwargs.items() if k != "tool_calls"}
     return response.model_copy(update={"tool_calls": calls, "additional_kwargs": extra})
-
-
-# A tool call or a tool's result written as the reply's text: Qwen2.5-Coder-1.5B answered
-# "My birthday is on March 5." with "<tool_response>\nRecorded: birthday=March 5.\n
-# </tool_response>" (nothing was recorded), and, tools withdrawn, with a user_tag call as
-# JSON. Neither is a reply: the user would read machinery, or a claim no tool made.
-_MACHINERY = re.compile(
-    r"</?tool_(?:call|response)>|"
-    r'\A\s*(?:```(?:json)?\s*)?\{\s*"name"\s*:\s*"[^"]*"\s*,\s*"(?:arguments|parameters)"\s*:'
-)
 
 
 def package_reply(text: str) -> AIMessage:
@@ -120,7 +117,7 @@ def is_empty(response: BaseMessage) -> bool:
         isinstance(response, AIMessage)
         and not response.tool_calls
         and not response.invalid_tool_calls
-        and (not response.text.strip() or _MACHINERY.search(response.text) is not None)
+        and only_machinery(response.text)
     )
 
 
@@ -140,22 +137,9 @@ def no_reply(messages: Sequence[BaseMessage]) -> AIMessage:
     return package_reply(replies.done + "\n".join(done) if done else replies.no_answer)
 
 
-def _stored_items(report: str) -> list[str]:
-    """The items a summarize report lists, one quoted JSON string a line (``- "..."``)."""
-    items = []
-    for line in report.splitlines():
-        if line.startswith("- "):
-            try:
-                item = json.loads(line[2:])
-            except ValueError:
-                item = line[2:]
-            items.append(str(item))
-    return items
-
-
 def with_stored_items(response: AIMessage, messages: Sequence[BaseMessage]) -> AIMessage:
-    """A final reply that names what this turn's summarize stored: the tool's report is
-    added when the model's reply leaves an item out.
+    """A final reply that says what this turn's summarize stored: the tool's report is
+    added unless the reply already holds it.
     """
     if response.tool_calls:
         return response
@@ -163,25 +147,12 @@ def with_stored_items(response: AIMessage, messages: Sequence[BaseMessage]) -> A
     reports = [
         m.text for m in _results(turn) if m.name == SUMMARIZE_TOOL and m.text.startswith(_STORED)
     ]
-    missing = [r for r in reports if any(i not in response.text for i in _stored_items(r))]
+    # Whatever the model wrote: a reply that happens to restate an item ("I moved to
+    # Berlin last month.") does not tell the user it was stored; the report does.
+    missing = [r for r in reports if r not in response.text]
     if not missing:
         return response
     text = "\n\n".join([response.text.strip(), *missing]).strip()
     report = "\n\n".join(missing)
     metadata = {**response.response_metadata, REPORT: report}
     return response.model_copy(update={"content": text, "response_metadata": metadata})
-
-
-def said_by_model(message: AIMessage) -> str:
-    """A reply's text without the part the package wrote (:data:`REPORT`).
-
-    Example:
-        >>> report = {REPORT: "Stored 1 item"}
-        >>> said_by_model(AIMessage("Sure! Stored 1 item", response_metadata=report))
-        'Sure!'
-    """
-    report = message.response_metadata.get(REPORT)
-    text = str(message.text)
-    if isinstance(report, str) and report:
-        text = text.replace(report, "")
-    return text.strip()

@@ -16,16 +16,9 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_tiered_memory.agent.capture import CAPTURE_NOTE, SUMMARIZE_NOTE
-from langchain_tiered_memory.agent.replies import REPORT, is_empty, said_by_model
+from langchain_tiered_memory.agent.replies import REPORT, only_machinery, said_by_model
 
 __all__ = ["conversation_only", "models_words"]
-
-
-# What the package itself writes into a turn: no conversation, and a model shown it from
-# an earlier thread imitates it (a real model answered a new thread's "I have an exam
-# tomorrow" with the summarize placeholder and a copied summarize call).
-_MACHINERY = frozenset({CAPTURE_NOTE, SUMMARIZE_NOTE})
 
 
 def conversation_only(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -45,13 +38,16 @@ def conversation_only(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     out: list[BaseMessage] = []
     for message in messages:
         text = message.text.strip()
-        if not text or text in _MACHINERY or text.startswith("[not stored:"):
+        if not text or text.startswith("[not stored:"):
             continue
         if isinstance(message, HumanMessage):
             out.append(message)
         elif isinstance(message, AIMessage):
-            said = said_by_model(message)  # not what the package reported of the tools
-            if not said or is_empty(AIMessage(content=said)):  # or a tool call as text
+            # what the model said, without the package's report of the tools; then the
+            # package's placeholders (a real model shown one from an earlier thread
+            # answered "I have an exam tomorrow" with it) and tool calls written as text
+            said = said_by_model(message)
+            if only_machinery(said):
                 continue
             plain = not (message.tool_calls or message.invalid_tool_calls)
             if plain and said == text:

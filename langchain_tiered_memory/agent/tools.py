@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from langchain_tiered_memory.agent.context import resolve_user_id, thread_of
 from langchain_tiered_memory.agent.prompt import quote
+from langchain_tiered_memory.agent.unsaved import unsaved
 from langchain_tiered_memory.errors import InvalidTagError, SummarizationError
 from langchain_tiered_memory.language.attribution import ground_tags
 
@@ -197,6 +198,23 @@ class UserTagTool(BaseTool):
 
 class _NoArgs(BaseModel):
     model_config = ConfigDict(extra="ignore")
+    # the ToolRuntime a ToolNode injects: the turn's messages (not shown to the model)
+    runtime: Annotated[Any, InjectedToolArg] = None
+
+
+def _turn_so_far(runtime: Any, config: RunnableConfig) -> tuple[list[Any], int, str | None]:
+    """The run's messages the history does not hold yet (the turn the tool is called in),
+    their position and the thread: saved before summarizing, so that "Please summarize"
+    in the same message as the facts summarizes them. Outside a ``ToolNode``, or in a run
+    with no thread: nothing.
+    """
+    state = getattr(runtime, "state", None)
+    thread = thread_of(config)
+    # a thread's position makes the later save a replay; without a thread it would not be
+    if not isinstance(state, dict) or "messages" not in state or thread is None:
+        return [], 0, None
+    new, saved, _ = unsaved(state)
+    return new, saved, thread
 
 
 class SummarizeTool(BaseTool):
@@ -238,8 +256,13 @@ class SummarizeTool(BaseTool):
             raise ToolException("No summarizer model is configured; nothing was stored.")
         return self.model  # type: ignore[no-any-return]
 
-    def _run(self, config: RunnableConfig, **kwargs: Any) -> str:
+    def _run(self, config: RunnableConfig, runtime: Any = None, **kwargs: Any) -> str:
         user_id = _user_id(config)
+        new, position, thread = _turn_so_far(runtime, config)
+        if new:  # stored once: the save step's write of the same positions is a replay
+            self.memory.add_session_log(
+                user_id, new, thread_id=thread, thread_position=position, on_invalid="placeholder"
+            )
         try:
             ids = self.memory.summarize_history(
                 user_id,
@@ -252,8 +275,13 @@ class SummarizeTool(BaseTool):
         except SummarizationError as exc:
             raise ToolException(f"Summarizing failed, nothing was stored: {exc}") from exc
 
-    async def _arun(self, config: RunnableConfig, **kwargs: Any) -> str:
+    async def _arun(self, config: RunnableConfig, runtime: Any = None, **kwargs: Any) -> str:
         user_id = _user_id(config)
+        new, position, thread = _turn_so_far(runtime, config)
+        if new:
+            await self.memory.aadd_session_log(
+                user_id, new, thread_id=thread, thread_position=position, on_invalid="placeholder"
+            )
         try:
             ids = await self.memory.asummarize_history(
                 user_id,

@@ -200,6 +200,9 @@ class Language:
         question_end: what ends a question besides a question mark (Chinese "吗").
         summarize_request: a request to summarize the conversation ("summarize", "总结").
         tag_questions: per tag, a question asking for it ("how old am I").
+        tag_question_asides: what may stand beside a tag question in its sentence and
+            leave it that question ("please", "again", "了"); anything else ("in dog
+            years", "in 2040") makes it another question, which no template answers.
         unsure: a reply saying it does not know ("I don't know", "不知道").
         replies: the package's own replies; ``None`` for the first record's.
         said: the start of a summary item quoting the user (``"The user said: "``).
@@ -231,6 +234,7 @@ class Language:
     question_end: str = _NEVER
     summarize_request: str = _NEVER
     tag_questions: Mapping[str, str] = field(default_factory=dict)
+    tag_question_asides: str = _NEVER
     unsure: str = _NEVER
     replies: Replies | None = None
     said: str | None = None

@@ -97,12 +97,18 @@ def replies_in(text: str) -> Replies:
 
 @cache
 def tag_questions() -> dict[str, re.Pattern[str]]:
-    """Per tag, one pattern for a question asking for it in any language ("how old am I")."""
+    """Per tag, one pattern for a sentence that is a question asking for it, in any language
+    ("How old am I?", "Hi, what's my name?"), to be matched whole (``fullmatch``): beside
+    the question only punctuation and the language's asides ("please", "了"), so that "How
+    old am I in dog years?" is not a question for the stored age.
+    """
     tags = {tag for language in languages() for tag in language.tag_questions}
     return {
         tag: re.compile(
             "|".join(
+                f"(?:(?:{language.tag_question_asides}|\\W)*"
                 f"(?:{language.tag_questions[tag]})"
+                f"(?:{language.tag_question_asides}|\\W)*)"
                 for language in languages()
                 if tag in language.tag_questions
             ),

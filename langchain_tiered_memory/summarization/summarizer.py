@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, Field
 
+from langchain_tiered_memory._said import only_machinery, said_by_model
 from langchain_tiered_memory._steps import Plan, adrive, call, drive
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.language.attribution import states_a_fact
@@ -96,7 +97,9 @@ _BULLET = re.compile(r"^\s*(?:[-*\u2022\u30fb]|\d+[.)\u3001])\s*(.*\S)\s*$")
 
 
 def render_transcript(messages: Sequence[BaseMessage]) -> str:
-    """The human and assistant text of ``messages``, one line each, capped in size."""
+    """The human and assistant text of ``messages``, one line each, capped in size; of an
+    assistant message only what the model said (:mod:`~langchain_tiered_memory._said`).
+    """
     lines = []
     for message in messages:
         if isinstance(message, HumanMessage):
@@ -106,6 +109,13 @@ def render_transcript(messages: Sequence[BaseMessage]) -> str:
         else:
             continue  # tool traffic and system prompts hold no new facts about the user
         text = message.text.strip() if hasattr(message, "text") else str(message.content)
+        if isinstance(message, AIMessage):
+            # the conversation as the reply model sees it: not the package's reports of
+            # what was stored (a real model re-emitted an old item from one), its
+            # placeholders, or tool calls written as text
+            text = said_by_model(message)
+            if only_machinery(text):
+                continue
         if text:
             lines.append(f"{who}: {text}")
     transcript = "\n".join(lines)

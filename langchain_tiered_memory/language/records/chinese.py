@@ -168,8 +168,10 @@ LANGUAGE = Language(
     summarize_request=r"总结|概括|归纳|摘要|總結",
     tag_questions={
         "age": r"我(?:今年|现在)?(?:多大|几岁|多少岁)|我的年龄(?:是)?(?:多少|几)",
-        "name": r"我叫什么|我的名字(?:是|叫)?什么|你(?:知道|记得)我(?:的名字|叫什么)",
+        "name": r"我叫什么(?:名字)?|我的名字(?:是|叫)?什么"
+        r"|你(?:知道|记得)我(?:的名字|叫什么(?:名字)?)",
     },
+    tag_question_asides=r"请问|请|你好|那|那么|现在|了|呢|吗|嗎|啊|呀|吧",
     unsure=r"不知道|不确定|不清楚",
     replies=Replies(
         tag_answers={"age": "你{value}岁。", "name": "你叫{value}。"},

@@ -283,6 +283,8 @@ LANGUAGE = Language(
         "age": r"\bhow old am i\b|\bwhat(?:'s| is) my age\b",
         "name": r"\bwhat(?:'s| is) my name\b|\bdo you (?:know|remember) my name\b",
     },
+    tag_question_asides=r"\b(?:hi|hey|hello|so|ok|okay|oh|please|again|now|then|actually"
+    r"|tell me|remind me|sorry|quick question)\b",
     unsure=r"\b(?:i\s+(?:do\s*n[o']t|don't|cannot|can't)\s+(?:know|remember|recall|tell)"
     r"|not\s+sure|no\s+idea)\b",
     replies=Replies(

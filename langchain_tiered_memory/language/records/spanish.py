@@ -173,6 +173,7 @@ LANGUAGE = Language(
         "age": r"\bcuántos años tengo\b|\bqué edad tengo\b|\bcuál es mi edad\b",
         "name": r"\bcómo me llamo\b|\bcuál es mi nombre\b|\bsabes (?:cómo me llamo|mi nombre)\b",
     },
+    tag_question_asides=r"\b(?:hola|oye|y|entonces|ahora|por favor|otra vez|perdona)\b",
     unsure=r"\bno (?:lo )?sé\b|\bno estoy segur[oa]\b|\bno (?:lo )?recuerdo\b",
     replies=Replies(
         tag_answers={"age": "Tienes {value} años.", "name": "Te llamas {value}."},

@@ -1,0 +1,206 @@
+"""A real model's turn, round three (issue 56): what Qwen2.5-Coder-1.5B did through the
+graph and the middleware, replayed with a scripted model that gives its answers verbatim.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_tiered_memory import TieredMemory, create_memory_graph
+from langchain_tiered_memory._said import MEMORY_TOOLS, REPORT, SUMMARIZE_NOTE
+from langchain_tiered_memory.agent.capture import asked_tag, tag_answer
+from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
+from langchain_tiered_memory.agent.replies import is_empty, with_stored_items
+from langchain_tiered_memory.agent.shown import conversation_only
+from langchain_tiered_memory.agent.tools import (
+    SEARCH_MEMORY_TOOL,
+    SUMMARIZE_TOOL,
+    USER_TAG_TOOL,
+)
+from langchain_tiered_memory.summarization.summarizer import render_transcript
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+
+def _agent(memory: TieredMemory, model: ScriptedChatModel, door: str) -> Any:
+    if door == "graph":
+        return create_memory_graph(model, memory=memory, checkpointer=InMemorySaver())
+    saver = memory.checkpointer(InMemorySaver())
+    return create_agent(
+        model, tools=[], middleware=[TieredMemoryMiddleware(memory)], checkpointer=saver
+    )
+
+
+def _turn(agent: Any, text: str, thread: str, user: str = "ann") -> dict[str, Any]:
+    return agent.invoke(  # type: ignore[no-any-return]
+        {"messages": [HumanMessage(text)]},
+        {"configurable": {"thread_id": thread}},
+        context={"user_id": user},
+    )
+
+
+def _summary(items: list[str]) -> AIMessage:
+    call = {"name": "SummaryItems", "args": {"items": items}, "id": "s"}
+    return AIMessage(content="", tool_calls=[call])
+
+
+_NOTHING = AIMessage(  # the after-turn extraction: nothing more stated
+    content="", tool_calls=[{"name": "user_facts", "args": {"nothing_stated": True}, "id": "x"}]
+)
+
+
+def test_the_memory_tool_names_are_the_tools() -> None:
+    assert {USER_TAG_TOOL, SUMMARIZE_TOOL, SEARCH_MEMORY_TOOL} == MEMORY_TOOLS
+
+
+# ----- item 2: the package's placeholder never becomes the answer, nor is carried -----
+
+
+def test_a_placeholder_with_the_packages_report_is_not_carried() -> None:
+    """The summarize placeholder's message with the report appended was carried into 4 of
+    7 new threads (its whole text was compared with the placeholder)."""
+    report = 'Stored 1 memory item(s) from the conversation:\n- "The user lives in Paris."'
+    call = {"name": "summarize", "args": {}, "id": "s1"}
+    placeholder = AIMessage(
+        content=f"{SUMMARIZE_NOTE}\n\n{report}",
+        tool_calls=[call],
+        response_metadata={REPORT: report},
+    )
+    kept = conversation_only([HumanMessage("Please summarize."), placeholder])
+    assert [m.text for m in kept] == ["Please summarize."]
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_a_reply_that_is_a_placeholder_is_no_reply(memory: TieredMemory, door: str) -> None:
+    """The model answered "I have another exam tomorrow and I'm so nervous." with a copy of
+    the placeholder; nothing was saved. Asked again, it answered."""
+    memory.add_summaries("ann", ["The user failed the driving test in March."])
+    model = ScriptedChatModel(
+        replies=[SUMMARIZE_NOTE, "Good luck! Last time the driving test went wrong.", _NOTHING]
+    )
+    result = _turn(
+        _agent(memory, model, door), "I have another exam tomorrow and I'm so nervous.", "t"
+    )
+    assert result["messages"][-1].text == "Good luck! Last time the driving test went wrong."
+
+
+# ----- item 3: "please summarize" in the same turn as the facts -----
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_summarize_sees_the_turn_it_is_called_in(memory: TieredMemory, door: str) -> None:
+    text = "Hi! My name is Ann Lee and I'm 30. My birthday is on March 5. Please summarize."
+    item = "The user's birthday is on March 5."
+    model = ScriptedChatModel(replies=[_summary([item]), "Done, Ann!", _NOTHING, _NOTHING])
+    agent = _agent(memory, model, door)
+    result = _turn(agent, text, "t1")
+    assert [d.page_content for d in memory.summaries.get_all("ann")] == [item]
+    reply = result["messages"][-1].text
+    assert "Nothing new to summarize" not in reply and item in reply
+    # the turn is in the history once, the save step's write a replay
+    texts = [m.text for m in memory.load_context("ann", max=50)]
+    assert texts.count(text) == 1
+    _turn(agent, "Thanks.", "t1")
+    assert [m.text for m in memory.load_context("ann", max=50)].count(text) == 1
+
+
+# ----- item 4: the summarizer is shown the conversation, not the package's words -----
+
+
+def test_the_summarizer_transcript_holds_no_report_or_placeholder() -> None:
+    report = 'Stored 1 memory item(s) from the conversation:\n- "The user lives in Paris."'
+    messages: list[BaseMessage] = [
+        HumanMessage("I moved to Berlin last month."),
+        AIMessage(SUMMARIZE_NOTE, tool_calls=[{"name": "summarize", "args": {}, "id": "s"}]),
+        ToolMessage(report, tool_call_id="s"),
+        AIMessage(f"Got it.\n\n{report}", response_metadata={REPORT: report}),
+    ]
+    assert render_transcript(messages) == "User: I moved to Berlin last month.\nAssistant: Got it."
+
+
+# ----- item 5: the user is told what was stored, whatever the reply says -----
+
+
+def test_a_reply_that_restates_the_item_still_gets_the_report() -> None:
+    report = 'Stored 1 memory item(s) from the conversation:\n- "I moved to Berlin last month."'
+    turn: list[BaseMessage] = [
+        HumanMessage("I moved to Berlin last month. Please summarize."),
+        AIMessage("", tool_calls=[{"name": "summarize", "args": {}, "id": "s"}]),
+        ToolMessage(report, tool_call_id="s", name="summarize"),
+    ]
+    reply = with_stored_items(AIMessage("I moved to Berlin last month."), turn)
+    assert report in reply.text and reply.response_metadata[REPORT] == report
+
+
+# ----- item 7: real answers about tool calls are answers -----
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # recorded answers to "How does Qwen format a tool call?", "Show me the JSON an
+        # OpenAI-style function call has.", "What's the opening tag Hermes-format models use?"
+        'Qwen wraps each call in <tool_call></tool_call> tags holding JSON: {"name": ..., '
+        '"arguments": {...}}.',
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+        "Hermes-format models open a call with <tool_call>.",
+    ],
+)
+def test_an_answer_that_mentions_tool_calls_is_a_reply(answer: str) -> None:
+    assert not is_empty(AIMessage(answer))
+
+
+@pytest.mark.parametrize(
+    "machinery",
+    [
+        "<tool_response>\nRecorded: birthday=March 5.\n</tool_response>",
+        '{"name": "user_tag", "arguments": {"age": 30}}',
+        '```json\n{"name": "summarize", "arguments": {}}\n```',
+        '<tool_call>\n{"name": "user_tag", "arguments": {"age": 30}}\n</tool_call>',
+        SUMMARIZE_NOTE,
+        "",
+    ],
+)
+def test_a_reply_that_is_only_machinery_is_none(machinery: str) -> None:
+    assert is_empty(AIMessage(machinery))
+
+
+# ----- item 8: the small model's tag template answers only the question for the value -----
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How old am I going to be in 2040?",
+        "How old am I in dog years?",
+        "What is my name in Japanese katakana?",
+        "我叫什么名字用英文怎么说？",
+        "到2040年我多大了？",
+        "¿Cuántos años tengo en años de perro?",
+        "My name is Ann. How old will I be next year?",
+    ],
+)
+def test_the_tag_template_leaves_other_questions_to_the_model(question: str) -> None:
+    assert asked_tag(question) is None
+    assert tag_answer([HumanMessage(question)], {"age": "30", "name": "Ann"}) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "tag"),
+    [
+        ("How old am I?", "age"),
+        ("Hi, what's my name?", "name"),
+        ("Hello! How old am I again?", "age"),
+        ("我多大了？", "age"),
+        ("我叫什么名字？", "name"),
+        ("请问我今年多大了？", "age"),
+        ("¿Cómo me llamo?", "name"),
+        ("Oye, ¿cuántos años tengo?", "age"),
+    ],
+)
+def test_the_tag_template_answers_the_question_for_the_value(question: str, tag: str) -> None:
+    assert asked_tag(question) == tag
