@@ -96,6 +96,7 @@ class _ChatSession:
         self.user = user
         self.thread_id = thread_id
         self.show_prompt = show_prompt
+        self.memory_section = ""  # the last turn's memory section (/prompt shows it)
         self.small = small  # a small local model: the summarizer's small-model guards
 
     def loop(self) -> None:
@@ -120,10 +121,11 @@ class _ChatSession:
         printer = print_update(self.console)
 
         def show(node: str, update: dict[str, Any]) -> None:
-            if node == LOAD_MEMORY and self.show_prompt:
-                print_memory_section(
-                    self.console, str(update.get("memory_prompt") or ""), self.user
-                )
+            if node == LOAD_MEMORY:
+                # the turn's memory section: loaded each turn, not kept in the thread
+                self.memory_section = str(update.get("memory_prompt") or "")
+                if self.show_prompt:
+                    print_memory_section(self.console, self.memory_section, self.user)
             printer(node, update)
 
         with self.console.status("the model is thinking..."):
@@ -163,13 +165,12 @@ class _ChatSession:
             else:
                 line(self.console, f"stored {len(ids)} item(s)" if ids else "nothing new")
         elif name == "/prompt":
-            state = self.graph.get_state({"configurable": {"thread_id": self.thread_id}})
-            memory_prompt = str(state.values.get("memory_prompt") or "")
-            # what the graph sends this model (chat builds it with small_model=self.small)
+            # what the graph sent this model on the last turn (chat builds it with
+            # small_model=self.small)
             line(self.console, "base system prompt:", style="bold")
             for row in base_system_prompt(self.small).splitlines():
                 line(self.console, f"  | {row}")
-            print_memory_section(self.console, memory_prompt, self.user)
+            print_memory_section(self.console, self.memory_section, self.user)
         elif name == "/forget":
             answer = self.console.input(f"Erase every memory of {esc(repr(self.user))}? \\[y/N] ")
             if answer.strip().lower() in {"y", "yes"}:

@@ -59,7 +59,7 @@ graph = create_memory_graph(ScriptedChatModel(replies=[reply]), memory=memory)
 @contextlib.asynccontextmanager
 async def checkpointer():
     async with AsyncRedisSaver.from_url(URL, key_prefix=PREFIX) as saver:
-        yield saver
+        yield memory.checkpointer(saver)  # checks thread owners, as the memory requires
 '''
 
 

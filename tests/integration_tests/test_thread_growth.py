@@ -79,6 +79,8 @@ def test_a_thread_written_before_the_delta_channel_loads_and_goes_on(tmp_path: P
         config: RunnableConfig = {"configurable": {"thread_id": "kept"}}
         for turn in range(3):
             old.invoke({"messages": [HumanMessage(f"old {turn}")]}, config)
+        # 0.1's graph recorded the thread as the user's, with no owner record yet
+        memory.history.record_thread("u", "kept", claim=False)
         graph = create_memory_graph(
             ScriptedChatModel(replies=["new reply"]), memory=memory, checkpointer=saver
         )

@@ -102,10 +102,10 @@ def test_summarize_sees_the_turn_it_is_called_in(memory: TieredMemory, door: str
     reply = result["messages"][-1].text
     assert "Nothing new to summarize" not in reply and item in reply
     # the turn is in the history once, the save step's write a replay
-    texts = [m.text for m in memory.load_context("ann", max=50)]
+    texts = [str(m.text) for m in memory.load_context("ann", max=50)]
     assert texts.count(text) == 1
     _turn(agent, "Thanks.", "t1")
-    assert [m.text for m in memory.load_context("ann", max=50)].count(text) == 1
+    assert [str(m.text) for m in memory.load_context("ann", max=50)].count(text) == 1
 
 
 # ----- item 4: the summarizer is shown the conversation, not the package's words -----

@@ -150,6 +150,11 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         # the run's input into the thread
         self.thread_owners: ThreadOwners | None = None
 
+    @property
+    def checks_thread_owners(self) -> bool:
+        """Whether its reads check thread owners (``memory.checkpointer()``'s do)."""
+        return self.thread_owners is not None
+
     # ----- keys and config -----
 
     def _thread_keys(self, thread_id: str) -> list[str]:

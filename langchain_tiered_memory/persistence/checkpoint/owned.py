@@ -96,6 +96,8 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         ...                      checkpointer=saver)  # doctest: +SKIP
     """
 
+    checks_thread_owners = True
+
     def __init__(self, saver: BaseCheckpointSaver[Any], owners: ThreadOwners) -> None:
         super().__init__(serde=saver.serde)
         self.saver = saver
@@ -266,7 +268,8 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
 
 
 def is_guarded(saver: object) -> bool:
-    """Whether ``saver`` checks thread owners at its reads (an :class:`OwnedSaver`, or the
-    memory's own ``RedisSaver``).
+    """Whether ``saver`` checks thread owners at its reads (an :class:`OwnedSaver`, the
+    memory's own ``RedisSaver``, or a wrapper that forwards attributes to one, as the
+    LangGraph server's checkpointer adapter does).
     """
-    return isinstance(saver, OwnedSaver) or getattr(saver, "thread_owners", None) is not None
+    return getattr(saver, "checks_thread_owners", False) is True
