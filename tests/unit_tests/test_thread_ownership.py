@@ -375,3 +375,50 @@ def test_an_app_that_shares_threads_says_so_and_no_one_owns_them(
     assert texts(agent, "room")[-2:] == ["Hi from Bob", "Noted."]
     assert memory.history.threads("ann") == memory.history.threads("bob") == ["room"]
     ThreadGuard(memory.history).check_thread("carol", "room")  # owned by none
+
+
+def test_the_owner_record_lives_as_long_as_the_threads_checkpoints(
+    embedded_server: Any,
+) -> None:
+    """Item 2 (b): the app shows ann her thread (a read restarts the checkpoints' clock);
+    her owner record's clock restarts with it, so it never expires before her thread.
+    Time is moved on the server (PEXPIRE), not slept."""
+    from langchain_tiered_memory import HashingEmbeddings
+
+    memory = TieredMemory.embedded(
+        embedded_server.data_dir, embeddings=HashingEmbeddings(), key_prefix="own2", user_ttl=600
+    )
+    try:
+        model = ScriptedChatModel(replies=["Noted."])
+        graph: Any = create_memory_graph(model, memory=memory, checkpointer=memory.checkpointer())
+        graph.invoke({"messages": [HumanMessage(SECRET)]}, cfg("t1"), context={"user_id": "ann"})
+        assert memory.connection is not None
+        sync = memory.connection.sync
+        owner = memory.history.keys.thread_owner_key("t1")  # type: ignore[attr-defined]
+        thread_keys = [k for k in sync.scan_iter(match="own2:{cp:t1}*") if k != owner.encode()]
+        for key in [owner, *thread_keys]:
+            sync.pexpire(key, 2_000)  # 598 s have passed
+        as_ann: Any = {"configurable": {"thread_id": "t1", "user_id": "ann"}}
+        assert graph.get_state(as_ann).values["messages"]  # the app shows ann her thread
+        assert sync.pttl(owner) > 500_000  # restarted with the checkpoints
+        assert all(sync.pttl(k) > 500_000 for k in thread_keys)
+    finally:
+        memory.close()
+
+
+@pytest.mark.parametrize("saver_kind", ["memory", "sqlite"])
+def test_a_thread_whose_owner_record_expired_is_nobody_elses(
+    memory: TieredMemory, saver_kind: str
+) -> None:
+    """Item 2 (c): a saver that never expires keeps ann's thread after her records
+    expired (user_ttl): bob's turn on it is refused, and his model sees nothing of it."""
+    model = ScriptedChatModel(replies=["Noted."])
+    saver = _savers(memory)[saver_kind]
+    graph = _door("graph", memory, model, saver)
+    graph.invoke({"messages": [HumanMessage(SECRET)]}, cfg("t1"), context={"user_id": "ann"})
+    memory.forget_user("ann", checkpointer=InMemorySaver())  # her records, not the saver's
+    assert texts(graph, "t1")  # the saver still holds her conversation
+    calls = len(model.prompts)
+    with pytest.raises(ThreadOwnershipError, match="no owner record"):
+        graph.invoke({"messages": [HumanMessage(INJECTION)]}, cfg("t1"), context={"user_id": "bob"})
+    assert len(model.prompts) == calls  # no model call of bob's run

@@ -164,7 +164,12 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         if keys is None:
             if len(self._keys_cache) >= KEYS_CACHE:
                 self._keys_cache.clear()
-            keys = self._keys_cache[thread_id] = self.keys.thread_keys(thread_id)
+            keys = self.keys.thread_keys(thread_id)
+            if self.thread_owners is not None:
+                # the owner record goes with the thread's keys: every write and read that
+                # restarts their clock restarts its clock too, and a deleted thread is free
+                keys.append(self.keys.thread_owner_key(thread_id))
+            self._keys_cache[thread_id] = keys
         return keys
 
     @staticmethod
