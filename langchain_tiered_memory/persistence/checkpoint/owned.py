@@ -34,7 +34,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-__all__ = ["OwnedSaver", "ThreadOwners", "is_guarded", "run_of"]
+__all__ = ["OwnedSaver", "ThreadOwners", "aadmit", "admit", "is_guarded", "run_of"]
 
 # LangGraph puts the run's Runtime (with its context) in the config under this key
 _RUNTIME = "__pregel_runtime"
@@ -79,6 +79,34 @@ def run_of(config: RunnableConfig | None) -> tuple[str, str] | None:
     return user, str(thread)
 
 
+def admit(
+    owners: ThreadOwners | None,
+    config: RunnableConfig | None,
+    has_state: Callable[[str], bool],
+    *,
+    claim: bool,
+) -> None:
+    """Admit the run of a read to its thread (:func:`run_of`), or raise; ``has_state``
+    tells whether the saver holds a thread (asked only for a thread with no owner).
+    """
+    if owners is not None and (run := run_of(config)) is not None:
+        user, thread = run
+        owners.admit_thread(user, thread, lambda: has_state(thread), claim=claim)
+
+
+async def aadmit(
+    owners: ThreadOwners | None,
+    config: RunnableConfig | None,
+    has_state: Callable[[str], Awaitable[bool]],
+    *,
+    claim: bool,
+) -> None:
+    """Async :func:`admit`."""
+    if owners is not None and (run := run_of(config)) is not None:
+        user, thread = run
+        await owners.aadmit_thread(user, thread, lambda: has_state(thread), claim=claim)
+
+
 def _latest(thread_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
@@ -116,34 +144,22 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
 
     # ----- the check -----
 
-    def _admit(self, config: RunnableConfig | None, *, claim: bool) -> None:
-        if (run := run_of(config)) is None:
-            return
-        user, thread = run
-        self.owners.admit_thread(
-            user, thread, lambda: self.saver.get_tuple(_latest(thread)) is not None, claim=claim
-        )
+    def _has_state(self, thread_id: str) -> bool:
+        return self.saver.get_tuple(_latest(thread_id)) is not None
 
-    async def _aadmit(self, config: RunnableConfig | None, *, claim: bool) -> None:
-        if (run := run_of(config)) is None:
-            return
-        user, thread = run
-
-        async def has_state() -> bool:
-            return await self.saver.aget_tuple(_latest(thread)) is not None
-
-        await self.owners.aadmit_thread(user, thread, has_state, claim=claim)
+    async def _ahas_state(self, thread_id: str) -> bool:
+        return await self.saver.aget_tuple(_latest(thread_id)) is not None
 
     # ----- reads: checked -----
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The saver's ``get_tuple``, after the run's user is admitted to the thread."""
-        self._admit(config, claim=True)
+        admit(self.owners, config, self._has_state, claim=True)
         return self.saver.get_tuple(config)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
-        await self._aadmit(config, claim=True)
+        await aadmit(self.owners, config, self._ahas_state, claim=True)
         return await self.saver.aget_tuple(config)
 
     def list(
@@ -155,7 +171,7 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """The saver's ``list``, after the user's read is admitted (nothing is claimed)."""
-        self._admit(config, claim=False)
+        admit(self.owners, config, self._has_state, claim=False)
         return self.saver.list(config, filter=filter, before=before, limit=limit)
 
     async def alist(
@@ -167,7 +183,7 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Async :meth:`list`."""
-        await self._aadmit(config, claim=False)
+        await aadmit(self.owners, config, self._ahas_state, claim=False)
         async for item in self.saver.alist(config, filter=filter, before=before, limit=limit):
             yield item
 

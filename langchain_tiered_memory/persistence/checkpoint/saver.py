@@ -27,7 +27,7 @@ from langchain_tiered_memory.persistence.checkpoint.delta import DeltaWalk
 from langchain_tiered_memory.persistence.checkpoint.maintenance import (
     SaverMaintenance,
 )
-from langchain_tiered_memory.persistence.checkpoint.owned import run_of
+from langchain_tiered_memory.persistence.checkpoint.owned import aadmit, admit
 from langchain_tiered_memory.persistence.checkpoint.scripts import (
     LOAD,
     PUT,
@@ -175,20 +175,6 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         where = Where(thread_id, "", None)
         return bool(await self._aeval(LOAD, thread_id, *self._load_latest_args(where)))
 
-    def _admit(self, config: RunnableConfig, *, claim: bool) -> None:
-        if self.thread_owners is None or (run := run_of(config)) is None:
-            return
-        user, thread = run
-        self.thread_owners.admit_thread(user, thread, lambda: self._has_state(thread), claim=claim)
-
-    async def _aadmit(self, config: RunnableConfig, *, claim: bool) -> None:
-        if self.thread_owners is None or (run := run_of(config)) is None:
-            return
-        user, thread = run
-        await self.thread_owners.aadmit_thread(
-            user, thread, lambda: self._ahas_state(thread), claim=claim
-        )
-
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the latest of its thread and namespace.
 
@@ -196,14 +182,14 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         """
         where = self._where(config)
         reply = self._eval(LOAD, where.thread_id, *self._load_latest_args(where))
-        self._admit(config, claim=True)
+        admit(self.thread_owners, config, self._has_state, claim=True)
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
         where = self._where(config)
         reply = await self._aeval(LOAD, where.thread_id, *self._load_latest_args(where))
-        await self._aadmit(config, claim=True)
+        await aadmit(self.thread_owners, config, self._ahas_state, claim=True)
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     def list(
@@ -225,7 +211,7 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
             return
         if config is not None:
             wheres: Iterator[Where] = iter([self._where(config)])
-            self._admit(config, claim=False)
+            admit(self.thread_owners, config, self._has_state, claim=False)
         else:
             wheres = (Where(t, None, None) for t in self.list_threads())
         before_id = self._before(before)
@@ -265,7 +251,7 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
             return
         if config is not None:
             thread_ids: list[Where] | None = [self._where(config)]
-            await self._aadmit(config, claim=False)
+            await aadmit(self.thread_owners, config, self._ahas_state, claim=False)
         else:
             thread_ids = None
         before_id = self._before(before)
