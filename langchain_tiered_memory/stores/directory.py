@@ -15,8 +15,9 @@ history, tags, summary items; search there is a ``SCAN MATCH`` on the escaped us
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote
 
@@ -35,7 +36,68 @@ __all__ = [
     "tag_value_commands",
 ]
 
-_ACTIVE_LUA = "return redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])"
+# The indexes are an aid (the console's): a write into one that another writer replaced
+# with a key of another type is skipped (-1), never a failed turn, tag write or erasure;
+# the console lists by SCAN and says so (``RedisUserDirectory.damaged``).
+_ACTIVE_LUA = """
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'zset' and kind ~= 'none' then return -1 end
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+if ARGV[3] then
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3], 'LIMIT', 0, 16)
+  if #gone > 0 then
+    redis.call('ZREM', KEYS[1], unpack(gone))
+    if redis.call('TYPE', KEYS[2]).ok == 'zset' then
+      for _, m in ipairs(gone) do
+        redis.call('ZREMRANGEBYLEX', KEYS[2], '[' .. m .. '\\31', '[' .. m .. '\\31\\255')
+      end
+    end
+  end
+end
+return 0
+"""
+# ARGV: how many members go out, those members, then the members that come in
+_VALUES_LUA = """
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind ~= 'zset' and kind ~= 'none' then return -1 end
+local out = tonumber(ARGV[1])
+if out > 0 then redis.call('ZREM', KEYS[1], unpack(ARGV, 2, 1 + out)) end
+for i = 2 + out, #ARGV do redis.call('ZADD', KEYS[1], 0, ARGV[i]) end
+return 0
+"""
+# KEYS: the activity index, the values index; ARGV: how many users, their escaped ids, then
+# a (low, high) range of the values index per user
+_UNLIST_LUA = """
+local n = tonumber(ARGV[1])
+if redis.call('TYPE', KEYS[1]).ok == 'zset' then
+  redis.call('ZREM', KEYS[1], unpack(ARGV, 2, 1 + n))
+end
+if redis.call('TYPE', KEYS[2]).ok == 'zset' then
+  for i = 2 + n, #ARGV, 2 do redis.call('ZREMRANGEBYLEX', KEYS[2], ARGV[i], ARGV[i + 1]) end
+end
+return 0
+"""
+
+
+_ZSET = (b"zset", "zset")
+_OK = ("zset", "none")
+
+
+def _member(raw: Any, where: str) -> str | None:
+    """An index member as text, ``None`` (logged) for one this package did not write."""
+    try:
+        return as_text(raw)
+    except UnicodeDecodeError:
+        logger.warning("%s: skipped a member that is not UTF-8: %r", where, raw)
+        return None
+
+
+def _users(raw: Sequence[Any], where: str) -> list[str]:
+    return [unquote(t) for t in (_member(m, where) for m in raw) if t is not None]
+
+
+logger = logging.getLogger(__name__)
+
 _SEP = "\x1f"  # between the parts of a values-index member
 # index members a search step reads (ZSCAN COUNT): Redis matches them and returns only
 # candidates; at 100k users a 20k step took 180 ms p50 for a whole search, a 2k one 312 ms
@@ -43,15 +105,21 @@ _SEP = "\x1f"  # between the parts of a values-index member
 _FIND_BATCH = 20_000
 
 
-def activity_call(keys: KeyBuilder, user_id: str, at: float) -> ScriptCall:
+def activity_call(
+    keys: KeyBuilder, user_id: str, at: float, *, expired_before: float | None = None
+) -> ScriptCall:
     """The index write of a turn: ``user_id`` was active at ``at`` (epoch seconds), sent
-    in the turn's own round trip.
+    in the turn's own round trip. With ``expired_before`` (``user_ttl``: the time before
+    which a user's keys have all expired), up to 16 users last active before it leave both
+    indexes with it: an expired user's tag values leave the values index with no worker.
 
     Example:
         >>> activity_call(KeyBuilder("tm"), "ann", 5.0).args
-        ('tm:{dir:}:dir:active', 5.0, 'ann')
+        ('tm:{dir:}:dir:active', 'tm:{dir:}:dir:values', 5.0, 'ann')
     """
-    return ScriptCall(_ACTIVE_LUA, 1, (keys.directory_key(), at, escape_user_id(user_id)))
+    index = (keys.directory_key(), keys.directory_key("values"))
+    sweep = () if expired_before is None else (expired_before,)
+    return ScriptCall(_ACTIVE_LUA, 2, (*index, at, escape_user_id(user_id), *sweep))
 
 
 PAGE_SIZE = 50
@@ -89,6 +157,7 @@ class UserPage:
     next_cursor: str | None
     total: int | None = None  # every user of the index (None: not known without a scan)
     indexed: bool = False  # from the index (recently active first), not a SCAN
+    damaged: tuple[str, ...] = ()  # index keys another writer replaced (see damaged())
 
 
 class RedisUserDirectory:
@@ -148,10 +217,11 @@ class RedisUserDirectory:
         elif cursor:
             indexed = False  # a SCAN cursor: that listing goes on
         else:
-            with self.connection.errors():
-                indexed = bool(self.connection.sync.exists(self.keys.directory_key()))
+            with self.connection.errors():  # a damaged index: listed by SCAN instead
+                indexed = self.connection.sync.type(self.keys.directory_key()) in _ZSET
         if not indexed:
-            return self._scan_page(cursor, count, contains)
+            page = self._scan_page(cursor, count, contains)
+            return replace(page, damaged=tuple(self.damaged())) if not cursor else page
         with self.connection.errors():
             if contains:
                 return self._find(cursor or "f0.0", count, contains)
@@ -166,7 +236,7 @@ class RedisUserDirectory:
             if not members:
                 break
             offset += len(members)
-            rows += self._live([unquote(as_text(m)) for m in members])
+            rows += self._live(_users(members, key))
         total = int(client.zcard(key))
         more = offset < total
         return UserPage(rows, f"r.{offset}" if more else None, total=total, indexed=True)
@@ -186,13 +256,18 @@ class RedisUserDirectory:
                 pattern = f"*{self.keys.id_pattern(contains)}*"
                 scan, batch = client.zscan(self.keys.directory_key(), scan, pattern, _FIND_BATCH)
                 found |= {
-                    u for u in (unquote(as_text(m)) for m, _ in batch) if needle in u.casefold()
+                    u
+                    for u in _users([m for m, _ in batch], "the activity index")
+                    if needle in u.casefold()
                 }
             else:
                 pattern = f"*{_glob(needle)}*"
                 key = self.keys.directory_key("values")
+                if client.type(key) not in _ZSET:  # damaged: no tag value is found
+                    phase, scan = 2, 0
+                    break
                 scan, batch = client.zscan(key, scan, pattern, _FIND_BATCH)
-                held = {unquote(as_text(m).split(_SEP, 1)[0]) for m, _ in batch}
+                held = {u.split(_SEP, 1)[0] for u in _users([m for m, _ in batch], key)}
                 found |= self._holding(held - found, needle)
             if scan == 0:
                 phase, scan = phase + 1, 0
@@ -222,6 +297,16 @@ class RedisUserDirectory:
             if any(needle in as_text(v).casefold() for v in tags)
         }
 
+    def damaged(self) -> list[str]:
+        """The index keys that hold another type than this package writes (another writer):
+        their writes are skipped, the console lists by SCAN and says so. Deleting them and
+        running ``tiered-memory reindex`` rebuilds them.
+        """
+        keys = [self.keys.directory_key(), self.keys.directory_key("values")]
+        with self.connection.errors():
+            kinds = self.connection.pipelined([("TYPE", key) for key in keys])
+        return [key for key, kind in zip(keys, kinds, strict=True) if as_text(kind) not in _OK]
+
     def _live(self, users: list[str]) -> list[UserRow]:
         """The rows of ``users``; a user with no key left (expired by ``user_ttl``) leaves
         the index instead.
@@ -233,14 +318,13 @@ class RedisUserDirectory:
         return [r for r in rows if r.user_id not in gone]
 
     def _unlist(self, users: Sequence[str]) -> list[tuple[Any, ...]]:
-        """The commands that take ``users`` out of both indexes."""
+        """The command that takes ``users`` out of both indexes (an index of another type
+        is left alone: it never blocks an erasure).
+        """
         escaped = [escape_user_id(u) for u in users]
-        commands: list[tuple[Any, ...]] = [("ZREM", self.keys.directory_key(), *escaped)]
-        values = self.keys.directory_key("values")
-        for e in escaped:
-            low, high = _range(e)
-            commands.append(("ZREMRANGEBYLEX", values, low, high))
-        return commands
+        ranges = [bound for e in escaped for bound in _range(e)]
+        keys = (self.keys.directory_key(), self.keys.directory_key("values"))
+        return [("EVAL", _UNLIST_LUA, 2, *keys, len(escaped), *escaped, *ranges)]
 
     def reindex(self) -> int:
         """Index every user a ``SCAN`` finds (data written before the index existed), at
@@ -267,7 +351,7 @@ class RedisUserDirectory:
         with self.connection.errors():
             client = self.connection.sync
             stale = client.zrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
-            users = [unquote(as_text(m)) for m in stale]
+            users = _users(stale, "the activity index")
             if users:
                 self.connection.pipelined(self._unlist(users))
         return len(users)
@@ -277,7 +361,7 @@ class RedisUserDirectory:
         with self.connection.errors():
             client = await self.connection.aclient()
             stale = await client.zrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
-            users = [unquote(as_text(m)) for m in stale]
+            users = _users(stale, "the activity index")
             if users:
                 await self.connection.apipelined(self._unlist(users))
         return len(users)
@@ -380,16 +464,15 @@ def tag_value_commands(
     none), sent after the tag write: the old values out, the new ones in.
 
     Example:
-        >>> tag_value_commands(KeyBuilder("tm"), "ann", [("name", None, "Ann Lee")])[0][3]
-        'ann\\x1fname\\x1fann lee'
+        >>> tag_value_commands(KeyBuilder("tm"), "ann", [("name", None, "Ann Lee")])[0][3:]
+        ('tm:{dir:}:dir:values', 0, 'ann\\x1fname\\x1fann lee')
     """
     key, escaped = keys.directory_key("values"), escape_user_id(user_id)
     old = [f"{escaped}{_SEP}{n}{_SEP}{v.casefold()}" for n, v, _ in changes if v is not None]
     new = [f"{escaped}{_SEP}{n}{_SEP}{v.casefold()}" for n, _, v in changes if v is not None]
-    commands: list[tuple[Any, ...]] = [("ZREM", key, *old)] if old else []
-    for member in new:
-        commands.append(("ZADD", key, 0, member))
-    return commands
+    if not old and not new:
+        return []
+    return [("EVAL", _VALUES_LUA, 1, key, len(old), *old, *new)]
 
 
 # a tag write's change: the name, its old value and its new one (None: none)

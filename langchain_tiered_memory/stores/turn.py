@@ -64,18 +64,22 @@ def touch_user(connection: RedisConnection, keys: KeyBuilder, user_id: str, ttl_
     the directory's entry, which follows the user's clock.
     """
     with connection.errors():
-        connection.run_all(
-            [touch_call(keys, user_id, ttl_ms), activity_call(keys, user_id, time.time())]
-        )
+        connection.run_all([touch_call(keys, user_id, ttl_ms), _active(keys, user_id, ttl_ms)])
 
 
 async def atouch_user(
     connection: RedisConnection, keys: KeyBuilder, user_id: str, ttl_ms: int
 ) -> None:
     """Async :func:`touch_user`."""
-    calls = [touch_call(keys, user_id, ttl_ms), activity_call(keys, user_id, time.time())]
+    calls = [touch_call(keys, user_id, ttl_ms), _active(keys, user_id, ttl_ms)]
     with connection.errors():
         await connection.arun_all(calls)
+
+
+def _active(keys: KeyBuilder, user_id: str, ttl_ms: int) -> ScriptCall:
+    """The user's directory entry, now; users whose keys have all expired leave it."""
+    now = time.time()
+    return activity_call(keys, user_id, now, expired_before=now - ttl_ms / 1000)
 
 
 def _raise_stored(reply: Any) -> None:
@@ -137,8 +141,8 @@ class RedisTiers:
             keys = self.history.keys
             commands += [("PEXPIRE", k, touch_ms) for k in keys.all_keys(user_id)]
             # the directory's entry follows the clock: a sweep drops it when the keys expire
-            active = activity_call(keys, user_id, time.time())
-            commands.append(("ZADD", *active.args))
+            active = _active(keys, user_id, touch_ms)
+            commands.append(("EVAL", active.script, active.numkeys, *active.args))
         return commands
 
     def _replies(self, raw: list[Any], max_messages: int, claiming: bool) -> TurnReplies:
@@ -282,7 +286,9 @@ class RedisTiers:
                 on_invalid=on_invalid,
             ),
             # the console directory's entry (stores/directory.py)
-            activity_call(self.history.keys, user_id, time.time()),
+            _active(self.history.keys, user_id, ttl_ms)
+            if ttl_ms
+            else activity_call(self.history.keys, user_id, time.time()),
         ]
         if ttl_ms:  # after the append, so the keys it created expire too
             calls.append(touch_call(self.history.keys, user_id, ttl_ms))

@@ -233,3 +233,80 @@ def test_the_values_index_follows_tag_writes_and_leaves_with_the_user(
     client.delete(key, memory.history.keys.directory_key())  # type: ignore[attr-defined]
     directory(memory).reindex()  # data from before the index: its values too
     assert every_page(memory, 50, "chen") == ["u-2"]
+
+
+@pytest.mark.parametrize("corruption", ["string", "not utf-8"])
+def test_a_damaged_index_fails_no_turn_tag_write_or_erasure(
+    embedded_memory: TieredMemory, corruption: str
+) -> None:
+    """Issue 55 item 7: the indexes are an aid. Replaced by a key of another type, or
+    holding a member this package did not write, they fail no user's turn, tag write or
+    erasure (which still compacts), and the console lists by SCAN and says so."""
+    from langchain_tiered_memory.console import views
+
+    memory = embedded_memory
+    memory.add_session_log("ann", [HumanMessage("My PIN is 4711."), AIMessage("Noted.")])
+    memory.set_user_tags("ann", {"name": "Ann"})
+    assert memory.connection is not None
+    sync = memory.connection.sync
+    active, values = (
+        directory(memory).keys.directory_key(),
+        directory(memory).keys.directory_key("values"),
+    )
+    if corruption == "string":
+        sync.delete(active, values)
+        sync.set(active, "x")
+        sync.set(values, "x")
+    else:
+        sync.zadd(active, {b"\xff\xfe": 1.0})
+        sync.zadd(values, {b"\xff\xfe\x1fname\x1fx": 0})
+    memory.load("bob", "hello", thread_id="b1")
+    memory.add_session_log("bob", [HumanMessage("hi")], thread_id="b1")
+    memory.set_user_tags("bob", {"name": "Bob"})
+    memory.add_summaries("bob", ["Bob likes tea."])
+    listing = views.list_users(memory, None, None)
+    assert {"ann", "bob"} <= {row.user_id for row in listing.users}
+    assert {row.user_id for row in views.list_users(memory, None, "bo").users} == {"bob"}
+    if corruption == "string":
+        assert set(listing.damaged) == {active, values}
+    assert memory.forget_user("ann")["history"] == 2
+    data_dir = memory.data_dir
+    assert data_dir is not None
+    for path in data_dir.rglob("*"):  # compacted: the PIN is in no file
+        if path.is_file():
+            assert b"4711" not in path.read_bytes(), path
+
+
+def test_an_expired_users_tag_values_leave_the_index_with_no_worker(
+    embedded_server: Any,
+) -> None:
+    """Issue 55 item 13: with ``user_ttl`` and no worker, an expired user's name stayed
+    in the values index (and dump.rdb). Any later turn's directory write takes users whose
+    keys have all expired out of both indexes. Time is moved, not slept."""
+    from langchain_tiered_memory import HashingEmbeddings
+
+    memory = TieredMemory.embedded(
+        embedded_server.data_dir, embeddings=HashingEmbeddings(), key_prefix="ttl13", user_ttl=600
+    )
+    try:
+        memory.load("ann", "hi")
+        memory.set_user_tags("ann", {"name": "Zorblatt"})
+        memory.add_session_log("ann", [HumanMessage("hi")])
+        assert memory.connection is not None
+        sync = memory.connection.sync
+        keys = directory(memory).keys
+        for key in sync.scan_iter(match="ttl13:{ann}*"):
+            sync.delete(key)  # expired
+        sync.zadd(keys.directory_key(), {"ann": time.time() - 700})  # 700 s ago
+        memory.load("bob", "hello")  # another user's turn, no worker
+        memory.add_session_log("bob", [HumanMessage("hello")])
+        left = [
+            k
+            for k in sync.scan_iter(match="ttl13:*")
+            if b"Zorblatt".lower() in (sync.dump(k) or b"").lower()
+        ]
+        assert left == []
+        assert sync.zscore(keys.directory_key(), "ann") is None
+        assert sync.zscore(keys.directory_key(), "bob") is not None
+    finally:
+        memory.close()
