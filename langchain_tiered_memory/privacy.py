@@ -191,10 +191,32 @@ def compact(tiers: Tiers) -> Plan[None]:
 # ----- the plans (``_steps``): one body for the sync and the async form -----
 
 
+def _recorded(
+    tiers: Tiers, savers: list[BaseCheckpointSaver], stores: _Stores
+) -> Plan[tuple[_Stores, list[str]]]:
+    """``stores`` with what every process attached to the memory (the record beside the
+    data), and what they attached that this process cannot reach.
+    """
+    record = tiers.attachment_record()
+    if record is None:
+        return stores, []
+    recorded = yield call(record.read, record.aread)
+    stores, unreached = tiers.with_recorded(savers, stores, recorded)
+    if unreached:
+        logger.warning(
+            "the app attached %s to this memory, which this process does not hold: its data "
+            "there is not reached; erase it from the app's process (memory.forget_user "
+            "there), or attach the same savers and stores here",
+            ", ".join(unreached),
+        )
+    return stores, unreached
+
+
 def _forget_user_plan(
     tiers: Tiers, user_id: str, savers: list[BaseCheckpointSaver], stores: _Stores
 ) -> Plan[dict[str, int]]:
     user_id = validate_user_id(user_id)
+    stores, unreached = yield from _recorded(tiers, savers, stores)
     # only the threads the user owns: another user's thread is never touched
     threads = yield call(tiers.history.threads, tiers.history.athreads, user_id)
     # other stores' items are collected before anything is deleted: a read that fails
@@ -225,6 +247,8 @@ def _forget_user_plan(
     }
     if stores:
         removed["store_items"] = store_items
+    if unreached:  # not a complete erasure: said, not hidden
+        removed["unreached"] = len(unreached)
     redis = tiers.redis
     if redis is not None:
         yield call(redis.purge, redis.apurge, user_id)
@@ -286,6 +310,7 @@ def _export_plan(
     tiers: Tiers, user_id: str, savers: list[BaseCheckpointSaver], stores: _Stores
 ) -> Plan[dict[str, Any]]:
     user_id = validate_user_id(user_id)
+    stores, unreached = yield from _recorded(tiers, savers, stores)
     first, messages = yield call(tiers.history.since, tiers.history.asince, user_id, 0)
     threads = yield call(tiers.history.threads, tiers.history.athreads, user_id)
     extra: dict[str, Any] = {}
@@ -311,6 +336,7 @@ def _export_plan(
             yield call(tiers.summaries.get_watermark, tiers.summaries.aget_watermark, user_id)
         ),
         **extra,
+        **({"unreached": unreached} if unreached else {}),
     }
 
 

@@ -25,6 +25,7 @@ from langchain_tiered_memory.backend.connection import RedisConnection
 from langchain_tiered_memory.backend.keys import keys_of
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.stores import turn
+from langchain_tiered_memory.stores.attachments import AttachmentRecord, Attachments
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid
 from langchain_tiered_memory.stores.queue import SummaryQueue
 from langchain_tiered_memory.stores.summaries import SummaryStore
@@ -141,6 +142,50 @@ class Tiers:
         self.checkpointers, self.stores = self.reaching(
             checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
         )
+
+    def record_attachments(self) -> None:
+        """Record what is attached beside the data (an app's ``attach``): every process's
+        erasure and export then reaches the own store's namespaces, and says what else
+        it cannot reach. Nothing off Redis.
+        """
+        if (record := self.attachment_record()) is not None:
+            own = [t for s, names in self.stores if self._own(s) for t in names]
+            record.add(own, self._others(self.checkpointers, self.stores))
+
+    def attachment_record(self) -> AttachmentRecord | None:
+        """Where the attachments of every process are recorded (``None`` off Redis)."""
+        if self.connection is None:
+            return None
+        return AttachmentRecord(self.connection, keys_of(self.history))
+
+    def _own(self, thing: object) -> bool:
+        """Whether a saver or store is a view of the memory's own keys (any process has it)."""
+        return self.connection is not None and _same_keys(thing, self.history)
+
+    def _others(
+        self, savers: Sequence[BaseCheckpointSaver[Any]], stores: Sequence[tuple[BaseStore, Any]]
+    ) -> set[str]:
+        # a guarded saver by the class of the saver it wraps (OwnedSaver.saver)
+        named = [("checkpointer", getattr(s, "saver", s)) for s in savers if not self._own(s)]
+        named += [("store", s) for s, _ in stores if not self._own(s)]
+        return {f"{what} {type(thing).__name__}" for what, thing in named}
+
+    def with_recorded(
+        self,
+        savers: Sequence[BaseCheckpointSaver[Any]],
+        stores: list[tuple[BaseStore, Templates]],
+        recorded: Attachments,
+    ) -> tuple[list[tuple[BaseStore, Templates]], list[str]]:
+        """``stores`` with the templates other processes recorded for the memory's own
+        store, and what they attached that this process cannot reach (by class name).
+        """
+        merged = [
+            (s, tuple(dict.fromkeys((*names, *recorded.own_store_namespaces))))
+            if self._own(s)
+            else (s, names)
+            for s, names in stores
+        ]
+        return merged, sorted(recorded.others - self._others(savers, stores))
 
     def reaching(
         self,

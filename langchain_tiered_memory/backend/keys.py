@@ -208,6 +208,17 @@ class KeyBuilder:
         """Set once the pending index covers every user (after a full sweep)."""
         return f"{self.prefix}:{{wq:}}:wq:indexed"
 
+    def attachments_key(self) -> str:
+        """What the apps attached to the memory (``memory.attach``): the namespace templates
+        of the memory's own store and the other savers and stores by class, for the
+        erasures and exports of every process (``stores/attachments.py``). No user's key.
+
+        Example:
+            >>> KeyBuilder("tm").attachments_key()
+            'tm:{meta:}:attached'
+        """
+        return f"{self.prefix}:{{meta:}}:attached"
+
     def directory_key(self, kind: Literal["active", "values"] = "active") -> str:
         """A key of the console's directory (``{dir:}``: never a user's key, one slot):
         ``active``, the users by last activity (member: the escaped id, written with each

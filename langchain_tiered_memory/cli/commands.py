@@ -225,8 +225,17 @@ def cmd_forget(args: argparse.Namespace) -> int:
     # items in its store, the server's files
     with open_memory(args) as memory:
         removed = memory.forget_user(user)
+    unreached = removed.pop("unreached", 0)
     parts = ", ".join(f"{n} {what}" for what, n in removed.items())
     console.print(f"forgot user {esc(repr(user))}: removed {parts}", highlight=False)
+    if unreached:  # the app attached savers or stores this process does not hold
+        console.print(
+            f"[red]not complete:[/red] the app attached {unreached} checkpointer(s) or "
+            "store(s) this command cannot open (the log names them): erase the user from "
+            "the app's own process too (memory.forget_user), where they are attached.",
+            highlight=False,
+        )
+        return EXIT_ERROR
     return EXIT_OK
 
 

@@ -32,9 +32,8 @@ class PrivacyMethods:
         store_namespaces: Sequence[tuple[str, ...]] | None = None,
     ) -> None:
         """Tell the memory of a checkpointer or store that holds its users' data, once:
-        every erasure and export reaches it from then on, whichever entry point calls it
-        (``forget_user`` from the app, the console, the MCP server, the CLI).
-
+        every erasure and export reaches it, from any entry point and (recorded beside the
+        data) any process, which reports as ``unreached`` what it does not hold itself.
         The memory's own ``checkpointer()`` and ``store()`` need no attaching. Attach one
         that lives as long as the memory (the memory keeps it; a closed one fails the next
         erasure, loudly). ``store_namespaces``: the templates of a user's namespaces in
@@ -49,6 +48,7 @@ class PrivacyMethods:
         if store_namespaces is not None:
             privacy.check_namespaces(store_namespaces)
         self.tiers.attach(checkpointer=checkpointer, store=store, store_namespaces=store_namespaces)
+        self.tiers.record_attachments()
 
     def forget_user(
         self,

@@ -206,3 +206,38 @@ async def test_a_recalled_item_deleted_or_edited_stays_in_no_checkpoint(
         holding = [k for k in holding if not k.endswith(b":sum:items")]
     assert holding == []  # before: the thread's cp:blobs and cp:writes held the section
     assert agent.get_state({"configurable": {"thread_id": "t1"}}).values["messages"]
+
+
+def test_an_erasure_from_another_process_knows_what_the_app_attached(data_dir: Path) -> None:
+    """Issue 55 item 4: the app attached its store's namespaces and a saver of its own;
+    an erasure from another process (a second memory on the same data dir, as the CLI,
+    the console and the MCP server open it; then the CLI itself) erases the store items
+    and says what it could not reach instead of reporting a complete erasure."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_tiered_memory.cli import main
+
+    app = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    other = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    try:
+        store = app.store()
+        app.attach(store=store, store_namespaces=[("{user_id}",)])
+        app.attach(checkpointer=InMemorySaver())
+        store.put(("ann", "health"), "d1", {"text": "Diagnosis: ZORBLAX syndrome."})
+        store.put(("bob", "health"), "d1", {"text": "Bob: QUUXOL."})
+        assert "ZORBLAX" in str(other.export_user("ann")["store"])
+        assert other.export_user("ann")["unreached"] == ["checkpointer InMemorySaver"]
+        removed = other.forget_user("ann")
+        assert removed["store_items"] == 1 and removed["unreached"] == 1
+        assert _files_with(data_dir, b"ZORBLAX") == []
+        assert other.connection is not None
+        sync = other.connection.sync
+        assert [k for k in sync.scan_iter() if b"ZORBLAX" in (sync.dump(k) or b"")] == []
+        assert store.get(("bob", "health"), "d1") is not None  # another user's, kept
+        # the command line erases bob's item too, and says the erasure was not complete
+        code = main(["forget", "--user", "bob", "--yes", "--data-dir", str(data_dir)])
+        assert code != 0
+        assert [k for k in sync.scan_iter() if b"QUUXOL" in (sync.dump(k) or b"")] == []
+    finally:
+        other.close()
+        app.close()
