@@ -463,8 +463,18 @@ def _jsonable(value: Any) -> Any:
 
 
 def _derived_only_from(items: Sequence[Document], thread_id: str) -> list[str]:
+    """The items ``thread_id`` may be the only source of: those from it alone, and those
+    no message carried (a paraphrase, attributed to its whole batch) whose batch held it.
+    """
     return [
         str(d.id)
         for d in items
-        if d.id is not None and d.metadata.get("source_threads") == [thread_id]
+        if d.id is not None
+        and (
+            d.metadata.get("source_threads") == [thread_id]
+            or (
+                d.metadata.get("source_basis") == "batch"
+                and thread_id in (d.metadata.get("source_threads") or ())
+            )
+        )
     ]

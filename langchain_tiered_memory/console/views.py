@@ -43,6 +43,7 @@ _ITEM_FIELDS = {
     "supersedes",
     "source_threads",
     "source_positions",
+    "source_basis",
     "source_start",
     "source_end",
     "edits",

@@ -6,7 +6,9 @@ them. Recording the batch's threads on every item made ``forget_thread`` delete 
 in ordinary use (items "made only from" the thread were none). Each item is attributed to
 the messages that carry its content: character n-grams, any language (the summarizer's
 own measure), the summary's framing ("The user ...") left out. Where no message carries
-enough of it (an abstraction), the item is the whole batch's: kept, never wrongly erased.
+enough of it (an abstraction), the item is the whole batch's (``source_basis="batch"``):
+forgetting any of the batch's threads deletes it, so nothing made only from a forgotten
+thread survives (an item the user also said elsewhere may go with it: the safe side).
 """
 
 from __future__ import annotations
@@ -68,10 +70,14 @@ def item_provenance(
         grams = char_grams(item) - FRAME_GRAMS
         shares = [(pos, len(grams & have) / len(grams)) for pos, have in texts] if grams else []
         best = max((share for _, share in shares), default=0.0)
+        basis = "carried"
         if best >= MIN_SOURCE_SHARE:
             sources = [pos for pos, share in shares if share >= max(best / 2, MIN_SOURCE_SHARE)]
         else:
-            sources = batch  # no message carries it: the whole batch's
+            # no message carries it (a paraphrase: "I don't eat meat." -> "The user is
+            # vegetarian."): the whole batch's, marked, so that forgetting any thread of
+            # the batch deletes it too (for an erasure, keeping is the unsafe side)
+            sources, basis = batch, "batch"
         threads = list(dict.fromkeys(t for t in (thread_at(spans, p) for p in sources) if t))
         out.append(
             {
@@ -79,6 +85,7 @@ def item_provenance(
                 "source_end": end,
                 "source_positions": sources,
                 "source_threads": threads,
+                "source_basis": basis,
             }
         )
     return out

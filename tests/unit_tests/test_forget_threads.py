@@ -302,3 +302,37 @@ def test_one_thread_id_check_from_every_door(embedded_memory: TieredMemory) -> N
         with pytest.raises(InvalidArgumentError, match=message):
             door()
     assert memory.history.length("gus") == 0
+
+
+@pytest.mark.parametrize(
+    ("said", "paraphrase", "other", "kept"),
+    [
+        (
+            "I don't eat meat.",
+            "The user is vegetarian.",
+            "I went hiking in the Alps last summer.",
+            "The user went hiking in the Alps last summer.",
+        ),
+        (
+            "我不吃肉。",
+            "用户是素食者。",
+            "我去年夏天去阿尔卑斯山徒步了。",
+            "用户去年夏天去阿尔卑斯山徒步了。",
+        ),
+    ],
+)
+def test_forget_thread_takes_the_items_the_model_paraphrased_from_it(
+    memory_factory: Callable[..., TieredMemory], said: str, paraphrase: str, other: str, kept: str
+) -> None:
+    """Issue 55 item 10: an item no message carries (the model's paraphrase) was the
+    whole batch's, and survived forgetting the only thread that said it. Now forgetting
+    any thread of its batch deletes it; the item carried by the other thread stays."""
+    memory = memory_factory()
+    memory.add_session_log("ann", [HumanMessage(said), AIMessage("Noted.")], thread_id="a")
+    memory.add_session_log("ann", [HumanMessage(other), AIMessage("Nice!")], thread_id="b")
+    call = {"name": "SummaryItems", "args": {"items": [paraphrase, kept]}, "id": "s"}
+    model = ScriptedChatModel(replies=[AIMessage(content="", tool_calls=[call])])
+    memory.summarize_history("ann", model, reconcile=False)
+    assert {d.page_content for d in memory.summaries.get_all("ann")} == {paraphrase, kept}
+    memory.forget_thread("ann", "a")
+    assert [d.page_content for d in memory.summaries.get_all("ann")] == [kept]
