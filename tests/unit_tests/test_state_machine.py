@@ -1,0 +1,233 @@
+"""A model-based test of the privacy and ownership guarantees (issue 55): hypothesis drives
+random interleavings of two or three users' turns on shared and private thread ids, tag
+writes, summary items, single deletes and edits, ``forget_thread``, ``forget_user``, TTL
+expiry (time moved on the server, never slept), restarts of the memory and reads from each
+door, on a real embedded server, and checks the invariants after every step:
+
+- no user's export, prompt or thread state holds another user's text;
+- after an erasure, a delete or an expiry, no key of the keyspace (SCAN + DUMP) holds the
+  erased text;
+- no acknowledged turn is lost: each is in its user's history until erased.
+
+The suite runs a bounded number of examples; ``TM_STATE_MACHINE_EXAMPLES=500`` runs more
+(the issue's long run; the note gives its count).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from langchain_core.messages import HumanMessage
+
+from langchain_tiered_memory import (
+    HashingEmbeddings,
+    ThreadOwnershipError,
+    TieredMemory,
+    create_memory_graph,
+)
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+USERS = ("ann", "bob", "cyd")
+SHARED = ("room-1", "room-2")  # thread ids several users try
+TTL = 3600  # user_ttl, seconds; expiry is simulated by moving the server's clocks
+EXAMPLES = int(os.environ.get("TM_STATE_MACHINE_EXAMPLES", "12"))
+
+
+class MemoryMachine(RuleBasedStateMachine):
+    """The memory as the app, the CLI and the console use it, against a plain model."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="tm-sm-"))
+        self.n = 0
+        # the model: what each user said that must still be there, per thread
+        self.said: dict[str, dict[str, list[str]]] = {u: {} for u in USERS}
+        self.owner: dict[str, str] = {}  # thread -> user of its first turn
+        self.items: dict[str, dict[str, str]] = {u: {} for u in USERS}  # id -> text
+        self.tags: dict[str, list[str]] = {u: [] for u in USERS}  # every value (history)
+        self.erased: set[str] = set()  # texts no key may hold any more
+        self._open()
+
+    def _open(self) -> None:
+        self.memory = TieredMemory.embedded(self.dir, embeddings=HashingEmbeddings(), user_ttl=TTL)
+        assert self.memory.connection is not None
+        self.memory.connection.sync.config_set("rdbcompression", "no")  # DUMP shows text
+        self.graph: Any = create_memory_graph(
+            ScriptedChatModel(replies=["ok"]),
+            memory=self.memory,
+            checkpointer=self.memory.checkpointer(),
+            recall_k=2,
+        )
+
+    def teardown(self) -> None:
+        self.memory.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _token(self, user: str) -> str:
+        self.n += 1
+        return f"zq{user}x{self.n}q"  # a user's text: unique, and no other user's id
+
+    def _forget_texts(self, texts: list[str]) -> None:
+        self.erased.update(texts)
+
+    # ----- rules -----
+
+    @rule(
+        user=st.sampled_from(USERS),
+        thread=st.one_of(st.sampled_from(SHARED), st.sampled_from(("own-1", "own-2"))),
+    )
+    def turn(self, user: str, thread: str) -> None:
+        if thread.startswith("own"):
+            thread = f"{user}-{thread}"
+        text = self._token(user)
+        config = {"configurable": {"thread_id": thread}}
+        owner = self.owner.get(thread, user)
+        try:
+            self.graph.invoke(
+                {"messages": [HumanMessage(f"note {text}")]}, config, context={"user_id": user}
+            )
+        except ThreadOwnershipError:
+            assert owner != user, f"{user} refused on their own thread {thread}"
+            return
+        assert owner == user, f"{user}'s turn ran on {owner}'s thread {thread}"
+        self.owner[thread] = user
+        self.said[user].setdefault(thread, []).append(text)
+
+    @rule(user=st.sampled_from(USERS))
+    def tag_write(self, user: str) -> None:
+        value = self._token(user)
+        self.memory.set_user_tags(user, {"name": value})
+        # a tag's change history keeps the old values until the user is forgotten
+        self.tags[user].append(value)
+
+    @rule(user=st.sampled_from(USERS))
+    def add_item(self, user: str) -> None:
+        text = self._token(user)
+        (item_id,) = self.memory.add_summaries(user, [f"The user said {text}."])
+        self.items[user][item_id] = text
+
+    @precondition(lambda self: any(self.items.values()))
+    @rule(data=st.data())
+    def delete_item(self, data: st.DataObject) -> None:
+        user = data.draw(st.sampled_from([u for u in USERS if self.items[u]]))
+        item_id = data.draw(st.sampled_from(sorted(self.items[user])))
+        self.memory.delete_summaries(user, [item_id])
+        self._forget_texts([self.items[user].pop(item_id)])
+
+    @precondition(lambda self: any(self.items.values()))
+    @rule(data=st.data())
+    def edit_item(self, data: st.DataObject) -> None:
+        user = data.draw(st.sampled_from([u for u in USERS if self.items[u]]))
+        item_id = data.draw(st.sampled_from(sorted(self.items[user])))
+        text = self._token(user)
+        self.memory.update_summary(user, item_id, f"The user said {text}.")
+        # the item keeps its earlier text (metadata["edits"]): not erased, still the user's
+        self.items[user][item_id] = text
+
+    @precondition(lambda self: any(self.said[u] for u in USERS))
+    @rule(data=st.data())
+    def forget_thread(self, data: st.DataObject) -> None:
+        user = data.draw(st.sampled_from([u for u in USERS if self.said[u]]))
+        thread = data.draw(st.sampled_from(sorted(self.said[user])))
+        self.memory.forget_thread(user, thread)
+        self._forget_texts(self.said[user].pop(thread))
+        self.owner.pop(thread, None)  # erasure frees the id
+
+    @rule(user=st.sampled_from(USERS))
+    def forget_user(self, user: str) -> None:
+        self.memory.forget_user(user)
+        self._erase_model(user)
+
+    @rule(user=st.sampled_from(USERS))
+    def expire(self, user: str) -> None:
+        """``user_ttl`` passes for ``user``: every key of theirs expires together (their
+        keys and threads' keys moved to 1 ms, the directory's clock moved back), then
+        ``other``'s next read sweeps the directory, with no worker."""
+        connection = self.memory.connection
+        assert connection is not None
+        sync = connection.sync
+        threads = [t for t, owner in self.owner.items() if owner == user]
+        patterns = [f"tm:{{{user}}}*", *(f"tm:{{cp:{t}}}*" for t in threads)]
+        for pattern in patterns:
+            for key in sync.scan_iter(match=pattern):
+                sync.pexpire(key, 1)
+        sync.zadd("tm:{dir:}:dir:active", {user: time.time() - TTL - 60}, xx=True)
+        deadline = time.monotonic() + 10
+        while any(sync.exists(k) for p in patterns for k in sync.scan_iter(match=p)):
+            assert time.monotonic() < deadline, "keys did not expire"
+            time.sleep(0.005)  # the server's clock: 1 ms, not the TTL
+        other = USERS[(USERS.index(user) + 1) % len(USERS)]
+        self.memory.load(other, "hello")
+        self._erase_model(user)
+
+    @rule()
+    def restart(self) -> None:
+        self.memory.close()
+        self._open()
+
+    def _erase_model(self, user: str) -> None:
+        texts = [t for thread in self.said[user].values() for t in thread]
+        texts += list(self.items[user].values())
+        texts += self.tags[user]
+        self._forget_texts(texts)
+        self.said[user] = {}
+        self.items[user] = {}
+        self.tags[user] = []
+        for thread in [t for t, owner in self.owner.items() if owner == user]:
+            del self.owner[thread]
+
+    # ----- invariants -----
+
+    @invariant()
+    def no_user_reads_another_users_text(self) -> None:
+        for user in USERS:
+            exported = str(self.memory.export_user(user))
+            prompt = str(self.memory.load(user, "what do you know about me?"))
+            for other in USERS:
+                if other == user:
+                    continue
+                mark = f"zq{other}x"
+                assert mark not in exported, f"{user}'s export holds {other}'s text"
+                assert mark not in prompt, f"{user}'s prompt holds {other}'s text"
+            for thread in self.said[user]:
+                config = {"configurable": {"thread_id": thread, "user_id": user}}
+                state = str(self.graph.get_state(config).values)
+                assert all(f"zq{o}x" not in state for o in USERS if o != user)
+
+    @invariant()
+    def no_acknowledged_turn_is_lost(self) -> None:
+        for user in USERS:
+            history = " ".join(str(m.text) for m in self.memory.load_context(user, max=10_000))
+            for thread, texts in self.said[user].items():
+                for text in texts:
+                    assert text in history, f"{user}'s turn {text} on {thread} was lost"
+
+    @invariant()
+    def no_key_holds_erased_text(self) -> None:
+        if not self.erased:
+            return
+        connection = self.memory.connection
+        assert connection is not None
+        sync = connection.sync
+        needles = [t.encode() for t in self.erased]
+        for key in sync.scan_iter(count=1000):
+            dumped = sync.dump(key) or b""
+            held = [n for n in needles if n in dumped]
+            assert not held, f"{key!r} still holds {held}"
+
+
+MemoryMachine.TestCase.settings = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+TestMemoryStateMachine = MemoryMachine.TestCase
