@@ -51,6 +51,7 @@ def _environment() -> Environment:
     env.filters["q"] = lambda params: urlencode(params)
     env.filters["idq"] = form_id
     env.filters["typed"] = typed_id
+    env.filters["shown"] = shown_id
     return env
 
 
@@ -63,8 +64,28 @@ def form_id(value: str) -> str:
 
 
 def from_form(value: Any) -> str:
-    """An id a page sent back (see :func:`form_id`)."""
-    return unquote(value) if isinstance(value, str) else ""
+    """An id a page sent back (see :func:`form_id`), or one a person typed into the URL.
+
+    A page's id is the canonical encoding of one (``quote(unquote(v), safe="") == v``); a
+    typed one that is not is taken as typed: ``?u=100%41off`` is the user "100%41off",
+    not "100Aoff" (a second decoding would open another user's page).
+    """
+    if not isinstance(value, str):
+        return ""
+    decoded = unquote(value)
+    return decoded if form_id(decoded) == value else value
+
+
+def shown_id(user_id: str) -> str:
+    """An id as a page shows it: control characters as escapes (a NUL or a line feed
+    would read as nothing) and quoted when white space starts or ends it, so that two ids
+    that differ only there never look the same.
+    """
+    shown = "".join(
+        c.encode("unicode_escape").decode() if unicodedata.category(c) == "Cc" else c
+        for c in user_id
+    )
+    return f"“{shown}”" if shown != shown.strip() else shown
 
 
 def typed_id(user_id: str) -> str:

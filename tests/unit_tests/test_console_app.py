@@ -247,3 +247,23 @@ def test_the_explanation_ranks_the_turns_the_playground_recalled_with(
     assert shown.recalled.index(lisbon) == 0
     explained = views.explain(memory, "y", shown.turns, 3, str(lisbon.id), shown)
     assert explained.verdict.startswith("Recalled at #1") and explained.by_score == 0
+
+
+def test_a_hand_typed_id_opens_that_user_and_odd_ids_look_odd(memory: TieredMemory) -> None:
+    """Issue 55 item 15: ``?u=100%41off`` opened user "100Aoff" (decoded twice); ids with
+    a NUL, a line feed or surrounding spaces displayed as ordinary names."""
+    from langchain_tiered_memory.console.app import form_id, from_form
+
+    memory.set_user_tags("100%41off", {"name": "Percent"})
+    memory.set_user_tags("100Aoff", {"name": "Other"})
+    client = _client(memory)
+    page = client.get("/user?u=100%2541off").text  # what a person types: the id as shown
+    assert "Percent" in page and "Other" not in page
+    for odd in ("a\x00b", "line\nfeed", " padded ", "a%20b", "100%41off"):
+        assert from_form(form_id(odd)) == odd  # what the pages carry comes back as it was
+    memory.set_user_tags(" ann ", {"name": "Spaced"})
+    memory.set_user_tags("ann", {"name": "Plain"})
+    listing = client.get("/").text
+    assert "“ ann ”" in listing
+    memory.set_user_tags("nul\x00id", {"name": "Nul"})
+    assert "nul\\x00id" in client.get("/").text
