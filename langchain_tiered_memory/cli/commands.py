@@ -88,28 +88,74 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise ImportError(
             "tiered-memory mcp needs the [mcp] extra: pip install 'langchain-tiered-memory[mcp]'"
         ) from exc
+    from mcp.server.transport_security import TransportSecuritySettings
+
     from langchain_tiered_memory.console.security import is_loopback  # Starlette: with mcp
 
     tokens = _mcp_tokens(args)
     user = None if tokens else user_id_of(args)
     with open_memory(args) as memory:
         server = create_mcp_server(memory, user_id=user, tokens=tokens or None)
-        if args.http:
-            server.settings.host = args.host
-            server.settings.port = args.port
-            if not is_loopback(args.host):
-                from mcp.server.transport_security import TransportSecuritySettings
-
-                # reached by other names than localhost; every request needs a token anyway
-                server.settings.transport_security = TransportSecuritySettings(
-                    enable_dns_rebinding_protection=False
-                )
-            whose = f"user {user!r}" if user else f"{len(set(tokens.values()))} users by token"
-            print(f"MCP server for {whose}: http://{args.host}:{args.port}/mcp", file=sys.stderr)
-            server.run("streamable-http")
-        else:
-            server.run("stdio")  # stdout carries the protocol: nothing else is printed there
+        if not args.http:
+            _serve_stdio(server, memory)
+            return EXIT_OK
+        host = args.host
+        if is_loopback(host):
+            # the names this server is reached by (127.0.0.2 too), against DNS rebinding
+            names = dict.fromkeys([host, "127.0.0.1", "localhost", "[::1]"])
+            security = TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=[f"{n}:*" for n in names],
+                allowed_origins=[f"http://{n}:*" for n in names],
+            )
+        else:  # reached by other names; every request needs a token anyway
+            security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        server.settings.transport_security = security
+        whose = f"user {user!r}" if user else f"{len(set(tokens.values()))} users by token"
+        _serve_http(server, host, args.port, f"MCP server for {whose}")
     return EXIT_OK
+
+
+def _serve_http(server: Any, host: str, port: int, what: str) -> None:
+    """Serve streamable HTTP; say the URL once the port is bound, never before (a client
+    would send its bearer token to whatever holds a busy port).
+    """
+    import uvicorn
+
+    class Announcing(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                shown = f"[{host}]" if ":" in host else host
+                print(f"{what}: http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
+
+    config = uvicorn.Config(server.streamable_http_app(), host=host, port=port, log_level="warning")
+    Announcing(config).run()  # a port already in use: uvicorn logs it and exits 1
+
+
+def _serve_stdio(server: Any, memory: Any) -> None:
+    """Serve over stdio until the client closes stdin, or one Ctrl-C or SIGTERM.
+
+    The SDK reads stdin in a thread that no cancellation reaches: after a signal the
+    process waited for the client's next line. So a signal closes the memory (its
+    embedded server with it) and ends the process at once.
+    """
+    import os
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        try:
+            memory.close()
+        finally:
+            sys.stderr.flush()
+            os._exit(EXIT_OK)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run("stdio")  # stdout carries the protocol: nothing else is printed there
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _mcp_tokens(args: argparse.Namespace) -> dict[str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers.signals import like_a_terminal
 from langchain_core.messages import HumanMessage
 
 from langchain_tiered_memory import (
@@ -345,3 +347,85 @@ def test_tokens_must_be_long_and_name_valid_users(data_dir: Path) -> None:
             create_mcp_server(memory, user_id="ana", tokens={"t" * 32: "ana"})
         with pytest.raises(ValueError, match="user"):
             create_mcp_server(memory, tokens={"t" * 32: ""})
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_the_stdio_server_stops_on_one_signal(data_dir: Path, sig: int) -> None:
+    """Issue 59 item 4: the first Ctrl-C did nothing for 60 s, a second stopped its Redis
+    but the process stayed until stdin closed (SIGTERM the same). One signal now stops
+    it, and the embedded server it started with it; stdin stays open, as a client's."""
+    proc = subprocess.Popen(
+        [sys.executable, *_args(data_dir, "ann")],
+        env=_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=like_a_terminal,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
+        proc.stdin.write((json.dumps(hello) + "\n").encode())
+        proc.stdin.flush()
+        assert b'"result"' in proc.stdout.readline()  # serving, its Redis started
+        assert EmbeddedRedis(data_dir).server_alive()
+        proc.send_signal(sig)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not EmbeddedRedis(data_dir).server_alive()
+
+
+def test_an_http_server_on_another_loopback_address_serves_its_own_host(
+    data_dir: Path,
+) -> None:
+    """Issue 55 item 14: on 127.0.0.2 every request got 421 (only 127.0.0.1's names were
+    allowed); and the URL is printed once the port is bound, not before."""
+    port = _free_port()
+    args = [*_args(data_dir, "ann"), "--http", "--host", "127.0.0.2", "--port", str(port)]
+    proc = subprocess.Popen([sys.executable, *args], env=_env(), stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        url = f"http://127.0.0.2:{port}/mcp"
+        lines: list[str] = []
+        while not any(url in line for line in lines):  # the SDK logs a line first
+            lines.append(proc.stderr.readline())
+            assert lines[-1] and len(lines) < 50, lines
+        # printed after the bind: the port answers now
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.2", port)) == 0
+        answer = httpx.post(
+            f"http://127.0.0.2:{port}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            headers={"Accept": "application/json, text/event-stream"},
+            timeout=30,
+        )
+        assert answer.status_code != 421, answer.text
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def test_a_busy_port_gets_no_url(data_dir: Path) -> None:
+    """The URL names a server only once this one holds the port."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        args = [*_args(data_dir, "ann"), "--http", "--port", str(port)]
+        done = subprocess.run(
+            [sys.executable, *args], env=_env(), capture_output=True, text=True, timeout=120
+        )
+    assert done.returncode != 0
+    assert f":{port}/mcp" not in done.stderr
