@@ -14,6 +14,7 @@ status 1; usage errors exit with status 2.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import textwrap
@@ -417,6 +418,11 @@ def _interrupted(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _from_model_client(exc: BaseException) -> bool:
+    """Whether ``exc`` is the model client's (``openai``, ``httpx`` beneath it)."""
+    return any(c.__module__.split(".")[0] in ("openai", "httpx") for c in type(exc).__mro__)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``tiered-memory``; returns the exit status."""
     parser = build_parser()
@@ -435,6 +441,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except (TieredMemoryError, ValueError, OSError, ImportError) as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:
+        if not _from_model_client(exc):
+            raise
+        # a model server that is down, or a wrong URL or key: one line, not 50 frames
+        where = os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
+        print(
+            f"{PROG}: error: the chat model at {where} failed: {_one_line(exc)}. Check "
+            "OPENAI_BASE_URL, OPENAI_API_KEY and --model, and that the server is running.",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     finally:
         if previous is not None:  # main() called in a process of the caller's

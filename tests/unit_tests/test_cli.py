@@ -659,3 +659,19 @@ def test_mcp_without_its_extra_names_the_extra(
     code, _, err = run_cli(capsys, "mcp", "--user", "ann", *opts(data_dir))
     assert code == 1
     assert "[mcp] extra" in err and "pip install" in err
+
+
+def test_a_model_server_that_is_down_is_one_line(data_dir: Path) -> None:
+    """Issue 59 item 5: a wrong OPENAI_BASE_URL crashed chat with a 50-frame traceback."""
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "OPENAI_API_KEY")}
+    env.update(OPENAI_BASE_URL="http://127.0.0.1:9/v1", OPENAI_API_KEY="sk-test")
+    proc = subprocess.run(
+        [sys.executable, "-m", "langchain_tiered_memory.cli", "chat", "--user", "alice"]
+        + ["--model", "some-model", *opts(data_dir)],
+        input="Hello!\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert_one_line_error(proc, "http://127.0.0.1:9/v1", "OPENAI_BASE_URL")
