@@ -82,9 +82,10 @@ def main() -> None:
         from langchain_tiered_memory.embeddings import OnnxMiniLMEmbeddings
 
         minilm = OnnxMiniLMEmbeddings(threads=2)
-        minilm.embed_documents(["warm up"])
-    except ImportError:
-        pass
+        minilm.embed_documents(["warm up", "a second text"])
+    except ImportError as exc:  # the MiniLM column needs the [minilm] extra
+        minilm = None
+        print(f"\n(no MiniLM column: {exc})")
     print("\n### A turn's recall query on the dev conversations (joined turns + latest)\n")
     print(
         "| language | tokens p50 (joined) | e5 p50 ms | p99 ms | e5 all cores: p50 ms | p99 ms"

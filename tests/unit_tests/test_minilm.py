@@ -178,3 +178,14 @@ def test_an_unwritable_cache_falls_back_to_a_temporary_one(
     monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
     assert len(OnnxMiniLMEmbeddings().embed_query("hello")) == 384
     assert list(tmp_path.glob("langchain-tiered-memory-onnx-*/*.onnx"))
+
+
+def test_without_onnxruntime_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 59 item 7: a bench without [minilm] failed with a raw ModuleNotFoundError."""
+    import sys
+
+    from langchain_tiered_memory.embeddings import OnnxMiniLMEmbeddings
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(ImportError, match=r"\[minilm\] extra"):
+        OnnxMiniLMEmbeddings().embed_query("hello")
