@@ -35,6 +35,7 @@ from langchain_tiered_memory.language.registry import (
 from langchain_tiered_memory.language.text import (
     is_cjk,
     is_first_person,
+    is_question,
     said_item,
     split_sentences,
     tokenize,
@@ -298,8 +299,8 @@ def clean_items(
     candidates: Sequence[Any], source_text: str | None = None, transcript: str | None = None
 ) -> list[str]:
     """Validate candidate items by form, in any language: text, 4-300 characters, with a
-    letter, not a copy of the summarizer's instructions or of one of its examples in words
-    the ``transcript`` never used, not the assistant's words about
+    letter, not a question, not a copy of the summarizer's instructions or of one of its
+    examples in words the ``transcript`` never used, not the assistant's words about
     itself ("The assistant will ...", "I will keep that in mind"), no duplicates, at most 20.
     HTML entities (``&#39;``, ``&amp;``: a server's chat template escaped the prompt and
     the model copied them) are decoded unless the ``transcript`` itself holds them.
@@ -338,6 +339,8 @@ def clean_items(
         if not (MIN_ITEM_CHARS <= len(text) <= MAX_ITEM_CHARS):
             continue
         if not any(c.isalpha() for c in text) or _copies_instructions(text):
+            continue
+        if is_question(text):  # a question is not a memory (a small model echoed one)
             continue
         if transcript is not None and _copies_an_example(text, transcript):
             continue

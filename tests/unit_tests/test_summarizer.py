@@ -140,3 +140,28 @@ def test_items_past_the_length_bound_are_dropped() -> None:
     for guard in (source, None):
         assert clean_items([at_bound], guard) == [at_bound]
         assert clean_items([past_bound], guard) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "statement"),
+    [
+        ("¿Cuántos años tengo?", "Mi cumpleaños es el 8 de mayo."),
+        ("How old am I?", "My birthday is on May 8."),
+        ("我多大了？", "我的生日是5月8日。"),
+    ],
+)
+def test_a_question_is_not_a_memory(question: str, statement: str) -> None:
+    """Issue 59 item 3: a small model's items were the user's question, and the statement
+    with the birthday was stored nowhere. The question is dropped; with no item left the
+    extractive fallback keeps the statement."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from langchain_tiered_memory.summarization.summarizer import summarize_messages
+    from langchain_tiered_memory.testing import ScriptedChatModel
+
+    call = {"name": "SummaryItems", "args": {"items": [question]}, "id": "s"}
+    model = ScriptedChatModel(replies=[AIMessage(content="", tool_calls=[call])])
+    messages = [HumanMessage(statement), AIMessage("Ok."), HumanMessage(question)]
+    items = summarize_messages(model, messages, extractive_fallback=True, grounded=True)
+    assert items and all("?" not in i and "？" not in i for i in items)
+    assert any(("8" in i or "May 8" in i) for i in items), items
