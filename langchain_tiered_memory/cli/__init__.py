@@ -182,6 +182,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="summarize in the background once N messages are unsummarized, as the "
         "graph's auto_summarize_after does (default: 10; 0: only on request)",
     )
+    chat.add_argument(
+        "--no-summary-at-exit",
+        action="store_true",
+        help="do not summarize what is unsummarized when the chat ends (by default it "
+        "is, so that what you said is known in your next chat)",
+    )
     chat.set_defaults(func=cmd_chat)
 
     demo = sub.add_parser(

@@ -71,6 +71,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         finally:
             with console.status("finishing the background summarization..."):
                 memory.wait_for_background()
+        if not args.no_summary_at_exit:
+            session.keep_what_was_said()
     return EXIT_OK
 
 
@@ -133,6 +135,28 @@ class _ChatSession:
                 self.graph, user_id=self.user, thread_id=self.thread_id, text=text, on_update=show
             )
         line(self.console, f"assistant> {result.reply or '(no text)'}", style="bold")
+        # as the demo does: a small model's template or report is not the model's answer
+        who = "the package wrote this reply" if result.by_package else "the model's reply"
+        line(self.console, f"  [{who}]", style="dim")
+
+    def keep_what_was_said(self) -> None:
+        """At the end of a session, summarize what the history holds unsummarized, so that
+        what the user said in this chat is known in the next one (a newcomer does not
+        know /summarize); a model that gives no usable item keeps the user's own
+        statements.
+        """
+        from langchain_tiered_memory.agent.policy import ModelPolicy
+        from langchain_tiered_memory.errors import SummarizationError
+
+        options = {**ModelPolicy(small=self.small).summary_options, "extractive_fallback": True}
+        try:
+            with self.console.status("keeping what you said for your next chat..."):
+                ids = self.memory.summarize_history(self.user, self.model, **options)
+        except SummarizationError as exc:
+            line(self.console, f"could not keep this chat in memory: {exc}", style="red")
+            return
+        if ids:
+            line(self.console, f"kept {len(ids)} item(s) for your next chat", style="dim")
 
     def command(self, text: str) -> bool:
         """Run a slash command; ``False`` to leave the chat."""

@@ -675,3 +675,27 @@ def test_a_model_server_that_is_down_is_one_line(data_dir: Path) -> None:
         env=env,
     )
     assert_one_line_error(proc, "http://127.0.0.1:9/v1", "OPENAI_BASE_URL")
+
+
+@pytest.mark.parametrize(
+    ("said", "asked", "fact"),
+    [
+        ("My birthday is on May 8.", "When is my birthday?", "May 8"),
+        ("我的生日是5月8日。", "我的生日是哪天？", "5月8日"),
+        ("Mi cumpleaños es el 8 de mayo.", "¿Cuándo es mi cumpleaños?", "8 de mayo"),
+    ],
+)
+def test_what_a_user_says_in_one_chat_is_known_in_the_next(
+    capsys: pytest.CaptureFixture[str], data_dir: Path, said: str, asked: str, fact: str
+) -> None:
+    """Issue 59 item 2: a fact told in one chat session was lost in the next unless the
+    user knew to summarize. The session summarizes what is unsummarized when it ends; the
+    next session's memory section holds it. Each reply says who wrote it."""
+    args = ("chat", "--user", "ann", "--model", "fake", "--summarize-after", "0", *opts(data_dir))
+    code, out, err = run_cli(capsys, *args, stdin=f"{said}\n")
+    assert code == 0, err
+    assert "[the model's reply]" in out or "[the package wrote this reply]" in out
+    assert "kept 1 item(s) for your next chat" in out
+    code, out, err = run_cli(capsys, *args, "--show-prompt", stdin=f"{asked}\n")
+    assert code == 0, err
+    assert fact in out.split("assistant>")[0]  # in the memory section before the answer
