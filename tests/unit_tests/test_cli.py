@@ -579,8 +579,9 @@ def test_chat_summarizes_by_itself_after_summarize_after_messages(
         items = [d.page_content for d in memory.summaries.get_all("alice")]
         assert memory.summaries.get_watermark("alice") >= 4
     assert any("May 8" in item for item in items), items
-    # 0 switches it off
+    # 0 switches it off (and the summary at the chat's end, issue 59, is off here too)
     off = ["chat", "--user", "bob", "--model", "fake", "--summarize-after", "0"]
+    off.append("--no-summary-at-exit")
     code, _, err = run_cli(capsys, *off, *opts(data_dir), stdin=script + "\n")
     assert code == 0, err
     with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
