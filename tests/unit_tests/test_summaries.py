@@ -19,10 +19,12 @@ from langchain_tiered_memory import (
     EmbeddedRedis,
     EmbeddingsMismatchError,
     HashingEmbeddings,
+    InMemorySummaryStore,
     InvalidSummaryError,
     InvalidUserIdError,
     RedisConnection,
     RedisSummaryStore,
+    RetrievalConfig,
     SummaryRetriever,
     TieredMemory,
     WatermarkConflict,
@@ -628,3 +630,41 @@ def test_int8_vectors_keep_the_ranking_of_float32() -> None:
     query = rows[0] + 0.1 * rows[1]
     assert np.argsort(-(rows @ query))[:5].tolist() == np.argsort(-(back @ query))[:5].tolist()
     assert decode_vectors([b"\x00" * 7], 384) is None
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        RetrievalConfig.dense_only(),  # knobs read at search time
+        RetrievalConfig(bm25_k1=2.0, bm25_b=0.3, lexical_weight=0.6),  # the index's structure
+    ],
+)
+def test_a_live_retrieval_change_ranks_cached_users_with_it(
+    memory_factory: MemoryFactory, config: RetrievalConfig
+) -> None:
+    """Issue 57 item 3: a cached index kept the config it was built with until the
+    user's items changed. A store whose ``retrieval`` is changed ranks with it."""
+    memory = memory_factory()
+    texts = [
+        "Alice keeps bees on the roof of her building.",
+        "Alice's sister Emma lives in Lyon.",
+        "Alice failed her driving test in March.",
+        "Alice drinks green tea every morning.",
+    ]
+    memory.add_summaries("alice", texts, created_at="2026-01-05")
+    query = "Does Alice have any bees?"
+
+    def scores() -> list[tuple[str, float]]:
+        docs = memory.summaries.search("alice", query, k=4)
+        return [(d.page_content, round(d.metadata["score"], 6)) for d in docs]
+
+    before = scores()  # the index is built and cached with the default config
+    memory.summaries.retrieval = config
+    changed = scores()
+    fresh = InMemorySummaryStore(embeddings=HashingEmbeddings(), retrieval=config)
+    fresh.add("alice", texts, created_at="2026-01-05")
+    expected = [
+        (d.page_content, round(d.metadata["score"], 6)) for d in fresh.search("alice", query, k=4)
+    ]
+    assert changed == expected
+    assert changed != before

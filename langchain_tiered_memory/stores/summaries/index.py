@@ -277,6 +277,25 @@ class UserIndex:
                 if r.id.isdigit():
                     self._loaded_upto = max(self._loaded_upto, int(r.id))
 
+    def _configure(self, config: RetrievalConfig) -> None:
+        """Rank with ``config`` from now on: a knob of the ranking is read at search time; a
+        change of the index's structure (BM25's k1 and b, the exact limit) rebuilds it.
+        """
+        old = self.hybrid.config
+        if config == old:
+            return
+        same = (old.bm25_k1, old.bm25_b, old.exact_limit)
+        if same == (config.bm25_k1, config.bm25_b, config.exact_limit):
+            self.hybrid.config = config
+            return
+        rebuilt = HybridIndex(self.dim, config, dense_scripts=self.hybrid.dense_scripts)
+        rebuilt.add(
+            [r.text for r in self.records],
+            self.hybrid.vectors(),
+            [to_epoch(r.created_at) for r in self.records],
+        )
+        self.hybrid = rebuilt
+
     def vectors(self) -> np.ndarray:
         """Every stored vector, in record order (a copy)."""
         with self.lock:
@@ -295,8 +314,11 @@ class UserIndex:
         query: str | None = None,
         now: datetime | None = None,
         include_superseded: bool = False,
+        config: RetrievalConfig | None = None,
     ) -> list[Document]:
-        """The ``k`` best items for ``query`` and its embedding ``vector``, best first.
+        """The ``k`` best items for ``query`` and its embedding ``vector``, best first,
+        ranked by ``config`` (the store's ``retrieval`` now: a store whose ``retrieval`` an
+        app changed ranks with it, cached index or not).
 
         ``metadata["score"]`` is the hybrid relevance in [-1, 1] (see
         :mod:`langchain_tiered_memory.retrieval`), ``metadata["similarity"]`` the plain
@@ -313,6 +335,7 @@ class UserIndex:
                 f"{self.dim}: recall with the embeddings model the items were stored with."
             )
         with self.lock:
+            self._configure(config or RetrievalConfig())
             hidden = None
             if not include_superseded and self.superseded.any():
                 hidden = self.superseded.copy()

@@ -173,7 +173,13 @@ class InMemorySummaryStore(SummaryStore):
         if vector is None:
             vector = self.embed_query(query)
         with self._lock:
-            return index.search(vector, k, query=query, include_superseded=include_superseded)
+            return index.search(
+                vector,
+                k,
+                query=query,
+                include_superseded=include_superseded,
+                config=self.retrieval,
+            )
 
     async def asearch(
         self,

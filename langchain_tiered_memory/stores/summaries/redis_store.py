@@ -272,7 +272,13 @@ class RedisSummaryStore(SummaryStore):
             return []
         if vector is None:
             vector = self.embed_query(query)
-        return index.search(vector, k, query=query, include_superseded=include_superseded)
+        return index.search(
+            vector,
+            k,
+            query=query,
+            include_superseded=include_superseded,
+            config=self.retrieval,
+        )
 
     async def asearch(
         self,
@@ -289,7 +295,13 @@ class RedisSummaryStore(SummaryStore):
             return []
         if vector is None:
             vector = await self.aembed_query(query)
-        return index.search(vector, k, query=query, include_superseded=include_superseded)
+        return index.search(
+            vector,
+            k,
+            query=query,
+            include_superseded=include_superseded,
+            config=self.retrieval,
+        )
 
     def get_watermark(self, user_id: str) -> int:
         """Summarization watermark."""
