@@ -18,6 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_tiered_memory.agent.nodes import DEFAULT_MEMORY_TOKEN_BUDGET
 from langchain_tiered_memory.agent.prompt import quote, render_memory_section
 from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.retrieval.conversation import DEFAULT_CONTEXT_TURNS, recent_user_texts
 from langchain_tiered_memory.stores.directory import (
     PAGE_SIZE,
     RedisUserDirectory,
@@ -199,6 +200,7 @@ class UserView:
     thread_offset: int = 0
     query: ItemQuery = field(default_factory=lambda: ItemQuery())
     found_count: int = 0  # items the query finds (all of them without a query)
+    text_count: int = 0  # of them, those that hold the query's words (the rest: by meaning)
 
 
 def _item_view(doc: Document, supersedes: dict[str, list[str]]) -> ItemView:
@@ -273,10 +275,12 @@ def user_view(
         views = [_item_view(document(d), supersedes) for d in docs]
         items = _find(memory, user_id, views, query)
         found = len(items)
+        by_text = sum(1 for item in items if item.found.startswith("text"))
         items = items[item_offset : item_offset + ITEMS_PER_PAGE]
     else:  # only the page's items are made into rows
         page = docs[item_offset : item_offset + ITEMS_PER_PAGE]
         items, found = [_item_view(document(d), supersedes) for d in page], len(docs)
+        by_text = 0
     messages = memory.history.tail(user_id, HISTORY_SHOWN)
     length = memory.history.length(user_id)
     threads = memory.history.threads(user_id)
@@ -295,6 +299,7 @@ def user_view(
         thread_offset=thread_offset,
         query=query,
         found_count=found,
+        text_count=by_text,
     )
 
 
@@ -356,7 +361,9 @@ def playground(memory: TieredMemory, user_id: str, turns: list[str], k: int) -> 
     ranking of every recalled item. It reads the graph's own way (:meth:`TieredMemory.load`)
     and renders with the graph's default renderer and token budget.
     """
-    turns = [t.strip() for t in turns if t.strip()]
+    # the turns the graph's recall reads (the last DEFAULT_CONTEXT_TURNS user messages):
+    # the same function as the graph's load step, so the playground shows a real turn
+    turns = recent_user_texts([t.strip() for t in turns], DEFAULT_CONTEXT_TURNS)
     if not turns:
         return Playground([], "", [])
     # an inspection, not the user's activity: the user_ttl clock is left alone
@@ -424,7 +431,8 @@ def explain(
         )
         return out
     depth = min(len(docs), EXPLAIN_DEPTH)
-    # the query the playground's recall ran: every turn typed, joined (retrieval/conversation)
+    # the query the playground's recall ran: its turns (the graph's), joined
+    turns = shown.turns or turns
     joined = " ".join(turns)
     ranking = memory.summaries.search(user_id, joined, depth)
     latest = memory.summaries.search(user_id, turns[-1], depth)
@@ -448,10 +456,15 @@ def explain(
     elif out.by_score is None:
         out.verdict = f"Not recalled: not among the best {depth} by score."
     elif out.by_score < k:
+        best_latest = str(latest[0].id) if latest else None
+        kept = best_latest in recalled and best_latest not in [str(d.id) for d in by_score[:k]]
         out.verdict = (
-            f"Not recalled: its score ranks it #{out.by_score + 1}, within {k}, but "
-            "diversity (maximal marginal relevance) chose a less redundant item over it, "
-            "or the latest message's own best item took a place."
+            f"Not recalled: its score ranks it #{out.by_score + 1}, within {k}, but the "
+            f"latest message's own best item ({best_latest}) is kept near the top and took "
+            "a place."
+            if kept
+            else f"Not recalled: its score ranks it #{out.by_score + 1}, within {k}, but "
+            "diversity (maximal marginal relevance) chose a less redundant item over it."
         )
     else:
         last = shown.recalled[-1].metadata.get("score") if shown.recalled else None

@@ -228,8 +228,8 @@ def test_the_users_page_counts_sorts_by_activity_and_finds_tag_values(
 def test_the_explanation_ranks_the_turns_the_playground_recalled_with(
     memory: TieredMemory,
 ) -> None:
-    """The playground recalls with every turn typed; its explanation must rank the same
-    query, or an item recalled first reads as placed lower by score."""
+    """The playground recalls with the turns a graph turn reads; its explanation must
+    rank the same query, or an item recalled first reads as placed lower by score."""
     from langchain_tiered_memory.console import views
 
     memory.add_summaries("y", ["The user spent a week in Lisbon eating custard tarts."])
@@ -243,10 +243,44 @@ def test_the_explanation_ranks_the_turns_the_playground_recalled_with(
         "bicycle repaired",
     ]
     shown = views.playground(memory, "y", turns, 3)
-    (lisbon,) = [d for d in shown.recalled if "Lisbon" in d.page_content][:1]
-    assert shown.recalled.index(lisbon) == 0
-    explained = views.explain(memory, "y", shown.turns, 3, str(lisbon.id), shown)
-    assert explained.verdict.startswith("Recalled at #1") and explained.by_score == 0
+    assert shown.turns == turns[-3:]  # the graph's recall_context_turns
+    first = shown.recalled[0]
+    explained = views.explain(memory, "y", turns, 3, str(first.id), shown)
+    assert explained.verdict.startswith("Recalled at #1")
+
+
+@pytest.mark.parametrize("n_turns", [1, 3, 5])
+def test_the_playground_shows_what_a_graph_turn_recalls(memory: TieredMemory, n_turns: int) -> None:
+    """Issue 57 item 5: the playground read every typed line while the graph reads the last
+    three, so with five turns it showed other memories than a real turn."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_tiered_memory import create_memory_graph
+    from langchain_tiered_memory.console import views
+    from langchain_tiered_memory.testing import ScriptedChatModel
+
+    texts = [
+        "The user spent a week in Lisbon eating custard tarts.",
+        "The user failed the driving test in March.",
+        "The user keeps bees on the roof.",
+        "The user's sister Emma lives in Lyon.",
+        "The user repaired an old bicycle.",
+    ]
+    memory.add_summaries("y", texts)
+    turns = ["Lisbon was lovely", "my driving exam", "bees again", "Emma called", "bike"]
+    turns = turns[-n_turns:]
+    model = ScriptedChatModel(replies=["ok"])
+    graph = create_memory_graph(model, memory=memory, checkpointer=InMemorySaver())
+    for text in turns:
+        graph.invoke(
+            {"messages": [HumanMessage(text)]},
+            {"configurable": {"thread_id": "t"}},
+            context={"user_id": "y"},
+        )
+    seen = model.prompts[-1][0].text  # the last turn's system prompt
+    shown = views.playground(memory, "y", turns, 3)
+    assert shown.section and shown.section in seen
 
 
 def test_a_hand_typed_id_opens_that_user_and_odd_ids_look_odd(memory: TieredMemory) -> None:
@@ -267,3 +301,16 @@ def test_a_hand_typed_id_opens_that_user_and_odd_ids_look_odd(memory: TieredMemo
     assert "“ ann ”" in listing
     memory.set_user_tags("nul\x00id", {"name": "Nul"})
     assert "nul\\x00id" in client.get("/").text
+
+
+def test_find_says_how_many_items_hold_the_words(memory: TieredMemory) -> None:
+    """Issue 57 item 5: Find said "20 of 300 items found" both for a word one item holds
+    and for a word none does: meaning matches are shown as such."""
+    memory.add_summaries("z", ["The user carries an EpiPen for a peanut allergy."])
+    memory.add_summaries("z", [f"The user went hiking on trail {i} near Lyon." for i in range(30)])
+    client = _client(memory)
+    page = client.get("/user?u=z&find=EpiPen").text
+    assert "1 of 31 items hold “EpiPen”" in page
+    page = client.get("/user?u=z&find=zeppelin").text
+    assert "No item holds “zeppelin”" in page
+    assert "items found" not in page
