@@ -88,6 +88,8 @@ class MemorySnapshot:
     tags: dict[str, str] = field(default_factory=dict)
     history: list[BaseMessage] = field(default_factory=list)
     recalled: list[Document] = field(default_factory=list)
+    # with history: the items a newer one superseded (what the history may say as current)
+    superseded: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -365,7 +367,18 @@ class Tiers:
             search = redis.recall(user_id, replies, texts, k)
         if texts and k > 0:
             recalled = yield from _tier(user_id, "summaries", list[Document](), search)
-        return MemorySnapshot(tags=tags, history=history, recalled=recalled)
+        superseded: list[str] = []
+        if history:  # a thread's first turn: what the carried messages may say as current
+            summaries = self.summaries
+            if redis is None:
+                get_all = call(summaries.get_all, summaries.aget_all, user_id)
+                items = yield from _tier(user_id, "summaries", list[Document](), get_all)
+                superseded = [d.page_content for d in items if d.metadata.get("superseded_by")]
+            else:  # the index recall read: no round trip of its own
+                superseded = yield from _tier(
+                    user_id, "summaries", list[str](), redis.superseded(user_id, replies)
+                )
+        return MemorySnapshot(tags=tags, history=history, recalled=recalled, superseded=superseded)
 
 
 def _tier(user_id: str, tier: str, empty: _T, read: Step | Plan[_T] | Callable[[], _T]) -> Plan[_T]:

@@ -207,7 +207,7 @@ class MemoryNodes:
         }
         if "recent_history" not in state:
             # the conversation, not its machinery, within the context budget at compose
-            update["recent_history"] = conversation_only(snap.history)
+            update["recent_history"] = conversation_only(snap.history, snap.superseded)
         if self.settings.keep_tags:
             update["memory_tags"] = dict(snap.tags)
         return update

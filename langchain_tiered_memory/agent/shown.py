@@ -17,15 +17,33 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_tiered_memory.agent.replies import REPORT, only_machinery, said_by_model
+from langchain_tiered_memory.language.registry import languages
+from langchain_tiered_memory.language.text import asks_to_summarize, char_grams
 
 __all__ = ["conversation_only", "models_words"]
 
 
-def conversation_only(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+# what every summary item says whatever it is about ("The user", "用户")
+_FRAME = char_grams(" ".join(language.the_user for language in languages()))
+# a carried message holding this share of a superseded item's content says what it said
+_SAYS = 0.5
+
+
+def _says_what_no_longer_holds(text: str, superseded: Sequence[set[str]]) -> bool:
+    grams = char_grams(text)
+    return any(item and len(item & grams) / len(item) >= _SAYS for item in superseded)
+
+
+def conversation_only(
+    messages: Sequence[BaseMessage], superseded: Sequence[str] = ()
+) -> list[BaseMessage]:
     """What of an earlier thread a new one carries: the user's and the assistant's text,
     without tool calls, tool results (also those a model wrote as its reply, and the
     package's reports of them), empty replies, the package's placeholders and the history's
-    "[not stored: ...]" notes; ids kept (the prompt is de-duplicated by id).
+    "[not stored: ...]" notes, requests to summarize, and what the memory holds as no
+    longer true: a message that says a ``superseded`` item (a real model answered "Where
+    do I live?" with "Paris" from a carried "I live in Paris." while the memory held the
+    move to Berlin); ids kept (the prompt is de-duplicated by id).
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -35,12 +53,17 @@ def conversation_only(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         >>> [m.text for m in kept]
         ["I'm 30.", 'Noted!']
     """
+    old = [char_grams(item) - _FRAME for item in superseded]
     out: list[BaseMessage] = []
     for message in messages:
         text = message.text.strip()
         if not text or text.startswith("[not stored:"):
             continue
+        if old and _says_what_no_longer_holds(text, old):
+            continue
         if isinstance(message, HumanMessage):
+            if asks_to_summarize(text):  # a request done long ago, not conversation
+                continue
             out.append(message)
         elif isinstance(message, AIMessage):
             # what the model said, without the package's report of the tools; then the

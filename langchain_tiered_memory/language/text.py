@@ -24,6 +24,7 @@ from langchain_tiered_memory.language.registry import joined, language_of, langu
 
 __all__ = [
     "STOPWORDS",
+    "char_grams",
     "is_cjk",
     "is_first_person",
     "answer_states",
@@ -344,3 +345,26 @@ def answer_states(reply: str, fact: re.Pattern[str] | str) -> bool:
         if end is None or end.group() not in "?？":
             return True
     return False
+
+
+def char_grams(text: str) -> set[str]:
+    """Character n-grams of ``text``, for any language: trigrams, and bigrams inside CJK runs
+    (where one character is a word or a morpheme). Case, width and punctuation are folded.
+
+    Example:
+        >>> sorted(char_grams("Tea!"))
+        ['tea']
+        >>> sorted(char_grams("喜欢茶"))
+        ['喜欢', '喜欢茶', '欢茶']
+
+    """
+    norm = " ".join(
+        "".join(
+            c if c.isalnum() else " " for c in unicodedata.normalize("NFKC", text).casefold()
+        ).split()
+    )
+    grams = {norm[i : i + 3] for i in range(len(norm) - 2)}
+    grams |= {
+        norm[i : i + 2] for i in range(len(norm) - 1) if is_cjk(norm[i]) and is_cjk(norm[i + 1])
+    }
+    return {g for g in grams if g.strip() and not g.startswith(" ") and not g.endswith(" ")}

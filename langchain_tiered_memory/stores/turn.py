@@ -39,6 +39,7 @@ from langchain_tiered_memory.stores.directory import activity_call
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, RedisHistoryStore
 from langchain_tiered_memory.stores.history.base import owned_elsewhere
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryStore
+from langchain_tiered_memory.stores.summaries.index import superseded_of
 from langchain_tiered_memory.stores.tags import RedisTagStore, TagStore
 
 if TYPE_CHECKING:
@@ -262,6 +263,15 @@ class RedisTiers:
             return call(summaries.embed_conversation, summaries.aembed_conversation, conversation)
 
         return (yield from recall(search, embed, texts, k))
+
+    def superseded(self, user_id: str, replies: TurnReplies) -> Plan[list[str]]:
+        """The texts of the user's superseded items, on the index version the round trip
+        saw (the index recall just read: no round trip of its own).
+        """
+        _raise_stored(replies.version)
+        summaries = self.summaries
+        index = yield call(summaries.index_for, summaries.aindex_for, user_id, replies.version)
+        return superseded_of(index)
 
     # ----- a turn's save -----
 

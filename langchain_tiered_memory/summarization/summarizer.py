@@ -13,7 +13,6 @@ from __future__ import annotations
 import html
 import logging
 import re
-import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +32,7 @@ from langchain_tiered_memory.language.registry import (
     languages,
 )
 from langchain_tiered_memory.language.text import (
-    is_cjk,
+    char_grams,
     is_first_person,
     is_question,
     said_item,
@@ -202,29 +201,6 @@ def user_language(messages: Sequence[BaseMessage]) -> str | None:
 def user_text(messages: Sequence[BaseMessage]) -> str:
     """Everything the user said in ``messages``: what memory items must be grounded in."""
     return "\n".join(m.text for m in messages if isinstance(m, HumanMessage))
-
-
-def char_grams(text: str) -> set[str]:
-    """Character n-grams of ``text``, for any language: trigrams, and bigrams inside CJK runs
-    (where one character is a word or a morpheme). Case, width and punctuation are folded.
-
-    Example:
-        >>> sorted(char_grams("Tea!"))
-        ['tea']
-        >>> sorted(char_grams("喜欢茶"))
-        ['喜欢', '喜欢茶', '欢茶']
-
-    """
-    norm = " ".join(
-        "".join(
-            c if c.isalnum() else " " for c in unicodedata.normalize("NFKC", text).casefold()
-        ).split()
-    )
-    grams = {norm[i : i + 3] for i in range(len(norm) - 2)}
-    grams |= {
-        norm[i : i + 2] for i in range(len(norm) - 1) if is_cjk(norm[i]) and is_cjk(norm[i + 1])
-    }
-    return {g for g in grams if g.strip() and not g.startswith(" ") and not g.endswith(" ")}
 
 
 # What every item says whatever the user said ("The user ...", "用户"): not evidence that an

@@ -70,8 +70,8 @@ def test_a_placeholder_with_the_packages_report_is_not_carried() -> None:
         tool_calls=[call],
         response_metadata={REPORT: report},
     )
-    kept = conversation_only([HumanMessage("Please summarize."), placeholder])
-    assert [m.text for m in kept] == ["Please summarize."]
+    kept = conversation_only([HumanMessage("I live in Lyon."), placeholder])
+    assert [m.text for m in kept] == ["I live in Lyon."]
 
 
 @pytest.mark.parametrize("door", ["graph", "middleware"])
@@ -204,3 +204,53 @@ def test_the_tag_template_leaves_other_questions_to_the_model(question: str) -> 
 )
 def test_the_tag_template_answers_the_question_for_the_value(question: str, tag: str) -> None:
     assert asked_tag(question) == tag
+
+
+# ----- item 1: a new thread does not carry as current what the memory holds superseded -----
+
+
+@pytest.mark.parametrize(
+    ("old_said", "old_item", "new_said", "new_item", "question"),
+    [
+        (
+            "I live in Paris.",
+            "The user lives in Paris.",
+            "I moved to Berlin last month.",
+            "The user moved to Berlin last month.",
+            "Where do I live?",
+        ),
+        ("我住在上海。", "用户住在上海。", "我搬到北京了。", "用户搬到北京了。", "我住在哪里？"),
+    ],
+    ids=["en", "zh"],
+)
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_a_new_thread_does_not_carry_what_the_memory_holds_superseded(
+    memory: TieredMemory,
+    door: str,
+    old_said: str,
+    old_item: str,
+    new_said: str,
+    new_item: str,
+    question: str,
+) -> None:
+    """A new thread's memory section held only Berlin, but the prompt also carried the
+    earlier thread's plain "I live in Paris." and the old "Please summarize" request; the
+    real model answered "Where do I live?" with Paris (recorded), and with Berlin when that
+    one message was left out."""
+    memory.add_session_log(
+        "ann",
+        [HumanMessage(old_said), AIMessage("Noted."), HumanMessage("Please summarize.")],
+        thread_id="t1",
+    )
+    memory.summarize_history("ann", ScriptedChatModel(replies=[_summary([old_item])]))
+    memory.add_session_log("ann", [HumanMessage(new_said), AIMessage("Congrats!")], thread_id="t2")
+    memory.summarize_history(
+        "ann", ScriptedChatModel(replies=[_summary([new_item])]), reconcile=False
+    )
+    every = {d.page_content: d for d in memory.summaries.get_all("ann")}
+    assert every[old_item].metadata.get("superseded_by") == every[new_item].id
+    model = ScriptedChatModel(replies=["You live in Berlin.", _NOTHING])
+    _turn(_agent(memory, model, door), question, "t3")
+    carried = [m.text for m in model.prompts[0][1:-1]]
+    assert old_said not in carried and new_said in carried
+    assert "Please summarize." not in carried

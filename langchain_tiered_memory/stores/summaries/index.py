@@ -277,10 +277,17 @@ class UserIndex:
                 if r.id.isdigit():
                     self._loaded_upto = max(self._loaded_upto, int(r.id))
 
-    def _configure(self, config: RetrievalConfig) -> None:
-        """Rank with ``config`` from now on: a knob of the ranking is read at search time; a
-        change of the index's structure (BM25's k1 and b, the exact limit) rebuilds it.
+    def configure(self, config: RetrievalConfig | None) -> UserIndex:
+        """Rank with ``config`` from now on (the store's ``retrieval`` at each read: a
+        store whose ``retrieval`` an app changed ranks with it, cached index or not): a
+        knob read at search time is swapped; a change of the index's structure (BM25's k1
+        and b, the exact limit) rebuilds it. Returns the index.
         """
+        with self.lock:
+            self._configure(config or RetrievalConfig())
+        return self
+
+    def _configure(self, config: RetrievalConfig) -> None:
         old = self.hybrid.config
         if config == old:
             return
@@ -295,6 +302,11 @@ class UserIndex:
             [to_epoch(r.created_at) for r in self.records],
         )
         self.hybrid = rebuilt
+
+    def superseded_texts(self) -> list[str]:
+        """The texts of the items a newer item superseded (what no longer holds)."""
+        with self.lock:
+            return [r.text for r, old in zip(self.records, self.superseded) if old]
 
     def vectors(self) -> np.ndarray:
         """Every stored vector, in record order (a copy)."""
@@ -314,11 +326,8 @@ class UserIndex:
         query: str | None = None,
         now: datetime | None = None,
         include_superseded: bool = False,
-        config: RetrievalConfig | None = None,
     ) -> list[Document]:
-        """The ``k`` best items for ``query`` and its embedding ``vector``, best first,
-        ranked by ``config`` (the store's ``retrieval`` now: a store whose ``retrieval`` an
-        app changed ranks with it, cached index or not).
+        """The ``k`` best items for ``query`` and its embedding ``vector``, best first.
 
         ``metadata["score"]`` is the hybrid relevance in [-1, 1] (see
         :mod:`langchain_tiered_memory.retrieval`), ``metadata["similarity"]`` the plain
@@ -335,7 +344,6 @@ class UserIndex:
                 f"{self.dim}: recall with the embeddings model the items were stored with."
             )
         with self.lock:
-            self._configure(config or RetrievalConfig())
             hidden = None
             if not include_superseded and self.superseded.any():
                 hidden = self.superseded.copy()
@@ -514,3 +522,8 @@ def stored_int(raw: bytes | str | None, where: str = "a summary meta hash") -> i
         return int(raw) if raw is not None else 0
     except ValueError as exc:
         raise CorruptMemoryError(f"{where} holds {raw!r} where a number belongs.") from exc
+
+
+def superseded_of(index: UserIndex | None) -> list[str]:
+    """:meth:`UserIndex.superseded_texts`, none without an index."""
+    return index.superseded_texts() if index is not None else []

@@ -109,7 +109,7 @@ class IndexLoader:
             # overlapping deltas fetched by racing threads never add an item twice.
             extend_index(cached, items, vecs, next_id=next_id, where=where)
             self.cache.evict()
-            return cached
+            return cached.configure(retrieval)
         if not dim:
             self.cache.drop(user_id)
             return None
@@ -163,7 +163,7 @@ class IndexLoader:
                 version = conn.sync.execute_command(*self.version_command(user_id))
             cached, commands = self._prepare(user_id, version, embeddings)
         if not commands:
-            return cached
+            return cached.configure(retrieval) if cached is not None else None
         fetched = conn.pipelined(commands)
         return self._after_fetch(user_id, version, cached, fetched, embeddings, retrieval)
 
@@ -183,6 +183,6 @@ class IndexLoader:
                 )
             cached, commands = self._prepare(user_id, version, embeddings)
         if not commands:
-            return cached
+            return cached.configure(retrieval) if cached is not None else None
         fetched = await conn.apipelined(commands)
         return self._after_fetch(user_id, version, cached, fetched, embeddings, retrieval)

@@ -170,16 +170,10 @@ class InMemorySummaryStore(SummaryStore):
         if index is None or k <= 0:
             return []
         check_embeddings_model(index.model, self._embedder(), "the stored items")
-        if vector is None:
-            vector = self.embed_query(query)
-        with self._lock:
-            return index.search(
-                vector,
-                k,
-                query=query,
-                include_superseded=include_superseded,
-                config=self.retrieval,
-            )
+        vector = self.embed_query(query) if vector is None else vector
+        with self._lock:  # ranked by the store's retrieval now (an app may change it)
+            ranked = index.configure(self.retrieval)
+            return ranked.search(vector, k, query=query, include_superseded=include_superseded)
 
     async def asearch(
         self,

@@ -272,13 +272,7 @@ class RedisSummaryStore(SummaryStore):
             return []
         if vector is None:
             vector = self.embed_query(query)
-        return index.search(
-            vector,
-            k,
-            query=query,
-            include_superseded=include_superseded,
-            config=self.retrieval,
-        )
+        return index.search(vector, k, query=query, include_superseded=include_superseded)
 
     async def asearch(
         self,
@@ -295,13 +289,7 @@ class RedisSummaryStore(SummaryStore):
             return []
         if vector is None:
             vector = await self.aembed_query(query)
-        return index.search(
-            vector,
-            k,
-            query=query,
-            include_superseded=include_superseded,
-            config=self.retrieval,
-        )
+        return index.search(vector, k, query=query, include_superseded=include_superseded)
 
     def get_watermark(self, user_id: str) -> int:
         """Summarization watermark."""
