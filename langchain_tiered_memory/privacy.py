@@ -466,15 +466,13 @@ def _derived_only_from(items: Sequence[Document], thread_id: str) -> list[str]:
     """The items ``thread_id`` may be the only source of: those from it alone, and those
     no message carried (a paraphrase, attributed to its whole batch) whose batch held it.
     """
-    return [
-        str(d.id)
-        for d in items
-        if d.id is not None
-        and (
-            d.metadata.get("source_threads") == [thread_id]
-            or (
-                d.metadata.get("source_basis") == "batch"
-                and thread_id in (d.metadata.get("source_threads") or ())
-            )
-        )
-    ]
+    out = []
+    for d in items:
+        # items from before per-item provenance (or an app's own) say "threads": the
+        # console shows them as the item's threads, so erasure reads them the same way
+        threads = d.metadata.get("source_threads", d.metadata.get("threads")) or []
+        threads = threads if isinstance(threads, list) else [threads]
+        batch = d.metadata.get("source_basis") == "batch"
+        if d.id is not None and (threads == [thread_id] or (batch and thread_id in threads)):
+            out.append(str(d.id))
+    return out

@@ -336,3 +336,16 @@ def test_forget_thread_takes_the_items_the_model_paraphrased_from_it(
     assert {d.page_content for d in memory.summaries.get_all("ann")} == {paraphrase, kept}
     memory.forget_thread("ann", "a")
     assert [d.page_content for d in memory.summaries.get_all("ann")] == [kept]
+
+
+def test_an_item_the_console_shows_from_a_thread_goes_with_it(
+    memory_factory: Callable[..., TieredMemory],
+) -> None:
+    """Issue 55 item 12: items an app tagged with a ``threads`` key showed in the console
+    as coming from that thread but survived ``forget_thread``."""
+    memory = memory_factory()
+    memory.add_session_log("ann", [HumanMessage("hello")], thread_id="t1")
+    memory.add_summaries("ann", ["Ann's note from t1."], metadata={"threads": ["t1"]})
+    memory.add_summaries("ann", ["Ann's note from t2."], metadata={"threads": ["t2"]})
+    memory.forget_thread("ann", "t1")
+    assert [d.page_content for d in memory.summaries.get_all("ann")] == ["Ann's note from t2."]
