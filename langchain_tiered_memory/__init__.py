@@ -71,7 +71,7 @@ if TYPE_CHECKING:
         UserChatMessageHistory,
     )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AsyncRedisSaver",

@@ -86,7 +86,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         from langchain_tiered_memory.mcp_server import create_mcp_server
     except ImportError as exc:
         raise ImportError(
-            "tiered-memory mcp needs the [mcp] extra: pip install 'langchain-tiered-memory[mcp]'"
+            "tiered-memory mcp needs the [mcp] extra: pip install 'langchain-tiered-memory[mcp]' "
+            "(from a clone: pip install -e '.[mcp]')"
         ) from exc
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -197,7 +198,8 @@ def cmd_ui(args: argparse.Namespace) -> int:
         from langchain_tiered_memory.console import check_bind, create_app
     except ImportError as exc:  # pragma: no cover - the extra is missing
         raise ImportError(
-            "tiered-memory ui needs the [ui] extra: pip install 'langchain-tiered-memory[ui]'"
+            "tiered-memory ui needs the [ui] extra: pip install 'langchain-tiered-memory[ui]' "
+            "(from a clone: pip install -e '.[ui]')"
         ) from exc
     import os
 

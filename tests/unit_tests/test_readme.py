@@ -55,7 +55,8 @@ def run_block(code: str) -> str:
 
 def test_readme_has_the_examples() -> None:
     blocks = python_blocks()
-    assert len(blocks) == 4  # the first page: the memory, the graph, the middleware, the store
+    # the first page: the memory, the graph, a capable model, the middleware, the store
+    assert len(blocks) == 5
     assert len(python_blocks(GUIDE)) == 2  # the guide: knowledge updates, langgraph dev
     memory_example, graph_example, *_ = blocks
     assert len(memory_example.strip().splitlines()) <= 15
@@ -84,13 +85,19 @@ def test_updates_example_runs_and_prints_what_it_says(offline: Path) -> None:
 
 def test_middleware_example_runs(offline: Path) -> None:
     pytest.importorskip("langchain.agents")
-    out = run_block(python_blocks()[2])
+    out = run_block(python_blocks()[3])
     assert "{'name': 'Alice', 'age': '30'}" in out
 
 
 def test_store_example_runs(offline: Path) -> None:
-    out = run_block(python_blocks()[3]).splitlines()
+    out = run_block(python_blocks()[4]).splitlines()
     assert out == ['["Alice\'s birthday is on May 8."]', "2"]
+
+
+def test_capable_model_example_builds_without_a_server(offline: Path) -> None:
+    """Issue 59 item 6: the capable-model example runs as pasted (nothing is contacted)."""
+    pytest.importorskip("langchain_openai")
+    assert run_block(python_blocks()[2]) == ""
 
 
 def test_server_checkpointer_example_is_an_async_context_manager_of_the_saver(
