@@ -236,11 +236,25 @@ def test_retention_trim_on_cluster(redis_cluster_url: str, key_prefix: str) -> N
 def test_explicit_cluster_clients_are_used_as_given(
     redis_cluster_url: str, key_prefix: str
 ) -> None:
-    """A RedisCluster passed in is detected as a cluster without a probe."""
+    """A RedisCluster passed in is detected as a cluster without a probe, and used: the
+    connection's commands go through it (a plain client is not taken for one)."""
+    import redis as redis_lib
+
     rc = RedisCluster.from_url(redis_cluster_url)
     conn = RedisConnection(client=rc)
-    assert conn.is_cluster
-    rc.close()
+    try:
+        assert conn.is_cluster and conn.sync is rc
+        key = f"{key_prefix}:{{given}}:k"
+        assert conn.pipelined([("SET", key, "v"), ("GET", key)]) == [True, b"v"]
+        assert rc.get(key) == b"v"  # the given client holds what the connection wrote
+        rc.delete(key)
+    finally:
+        rc.close()
+    plain = redis_lib.Redis.from_url(redis_cluster_url)
+    try:
+        assert RedisConnection(client=plain).is_cluster is False
+    finally:
+        plain.close()
 
 
 def test_reembed_on_cluster_converts_users_on_every_node(
