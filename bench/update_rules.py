@@ -27,7 +27,7 @@ DATA = Path(__file__).parent / "data" / "update_statements.json"
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--split", choices=["dev", "held_out"], default="dev")
+    p.add_argument("--split", choices=["dev", "held_out", "probe"], default="dev")
     args = p.parse_args()
     cases = json.loads(DATA.read_text())[args.split]
     rows: dict[str, dict[str, int]] = {}

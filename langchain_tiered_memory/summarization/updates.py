@@ -6,9 +6,11 @@ capable model judged the second ``new`` and both stayed current, so "Where do I 
 answered from the first. Where the signal is clear, the package does not leave it to a
 model: the new item speaks of an attribute a person has one value of at a time (where they
 live, their work, what they eat: :attr:`LanguageRules.single_valued`), says the value
-changed (:attr:`LanguageRules.moved_on`: "moved", "no longer", "now", "搬到", "现在"),
-states a fact rather than a plan or a wish (:attr:`LanguageRules.irrealis`), and is about
-the user, not a relative (:attr:`LanguageRules.someone_elses`); then the most similar
+changed (:attr:`LanguageRules.moved_on`: "moved", "no longer", "now", "搬到", "现在") in the
+same clause, at or right before the attribute's verb and object ("now works as", not "now
+has a cat named Coffee"), states a fact rather than a plan or a wish
+(:attr:`LanguageRules.irrealis`), and is the user's, not a relative's or a friend's
+(:attr:`LanguageRules.someone_elses`, anywhere before the cue); then the most similar
 older current item on the same attribute is superseded. It runs for every model, before
 and beside the model's update step (:mod:`.reconcile`), and only ever adds supersessions:
 an item is never dropped by it.
@@ -25,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from langchain_core.documents import Document
 
 from langchain_tiered_memory.language.rules import LANGUAGES, LanguageRules
-from langchain_tiered_memory.language.text import tokenize
+from langchain_tiered_memory.language.text import is_cjk, tokenize
 
 __all__ = ["clear_updates", "may_update", "merge_supersedes", "same_attribute"]
 
@@ -92,6 +94,58 @@ def may_update(item: str, languages: Sequence[LanguageRules] = LANGUAGES) -> boo
     return _states_a_change(unicodedata.normalize("NFKC", item), languages)
 
 
+# how far a change cue may stand before the attribute it changes ("now lives in", "no
+# longer eats meat", "现在在谷歌工作"): a word counts one, a CJK character a half (two make
+# a word); further, the cue belongs to something else ("no longer remembers the street
+# they lived on", "目前在读一本关于工作的书")
+_CUE_REACH = 2.0
+
+
+def _reach(gap: str) -> float:
+    cjk = sum(1 for c in gap if is_cjk(c))
+    return len(re.sub(r"[\u3000-\u9fff\uf900-\ufaff]", " ", gap).split()) + cjk / 2
+
+
+def _clauses(text: str, languages: Sequence[LanguageRules]) -> list[str]:
+    breaks = "|".join([_CLAUSE_END.pattern, *(r.clause_break for r in languages)])
+    return [c for c in re.split(breaks, text, flags=re.IGNORECASE) if c and c.strip()]
+
+
+def _someone_else_before(clause: str, at: int, languages: Sequence[LanguageRules]) -> bool:
+    """Another person is the subject before the cue ("said their sister now lives")."""
+    head = clause[:at]
+    return any(
+        _search(r.someone_elses.removeprefix("^\\W*"), head) or _search(r.someone_elses, clause)
+        for r in languages
+    )
+
+
+def _changed(new: str, languages: Sequence[LanguageRules]) -> set[str]:
+    """The attributes ``new`` says the user's own value of changed: in one clause, a
+    change cue at or right before the attribute (its verb and object: "moved to", "now
+    works as"), the user the subject, a fact (not a plan or a wish).
+    """
+    out: set[str] = set()
+    for clause in _clauses(new, languages):
+        if any(_search(r.irrealis, clause) for r in languages):
+            continue
+        for rules in languages:
+            for cue in _compiled(rules.moved_on).finditer(clause):
+                if _someone_else_before(clause, cue.start(), languages):
+                    continue
+                for name, pattern in rules.single_valued.items():
+                    for found in _compiled(pattern).finditer(clause):
+                        if found.end() <= cue.start():
+                            # the cue right after it ("is vegetarian now"), not further
+                            # ("went to a vegan restaurant again")
+                            if not _reach(clause[found.end() : cue.start()]):
+                                out.add(name)
+                            continue
+                        if _reach(clause[cue.end() : found.start()]) <= _CUE_REACH:
+                            out.add(name)
+    return out
+
+
 def same_attribute(new: str, old: str, languages: Sequence[LanguageRules] = LANGUAGES) -> set[str]:
     """The single-valued attributes both items speak of, if ``new`` states a change of the
     user's own (else none).
@@ -109,7 +163,7 @@ def same_attribute(new: str, old: str, languages: Sequence[LanguageRules] = LANG
         _search(r.someone_elses, old) for r in languages
     ):
         return set()
-    shared = _attributes(new, languages) & _attributes(old, languages)
+    shared = _changed(new, languages) & _attributes(old, languages)
     return shared | ({"activity"} if _ceased(new, old, languages) else set())
 
 

@@ -254,3 +254,51 @@ def test_a_new_thread_does_not_carry_what_the_memory_holds_superseded(
     carried = [m.text for m in model.prompts[0][1:-1]]
     assert old_said not in carried and new_said in carried
     assert "Please summarize." not in carried
+
+
+# ----- item 6: words that supersede must speak of the user's own value, in one clause -----
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user lives in Paris.", "The user moved the meeting to Friday."),
+        ("The user lives in Paris.", "The user said their sister now lives in Rome."),
+        ("The user is vegetarian.", "The user went to a vegan restaurant again."),
+        ("The user drinks coffee every morning.", "The user now has a cat named Coffee."),
+        ("The user lives in Paris.", "The user moved on from the argument with their landlord."),
+        (
+            "The user lives in Paris.",
+            "The user no longer remembers the street they lived on as a child.",
+        ),
+        ("The user is married to Sam.", "The user is married and now has two kids."),
+        ("用户在银行工作。", "用户目前在读一本关于工作的书。"),
+        ("用户住在上海。", "用户帮朋友搬家到了北京。"),
+    ],
+)
+def test_words_that_are_no_update_supersede_nothing(old: str, new: str) -> None:
+    """A false supersession is memory lost: each of these superseded a true fact."""
+    from langchain_core.documents import Document
+
+    from langchain_tiered_memory.summarization.updates import clear_updates
+
+    assert clear_updates([new], [[Document(old, id="o")]]) == {}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user lives in Paris.", "The user moved to Berlin last month."),
+        ("The user lives in Paris.", "The user now lives in Berlin."),
+        ("The user works at Google.", "The user quit Google and now works as a teacher."),
+        ("The user loves steak and eats meat every day.", "The user is vegetarian now."),
+        ("用户住在上海。", "用户上个月搬到了北京。"),
+        ("用户在银行工作。", "用户现在在谷歌工作。"),
+    ],
+)
+def test_a_clear_update_still_supersedes(old: str, new: str) -> None:
+    from langchain_core.documents import Document
+
+    from langchain_tiered_memory.summarization.updates import clear_updates
+
+    assert clear_updates([new], [[Document(old, id="o")]]) == {0: ["o"]}

@@ -76,7 +76,8 @@ RULES = LanguageRules(
     moved_on=r"搬到|搬去|搬家|现在|如今|目前|不再|已经不|不读|不吃|不喝|辞职|辞掉|戒|换了|换成|改成|"
     r"改为|转到|转行|分手|离婚|又开始",
     ceased=r"不再|已经不|戒掉了|戒掉|放弃了",
-    someone_elses=r"^\W*(?:用户|我|他|她)的?" + _ZH_RELATIONS,
+    # a relative's, or something done for someone (帮朋友搬家: a friend's move)
+    someone_elses=r"^\W*(?:用户|我|他|她)的?" + _ZH_RELATIONS + r"|(?:帮|替|给)" + _ZH_RELATIONS,
 )
 
 # ----- numbers -----

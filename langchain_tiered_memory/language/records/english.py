@@ -104,7 +104,10 @@ RULES = LanguageRules(
         ),
     },
     single_valued={
-        "home": r"\b(?:lives?|living|lived|moved|relocated|resides?|based) (?:\w+ ){0,4}"
+        # the words before the preposition are no object ("moved the meeting to Friday"),
+        # and "moved on" (from an argument) is no move
+        "home": r"\b(?:lives?|living|lived|moved(?! on\b)|relocated|resides?|based) "
+        r"(?:(?!(?:the|a|an|his|her|their|its|my|our|your)\b)\w+ ){0,4}"
         r"(?:in|to|at|near|with|on)\b|\bhome(?:town)? is\b",
         "work": r"\b(?:works?|worked|working|employed|hired) (?:\w+ ){0,2}(?:at|for|as|in)\b|"
         r"\b(?:job|career|careers|profession|quit \w+ (?:job|company)|retired)\b|"
