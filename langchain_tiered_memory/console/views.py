@@ -53,12 +53,42 @@ _ITEM_FIELDS = {
 _RECALL_FIELDS = {"score", "similarity", "score_parts", "ranks"}
 
 
+def store_users(memory: TieredMemory) -> list[str]:
+    """The users whose memory is in a LangGraph store the memory knows (LangMem's
+    ``("memories", user)`` layout, or the templates an app attached), and maybe nowhere
+    else: export and erasure reach them, so the console lists them too.
+    """
+    found: set[str] = set()
+    for store, templates in memory.tiers.stores:
+        for template in templates:
+            if "{user_id}" not in template:
+                continue
+            at = template.index("{user_id}")
+            for namespace in store.list_namespaces(prefix=template[:at], max_depth=at + 1):
+                if len(namespace) > at:
+                    found.add(namespace[at])
+    return sorted(found)
+
+
 def list_users(memory: TieredMemory, cursor: str | None, contains: str | None) -> UserPage:
-    """A page of the directory (Redis) or every user of the process-local stores."""
+    """A page of the directory (Redis) or every user of the process-local stores; the
+    first page adds the users found only in the memory's LangGraph stores.
+    """
     history = memory.history
     if isinstance(history, RedisHistoryStore):
         directory = RedisUserDirectory(history.connection, keys=history.keys)
-        return directory.page(cursor, count=PAGE_SIZE, contains=contains)
+        page = directory.page(cursor, count=PAGE_SIZE, contains=contains)
+        if cursor:
+            return page
+        listed = {row.user_id for row in page.users}
+        extra = [
+            UserRow(user_id=u, messages=0, tags=0, items=0, threads=0, last_active=None)
+            for u in store_users(memory)
+            if u not in listed
+            and (not contains or contains.casefold() in u.casefold())
+            and not memory.history.length(u)  # a user with history is in the directory
+        ]
+        return replace(page, users=[*page.users, *extra]) if extra else page
     # the process-local stores: small by nature, listed whole
     summary_users: list[str] = getattr(memory.summaries, "users", list)()
     tag_users: list[str] = getattr(memory.tags, "users", list)()
@@ -199,6 +229,7 @@ class UserView:
     thread_count: int = 0
     thread_offset: int = 0
     query: ItemQuery = field(default_factory=lambda: ItemQuery())
+    store: bool = False  # the user has items in a LangGraph store the memory knows
     found_count: int = 0  # items the query finds (all of them without a query)
     text_count: int = 0  # of them, those that hold the query's words (the rest: by meaning)
 
@@ -298,6 +329,7 @@ def user_view(
         thread_count=len(threads),
         thread_offset=thread_offset,
         query=query,
+        store=user_id in store_users(memory),
         found_count=found,
         text_count=by_text,
     )
@@ -305,7 +337,9 @@ def user_view(
 
 def is_empty(view: UserView) -> bool:
     """Whether memory holds nothing of the user (an unknown or mistyped id)."""
-    return not (view.tags or view.item_count or view.message_count or view.thread_count)
+    return not (
+        view.tags or view.item_count or view.message_count or view.thread_count or view.store
+    )
 
 
 _REMOVED_NAMES = {

@@ -314,3 +314,17 @@ def test_find_says_how_many_items_hold_the_words(memory: TieredMemory) -> None:
     page = client.get("/user?u=z&find=zeppelin").text
     assert "No item holds “zeppelin”" in page
     assert "items found" not in page
+
+
+def test_a_user_whose_memory_is_only_in_the_langgraph_store_is_listed(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Issue 55 item 11: a user with memory only in the memory's LangGraph store
+    (LangMem's layout) was not listed and their page said "No memory for this user"."""
+    store = embedded_memory.store()
+    store.put(("memories", "lena"), "m1", {"content": "Lena is allergic to penicillin."})
+    client = _client(embedded_memory)
+    assert ">lena<" in client.get("/").text
+    assert ">lena<" in client.get("/?q=len").text
+    page = client.get("/user?u=lena").text
+    assert 'id="store-items"' in page and "No memory" not in page
