@@ -105,7 +105,9 @@ def written_by_package(message: BaseMessage) -> bool:
 
 def is_empty(response: BaseMessage) -> bool:
     """Whether ``response`` is a final reply with nothing in it for the user: no text, or
-    only a tool call or a tool's result written as text.
+    only a placeholder, a tool call or a tool's result written as text, whatever report of
+    the package's is appended (a real model answered "请总结一下我们的对话。" with a copy of
+    the summarize placeholder, and the stored items' report made it look like a reply).
 
     Example:
         >>> is_empty(AIMessage("<tool_response>Recorded: age=30.</tool_response>"))
@@ -117,7 +119,7 @@ def is_empty(response: BaseMessage) -> bool:
         isinstance(response, AIMessage)
         and not response.tool_calls
         and not response.invalid_tool_calls
-        and only_machinery(response.text)
+        and only_machinery(said_by_model(response))
     )
 
 

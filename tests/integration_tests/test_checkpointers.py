@@ -75,10 +75,12 @@ def check_memory_after_turns(memory: TieredMemory, model: ScriptedChatModel) -> 
     assert isinstance(system, SystemMessage)
     assert '"name": "Alice"' in system.text and BIRTHDAY_ITEM in system.text
     # t2's first turn: the conversation of both t1 turns once (their text, not the tool
-    # calls, results and placeholders: issue 44 item 1), then the question.
+    # calls, results and placeholders: issue 44 item 1; nor the old request to summarize:
+    # issue 56 item 1), then the question.
     texts = [m.text for m in model.prompts[-1][1:]]
     assert texts[0] == INTRO and texts[-1] == "When is my birthday?"
-    assert len(texts) == 2 + 2 + 1
+    assert "Please summarize our conversation." not in texts
+    assert len(texts) == 2 + 1 + 1
     ids = [m.id for m in model.prompts[-1][1:]]
     assert len(ids) == len(set(ids))
 

@@ -302,3 +302,13 @@ def test_a_clear_update_still_supersedes(old: str, new: str) -> None:
     from langchain_tiered_memory.summarization.updates import clear_updates
 
     assert clear_updates([new], [[Document(old, id="o")]]) == {0: ["o"]}
+
+
+def test_a_copied_placeholder_with_the_report_appended_is_no_reply() -> None:
+    """Recorded live (zh seed, this round): the reply to "请总结一下我们的对话。" was the
+    summarize placeholder copied, the stored items' report appended after it, and counted
+    as a reply."""
+    report = '存了2条记忆：\n- "王芳今年28岁"'
+    copied = AIMessage(f"{SUMMARIZE_NOTE}\n\n{report}", response_metadata={REPORT: report})
+    assert is_empty(copied)
+    assert not is_empty(AIMessage(f"好的。\n\n{report}", response_metadata={REPORT: report}))
