@@ -92,9 +92,12 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     the memory section of an agent's very first turn is the full one, because it is
     rendered before the agent's first model call, where the model is first seen; pass
     ``small_model=True`` to have the compact one from the start. A thread belongs to the
-    user of its first turn and another user's turn on it is refused before the model (with
-    ``memory.checkpointer()`` before the run writes anything); ``shared_threads=True``
-    records threads without owners, for apps whose users share them on purpose.
+    user of its first turn and another user's turn on it is refused before the run writes
+    anything, by the checkpointer: give ``create_agent`` ``memory.checkpointer()`` or
+    ``memory.checkpointer(saver)`` (a bare saver is refused on the first turn with
+    :class:`~langchain_tiered_memory.errors.UnguardedCheckpointerError`);
+    ``shared_threads=True`` records threads without owners, for apps whose users share them
+    on purpose.
 
     Example:
         >>> from langchain.agents import create_agent
