@@ -134,10 +134,13 @@ def _savers(memory: TieredMemory) -> dict[str, Any]:
 
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    return {
+    savers: dict[str, Any] = {
         "memory": InMemorySaver(),
         "sqlite": SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False)),
     }
+    if memory.connection is not None:  # the memory's own, on Redis
+        savers["redis"] = memory.checkpointer()
+    return savers
 
 
 def _door(door: str, memory: TieredMemory, model: ScriptedChatModel, saver: Any, **kw: Any) -> Any:
@@ -158,7 +161,7 @@ def _door(door: str, memory: TieredMemory, model: ScriptedChatModel, saver: Any,
     return app.compile(checkpointer=memory.checkpointer(saver))
 
 
-@pytest.mark.parametrize("saver_kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("saver_kind", ["redis", "memory", "sqlite"])
 @pytest.mark.parametrize("door", ["graph", "middleware", "subgraph"])
 @pytest.mark.parametrize("asynchronous", [False, True])
 async def test_a_refused_turn_leaves_nothing_in_the_owners_thread(
@@ -166,8 +169,11 @@ async def test_a_refused_turn_leaves_nothing_in_the_owners_thread(
 ) -> None:
     if asynchronous and saver_kind == "sqlite":
         pytest.skip("SqliteSaver is sync only")
+    savers = _savers(memory)
+    if saver_kind not in savers:
+        pytest.skip("the memory's own saver needs memory on Redis")
     model = ScriptedChatModel(replies=["Noted."])
-    agent = _door(door, memory, model, _savers(memory)[saver_kind], memory_query="note")
+    agent = _door(door, memory, model, savers[saver_kind], memory_query="note")
     agent.invoke({"messages": [HumanMessage(SECRET)]}, cfg("t1"), context={"user_id": "ann"})
     before, calls = texts(agent, "t1"), len(model.prompts)
     bob = ({"messages": [HumanMessage(INJECTION)]}, cfg("t1"))
