@@ -7,7 +7,7 @@ whichever door started the run (the prebuilt graph, ``create_agent`` with the mi
 the graph as a subgraph of the app's own, ``update_state``, the LangGraph server) and
 whichever saver holds the thread. ``list`` (``get_state_history``) is checked the same way.
 
-The rule itself is :meth:`~langchain_tiered_memory.stores.history.HistoryStore.admit_thread`;
+The rule itself is :meth:`~langchain_tiered_memory.stores.history.ThreadGuard.admission`;
 :class:`OwnedSaver` wraps any ``BaseCheckpointSaver`` in it, and the memory's own
 ``RedisSaver`` calls it from its reads (:func:`run_of` tells both whose run a read is).
 """
@@ -34,29 +34,21 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-__all__ = ["OwnedSaver", "ThreadOwners", "aadmit", "admit", "is_guarded", "run_of"]
+from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
+
+__all__ = ["OwnedSaver", "ThreadOwners", "admission", "is_guarded", "run_of"]
 
 # LangGraph puts the run's Runtime (with its context) in the config under this key
 _RUNTIME = "__pregel_runtime"
 
 
 class ThreadOwners(Protocol):
-    """Who owns a thread (a ``HistoryStore``): admits a run or raises."""
+    """Who owns a thread (a ``ThreadGuard``): the plan that admits a run or raises."""
 
-    def admit_thread(
-        self, user_id: str, thread_id: str, has_state: Callable[[], bool], *, claim: bool = True
-    ) -> None:
+    def admission(
+        self, user_id: str, thread_id: str, has_state: Step, *, claim: bool = True
+    ) -> Plan[None]:
         """Raise ``ThreadOwnershipError`` unless the user's run may use the thread."""
-
-    async def aadmit_thread(
-        self,
-        user_id: str,
-        thread_id: str,
-        has_state: Callable[[], Awaitable[bool]],
-        *,
-        claim: bool = True,
-    ) -> None:
-        """Async :meth:`admit_thread`."""
 
 
 def run_of(config: RunnableConfig | None) -> tuple[str, str] | None:
@@ -79,32 +71,21 @@ def run_of(config: RunnableConfig | None) -> tuple[str, str] | None:
     return user, str(thread)
 
 
-def admit(
+def admission(
     owners: ThreadOwners | None,
     config: RunnableConfig | None,
     has_state: Callable[[str], bool],
+    ahas_state: Callable[[str], Awaitable[bool]],
     *,
     claim: bool,
-) -> None:
-    """Admit the run of a read to its thread (:func:`run_of`), or raise; ``has_state``
-    tells whether the saver holds a thread (asked only for a thread with no owner).
+) -> Plan[None]:
+    """The plan that admits the run of a read to its thread (:func:`run_of`), or raises;
+    ``has_state``/``ahas_state`` tell whether the saver holds a thread (asked only for a
+    thread with no owner). Nothing to do for a read that names no user.
     """
     if owners is not None and (run := run_of(config)) is not None:
         user, thread = run
-        owners.admit_thread(user, thread, lambda: has_state(thread), claim=claim)
-
-
-async def aadmit(
-    owners: ThreadOwners | None,
-    config: RunnableConfig | None,
-    has_state: Callable[[str], Awaitable[bool]],
-    *,
-    claim: bool,
-) -> None:
-    """Async :func:`admit`."""
-    if owners is not None and (run := run_of(config)) is not None:
-        user, thread = run
-        await owners.aadmit_thread(user, thread, lambda: has_state(thread), claim=claim)
+        yield from owners.admission(user, thread, call(has_state, ahas_state, thread), claim=claim)
 
 
 def _latest(thread_id: str) -> RunnableConfig:
@@ -150,16 +131,19 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
     async def _ahas_state(self, thread_id: str) -> bool:
         return await self.saver.aget_tuple(_latest(thread_id)) is not None
 
+    def _admission(self, config: RunnableConfig | None, *, claim: bool) -> Plan[None]:
+        return admission(self.owners, config, self._has_state, self._ahas_state, claim=claim)
+
     # ----- reads: checked -----
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The saver's ``get_tuple``, after the run's user is admitted to the thread."""
-        admit(self.owners, config, self._has_state, claim=True)
+        drive(self._admission(config, claim=True))
         return self.saver.get_tuple(config)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
-        await aadmit(self.owners, config, self._ahas_state, claim=True)
+        await adrive(self._admission(config, claim=True))
         return await self.saver.aget_tuple(config)
 
     def list(
@@ -171,7 +155,7 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         """The saver's ``list``, after the user's read is admitted (nothing is claimed)."""
-        admit(self.owners, config, self._has_state, claim=False)
+        drive(self._admission(config, claim=False))
         return self.saver.list(config, filter=filter, before=before, limit=limit)
 
     async def alist(
@@ -183,7 +167,7 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Async :meth:`list`."""
-        await aadmit(self.owners, config, self._ahas_state, claim=False)
+        await adrive(self._admission(config, claim=False))
         async for item in self.saver.alist(config, filter=filter, before=before, limit=limit):
             yield item
 

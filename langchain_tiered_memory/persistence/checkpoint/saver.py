@@ -15,6 +15,7 @@ from langgraph.checkpoint.base import (
     SerializerProtocol,
 )
 
+from langchain_tiered_memory._steps import Plan, adrive, drive
 from langchain_tiered_memory.backend.connection import ConnectionOwner, RedisConnection, as_text
 from langchain_tiered_memory.backend.keys import DEFAULT_PREFIX
 from langchain_tiered_memory.persistence.checkpoint.base import (
@@ -27,7 +28,7 @@ from langchain_tiered_memory.persistence.checkpoint.delta import DeltaWalk
 from langchain_tiered_memory.persistence.checkpoint.maintenance import (
     SaverMaintenance,
 )
-from langchain_tiered_memory.persistence.checkpoint.owned import aadmit, admit
+from langchain_tiered_memory.persistence.checkpoint.owned import admission
 from langchain_tiered_memory.persistence.checkpoint.scripts import (
     LOAD,
     PUT,
@@ -175,6 +176,9 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         where = Where(thread_id, "", None)
         return bool(await self._aeval(LOAD, thread_id, *self._load_latest_args(where)))
 
+    def _admission(self, config: RunnableConfig, *, claim: bool) -> Plan[None]:
+        return admission(self.thread_owners, config, self._has_state, self._ahas_state, claim=claim)
+
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the latest of its thread and namespace.
 
@@ -182,14 +186,14 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         """
         where = self._where(config)
         reply = self._eval(LOAD, where.thread_id, *self._load_latest_args(where))
-        admit(self.thread_owners, config, self._has_state, claim=True)
+        drive(self._admission(config, claim=True))
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
         where = self._where(config)
         reply = await self._aeval(LOAD, where.thread_id, *self._load_latest_args(where))
-        await aadmit(self.thread_owners, config, self._ahas_state, claim=True)
+        await adrive(self._admission(config, claim=True))
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     def list(
@@ -211,7 +215,7 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
             return
         if config is not None:
             wheres: Iterator[Where] = iter([self._where(config)])
-            admit(self.thread_owners, config, self._has_state, claim=False)
+            drive(self._admission(config, claim=False))
         else:
             wheres = (Where(t, None, None) for t in self.list_threads())
         before_id = self._before(before)
@@ -251,7 +255,7 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
             return
         if config is not None:
             thread_ids: list[Where] | None = [self._where(config)]
-            await aadmit(self.thread_owners, config, self._ahas_state, claim=False)
+            await adrive(self._admission(config, claim=False))
         else:
             thread_ids = None
         before_id = self._before(before)

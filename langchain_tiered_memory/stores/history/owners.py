@@ -8,16 +8,16 @@ reads); the history store keeps the records (:meth:`HistoryStore.thread_record`)
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.errors import ThreadOwnershipError
 from langchain_tiered_memory.stores.history.base import HistoryStore, owned_elsewhere
 
 __all__ = ["ThreadGuard"]
 
 
-def _admitted(thread_id: str, owner: str | None, user_id: str, recorded: bool) -> bool | None:
+def _admitted(owner: str | None, user_id: str, recorded: bool) -> bool | None:
     """``True``: the user's own thread; ``False``: another's (refuse); ``None``: nobody's,
     unless a saver holds state of it that the user never recorded (ask the saver).
     """
@@ -43,52 +43,41 @@ class ThreadGuard:
 
     The owner's run passes. Another user's is refused. A thread with no owner record is
     claimed for the user (``claim=False``: only checked), unless a saver holds state of it
-    (``has_state()``, asked only then) that the user never recorded: a thread kept before
-    owner records existed, or whose record was lost or expired before its checkpoints, is
-    nobody's to take over; its recorder's run claims it back.
+    (the ``has_state`` step, taken only then) that the user never recorded: a thread kept
+    before owner records existed, or whose record was lost or expired before its
+    checkpoints, is nobody's to take over; its recorder's run claims it back.
 
     Example:
+        >>> from langchain_tiered_memory._steps import call, drive
         >>> from langchain_tiered_memory.stores.history import InMemoryHistoryStore
+        >>> def none(thread: str) -> bool: return False
+        >>> async def anone(thread: str) -> bool: return False
         >>> guard = ThreadGuard(InMemoryHistoryStore())
-        >>> guard.admit_thread("ann", "t1", lambda: False)  # claimed for ann
+        >>> drive(guard.admission("ann", "t1", call(none, anone, "t1")))  # claimed for ann
         >>> guard.history.thread_record("ann", "t1")
         ('ann', True)
     """
 
     history: HistoryStore
 
-    def admit_thread(
-        self, user_id: str, thread_id: str, has_state: Callable[[], bool], *, claim: bool = True
-    ) -> None:
-        """Let the run go on, claiming the thread if nobody owns it; or raise
-        :class:`ThreadOwnershipError` (or ``CorruptMemoryError`` for an unreadable record).
+    def admission(
+        self, user_id: str, thread_id: str, has_state: Step, *, claim: bool = True
+    ) -> Plan[None]:
+        """The plan that lets the run go on, claiming the thread if nobody owns it, or
+        raises :class:`ThreadOwnershipError` (``CorruptMemoryError`` for an unreadable
+        record); ``drive`` or ``adrive`` runs it.
         """
-        owner, recorded = self.history.thread_record(user_id, thread_id)
-        verdict = _admitted(thread_id, owner, user_id, recorded)
+        history = self.history
+        owner, recorded = yield call(
+            history.thread_record, history.athread_record, user_id, thread_id
+        )
+        verdict = _admitted(owner, user_id, recorded)
         if verdict is False:
             raise owned_elsewhere(thread_id)
-        if verdict is None and has_state():
+        if verdict is None and (yield has_state):
             raise _no_owner(thread_id)
         if owner is None and claim:
-            self.history.record_thread(user_id, thread_id)
-
-    async def aadmit_thread(
-        self,
-        user_id: str,
-        thread_id: str,
-        has_state: Callable[[], Awaitable[bool]],
-        *,
-        claim: bool = True,
-    ) -> None:
-        """Async :meth:`admit_thread`."""
-        owner, recorded = await self.history.athread_record(user_id, thread_id)
-        verdict = _admitted(thread_id, owner, user_id, recorded)
-        if verdict is False:
-            raise owned_elsewhere(thread_id)
-        if verdict is None and await has_state():
-            raise _no_owner(thread_id)
-        if owner is None and claim:
-            await self.history.arecord_thread(user_id, thread_id)
+            yield call(history.record_thread, history.arecord_thread, user_id, thread_id)
 
     def check_thread(self, user_id: str, thread_id: str) -> None:
         """Raise :class:`ThreadOwnershipError` if another user owns the thread (a read)."""
