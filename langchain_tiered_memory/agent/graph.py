@@ -98,7 +98,7 @@ class MemoryState(TypedDict):
     # the memory section and tags: loaded each turn, never checkpointed (a deleted or
     # edited memory leaves no copy in the checkpoints of threads that recalled it)
     memory_prompt: NotRequired[Annotated[str, UntrackedValue(str)]]
-    recent_history: NotRequired[list[AnyMessage]]
+    recent_history: NotRequired[Annotated[list[AnyMessage], UntrackedValue(list)]]
     saved_count: NotRequired[int]
     saved_ids: NotRequired[list[str]]
     # small models only: the tags, for answering a question about one from the tag itself

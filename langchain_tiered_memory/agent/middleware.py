@@ -57,7 +57,7 @@ class TieredMemoryState(AgentState):  # type: ignore[type-arg]
 
     # loaded each turn, never checkpointed (see the graph's MemoryState)
     memory_prompt: NotRequired[Annotated[str, UntrackedValue(str)]]
-    recent_history: NotRequired[list[AnyMessage]]
+    recent_history: NotRequired[Annotated[list[AnyMessage], UntrackedValue(list)]]
     saved_count: NotRequired[int]
     saved_ids: NotRequired[list[str]]
     memory_tags: NotRequired[Annotated[dict[str, str], UntrackedValue(dict)]]

@@ -165,6 +165,18 @@ def _refuse_unportable_calls(response: AIMessage) -> AIMessage:
     )
 
 
+def _before_thread(history: Sequence[BaseMessage], state: dict[str, Any]) -> list[BaseMessage]:
+    """The history read for this turn up to the thread's own first message in it: on the
+    thread's first turn all of it; later, what came before the thread, never a message
+    another thread wrote meanwhile (nothing when none of the thread's is in the read).
+    """
+    ids = {m.id for m in state.get("messages", []) if m.id}
+    for i, message in enumerate(history):
+        if message.id in ids:
+            return list(history[:i])
+    return [] if state.get("saved_count") else list(history)
+
+
 @dataclass
 class MemoryNodes:
     """The memory logic of one turn, shared by the graph and the agent middleware.
@@ -193,8 +205,7 @@ class MemoryNodes:
 
     def _load_args(self, state: dict[str, Any]) -> tuple[list[str], int]:
         texts = recent_user_texts(state.get("messages", []), max(self.recall_context_turns, 1))
-        first_turn = "recent_history" not in state
-        return texts, self.settings.max_context_messages if first_turn else 0
+        return texts, self.settings.max_context_messages
 
     def _load_update(self, state: dict[str, Any], snap: MemorySnapshot) -> dict[str, Any]:
         # The memory section and the tags are loaded every turn and never checkpointed
@@ -205,9 +216,12 @@ class MemoryNodes:
                 snap.tags, snap.recalled, token_budget=self.memory_token_budget
             )
         }
-        if "recent_history" not in state:
-            # the conversation, not its machinery, within the context budget at compose
-            update["recent_history"] = conversation_only(snap.history, snap.superseded)
+        # What the thread carries of earlier ones is read again each turn, never
+        # checkpointed (a forgotten thread's messages leave no copy in other threads):
+        # the history before the thread's own messages, not what other threads wrote
+        # meanwhile; the conversation, not its machinery, within the budget at compose.
+        carried = _before_thread(snap.history, state)
+        update["recent_history"] = conversation_only(carried, snap.superseded)
         if self.settings.keep_tags:
             update["memory_tags"] = dict(snap.tags)
         return update

@@ -241,3 +241,23 @@ def test_an_erasure_from_another_process_knows_what_the_app_attached(data_dir: P
     finally:
         other.close()
         app.close()
+
+
+def test_a_forgotten_thread_leaves_no_copy_in_the_threads_that_carried_it(
+    embedded_memory: TieredMemory,
+) -> None:
+    """A new thread carries the user's earlier messages into its prompt; they are read
+    again each turn, never checkpointed, so forget_thread leaves no copy of them in
+    another thread's keys (SCAN + DUMP; the model-based test found the copy)."""
+    memory = embedded_memory
+    model = ScriptedChatModel(replies=["Noted."])
+    graph = create_memory_graph(model, memory=memory, checkpointer=memory.checkpointer())
+    _turn(graph, "ann", "a", f"My locker code is {SECRET}.")
+    _turn(graph, "ann", "b", "Hello again.")
+    assert SECRET in "\n".join(m.text for m in model.prompts[-1])  # carried into b
+    _turn(graph, "ann", "b", "And once more.")
+    memory.forget_thread("ann", "a")
+    assert memory.connection is not None
+    sync = memory.connection.sync
+    sync.config_set("rdbcompression", "no")
+    assert [k for k in sync.scan_iter(count=1000) if SECRET.encode() in (sync.dump(k) or b"")] == []
