@@ -213,6 +213,8 @@ class Language:
         introduced: the user introducing someone by relation ("my sister Emma"), groups
             ``relation`` and ``name``.
         about_assistant: a summary item about the assistant itself ("助手会记住").
+        pronoun_subject: a third-person pronoun opening a summary item ("She", "她的"):
+            it stands for whom the item before names.
         stopwords: function words left out of lexical recall, in a text in the language.
         dates: how it names dates, or ``None``.
         numbers: the text with its numbers written in words as digits ("thirty" -> "30"),
@@ -243,6 +245,7 @@ class Language:
     relation_item: str | None = None
     introduced: str = _NEVER
     about_assistant: str = _NEVER
+    pronoun_subject: str = _NEVER
     stopwords: frozenset[str] = frozenset()
     dates: DateGrammar | None = None
     numbers: Callable[[str], str] | None = None

@@ -39,6 +39,7 @@ from langchain_tiered_memory.language.text import (
     split_sentences,
     tokenize,
 )
+from langchain_tiered_memory.summarization.forms import first_person_item, with_antecedent
 from langchain_tiered_memory.summarization.reconcile import (
     NoteDecision,
     NoteDecisions,
@@ -229,15 +230,24 @@ def is_grounded(item: str, source_text: str, *, source_grams: set[str] | None = 
 
 
 def _copies_instructions(item: str) -> bool:
+    """Most of ``item``'s n-grams are the prompt's, and every word of it is: "The user's age
+    is 30." shares 8 of its 9 n-grams with the prompt, and says "age" and "30".
+    """
     grams = char_grams(item)
-    return bool(grams) and len(grams & _INSTRUCTION_GRAMS) >= 0.8 * len(grams)
+    return (
+        bool(grams)
+        and len(grams & _INSTRUCTION_GRAMS) >= 0.8 * len(grams)
+        and set(tokenize(item)) <= _INSTRUCTION_TERMS
+    )
 
 
 # The prompt's own wording, without its quoted examples: an item may well say what an
 # example says ("The user does not eat meat.").
-_INSTRUCTION_GRAMS = char_grams(
+_INSTRUCTIONS = (
     re.sub(r'"[^"]*"', " ", SUMMARY_SYSTEM_PROMPT) + " Conversation List the facts to remember"
 )
+_INSTRUCTION_GRAMS = char_grams(_INSTRUCTIONS)
+_INSTRUCTION_TERMS = set(tokenize(_INSTRUCTIONS))
 
 
 # The prompt's quoted examples, as terms: an item that says what an example says, in words
@@ -288,6 +298,7 @@ def clean_items(
     """
     source = char_grams(source_text) if source_text is not None else None
     relations = people_of(transcript or "")
+    said = None if transcript is None else _said_by_user(transcript)
     out: list[str] = []
     seen: set[str] = set()
     for raw in candidates:
@@ -322,11 +333,14 @@ def clean_items(
             continue
         if source is not None and not is_grounded(text, "", source_grams=source):
             continue
-        key = text.casefold()
+        if (stored := first_person_item(text, said=said)) is None:
+            continue  # an "I" the user never said: the assistant's words
+        key = stored.casefold()
         if key in seen:
             continue
         seen.add(key)
-        out.append(text)
+        if said is None or not with_antecedent(out, stored, said=said, max_chars=MAX_ITEM_CHARS):
+            out.append(stored)
     return out[:MAX_ITEMS]
 
 
@@ -334,6 +348,15 @@ def clean_items(
 # capitalised: the patterns keep their case).
 _INTRODUCED = tuple(re.compile(language.introduced) for language in languages())
 _IS_THE_USER = joined("is_the_user").pattern
+
+
+def _said_by_user(transcript: str) -> str:
+    """The user's lines of a :func:`render_transcript` transcript."""
+    return "\n".join(
+        line.removeprefix(_USER_LABEL)
+        for line in transcript.splitlines()
+        if line.startswith(_USER_LABEL)
+    )
 
 
 def people_of(transcript: str) -> dict[str, str]:
@@ -344,11 +367,7 @@ def people_of(transcript: str) -> dict[str, str]:
         >>> people_of("User: I don't eat meat. My sister Emma lives in Lyon.")
         {'Emma': 'sister'}
     """
-    said = "\n".join(
-        line.removeprefix(_USER_LABEL)
-        for line in transcript.splitlines()
-        if line.startswith(_USER_LABEL)
-    )
+    said = _said_by_user(transcript)
     found: dict[str, str] = {}
     for pattern in _INTRODUCED:
         for match in pattern.finditer(said):

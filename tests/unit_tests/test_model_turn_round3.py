@@ -22,7 +22,7 @@ from langchain_tiered_memory.agent.tools import (
     SUMMARIZE_TOOL,
     USER_TAG_TOOL,
 )
-from langchain_tiered_memory.summarization.summarizer import render_transcript
+from langchain_tiered_memory.summarization.summarizer import clean_items, render_transcript
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -134,6 +134,59 @@ def test_a_reply_that_restates_the_item_still_gets_the_report() -> None:
     ]
     reply = with_stored_items(AIMessage("I moved to Berlin last month."), turn)
     assert report in reply.text and reply.response_metadata[REPORT] == report
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_an_item_in_the_first_person_is_stored_as_the_users_words(
+    memory: TieredMemory, door: str
+) -> None:
+    """Qwen2.5-Coder-1.5B's SummaryItems answer held the user's sentence verbatim, "I moved
+    to Berlin last month.": in a later prompt that "I" reads as the assistant's."""
+    text = "I moved to Berlin last month. Please summarize."
+    model = ScriptedChatModel(
+        replies=[_summary(["I moved to Berlin last month."]), "Noted!", _NOTHING]
+    )
+    result = _turn(_agent(memory, model, door), text, "t1")
+    stored = "The user said: I moved to Berlin last month."
+    assert [d.page_content for d in memory.summaries.get_all("ann")] == [stored]
+    assert stored in result["messages"][-1].text  # and the user is told so
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_an_item_opening_with_a_pronoun_keeps_whom_it_stands_for(
+    memory: TieredMemory, door: str
+) -> None:
+    """Recorded live (zh seed): the items ["王芳今年28岁", "她的生日是十月三日"]; alone, the
+    second is "her birthday is October 3" for nobody, and the user never said 她."""
+    text = "你好，我叫王芳，今年28岁。我的生日是十月三日。请总结一下我们的对话。"
+    model = ScriptedChatModel(
+        replies=[_summary(["王芳今年28岁", "她的生日是十月三日"]), "好的。", _NOTHING]
+    )
+    _turn(_agent(memory, model, door), text, "t1")
+    items = [d.page_content for d in memory.summaries.get_all("ann")]
+    assert items == ["王芳今年28岁。她的生日是十月三日"]
+
+
+def test_a_pronoun_the_user_used_is_left_as_the_user_said_it() -> None:
+    transcript = "User: My mom is 60. She lives in Lyon."
+    kept = clean_items(["The user's mother is 60.", "She lives in Lyon."], transcript=transcript)
+    assert kept == ["The user's mother is 60.", "She lives in Lyon."]
+
+
+def test_an_item_in_the_first_person_the_user_never_said_is_not_theirs() -> None:
+    transcript = "User: Any dinner ideas?\nAssistant: I recommend the tasting menu."
+    assert clean_items(["I recommend the tasting menu."], transcript=transcript) == []
+
+
+def test_a_true_item_in_the_prompts_words_is_not_a_copy_of_the_instructions() -> None:
+    """Dropped live: "The user's age is 30." shares 8 of its 9 n-grams with the
+    summarizer's prompt."""
+    transcript = "User: Hi! My name is Ann Lee and I'm 30."
+    assert clean_items(["The user's age is 30."], transcript=transcript) == [
+        "The user's age is 30."
+    ]
+    copy = "Only facts the user stated about themselves."
+    assert clean_items([copy], transcript=transcript) == []
 
 
 # ----- item 7: real answers about tool calls are answers -----

@@ -13,7 +13,13 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
 from langchain_tiered_memory.errors import SummarizationError
-from langchain_tiered_memory.language.text import is_first_person, is_question, tokenize
+from langchain_tiered_memory.language.registry import language_of
+from langchain_tiered_memory.language.text import (
+    is_first_person,
+    is_question,
+    said_item,
+    tokenize,
+)
 from langchain_tiered_memory.retrieval import parse_time_windows
 from langchain_tiered_memory.summarization.summarizer import (
     char_grams,
@@ -91,13 +97,13 @@ def test_form_validation_drops_what_is_not_an_item() -> None:
         None,
         "Write each fact as one short self-contained sentence in the third person",
         "Assistant: Nice to meet you, Alice!",  # the assistant's line echoed
-        "User: My birthday is on May 8.",  # the user's line echoed: its content stays
+        "User: My birthday is on May 8.",  # the user's line echoed: kept as their words
         "The user's birthday is on May 8.",
         "the user's birthday is on may 8.",  # a duplicate, case aside
         "用户喜欢茶。",  # short is fine in Chinese
     ]
     assert clean_items(candidates) == [
-        "My birthday is on May 8.",
+        "The user said: My birthday is on May 8.",
         "The user's birthday is on May 8.",
         "用户喜欢茶。",
     ]
@@ -119,10 +125,12 @@ def test_recorded_smollm2_junk_is_rejected_in_small_model_mode(
     conversation: dict[str, Any],
 ) -> None:
     kept = clean_items(conversation["candidates"], conversation["user"])
-    # only the user's own words survive (echoed as "User: ..."), never the fragments,
-    # the assistant's chatter or the invented wedding date
+    # only the user's own words survive (echoed as "User: ..."), quoted as theirs, never
+    # the fragments, the assistant's chatter or the invented wedding date
     for item in kept:
-        assert item in conversation["user"], item
+        said = language_of(item).said or ""
+        assert item.startswith(said), item
+        assert item.removeprefix(said) in conversation["user"], item
     junk = [c for c in conversation["candidates"] if not c.startswith("User:")]
     assert clean_items(junk, conversation["user"]) == []
 
@@ -297,6 +305,7 @@ def _thread_turn(memory: TieredMemory, thread: str, text: str, position: int) ->
 def _echo(messages: list[Any]) -> AIMessage:
     said = [m.text for m in messages[1:] if isinstance(m, HumanMessage)]
     lines = said[0].split("\n") if said else []
+    # the user's lines as items: stored as their words ("The user said: I live in Berlin.")
     facts = [line.removeprefix("User: ") for line in lines if line.startswith("User: ")]
     return _items_call(*facts)
 
@@ -312,7 +321,10 @@ async def test_forget_thread_removes_the_thread_and_what_came_only_from_it(
     _thread_turn(memory, "b", "I have a cat named Tom.", 2)
     memory.summarize_history("u", ScriptedChatModel(replies=[_echo]))  # only b
     _thread_turn(memory, "a", "I like tea.", 2)
-    before = {d.page_content: d.metadata for d in memory.summaries.get_all("u")}
+    before = {
+        d.page_content.removeprefix(said_item("")): d.metadata
+        for d in memory.summaries.get_all("u")
+    }
     assert before["I have a cat named Tom."]["source_threads"] == ["b"]
     # one batch read both threads; each item records its own (issue 43 item 6)
     assert before["I live in Berlin."]["source_threads"] == ["a"]
@@ -330,11 +342,11 @@ async def test_forget_thread_removes_the_thread_and_what_came_only_from_it(
         "ok",
     ]
     left = sorted(d.page_content for d in memory.summaries.get_all("u"))
-    assert left == ["I live in Berlin."]  # what came from a alone stays
+    assert left == [said_item("I live in Berlin.")]  # what came from a alone stays
     assert memory.history.threads("u") == ["a"]
     # positions kept: the next summary starts after the forgotten messages
     memory.summarize_history("u", ScriptedChatModel(replies=[_echo]))
-    assert "I like tea." in [d.page_content for d in memory.summaries.get_all("u")]
+    assert said_item("I like tea.") in [d.page_content for d in memory.summaries.get_all("u")]
     assert memory.summaries.get_watermark("u") == memory.history.length("u") == 8
     assert memory.forget_thread("u", "b")["messages"] == 0  # nothing twice
 

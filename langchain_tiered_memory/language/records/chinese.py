@@ -191,6 +191,7 @@ LANGUAGE = Language(
     relation_item="用户的{relation}{item}",
     introduced=r"我的?(?P<relation>妹妹|姐姐|哥哥|弟弟|妈妈|母亲|爸爸|父亲|妻子|老婆|丈夫|老公|儿子|"
     r"女儿|朋友|同事|老板)(?:叫|名叫|是)(?P<name>[\u4e00-\u9fff]{1,3}|[A-Za-z][\w'-]*)",
+    pronoun_subject=r"[她他]们?",
     about_assistant=r"助手|助理|我会记住|我会记得",
     dates=DATES,
     numbers=_numbers,

@@ -299,6 +299,7 @@ LANGUAGE = Language(
     relation_item="The user's {relation} {item}",
     introduced=rf"\b[Mm]y (?:(?:little|big|older|younger|best) )?(?P<relation>{_RELATION_WORDS}),?"
     r"\s+(?:is\s+)?(?:named\s+|called\s+)?(?P<name>[A-Z][\w'-]+)",
+    pronoun_subject=r"(?:she|he|they|her|his|their)\b",
     about_assistant=r"(?:the |your )?assistant\b"
     r"|I(?: will|'ll| shall) (?:keep|remember|note|make sure|remind)\b"
     r"|I have (?:noted|recorded|saved|remembered)\b",

@@ -190,6 +190,7 @@ LANGUAGE = Language(
     relation_item="Persona cercana al usuario ({relation}): {item}",
     introduced=rf"\b[Mm]i (?P<relation>{_RELATIONS}),?\s+(?:se llama\s+|es\s+)?"
     r"(?P<name>[A-ZÁÉÍÓÚÑ][\w'-]+)",
+    pronoun_subject=r"(?:ella|él|ellos|ellas|su|sus)\b",
     about_assistant=r"(?:el |la )?asistente\b|recordaré\b|lo tendré en cuenta",
     stopwords=_STOPWORDS,
     dates=DATES,
