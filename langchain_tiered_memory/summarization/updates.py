@@ -78,6 +78,8 @@ def _ceased(new: str, old: str, languages: Sequence[LanguageRules]) -> bool:
     """
     for rules in languages:
         for match in re.finditer(rules.ceased, new, re.IGNORECASE):
+            if _negated(new, match.start(), languages):
+                continue  # "I won't quit", "没有辞职"
             rest = _CLAUSE_END.split(new[match.end() :], maxsplit=1)[0]
             if _terms(rest) & _terms(old):
                 return True
@@ -111,6 +113,18 @@ def _clauses(text: str, languages: Sequence[LanguageRules]) -> list[str]:
     return [c for c in re.split(breaks, text, flags=re.IGNORECASE) if c and c.strip()]
 
 
+def _negated(text: str, at: int, languages: Sequence[LanguageRules]) -> bool:
+    """The word right before ``at`` (two CJK characters) denies the cue there ("won't
+    quit", "never moved", "没有搬家"); a cue that is itself negative ("no longer") is not
+    denied by what it says.
+    """
+    head = text[:at].rstrip()
+    if not head:
+        return False
+    last = head[-2:] if is_cjk(head[-1]) else head.split()[-1]
+    return any(_search(r.negation, last) for r in languages)
+
+
 def _someone_else_before(clause: str, at: int, languages: Sequence[LanguageRules]) -> bool:
     """Another person is the subject before the cue ("said their sister now lives")."""
     head = clause[:at]
@@ -131,7 +145,9 @@ def _changed(new: str, languages: Sequence[LanguageRules]) -> set[str]:
             continue
         for rules in languages:
             for cue in _compiled(rules.moved_on).finditer(clause):
-                if _someone_else_before(clause, cue.start(), languages):
+                if _someone_else_before(clause, cue.start(), languages) or _negated(
+                    clause, cue.start(), languages
+                ):
                     continue
                 for name, pattern in rules.single_valued.items():
                     for found in _compiled(pattern).finditer(clause):

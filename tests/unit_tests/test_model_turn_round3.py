@@ -327,6 +327,12 @@ def test_a_new_thread_does_not_carry_what_the_memory_holds_superseded(
         ("The user is married to Sam.", "The user is married and now has two kids."),
         ("用户在银行工作。", "用户目前在读一本关于工作的书。"),
         ("用户住在上海。", "用户帮朋友搬家到了北京。"),
+        # the kinds of line that still fired on ordinary conversation (bench/update_rules.py
+        # --ordinary): a denied cue, and a job that is nobody's
+        ("The user said: Let's keep going!", "The user said: I won't quit, I keep going!"),
+        ("The user plays tennis.", "The user never quit tennis."),
+        ("The user helped at a career fair.", "The user said: I'm enjoying my new job now."),
+        ("用户在银行工作。", "用户没有辞职，还在银行工作。"),
     ],
 )
 def test_words_that_are_no_update_supersede_nothing(old: str, new: str) -> None:

@@ -110,7 +110,9 @@ RULES = LanguageRules(
         r"(?:(?!(?:the|a|an|his|her|their|its|my|our|your)\b)\w+ ){0,4}"
         r"(?:in|to|at|near|with|on)\b|\bhome(?:town)? is\b",
         "work": r"\b(?:works?|worked|working|employed|hired) (?:\w+ ){0,2}(?:at|for|as|in)\b|"
-        r"\b(?:job|career|careers|profession|quit \w+ (?:job|company)|retired)\b|"
+        # a job of the user's, not any job named ("the career fair", "a job interview")
+        r"\b(?:user['’]s|his|her|their|my|new|first|dream|day) (?:\w+ )?"
+        r"(?:job|career|profession)\b|\b(?:quit \w+ (?:job|company)|retired)\b|"
         r"\b(?:is|was|became|now) an? (?:\w+ )?(?:engineer|teacher|nurse|doctor|lawyer|"
         r"developer|designer|student|manager|accountant)\b",
         "study": r"\b(?:stud(?:y|ies|ied|ying)|majors?|majored|enrolled)\b",
