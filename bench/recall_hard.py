@@ -45,6 +45,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_tiered_memory import InMemorySummaryStore
 from langchain_tiered_memory.retrieval import RetrievalConfig
+from langchain_tiered_memory.retrieval.conversation import conversation_depth, keep_latest_best
 
 DATA = Path(__file__).parent / "data" / "associative_hard.json"
 KS = (1, 3, 5, 10)
@@ -120,6 +121,17 @@ def _joined_alone(
     return store.search(user, " ".join(recent), k, vector=store.embed_conversation(recent))
 
 
+def _dates_from_all(
+    store: InMemorySummaryStore, user: str, texts: list[str], k: int
+) -> list[Document]:
+    """The package's recall with the time windows read from all the turns joined (before
+    issue 57 item 2), not the latest message."""
+    recent = texts[-3:]
+    vector = store.embed_conversation(recent)
+    joined = store.search(user, " ".join(recent), conversation_depth(k), vector=vector)
+    return keep_latest_best(joined, store.search(user, recent[-1], 1), k)
+
+
 def _before(store: InMemorySummaryStore, user: str, texts: list[str], k: int) -> list[Document]:
     """The query before issue 45: 3 turn vectors summed (decay 0.5), hybrid, fused with
     the latest message's ranking."""
@@ -150,6 +162,7 @@ def systems(rrf_parts: dict[str, System]) -> list[System]:
         System("BM25 weight doubled (0.5)", package, replace(DEFAULT, lexical_weight=0.5)),
         System("- centering", package, replace(DEFAULT, centering=0.0)),
         System("- time signal", package, replace(DEFAULT, time_weight=0.0)),
+        System("dates from all 3 turns (before 57.2)", _dates_from_all, DEFAULT),
         System("- MMR diversity", package, replace(DEFAULT, diversity=0.0)),
         System("- newer-first ordering", package, replace(DEFAULT, newer_first=False)),
         System("- all of the hybrid (dense only)", package, DENSE),

@@ -150,9 +150,10 @@ def keep_latest_best(
     return out[:k]
 
 
-#: ``(query text, depth, its vector or None) -> plan of the ranked items``: one store's
-#: search, which embeds the text itself when given no vector.
-Search = Callable[[str, int, "np.ndarray | None"], Plan[list[Document]]]
+#: ``(query text, depth, its vector or None, the text to read dates from or None) -> plan
+#: of the ranked items``: one store's search, which embeds the text itself when given no
+#: vector and reads dates from the query when given no other text.
+Search = Callable[[str, int, "np.ndarray | None", "str | None"], Plan[list[Document]]]
 
 
 def recall(
@@ -180,7 +181,7 @@ def recall(
     Example:
         >>> from langchain_tiered_memory._steps import call, drive
         >>> docs = {t: Document(page_content=t, id=t) for t in "abc"}
-        >>> def search(query, depth, vector):
+        >>> def search(query, depth, vector, dates_from):
         ...     return [docs[c] for c in query if c in docs][:depth]
         ...     yield  # a plan with no step
         >>> def embed(texts): return call(len, len, texts)  # doctest: +SKIP
@@ -188,10 +189,12 @@ def recall(
         ['b']
     """
     if len(texts) < 2:
-        return (yield from search(texts[-1], k, None))
+        return (yield from search(texts[-1], k, None, None))
     vector = yield embed(texts)
-    joined = yield from search(" ".join(texts), conversation_depth(k), vector)
-    latest = yield from search(texts[-1], 1, None)
+    # the dates the latest message names: "last time" or "next month" turns ago named a
+    # date of their own, not the one the question is about
+    joined = yield from search(" ".join(texts), conversation_depth(k), vector, texts[-1])
+    latest = yield from search(texts[-1], 1, None, None)
     return keep_latest_best(joined, latest, k)
 
 

@@ -222,10 +222,12 @@ class HybridIndex:
         *,
         now: datetime | None = None,
         exclude: np.ndarray | None = None,
+        dates_from: str | None = None,
     ) -> list[Hit]:
         """The ``k`` best items for the query text and its unit embedding, best first.
 
-        ``exclude`` (a boolean mask over positions) hides items, e.g. superseded ones.
+        ``exclude`` (a boolean mask over positions) hides items, e.g. superseded ones. The
+        time windows come from the dates ``dates_from`` names, else ``query``.
         """
         n = len(self)
         if n == 0 or k <= 0:
@@ -233,7 +235,8 @@ class HybridIndex:
         cfg = self.config
         q = np.asarray(vector, dtype=np.float32).reshape(self.dim)
         terms = tokenize(query) if cfg.lexical_weight else []
-        windows = parse_time_windows(query, now) if cfg.time_weight else []
+        dated = query if dates_from is None else dates_from
+        windows = parse_time_windows(dated, now) if cfg.time_weight else []
         with self._lock:
             qc = q
             shrink = cfg.centering * n / (n + CENTERING_PRIOR_ITEMS)

@@ -254,10 +254,12 @@ class RedisTiers:
         if index is None:
             return []
 
-        def search(query: str, depth: int, vector: np.ndarray | None) -> Plan[list[Document]]:
+        def search(
+            query: str, depth: int, vector: np.ndarray | None, dates_from: str | None
+        ) -> Plan[list[Document]]:
             if vector is None:
                 vector = yield call(summaries.embed_query, summaries.aembed_query, query)
-            return index.search(vector, depth, query=query)
+            return index.search(vector, depth, query=query, dates_from=dates_from)
 
         def embed(conversation: Sequence[str]) -> Step:
             return call(summaries.embed_conversation, summaries.aembed_conversation, conversation)

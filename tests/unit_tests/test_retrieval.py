@@ -10,11 +10,13 @@ import math
 import random
 from collections import Counter
 from datetime import datetime, timezone
+from typing import Any
 
 import numpy as np
 import pytest
 
 from langchain_tiered_memory import HashingEmbeddings, InMemorySummaryStore
+from langchain_tiered_memory._steps import call, drive
 from langchain_tiered_memory.retrieval import (
     HybridIndex,
     LexicalIndex,
@@ -24,6 +26,7 @@ from langchain_tiered_memory.retrieval import (
     to_epoch,
     tokenize,
 )
+from langchain_tiered_memory.retrieval.conversation import recall
 from langchain_tiered_memory.stores.summaries.index import UserIndex, extend_index
 
 NOW = datetime(2024, 3, 15, 12, 0, tzinfo=timezone.utc)
@@ -201,6 +204,34 @@ def test_a_named_date_favours_items_created_then() -> None:
     best = index.search("which concert on 8 May, 2023?", q, 1, now=NOW)[0]
     assert best.position == 1 and best.time == pytest.approx(1.0)
     assert index.search("which concert?", q, 1, now=NOW)[0].position == 0
+
+
+def test_the_dates_are_read_from_the_text_given_for_them() -> None:
+    q = unit([1.0, 0.1, 0.0])
+    index = HybridIndex(3)
+    index.add(
+        ["went to a concert", "went to a concert again"],
+        np.array([unit([1.0, 0.12, 0.0]), unit([1.0, 0.0, 0.1])]),
+        [to_epoch("2023-01-20T10:00:00"), to_epoch("2023-05-08T10:00:00")],
+    )
+    dated = "which concert on 8 May, 2023?"
+    assert index.search("which concert?", q, 1, now=NOW, dates_from=dated)[0].position == 1
+    assert index.search(dated, q, 1, now=NOW, dates_from="which concert?")[0].position == 0
+
+
+def test_a_conversation_reads_dates_from_its_latest_message() -> None:
+    """Issue 57 item 2: "last time" or "next month" turns ago named a date of their own;
+    the conversation's ranking reads the dates the latest message names."""
+    asked: list[tuple[str, str | None]] = []
+
+    def search(query: str, depth: int, vector: Any, dates_from: str | None) -> Any:
+        asked.append((query, dates_from))
+        return []
+        yield  # a plan with no step
+
+    texts = ["Last May I failed my driving test.", "I have an exam tomorrow."]
+    drive(recall(search, lambda t: call(len, len, t), texts, 3))
+    assert asked == [(" ".join(texts), texts[-1]), (texts[-1], None)]
 
 
 def test_diversity_skips_a_restatement_of_a_chosen_item() -> None:

@@ -141,7 +141,9 @@ class SummaryStore(ABC):
     def _recall(
         self, user_id: str, texts: Sequence[str], k: int, include_superseded: bool
     ) -> Plan[list[Document]]:
-        def search(query: str, depth: int, vector: np.ndarray | None) -> Plan[list[Document]]:
+        def search(
+            query: str, depth: int, vector: np.ndarray | None, dates_from: str | None
+        ) -> Plan[list[Document]]:
             return (
                 yield call(
                     self.search,
@@ -151,6 +153,7 @@ class SummaryStore(ABC):
                     depth,
                     vector=vector,
                     include_superseded=include_superseded,
+                    dates_from=dates_from,
                 )
             )
 
@@ -237,10 +240,14 @@ class SummaryStore(ABC):
         *,
         vector: np.ndarray | None = None,
         include_superseded: bool = False,
+        dates_from: str | None = None,
     ) -> list[Document]:
         """The ``k`` best items for ``query``, best first, ``metadata["score"]`` set.
 
-        Items a newer item superseded are left out unless ``include_superseded``.
+        Items a newer item superseded are left out unless ``include_superseded``. The
+        dates ``query`` names ("last May") favour items of that time; ``dates_from`` gives
+        another text to read them from (a conversation's query reads its latest message:
+        "last time" three turns ago names no date the question asks about).
         """
 
     @abstractmethod
@@ -252,6 +259,7 @@ class SummaryStore(ABC):
         *,
         vector: np.ndarray | None = None,
         include_superseded: bool = False,
+        dates_from: str | None = None,
     ) -> list[Document]:
         """Async :meth:`search`."""
 

@@ -326,6 +326,7 @@ class UserIndex:
         query: str | None = None,
         now: datetime | None = None,
         include_superseded: bool = False,
+        dates_from: str | None = None,
     ) -> list[Document]:
         """The ``k`` best items for ``query`` and its embedding ``vector``, best first.
 
@@ -334,7 +335,8 @@ class UserIndex:
         cosine of query and item, ``metadata["score_parts"]`` the score's ``dense``, ``lexical``
         and ``time`` parts. Without ``query`` only the embedding ranks. Items a newer
         item superseded are left out unless ``include_superseded``; among near-duplicates
-        that are recalled together, the newer comes first.
+        that are recalled together, the newer comes first. Dates are read from
+        ``dates_from`` if given, else from ``query``.
         """
         if k <= 0:
             return []
@@ -347,7 +349,9 @@ class UserIndex:
             hidden = None
             if not include_superseded and self.superseded.any():
                 hidden = self.superseded.copy()
-            hits = self.hybrid.search(query or "", vector, k, now=now, exclude=hidden)
+            hits = self.hybrid.search(
+                query or "", vector, k, now=now, exclude=hidden, dates_from=dates_from
+            )
             hits = self.hybrid.newer_first(hits, query or "")
             records = [self.records[h.position] for h in hits]
         out = []

@@ -164,6 +164,7 @@ class InMemorySummaryStore(SummaryStore):
         *,
         vector: np.ndarray | None = None,
         include_superseded: bool = False,
+        dates_from: str | None = None,
     ) -> list[Document]:
         """Top-``k`` items by hybrid relevance (see :mod:`langchain_tiered_memory.retrieval`)."""
         index = self._indexes.get(user_id)
@@ -173,7 +174,13 @@ class InMemorySummaryStore(SummaryStore):
         vector = self.embed_query(query) if vector is None else vector
         with self._lock:  # ranked by the store's retrieval now (an app may change it)
             ranked = index.configure(self.retrieval)
-            return ranked.search(vector, k, query=query, include_superseded=include_superseded)
+            return ranked.search(
+                vector,
+                k,
+                query=query,
+                include_superseded=include_superseded,
+                dates_from=dates_from,
+            )
 
     async def asearch(
         self,
@@ -183,11 +190,19 @@ class InMemorySummaryStore(SummaryStore):
         *,
         vector: np.ndarray | None = None,
         include_superseded: bool = False,
+        dates_from: str | None = None,
     ) -> list[Document]:
         """Async :meth:`search`."""
         if user_id in self._indexes and vector is None:
             vector = await self.aembed_query(query)
-        return self.search(user_id, query, k, vector=vector, include_superseded=include_superseded)
+        return self.search(
+            user_id,
+            query,
+            k,
+            vector=vector,
+            include_superseded=include_superseded,
+            dates_from=dates_from,
+        )
 
     def get_watermark(self, user_id: str) -> int:
         """Summarization watermark."""

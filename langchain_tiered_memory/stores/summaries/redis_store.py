@@ -265,6 +265,7 @@ class RedisSummaryStore(SummaryStore):
         *,
         vector: np.ndarray | None = None,
         include_superseded: bool = False,
+        dates_from: str | None = None,
     ) -> list[Document]:
         """Top-``k`` items by hybrid relevance (see :mod:`langchain_tiered_memory.retrieval`)."""
         index = self.index_for(user_id)
@@ -272,7 +273,9 @@ class RedisSummaryStore(SummaryStore):
             return []
         if vector is None:
             vector = self.embed_query(query)
-        return index.search(vector, k, query=query, include_superseded=include_superseded)
+        return index.search(
+            vector, k, query=query, include_superseded=include_superseded, dates_from=dates_from
+        )
 
     async def asearch(
         self,
@@ -282,6 +285,7 @@ class RedisSummaryStore(SummaryStore):
         *,
         vector: np.ndarray | None = None,
         include_superseded: bool = False,
+        dates_from: str | None = None,
     ) -> list[Document]:
         """Async :meth:`search`."""
         index = await self.aindex_for(user_id)
@@ -289,7 +293,9 @@ class RedisSummaryStore(SummaryStore):
             return []
         if vector is None:
             vector = await self.aembed_query(query)
-        return index.search(vector, k, query=query, include_superseded=include_superseded)
+        return index.search(
+            vector, k, query=query, include_superseded=include_superseded, dates_from=dates_from
+        )
 
     def get_watermark(self, user_id: str) -> int:
         """Summarization watermark."""
