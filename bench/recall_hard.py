@@ -132,6 +132,41 @@ def _dates_from_all(
     return keep_latest_best(joined, store.search(user, recent[-1], 1), k)
 
 
+def _split_query(
+    store: InMemorySummaryStore, user: str, texts: list[str], k: int
+) -> list[Document]:
+    """Issue 57 item 4's candidate: the earlier turns joined (known when the previous turn
+    ends, embedded then) and the latest message (embedded at the load) as two vectors,
+    summed with equal weight; the lexical side still reads the three turns joined."""
+    recent = texts[-3:]
+    if len(recent) < 2:
+        return store.search_conversation(user, recent, k)
+    vector = combine(
+        np.stack([store.embed_query(" ".join(recent[:-1])), store.embed_query(recent[-1])]),
+        decay=1.0,
+    )
+    joined = store.search(
+        user, " ".join(recent), conversation_depth(k), vector=vector, dates_from=recent[-1]
+    )
+    return keep_latest_best(joined, store.search(user, recent[-1], 1), k)
+
+
+def _earlier_ranking(
+    store: InMemorySummaryStore, user: str, texts: list[str], k: int
+) -> list[Document]:
+    """Issue 57 item 4's second candidate: the ranking of all three turns joined (the text
+    the lexical side reads) with the vector of the earlier turns alone (embedded when the
+    previous turn ended), the latest message's best item kept."""
+    recent = texts[-3:]
+    if len(recent) < 2:
+        return store.search_conversation(user, recent, k)
+    vector = store.embed_query(" ".join(recent[:-1]))
+    joined = store.search(
+        user, " ".join(recent), conversation_depth(k), vector=vector, dates_from=recent[-1]
+    )
+    return keep_latest_best(joined, store.search(user, recent[-1], 1), k)
+
+
 def _before(store: InMemorySummaryStore, user: str, texts: list[str], k: int) -> list[Document]:
     """The query before issue 45: 3 turn vectors summed (decay 0.5), hybrid, fused with
     the latest message's ranking."""
@@ -163,6 +198,8 @@ def systems(rrf_parts: dict[str, System]) -> list[System]:
         System("- centering", package, replace(DEFAULT, centering=0.0)),
         System("- time signal", package, replace(DEFAULT, time_weight=0.0)),
         System("dates from all 3 turns (before 57.2)", _dates_from_all, DEFAULT),
+        System("earlier turns + latest, two vectors summed", _split_query, DEFAULT),
+        System("earlier turns' vector, latest's best kept", _earlier_ranking, DEFAULT),
         System("- MMR diversity", package, replace(DEFAULT, diversity=0.0)),
         System("- newer-first ordering", package, replace(DEFAULT, newer_first=False)),
         System("- all of the hybrid (dense only)", package, DENSE),
