@@ -47,6 +47,7 @@ from langchain_tiered_memory.agent.replies import (
     is_empty,
     no_reply,
     with_stored_items,
+    without_echo,
     without_repeated_calls,
 )
 from langchain_tiered_memory.agent.settings import TurnSettings
@@ -497,7 +498,7 @@ class ModelStep:
             calls = _ground_tag_calls(response.tool_calls, human.text if human else "")
             if calls != response.tool_calls:
                 response = response.model_copy(update={"tool_calls": calls})
-        return with_stored_items(response, messages)
+        return with_stored_items(without_echo(response, messages), messages)
 
     @staticmethod
     def empty(response: BaseMessage) -> bool:

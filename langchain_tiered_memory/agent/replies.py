@@ -29,6 +29,7 @@ from langchain_tiered_memory._said import (
 )
 from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL
 from langchain_tiered_memory.language.registry import replies_in
+from langchain_tiered_memory.language.text import is_cjk
 
 __all__ = [
     "CAPTURE_NOTE",
@@ -42,6 +43,7 @@ __all__ = [
     "no_reply",
     "said_by_model",
     "with_stored_items",
+    "without_echo",
     "without_repeated_calls",
 ]
 
@@ -78,6 +80,40 @@ def without_repeated_calls(response: AIMessage, messages: Sequence[BaseMessage])
         return AIMessage(content=response.text or "", id=response.id)
     extra = {k: v for k, v in response.additional_kwargs.items() if k != "tool_calls"}
     return response.model_copy(update={"tool_calls": calls, "additional_kwargs": extra})
+
+
+# a message this long copied as the whole reply says nothing ("I live in Paris." ->
+# "I live in Paris."); a short one may be the answer ("Thank you!" -> "Thank you!")
+MIN_ECHO_TERMS = 3
+
+
+def _folded(text: str) -> str:
+    return " ".join("".join(c if c.isalnum() else " " for c in text.casefold()).split())
+
+
+def without_echo(response: AIMessage, messages: Sequence[BaseMessage]) -> AIMessage:
+    """``response``, or an empty reply if all it says is the user's latest message copied
+    (Qwen2.5-Coder-1.5B answered "I live in Paris." and "Please summarize our
+    conversation." with the message itself): an empty reply is asked again.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> turn = [HumanMessage("I live in Paris.")]
+        >>> without_echo(AIMessage("I live in Paris"), turn).text
+        ''
+        >>> without_echo(AIMessage("Paris is lovely."), turn).text
+        'Paris is lovely.'
+    """
+    human, _ = _turn(messages)
+    if human is None or response.tool_calls or response.invalid_tool_calls:
+        return response
+    said = _folded(said_by_model(response))
+    if len(said.split()) + sum(is_cjk(c) for c in said) / 2 < MIN_ECHO_TERMS:
+        return response  # a word or two (a CJK character is half a word)
+    if said != _folded(human.text):
+        return response
+    logger.info("the model's reply copied the user's message; asking again")
+    return AIMessage(content="", id=response.id, response_metadata=response.response_metadata)
 
 
 def package_reply(text: str) -> AIMessage:

@@ -212,7 +212,8 @@ class Language:
             back in relation to the user (``"The user's {relation} {item}"``).
         introduced: the user introducing someone by relation ("my sister Emma"), groups
             ``relation`` and ``name``.
-        about_assistant: a summary item about the assistant itself ("助手会记住").
+        about_assistant: a summary item about the assistant or the conversation itself
+            ("助手会记住", "The conversation was brief."), not the user.
         pronoun_subject: a third-person pronoun opening a summary item ("She", "她的"):
             it stands for whom the item before names.
         stopwords: function words left out of lexical recall, in a text in the language.

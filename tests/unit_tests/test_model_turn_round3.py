@@ -371,3 +371,46 @@ def test_a_copied_placeholder_with_the_report_appended_is_no_reply() -> None:
     copied = AIMessage(f"{SUMMARIZE_NOTE}\n\n{report}", response_metadata={REPORT: report})
     assert is_empty(copied)
     assert not is_empty(AIMessage(f"好的。\n\n{report}", response_metadata={REPORT: report}))
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_an_item_about_the_conversation_is_no_memory(memory: TieredMemory, door: str) -> None:
+    """Recorded live (update, en): SummaryItems ["The user lives in Paris.", "The
+    conversation was about the user's location.", "The conversation was brief."]."""
+    answer = [
+        "The user lives in Paris.",
+        "The conversation was about the user's location.",
+        "The conversation was brief.",
+    ]
+    model = ScriptedChatModel(replies=[_summary(answer), "Noted.", _NOTHING])
+    _turn(_agent(memory, model, door), "I live in Paris. Please summarize.", "t1")
+    assert [d.page_content for d in memory.summaries.get_all("ann")] == [answer[0]]
+
+
+def test_an_item_about_the_conversation_is_no_memory_in_chinese() -> None:
+    kept = clean_items(["用户住在上海。", "对话很简短。", "我们聊了搬家的事。"])
+    assert kept == ["用户住在上海。"]
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+@pytest.mark.parametrize(
+    ("said", "echo"),
+    [
+        # recorded live (update, en): the reply was the user's message itself
+        ("I live in Paris.", "I live in Paris."),
+        ("我住在上海，离公司很远。", "我住在上海，离公司很远"),
+    ],
+)
+def test_a_reply_that_copies_the_users_message_is_asked_again(
+    memory: TieredMemory, door: str, said: str, echo: str
+) -> None:
+    model = ScriptedChatModel(replies=[echo, "Got it: Paris.", _NOTHING])
+    result = _turn(_agent(memory, model, door), said, "t1")
+    assert result["messages"][-1].text == "Got it: Paris."
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_a_short_reply_like_the_message_is_an_answer(memory: TieredMemory, door: str) -> None:
+    model = ScriptedChatModel(replies=["Thank you!", _NOTHING])
+    result = _turn(_agent(memory, model, door), "Thank you!", "t1")
+    assert result["messages"][-1].text == "Thank you!"

@@ -192,7 +192,8 @@ LANGUAGE = Language(
     introduced=r"我的?(?P<relation>妹妹|姐姐|哥哥|弟弟|妈妈|母亲|爸爸|父亲|妻子|老婆|丈夫|老公|儿子|"
     r"女儿|朋友|同事|老板)(?:叫|名叫|是)(?P<name>[\u4e00-\u9fff]{1,3}|[A-Za-z][\w'-]*)",
     pronoun_subject=r"[她他]们?",
-    about_assistant=r"助手|助理|我会记住|我会记得",
+    # and about the conversation, not the user: "对话很简短。" (a real model wrote its kind)
+    about_assistant=r"助手|助理|我会记住|我会记得|(?:这次|这段|我们的|本次)?对话|我们(?:聊|谈|讨论)了",
     dates=DATES,
     numbers=_numbers,
 )

@@ -304,7 +304,10 @@ LANGUAGE = Language(
     pronoun_subject=r"(?:she|he|they|her|his|their)\b",
     about_assistant=r"(?:the |your )?assistant\b"
     r"|I(?: will|'ll| shall) (?:keep|remember|note|make sure|remind)\b"
-    r"|I have (?:noted|recorded|saved|remembered)\b",
+    r"|I have (?:noted|recorded|saved|remembered)\b"
+    # the conversation itself, not the user: Qwen2.5-Coder-1.5B wrote "The conversation was
+    # brief." and "The conversation was about moving to Berlin." as memories
+    r"|(?:the |this |our )?conversation\b|we (?:talked|discussed|chatted)\b",
     stopwords=_STOPWORDS,
     dates=DATES,
     numbers=_numbers,

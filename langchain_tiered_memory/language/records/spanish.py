@@ -191,7 +191,9 @@ LANGUAGE = Language(
     introduced=rf"\b[Mm]i (?P<relation>{_RELATIONS}),?\s+(?:se llama\s+|es\s+)?"
     r"(?P<name>[A-ZÁÉÍÓÚÑ][\w'-]+)",
     pronoun_subject=r"(?:ella|él|ellos|ellas|su|sus)\b",
-    about_assistant=r"(?:el |la )?asistente\b|recordaré\b|lo tendré en cuenta",
+    about_assistant=(
+        r"(?:el |la )?asistente\b|recordaré\b|lo tendré en cuenta|(?:la |esta )?conversación\b"
+    ),
     stopwords=_STOPWORDS,
     dates=DATES,
     numbers=_numbers,
