@@ -167,9 +167,9 @@ def main() -> int:
         print("| system | lang | " + " | ".join(f"@{k}" for k in KS) + " | Δ@5 (paired) |")
         print("|---|---|" + "---:|" * (len(KS) + 1))
         for lang in ("en", "zh"):
-            base: dict[str, list[bool]] = {}
+            base: dict[str, list[float]] = {}
             for name, asked, store, rank in rows:
-                hits: dict[int, dict[str, list[bool]]] = {k: {} for k in KS}
+                hits: dict[int, dict[str, list[float]]] = {k: {} for k in KS}
                 for user in data["users"]:
                     if user["lang"] != lang:
                         continue
@@ -179,7 +179,7 @@ def main() -> int:
                         found = rank(store, user["user"], texts, line, max(KS))
                         ranked = [ids.get(d.page_content) for d in found]
                         for k in KS:
-                            hits[k].setdefault(f"{n}", []).append(target in ranked[:k])
+                            hits[k].setdefault(f"{n}", []).append(float(target in ranked[:k]))
                 if asked is None:
                     base = hits[5]
                 cells = []
@@ -193,7 +193,7 @@ def main() -> int:
 
 
 def _paired(
-    hits: dict[str, list[bool]], base: dict[str, list[bool]], rng: random.Random, n: int = 2000
+    hits: dict[str, list[float]], base: dict[str, list[float]], rng: random.Random, n: int = 2000
 ) -> str:
     keys = sorted(base)
     diffs = {key: float(np.mean(hits[key])) - float(np.mean(base[key])) for key in keys}

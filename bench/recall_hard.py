@@ -3,6 +3,7 @@
     python bench/recall_hard.py                       # the dev split, e5-small (default)
     python bench/recall_hard.py --embeddings minilm   # all-MiniLM-L6-v2 beside it
     python bench/recall_hard.py --split held_out      # once, at the end
+    python bench/recall_hard.py --data bench/data/associative_multi.json   # several targets
 
 Data: ``bench/data/associative_hard.json`` (``bench/make_associative_hard.py``): 12 users
 (English, Chinese) x 80 dated events, ten on each of eight topics, so every conversation
@@ -19,11 +20,14 @@ Rows, all in one run on the same vectors:
 - the package's recall (what a turn's load runs: the last 3 turns joined into one text,
   the hybrid score, the last message's own best item kept at rank 2), and the same with one
   part removed or changed: the kept item, BM25 (weight 0 or doubled), the centering, the
-  time signal, MMR diversity, newer-first near-duplicate ordering, the whole hybrid (dense
-  only), 2 or 4 turns.
+  time signal, MMR diversity added (0.2, the default before issue 57), newer-first
+  ordering, the whole hybrid (dense only), 2 or 4 turns; the dates read from all turns;
+  two ways to embed at the load only the latest message (issue 57 item 4).
 
 Reported per language: recall@1/3/5/10 of the conversation's event (talks) and of the
-named fact (asks), with 95% bootstrap intervals that resample the conversations (the same
+named fact (asks); with several target events (``associative_multi.json``,
+``make_associative_multi.py``) the share of them among the top k (at rank 1: whether one is
+first), with 95% bootstrap intervals that resample the conversations (the same
 conversation over six users with other dates is one sample, not six).
 """
 
@@ -200,7 +204,9 @@ def systems(rrf_parts: dict[str, System]) -> list[System]:
         System("dates from all 3 turns (before 57.2)", _dates_from_all, DEFAULT),
         System("earlier turns + latest, two vectors summed", _split_query, DEFAULT),
         System("earlier turns' vector, latest's best kept", _earlier_ranking, DEFAULT),
-        System("- MMR diversity", package, replace(DEFAULT, diversity=0.0)),
+        System(
+            "+ MMR diversity 0.2 (the default before)", package, replace(DEFAULT, diversity=0.2)
+        ),
         System("- newer-first ordering", package, replace(DEFAULT, newer_first=False)),
         System("- all of the hybrid (dense only)", package, DENSE),
         System("2 turns", _package(2), DEFAULT),
@@ -212,7 +218,7 @@ stores: dict[str, InMemorySummaryStore] = {}
 
 
 def _interval(
-    hits: dict[str, list[bool]], rng: random.Random, n: int = 1000
+    hits: dict[str, list[float]], rng: random.Random, n: int = 1000
 ) -> tuple[float, float, float]:
     """Mean and 95% interval, resampling the conversations (clusters of hits)."""
     groups = list(hits.values())
@@ -265,27 +271,29 @@ def main() -> int:
     rng = random.Random(0)
     print(f"{args.data.name}, split {args.split}, embeddings {args.embeddings}\n")
     # per system and kind: (lang, query n) -> [hit@1, hit@5] per user, for paired intervals
-    per: dict[str, dict[str, dict[tuple[str, int], list[tuple[bool, bool]]]]] = {}
+    per: dict[str, dict[str, dict[tuple[str, int], list[tuple[float, float]]]]] = {}
     for kind in ("talks", "asks"):
+        if not any(user[kind] for user in data["users"]):
+            continue
         print(f"### {kind}\n")
         print("| system | lang | " + " | ".join(f"@{k}" for k in KS) + " |")
         print("|---|---|" + "---:|" * len(KS))
         for system in every:
             store = stores[system.name]
             for lang in ("en", "zh"):
-                hits: dict[int, dict[str, list[bool]]] = {k: {} for k in KS}
+                hits: dict[int, dict[str, list[float]]] = {k: {} for k in KS}
                 for user in data["users"]:
                     if user["lang"] != lang:
                         continue
                     ids = {e["text"]: e["id"] for e in user["events"]}
-                    for n, (target, texts) in enumerate(_queries(user, kind, args.split)):
+                    for n, (targets, texts) in enumerate(_queries(user, kind, args.split)):
                         found = system.rank(store, user["user"], texts, max(KS))
                         ranked = [ids.get(d.page_content) for d in found]
                         for k in KS:
-                            hits[k].setdefault(f"{kind}{n}", []).append(target in ranked[:k])
+                            hits[k].setdefault(f"{kind}{n}", []).append(_share(targets, ranked, k))
                         cell = per.setdefault(system.name, {}).setdefault(kind, {})
                         cell.setdefault((lang, n), []).append(
-                            (target in ranked[:1], target in ranked[:5])
+                            (_share(targets, ranked, 1), _share(targets, ranked, 5))
                         )
                 cells = []
                 for k in KS:
@@ -301,7 +309,7 @@ PACKAGE = "the package: 3 turns joined, hybrid, latest's best kept"
 
 
 def _paired(
-    per: dict[str, dict[str, dict[tuple[str, int], list[tuple[bool, bool]]]]],
+    per: dict[str, dict[str, dict[tuple[str, int], list[tuple[float, float]]]]],
     kind: str,
     rng: random.Random,
     n: int = 2000,
@@ -333,15 +341,23 @@ def _paired(
     print()
 
 
-def _queries(user: dict[str, Any], kind: str, split: str) -> list[tuple[str, list[str]]]:
+def _queries(user: dict[str, Any], kind: str, split: str) -> list[tuple[list[str], list[str]]]:
+    """(the target events, the user's turns) of each query: one target, or several (the
+    multi set's ``targets``)."""
     talks = [t for t in user["talks"] if t["split"] == split]
     if kind == "talks":
-        return [(t["target"], t["turns"]) for t in talks]
+        return [(t.get("targets") or [t["target"]], t["turns"]) for t in talks]
     out = []
     for n, ask in enumerate(user["asks"]):
         before = talks[n % len(talks)]["turns"][-2:]  # a change of topic
-        out.append((ask["target"], [*before, ask["question"]]))
+        out.append(([ask["target"]], [*before, ask["question"]]))
     return out
+
+
+def _share(targets: list[str], ranked: list[str | None], k: int) -> float:
+    """The share of ``targets`` among the top ``k``, of as many as fit in it (one target: hit
+    or not; at rank 1: whether a target is first)."""
+    return sum(t in ranked[:k] for t in targets) / min(len(targets), k)
 
 
 if __name__ == "__main__":

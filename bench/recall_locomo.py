@@ -370,7 +370,7 @@ def main() -> None:
                 ("  without lexical (BM25)", RetrievalConfig(lexical_weight=0.0)),
                 ("  without query centering", RetrievalConfig(centering=0.0)),
                 ("  without time awareness", RetrievalConfig(time_weight=0.0)),
-                ("  without diversity (MMR)", RetrievalConfig(diversity=0.0)),
+                ("  with MMR diversity 0.2 (before)", RetrievalConfig(diversity=0.2)),
                 (
                     "  lexical only added to dense",
                     RetrievalConfig(centering=0.0, time_weight=0.0, diversity=0.0),

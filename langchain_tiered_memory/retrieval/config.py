@@ -18,7 +18,10 @@ class RetrievalConfig:
         time_weight: added for an item created inside a date window the query names.
         diversity: weight of redundancy in maximal marginal relevance: each next result
             maximizes ``(1 - diversity) * score - diversity * max cosine to those chosen``
-            (0 = plain top-k).
+            (0 = plain top-k, the default: on conversations that call for several
+            related memories, two failed driving tests, MMR set one of them aside: recall@5
+            0.071 [0.02, 0.13] lower with 0.2, and no better on single-event talks or
+            LoCoMo; ``bench/README.md``, issue 57).
         exact_limit: score every item exactly up to this many items; above, an IVF index
             proposes candidates that are rescored exactly.
         candidates: how many candidates each retriever proposes in IVF mode (at least
@@ -37,7 +40,7 @@ class RetrievalConfig:
     lexical_weight: float = 0.25
     centering: float = 0.5
     time_weight: float = 0.1
-    diversity: float = 0.2
+    diversity: float = 0.0
     exact_limit: int = 8192
     candidates: int = 100
     bm25_k1: float = 1.2

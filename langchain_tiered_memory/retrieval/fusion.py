@@ -15,8 +15,10 @@ incrementally as items are added:
   catches what small embedding models miss: names, rare words, numbers, titles.
 - **time**: a query naming a date ("on 8 May, 2023", "in June", "in 2022", "last week",
   "3 days ago") favours items created inside that window, decaying outside it.
-- **diversity**: the top ``k`` are picked by maximal marginal relevance among the best
-  ``max(4k, 20)``, so ``k`` results are not ``k`` restatements of one fact.
+- **diversity** (off by default): the top ``k`` are picked by maximal marginal relevance
+  among the best ``max(4k, 20)``, so ``k`` results are not ``k`` restatements of one fact;
+  related memories (a second failed driving test) are not restatements, and write-time
+  de-duplication already keeps restatements out.
 
 The score of an item (``metadata["score"]``) is a weighted mean in [-1, 1]::
 
