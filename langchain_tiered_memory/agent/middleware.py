@@ -114,7 +114,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         memory: TieredMemory,
         *,
         summary_model: BaseChatModel | None = None,
-        max_context_messages: int = 20,
+        max_context_messages: int | None = None,
         recall_k: int = 3,
         recall_context_turns: int = DEFAULT_CONTEXT_TURNS,
         memory_token_budget: int | None = DEFAULT_MEMORY_TOKEN_BUDGET,
