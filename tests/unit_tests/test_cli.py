@@ -329,13 +329,21 @@ def test_chat_ends_on_eof(capsys: pytest.CaptureFixture[str], data_dir: Path) ->
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
-    assert proc.returncode != 0
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
+    assert_one_line(proc.returncode, proc.stderr, *needles)
+
+
+def assert_one_line(code: int, stderr: str, *needles: str) -> None:
+    assert code != 0
+    assert "Traceback" not in stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
     assert lines[0].startswith("tiered-memory: error: ")
     for needle in needles:
         assert needle in lines[0]
+
+
+# One process per command (what reaches a terminal, the entry point included); the other
+# error cases run main() in this process: the same handler prints the line (issue 58).
 
 
 @pytest.mark.parametrize("command", ["inspect", "chat", "forget"])
@@ -355,7 +363,7 @@ def test_unreachable_redis_url_is_one_line(command: str, tmp_path: Path) -> None
     assert_one_line_error(proc, "redis://127.0.0.1:1", "unreachable")
 
 
-def test_options_before_the_command_work_and_are_not_overridden(tmp_path: Path) -> None:
+def test_options_before_the_command_are_not_overridden(tmp_path: Path) -> None:
     from langchain_tiered_memory.cli import build_parser
 
     parser = build_parser()
@@ -393,48 +401,47 @@ def test_options_before_the_command_work_and_are_not_overridden(tmp_path: Path) 
             "hashing",
         )
     assert (neither.redis_url, neither.data_dir, neither.embeddings) == (None, None, "local")
-    proc = run_entry_point(
-        "--redis-url",
-        "redis://127.0.0.1:1",
-        "--data-dir",
-        str(tmp_path),
-        "inspect",
-        "--user",
-        "alice",
-    )
-    assert_one_line_error(proc, "redis://127.0.0.1:1", "unreachable")
 
 
-def test_redis_url_from_environment_is_used(tmp_path: Path) -> None:
-    proc = run_entry_point(
-        "export",
-        "--user",
-        "alice",
-        "--data-dir",
-        str(tmp_path),
-        env={"REDIS_URL": "redis://127.0.0.1:1/0"},
-    )
-    assert_one_line_error(proc, "redis://127.0.0.1:1/0")
+def test_options_before_the_command_reach_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ("--redis-url", "redis://127.0.0.1:1", "--data-dir", str(tmp_path), "inspect")
+    code, _, err = run_cli(capsys, *argv, "--user", "alice")
+    assert_one_line(code, err, "redis://127.0.0.1:1", "unreachable")
 
 
-def test_malformed_redis_url_is_one_line(tmp_path: Path) -> None:
-    proc = run_entry_point(
-        "inspect", "--user", "alice", "--redis-url", "http://nope", "--data-dir", str(tmp_path)
-    )
-    assert_one_line_error(proc, "not a Redis URL")
+def test_redis_url_from_environment_is_used(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
+    code, _, err = run_cli(capsys, "export", "--user", "alice", "--data-dir", str(tmp_path))
+    assert_one_line(code, err, "redis://127.0.0.1:1/0")
+
+
+def test_malformed_redis_url_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ("inspect", "--user", "alice", "--redis-url", "http://nope")
+    code, _, err = run_cli(capsys, *argv, "--data-dir", str(tmp_path))
+    assert_one_line(code, err, "not a Redis URL")
 
 
 @pytest.mark.parametrize("user", ["", "x" * 300])
-def test_bad_user_id_is_one_line(user: str, tmp_path: Path) -> None:
-    proc = run_entry_point("export", "--user", user, "--data-dir", str(tmp_path))
-    assert_one_line_error(proc, "user_id")
+def test_bad_user_id_is_one_line(
+    capsys: pytest.CaptureFixture[str], user: str, tmp_path: Path
+) -> None:
+    code, _, err = run_cli(capsys, "export", "--user", user, "--data-dir", str(tmp_path))
+    assert_one_line(code, err, "user_id")
 
 
-def test_unwritable_data_dir_is_one_line(tmp_path: Path) -> None:
+def test_unwritable_data_dir_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    proc = run_entry_point("export", "--user", "a", "--data-dir", str(blocker / "sub"))
-    assert_one_line_error(proc)
+    code, _, err = run_cli(capsys, "export", "--user", "a", "--data-dir", str(blocker / "sub"))
+    assert_one_line(code, err)
 
 
 # ----------------------------------------------------------------------------- fake model
