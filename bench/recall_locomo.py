@@ -295,6 +295,20 @@ def table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> N
     sys.stdout.flush()
 
 
+def _paired(a: Scores, b: Scores, k: int, categories: Sequence[int], draws: int = 2000) -> str:
+    """``a - b`` at ``k`` over the questions of ``categories``, with a 95% interval that
+    resamples the questions (both systems answered the same ones, in the same order)."""
+    diffs = np.array(
+        [x - y for c in categories for x, y in zip(a.values[(k, c)], b.values[(k, c)], strict=True)]
+    )
+    if not len(diffs):
+        return ""
+    rng = np.random.default_rng(0)
+    means = diffs[rng.integers(0, len(diffs), (draws, len(diffs)))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return f"{diffs.mean():+.3f} [{lo:+.2f}, {hi:+.2f}]"
+
+
 def _diff(a: Scores, b: Scores, k: int, category: int) -> str:
     return f"{a.category(k, category) - b.category(k, category):+.3f}"
 
@@ -410,6 +424,17 @@ def main() -> None:
         )
         default = next(s for name, s, _ in systems if name == "library default")
         dense = next(s for name, s, _ in systems if name.startswith("dense only"))
+        spans = {"multi-hop": [1], "temporal": [2], "all": list(CATEGORIES)}
+        rows = [
+            [name.strip()] + [_paired(s, default, k5, cats) for cats in spans.values()]
+            for name, s, _ in systems
+            if s is not default
+        ]
+        table(
+            f"## {run}: each system minus the library default, recall@{k5} (paired, 95%)",
+            ["system", *spans],
+            rows,
+        )
         rows = [
             [f"{c} {CATEGORIES[c]}"]
             + [f"{default.category(k, c):.3f} ({_diff(default, dense, k, c)})" for k in ks]
