@@ -224,6 +224,7 @@ class UserView:
     item_offset: int
     messages: list[tuple[str, str]]
     message_count: int
+    kept_count: int
     unsummarized: int
     threads: list[str]  # a page of them
     thread_count: int = 0
@@ -313,7 +314,8 @@ def user_view(
         items, found = [_item_view(document(d), supersedes) for d in page], len(docs)
         by_text = 0
     messages = memory.history.tail(user_id, HISTORY_SHOWN)
-    length = memory.history.length(user_id)
+    length = memory.history.length(user_id)  # positions: every message ever written
+    kept = len(memory.history.since(user_id, 0)[1])  # a forgotten thread's are not kept
     threads = memory.history.threads(user_id)
     return UserView(
         user_id=user_id,
@@ -324,6 +326,7 @@ def user_view(
         item_offset=item_offset,
         messages=[(_role(m), _shown(m)) for m in messages],
         message_count=length,
+        kept_count=kept,
         unsummarized=max(length - memory.summaries.get_watermark(user_id), 0),
         threads=threads[thread_offset : thread_offset + THREADS_PER_PAGE],
         thread_count=len(threads),

@@ -328,3 +328,21 @@ def test_a_user_whose_memory_is_only_in_the_langgraph_store_is_listed(
     assert ">lena<" in client.get("/?q=len").text
     page = client.get("/user?u=lena").text
     assert 'id="store-items"' in page and "No memory" not in page
+
+
+def test_the_history_count_is_what_is_kept_after_a_thread_is_forgotten(
+    embedded_memory: TieredMemory,
+) -> None:
+    """A forgotten thread's messages leave their positions (the watermark reads them), not
+    their text: the page said "8 messages" with four of them forgotten."""
+    memory = embedded_memory
+    for thread in ("keep", "drop"):
+        memory.add_session_log(
+            "ann",
+            [HumanMessage(f"{thread} one"), HumanMessage(f"{thread} two")],
+            thread_id=thread,
+        )
+    memory.forget_thread("ann", "drop")
+    page = _client(memory).get("/user?u=ann").text
+    assert "2 kept of 4 written" in " ".join(page.split())
+    assert "drop one" not in page and "keep two" in page
