@@ -12,11 +12,13 @@ first turn). Stored items are synthetic sentences with seeded random unit vector
 10k items with the real model would take minutes and does not change the search's cost); the
 10k user is past ``exact_limit``, so it is searched through the IVF index as in production.
 Queries alternate English and Chinese and are all different (each one is embedded: the
-store's cache of recent query vectors never hits). ``--callers N`` runs N threads that recall
-at once (the store and its embedder are shared, as in a server); ``--busy N`` starts N
-processes that spin on a core each, as other work on the same machine would. ``e5`` gives
-each engine call the cores no other process runs on (the default); ``e5-all-cores`` every
-core (``adapt_threads=False``).
+store's cache of recent query vectors never hits). ``--conversation`` times a turn's recall
+instead (``search_conversation`` on three turns: the joined text and the latest message
+embedded, two searches). ``--callers N`` runs N threads that recall at once (the store and
+its embedder are shared, as in a server); ``--busy N`` starts N processes that spin on a
+core each, as other work on the same machine would. ``e5`` gives each engine call the cores
+no other process runs on (the default); ``e5-all-cores`` every core
+(``adapt_threads=False``).
 """
 
 from __future__ import annotations
@@ -94,9 +96,16 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=300)
     p.add_argument("--callers", type=int, default=1, help="threads recalling at once")
     p.add_argument("--busy", type=int, default=0, help="spinning processes beside the bench")
+    p.add_argument(
+        "--conversation",
+        action="store_true",
+        help="time a turn's recall: three turns joined and the latest message, as a load runs",
+    )
     args = p.parse_args()
+    conversation = args.conversation
     rng = np.random.default_rng(1)
-    print(f"callers {args.callers}, busy processes {args.busy}")
+    what = "a turn's conversation recall" if conversation else "one query"
+    print(f"{what}; callers {args.callers}, busy processes {args.busy}")
     print(
         "| model | items | embed_query p50 / p99 ms | search p50 ms "
         "| total p50 / p99 ms | embedding share |"
@@ -127,6 +136,16 @@ def main() -> None:
                         r: int, store: RedisSummaryStore = store, user: str = user
                     ) -> tuple[float, float, float]:
                         query = f"{QUERIES[r % len(QUERIES)]} ({user} {r})"  # never a cached vector
+                        if conversation:  # a turn's recall: the last three turns, as a load
+                            texts = [f"{QUERIES[(r + j) % len(QUERIES)]} ({r})" for j in (1, 2)]
+                            texts.append(query)
+                            t0 = time.perf_counter()
+                            store.embed_conversation(texts)  # the joined text
+                            store.embed_query(query)  # the latest message, searched too
+                            t1 = time.perf_counter()
+                            store.search_conversation(user, texts, 5)  # vectors cached now
+                            t2 = time.perf_counter()
+                            return 1e3 * (t1 - t0), 1e3 * (t2 - t1), 1e3 * (t2 - t0)
                         t0 = time.perf_counter()
                         vector = store.embed_query(query)
                         t1 = time.perf_counter()
