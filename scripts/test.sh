@@ -18,6 +18,8 @@
 #   moves the venv), FORCE_INSTALL=1 to re-run the pip installs;
 #   LATEST=1: resolve the newest releases instead of the constraints (what a scheduled job
 #     runs, as LangChain's partner packages test min and latest; not in .ci/run);
+#   TEST_WORKERS=N: pytest's worker processes (default: the cores, at most 4; 0: pytest in
+#     one process, for a debugger);
 #   LLAMA_CPP=1: also install [test-llama-cpp] and run the llama.cpp tests (ChatLocalLlama,
 #     ChatOpenAI against llama-cpp-python's server): compiles llama.cpp once, 8-20 minutes.
 # Refresh the constraints after changing dependencies: bash scripts/lock.sh
@@ -293,8 +295,14 @@ compiler_free_path() {
 }
 PYTHON_EXE="$("${PYTHON}" -c 'import sys; print(sys.executable)')"
 NO_COMPILER_PATH="$(compiler_free_path)"
-phase "pytest (no C/C++ compiler on PATH)" env PATH="${NO_COMPILER_PATH}" \
-  TIERED_MEMORY_NO_COMPILER=1 "${PYTHON_EXE}" -m pytest tests -q -ra --durations=15 "$@"
+# On every core, at most four (pytest-xdist; each worker starts its own servers on free
+# ports): on two cores the suite took 543 s in one process and 352 s in two. TEST_WORKERS=0
+# runs it in this process (a debugger, pdb).
+CORES="$("${PYTHON}" -c 'import os; print(len(os.sched_getaffinity(0)))')"
+WORKERS="${TEST_WORKERS:-$((CORES < 4 ? CORES : 4))}"
+phase "pytest (no C/C++ compiler on PATH, ${WORKERS} workers)" env PATH="${NO_COMPILER_PATH}" \
+  TIERED_MEMORY_NO_COMPILER=1 "${PYTHON_EXE}" -m pytest tests -q -ra --durations=15 \
+  -n "${WORKERS}" "$@"
 
 printf -v SUMMARY '%s, ' "${TIMINGS[@]}"
 echo "==> all passed (${SUMMARY%, })"
