@@ -193,7 +193,8 @@ def test_store_recall_uses_the_query_text() -> None:
     assert doc.page_content == items[0]
 
 
-def test_a_named_date_favours_items_created_then() -> None:
+def _two_concerts() -> tuple[np.ndarray, HybridIndex]:
+    """A query vector and two concerts, the second on 8 May 2023 and a little further."""
     q = unit([1.0, 0.1, 0.0])
     index = HybridIndex(3)
     index.add(
@@ -201,19 +202,18 @@ def test_a_named_date_favours_items_created_then() -> None:
         np.array([unit([1.0, 0.12, 0.0]), unit([1.0, 0.0, 0.1])]),
         [to_epoch("2023-01-20T10:00:00"), to_epoch("2023-05-08T10:00:00")],
     )
+    return q, index
+
+
+def test_a_named_date_favours_items_created_then() -> None:
+    q, index = _two_concerts()
     best = index.search("which concert on 8 May, 2023?", q, 1, now=NOW)[0]
     assert best.position == 1 and best.time == pytest.approx(1.0)
     assert index.search("which concert?", q, 1, now=NOW)[0].position == 0
 
 
 def test_the_dates_are_read_from_the_text_given_for_them() -> None:
-    q = unit([1.0, 0.1, 0.0])
-    index = HybridIndex(3)
-    index.add(
-        ["went to a concert", "went to a concert again"],
-        np.array([unit([1.0, 0.12, 0.0]), unit([1.0, 0.0, 0.1])]),
-        [to_epoch("2023-01-20T10:00:00"), to_epoch("2023-05-08T10:00:00")],
-    )
+    q, index = _two_concerts()
     dated = "which concert on 8 May, 2023?"
     assert index.search("which concert?", q, 1, now=NOW, dates_from=dated)[0].position == 1
     assert index.search(dated, q, 1, now=NOW, dates_from="which concert?")[0].position == 0
