@@ -112,7 +112,7 @@ def finding(url: str, sizes: list[int]) -> list[list[Any]]:
             print(f"  filling {idle:,} idle users + {pending:,} pending ...", flush=True)
             _fill(memory, idle - have, pending, start=have)
             have = idle
-            client = memory._connection.sync
+            client = memory.connection.sync
             client.delete(memory.queue.keys.queue_marker_key())  # the old path: SCAN
             scan = _time(lambda: memory.pending_users(20), repeat=1)
             found_scan = len(memory.pending_users(20))
@@ -221,8 +221,8 @@ def sizing(url: str) -> tuple[int, dict[str, int]]:
         memory.add_summaries(
             "typical", [f"Item {i}: the user likes thing number {i} a lot." for i in range(50)]
         )
-        assert memory._connection is not None
-        client = memory._connection.sync
+        assert memory.connection is not None
+        client = memory.connection.sync
         per_kind = {}
         for key in keys_of(memory.history).all_keys("typical"):
             used = client.memory_usage(key, samples=0)

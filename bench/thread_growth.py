@@ -51,7 +51,7 @@ def saver(name: str, memory: TieredMemory, workdir: Path) -> Iterator[tuple[Any,
     """The saver and a function of it returning the thread's bytes (or ``None``)."""
     if name == "RedisSaver":
         redis_saver = memory.checkpointer()
-        client = memory._connection.sync  # type: ignore[union-attr]
+        client = memory.connection.sync  # type: ignore[union-attr]
 
         def redis_bytes() -> int:
             keys = redis_saver.keys.thread_keys("t")
@@ -99,7 +99,7 @@ def run(name: str, turns: int, graph_kind: str = "prebuilt") -> dict[str, Any]:
             else:
                 graph = create_memory_graph(model, memory=memory, checkpointer=checkpointer)
             config: RunnableConfig = {"configurable": {"thread_id": "t"}}
-            client = memory._connection.sync  # type: ignore[union-attr]
+            client = memory.connection.sync  # type: ignore[union-attr]
             used_cold = int(client.info("memory")["used_memory"])
             # another user's short thread first: what every thread shares (the scripts
             # loaded, the connections' buffers, the keyspace's tables) is not this thread's

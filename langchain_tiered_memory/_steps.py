@@ -6,17 +6,25 @@ made by :func:`call` from the two methods themselves) and receives each one's re
 raises is thrown into the plan at its ``yield``, so the plan's own ``try``/``except``/
 ``finally`` handle it as straight-line code would. Every plan of the package runs through
 these two drivers: the stores', the savers' (``persistence/``), the summarizer's.
+
+:class:`paired` turns a method that returns a plan into a method pair written once: the
+decorated name runs it with :func:`drive`, and ``aname = name.aio`` in the class body
+awaits it with :func:`adrive` (one signature, one docstring; the async one says so).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator
-from typing import Any, NamedTuple, ParamSpec, TypeVar
+import functools
+import inspect
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import Any, Concatenate, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
-__all__ = ["Plan", "Step", "adrive", "call", "drive"]
+__all__ = ["Plan", "Step", "adrive", "call", "drive", "paired"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
+_S = TypeVar("_S")
 _P = ParamSpec("_P")
 
 
@@ -86,3 +94,62 @@ async def adrive(plan: Plan[_T]) -> _T:
             reply, advance = await request.aio(*request.args, **request.kwargs), plan.send
         except Exception as exc:
             reply, advance = exc, plan.throw
+
+
+class paired(Generic[_S, _P, _T]):  # noqa: N801  # used as a decorator, as property is
+    """A sync and an async method from one method that returns a :data:`Plan`.
+
+    The decorated name is the sync method (:func:`drive`); ``.aio`` is the async one
+    (:func:`adrive`), bound in the class body as ``aname = name.aio``: one signature and
+    one docstring for both, checked by a type checker as any method is.
+
+    Example:
+        >>> class Doubler:
+        ...     @paired
+        ...     def double(self, n: int) -> Plan[int]:
+        ...         \"\"\"Twice ``n``.\"\"\"
+        ...         return 2 * (yield call(abs, _aabs, n))
+        ...     adouble = double.aio
+        >>> async def _aabs(n: int) -> int: return abs(n)
+        >>> Doubler().double(-2)
+        4
+        >>> import asyncio; asyncio.run(Doubler().adouble(-2))
+        4
+        >>> Doubler.adouble.__doc__
+        'Async :meth:`double`.'
+    """
+
+    def __init__(self, plan: Callable[Concatenate[_S, _P], Plan[_T]]) -> None:
+        self.plan = plan
+        name = plan.__name__
+
+        @functools.wraps(plan)
+        def sync(obj: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+            return drive(plan(obj, *args, **kwargs))
+
+        @functools.wraps(plan)
+        async def aio(obj: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+            return await adrive(plan(obj, *args, **kwargs))
+
+        aio.__name__ = f"a{name}"
+        aio.__qualname__ = plan.__qualname__.rsplit(".", 1)[0] + f".a{name}"
+        aio.__doc__ = f"Async :meth:`{name}`."
+        # help() and IDEs show what the method returns, not the plan's generator type
+        signature = inspect.signature(plan)
+        returns = signature.return_annotation
+        if isinstance(returns, str) and returns.startswith("Plan[") and returns.endswith("]"):
+            signature = signature.replace(return_annotation=returns[len("Plan[") : -1])
+        sync.__signature__ = signature  # type: ignore[attr-defined]
+        aio.__signature__ = signature  # type: ignore[attr-defined]
+        self.sync: Callable[Concatenate[_S, _P], _T] = sync
+        self.aio: Callable[Concatenate[_S, _P], Coroutine[Any, Any, _T]] = aio
+
+    @overload
+    def __get__(
+        self, obj: None, objtype: type | None = None
+    ) -> Callable[Concatenate[_S, _P], _T]: ...
+    @overload
+    def __get__(self, obj: _S, objtype: type | None = None) -> Callable[_P, _T]: ...
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        # the class gets the plain function (documentation tools read it as a method)
+        return self.sync if obj is None else types.MethodType(self.sync, obj)

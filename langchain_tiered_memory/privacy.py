@@ -1,8 +1,9 @@
 """Privacy across every tier: erase or export one user, or one thread, and nothing else.
 
-The functions behind ``TieredMemory.forget_user``/``forget_thread``/``export_user`` and
-their async twins. They compose the memory's stores, a LangGraph checkpointer and a
-LangGraph store, each of which sends its own commands. A user's store namespaces are those
+The plans (``_steps``) behind ``TieredMemory.forget_user``/``forget_thread``/``export_user``
+and the rest of its privacy methods, which run them sync or async. They compose the
+memory's stores, a LangGraph checkpointer and a LangGraph store, each of which sends its
+own commands. A user's store namespaces are those
 a template declares (``"{user_id}"`` at a position), never any label equal to the id.
 """
 
@@ -20,7 +21,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.store.base import BaseStore, Item, PutOp
 
 from langchain_tiered_memory._ids import validate_thread_id, validate_user_id
-from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
+from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.persistence.messages import messages_at
 from langchain_tiered_memory.persistence.store import RedisStore
 from langchain_tiered_memory.stores.directory import RedisUserDirectory
@@ -30,14 +31,11 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_STORE_NAMESPACES",
-    "aexport_user",
     "check_namespaces",
     "compact",
     "delete_items",
     "delete_tags",
     "edit_item",
-    "aforget_thread",
-    "aforget_user",
     "export_user",
     "forget_thread",
     "forget_user",
@@ -56,7 +54,7 @@ def forget_user(
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
     store_namespaces: Sequence[tuple[str, ...]] | None = None,
-) -> dict[str, int]:
+) -> Plan[dict[str, int]]:
     """Erase every tier of the user; return how much of each was removed.
 
     The work behind :meth:`TieredMemory.forget_user`, which documents it.
@@ -64,22 +62,7 @@ def forget_user(
     savers, stores = tiers.reaching(
         checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
     )
-    return drive(_forget_user_plan(tiers, user_id, savers, stores))
-
-
-async def aforget_user(
-    tiers: Tiers,
-    user_id: str,
-    *,
-    checkpointer: BaseCheckpointSaver | None = None,
-    store: BaseStore | None = None,
-    store_namespaces: Sequence[tuple[str, ...]] | None = None,
-) -> dict[str, int]:
-    """Async :func:`forget_user`."""
-    savers, stores = tiers.reaching(
-        checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
-    )
-    return await adrive(_forget_user_plan(tiers, user_id, savers, stores))
+    return (yield from _forget_user_plan(tiers, user_id, savers, stores))
 
 
 def forget_thread(
@@ -88,25 +71,13 @@ def forget_thread(
     thread_id: str,
     *,
     checkpointer: BaseCheckpointSaver | None = None,
-) -> dict[str, int]:
+) -> Plan[dict[str, int]]:
     """Erase one conversation thread of the user; return how much was removed.
 
     The work behind :meth:`TieredMemory.forget_thread`, which documents it.
     """
     savers, _ = tiers.reaching(checkpointer=checkpointer)
-    return drive(_forget_thread_plan(tiers, user_id, thread_id, savers))
-
-
-async def aforget_thread(
-    tiers: Tiers,
-    user_id: str,
-    thread_id: str,
-    *,
-    checkpointer: BaseCheckpointSaver | None = None,
-) -> dict[str, int]:
-    """Async :func:`forget_thread`."""
-    savers, _ = tiers.reaching(checkpointer=checkpointer)
-    return await adrive(_forget_thread_plan(tiers, user_id, thread_id, savers))
+    return (yield from _forget_thread_plan(tiers, user_id, thread_id, savers))
 
 
 def export_user(
@@ -116,7 +87,7 @@ def export_user(
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
     store_namespaces: Sequence[tuple[str, ...]] | None = None,
-) -> dict[str, Any]:
+) -> Plan[dict[str, Any]]:
     """A JSON-serializable copy of every tier of the user.
 
     The work behind :meth:`TieredMemory.export_user`, which documents it.
@@ -124,22 +95,7 @@ def export_user(
     savers, stores = tiers.reaching(
         checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
     )
-    return drive(_export_plan(tiers, user_id, savers, stores))
-
-
-async def aexport_user(
-    tiers: Tiers,
-    user_id: str,
-    *,
-    checkpointer: BaseCheckpointSaver | None = None,
-    store: BaseStore | None = None,
-    store_namespaces: Sequence[tuple[str, ...]] | None = None,
-) -> dict[str, Any]:
-    """Async :func:`export_user`."""
-    savers, stores = tiers.reaching(
-        checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
-    )
-    return await adrive(_export_plan(tiers, user_id, savers, stores))
+    return (yield from _export_plan(tiers, user_id, savers, stores))
 
 
 def delete_items(tiers: Tiers, user_id: str, ids: Sequence[str]) -> Plan[int]:

@@ -60,7 +60,7 @@ def data_dir(tmp_path: Path) -> Iterator[Path]:
 async def embedded_memory(data_dir: Path) -> AsyncIterator[TieredMemory]:
     """``TieredMemory.embedded`` with a server of its own (HashingEmbeddings), closed after."""
     memory = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
-    assert memory._server is not None and memory._server._started
+    assert memory.server is not None and memory.server._started
     yield memory
     await memory.aclose()
 
@@ -83,7 +83,7 @@ async def memory_factory(
             kwargs.setdefault("key_prefix", f"t{next(_prefixes)}")
             memory = TieredMemory.embedded(embedded_server.data_dir, **kwargs)
             # attached to the session server, never its owner
-            assert memory._server is not None and not memory._server._started
+            assert memory.server is not None and not memory.server._started
         else:
             memory = TieredMemory.in_memory(**kwargs)
         made.append(memory)

@@ -46,7 +46,7 @@ def keys_of(cluster: RedisCluster, prefix: str) -> list[bytes]:
 def test_detects_cluster_and_keeps_each_user_on_one_slot(
     memory: TieredMemory, cluster: RedisCluster, key_prefix: str
 ) -> None:
-    assert memory._connection is not None and memory._connection.is_cluster
+    assert memory.connection is not None and memory.connection.is_cluster
     for i, user in enumerate(USERS):
         memory.add_session_log(user, turn(i, 0))
         memory.set_user_tags(user, {"name": f"N{i}", "age": i})

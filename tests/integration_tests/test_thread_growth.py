@@ -36,7 +36,7 @@ def reply(state: OldState) -> dict[str, list[AnyMessage]]:
 
 
 def thread_bytes(memory: TieredMemory, saver: object, thread: str) -> int:
-    client = memory._connection.sync  # type: ignore[union-attr]
+    client = memory.connection.sync  # type: ignore[union-attr]
     keys = saver.keys.thread_keys(thread)  # type: ignore[attr-defined]
     return sum(client.memory_usage(k, samples=0) or 0 for k in keys)
 
@@ -55,7 +55,7 @@ def test_a_300_turn_thread_is_linear_in_its_messages(tmp_path: Path) -> None:
             )
             if (turn + 1) % 100 == 0:
                 sizes.append(thread_bytes(memory, saver, "long"))
-        client = memory._connection.sync  # type: ignore[union-attr]
+        client = memory.connection.sync  # type: ignore[union-attr]
         history = 0
         for key in memory.history.keys.all_keys("u"):  # type: ignore[attr-defined]
             history += int(client.memory_usage(key, samples=0) or 0)

@@ -82,7 +82,7 @@ def test_turns_enqueue_each_due_user_once_and_a_worker_drains_them(
     _talk(memory, ["idle"], 1)  # 2 messages: not due
     queue = memory.queue
     assert queue is not None
-    raw = memory._connection.sync  # type: ignore[union-attr]
+    raw = memory.connection.sync  # type: ignore[union-attr]
     entries = sum(raw.xlen(queue.keys.queue_key(s, "stream")) for s in range(queue.shards))
     assert entries == len(users)  # at most once while pending
     memory.sweep_pending()  # the index now answers pending_users
@@ -96,7 +96,7 @@ def test_turns_enqueue_each_due_user_once_and_a_worker_drains_them(
         _assert_each_message_summarized_once(check, users, 3)
         assert check.pending_users(1) == ["idle"]
         for shard in range(queue.shards):
-            assert check._connection.sync.xlen(queue.keys.queue_key(shard, "stream")) == 0  # type: ignore[union-attr]
+            assert check.connection.sync.xlen(queue.keys.queue_key(shard, "stream")) == 0  # type: ignore[union-attr]
 
 
 def test_a_worker_with_a_lower_threshold_summarizes_users_the_app_did_not_queue(
@@ -235,8 +235,8 @@ def test_user_ttl_expires_every_key_of_an_inactive_user(embedded_url: str, key_p
         memory.set_user_tags("gone", {"name": "Gone"})
         memory.add_summaries("gone", ["Gone is 40."])
         memory.add_session_log("kept", [HumanMessage("hello"), AIMessage("hi")])
-        assert memory._connection is not None
-        raw = memory._connection.sync
+        assert memory.connection is not None
+        raw = memory.connection.sync
         gone, kept = user_keys(memory, "gone"), user_keys(memory, "kept")
         assert gone and kept
         assert all(0 < raw.pttl(k) <= 600_000 for k in gone | kept)  # every key has it
@@ -265,7 +265,7 @@ def test_the_queue_shards_over_the_cluster(redis_cluster_url: str, key_prefix: s
     _talk(memory, users, 1)
     queue = memory.queue
     assert queue is not None
-    client = memory._connection.sync  # type: ignore[union-attr]
+    client = memory.connection.sync  # type: ignore[union-attr]
     nodes = {
         client.get_node_from_key(queue.keys.queue_key(s, "stream")).name  # type: ignore[union-attr]
         for s in range(queue.shards)
@@ -329,14 +329,14 @@ def test_an_entry_with_an_invalid_user_id_is_dead_lettered_once(
     queue = memory.queue
     assert queue is not None
     _talk(memory, ["good"], 2)
-    raw = memory._connection.sync  # type: ignore[union-attr]
+    raw = memory.connection.sync  # type: ignore[union-attr]
     raw.xadd(queue.keys.queue_key(0, "stream"), {"user": bad})  # planted: no turn writes it
     stats, after = _drain(memory, concurrency=2)
     assert stats.done == 1 and stats.failed == 1
     assert after["unacked"] == 0 and after["queued"] == 0
     check = _memory(embedded_url, key_prefix)
     with check:
-        conn = check._connection.sync  # type: ignore[union-attr]
+        conn = check.connection.sync  # type: ignore[union-attr]
         dead: Any = conn.xrange(queue.keys.queue_key(0, "dead"))
         assert [fields[b"user"].decode() for _, fields in dead] == [bad[:300]]
         assert b"user_id" in dead[0][1][b"reason"]

@@ -96,7 +96,7 @@ def test_the_next_turn_of_a_long_thread_does_not_decode_its_snapshot_again(
     embedded_memory: TieredMemory,
 ) -> None:
     serde = CountingSerde()
-    saver = RedisSaver(embedded_memory._connection, serde=serde)  # type: ignore[arg-type]
+    saver = RedisSaver(embedded_memory.connection, serde=serde)  # type: ignore[arg-type]
     graph = create_memory_graph(
         ScriptedChatModel(replies=["r" * 50]), memory=embedded_memory, checkpointer=saver
     )
@@ -106,7 +106,7 @@ def test_the_next_turn_of_a_long_thread_does_not_decode_its_snapshot_again(
         graph.invoke(
             {"messages": [("user", f"{turn} " + "m" * 50)]}, config, context={"user_id": "u"}
         )
-    cold = RedisSaver(embedded_memory._connection, serde=CountingSerde())  # type: ignore[arg-type]
+    cold = RedisSaver(embedded_memory.connection, serde=CountingSerde())  # type: ignore[arg-type]
     first = cold.get_delta_channel_history(config=config, channels=["messages"])
     cold_loads = cold.serde.loads  # type: ignore[attr-defined]
     second = cold.get_delta_channel_history(config=config, channels=["messages"])
@@ -132,7 +132,7 @@ def test_the_next_turn_of_a_long_thread_does_not_decode_its_snapshot_again(
     assert read == []
     assert third == first
     uncached = RedisSaver(
-        embedded_memory._connection,  # type: ignore[arg-type]
+        embedded_memory.connection,  # type: ignore[arg-type]
         serde=CountingSerde(),
         decode_cache_bytes=0,
     )
@@ -194,7 +194,7 @@ def _walk(saver: RedisSaver, config: Any) -> Any:
 
 
 def _cold(memory: TieredMemory) -> RedisSaver:
-    return RedisSaver(memory._connection, decode_cache_bytes=0)  # type: ignore[arg-type]
+    return RedisSaver(memory.connection, decode_cache_bytes=0)  # type: ignore[arg-type]
 
 
 def test_a_warm_walk_loads_only_the_checkpoints_new_since_the_last(

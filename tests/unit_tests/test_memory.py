@@ -621,7 +621,7 @@ _READ_BACK = textwrap.dedent(
     from langchain_core.messages import HumanMessage
     from langchain_tiered_memory import HashingEmbeddings, TieredMemory
     with TieredMemory.embedded(sys.argv[1], embeddings=HashingEmbeddings()) as memory:
-        assert memory._server._started, "expected to start the server itself"
+        assert memory.server._started, "expected to start the server itself"
         out = {
             "export": memory.export_user("alice"),
             "recall": [d.page_content for d in memory.recall_summaries("alice", "born", 1)],

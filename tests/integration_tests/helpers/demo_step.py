@@ -144,7 +144,7 @@ def main() -> None:
             observed = {
                 "step": step,
                 "pid": os.getpid(),
-                "server_started_here": bool(memory._server and memory._server._started),
+                "server_started_here": bool(memory.server and memory.server._started),
                 "restored_thread": _dump(restored),
                 "prompts": [_dump(p) for p in model.prompts],
                 "bindings": model.bindings,
