@@ -269,6 +269,20 @@ class RedisConnection:
         with self.errors():
             self.sync.ping()
 
+    def command(self, *args: Any) -> Any:
+        """One command's reply (``("HGET", key, field)``), its errors translated.
+
+        Example:
+            >>> RedisConnection("redis://localhost").command("HGET", "k", "f")  # doctest: +SKIP
+        """
+        with self.errors():
+            return self.sync.execute_command(*args)
+
+    async def acommand(self, *args: Any) -> Any:
+        """Async :meth:`command`."""
+        with self.errors():
+            return await (await self.aclient()).execute_command(*args)
+
     def eval(self, script: str, numkeys: int, *args: Any) -> Any:
         """Run a Lua script by its SHA1 (``EVALSHA``), sending the source only the first
         time a server has not seen it (``EVAL`` then caches it there).

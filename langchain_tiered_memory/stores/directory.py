@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote
 
+from langchain_tiered_memory._steps import Plan, call
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall, as_text
 from langchain_tiered_memory.backend.keys import KeyBuilder, KeyKind, escape_user_id
 
@@ -30,7 +31,6 @@ __all__ = [
     "UserPage",
     "UserRow",
     "activity_call",
-    "aindex_tags",
     "index_tags",
     "listing_kinds",
     "tag_value_commands",
@@ -492,25 +492,13 @@ def index_tags(
     user_id: str,
     reply: Any,
     values: Mapping[str, str] | None = None,
-) -> int:
+) -> Plan[int]:
     """After a tag write: its changes (the tag script's reply) into the values index, in
     one pipelined round trip. Returns how many tags changed.
     """
     changes = _changes(reply, values)
-    connection.pipelined(tag_value_commands(keys, user_id, changes))
-    return len(changes)
-
-
-async def aindex_tags(
-    connection: RedisConnection,
-    keys: KeyBuilder,
-    user_id: str,
-    reply: Any,
-    values: Mapping[str, str] | None = None,
-) -> int:
-    """Async :func:`index_tags`."""
-    changes = _changes(reply, values)
-    await connection.apipelined(tag_value_commands(keys, user_id, changes))
+    commands = tag_value_commands(keys, user_id, changes)
+    yield call(connection.pipelined, connection.apipelined, commands)
     return len(changes)
 
 

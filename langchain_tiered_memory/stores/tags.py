@@ -20,10 +20,11 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from langchain_tiered_memory._ids import validate_thread_id
+from langchain_tiered_memory._steps import Plan, call, paired
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall
 from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.errors import CorruptMemoryError, InvalidTagError
-from langchain_tiered_memory.stores.directory import activity_call, aindex_tags, index_tags
+from langchain_tiered_memory.stores.directory import activity_call, index_tags
 
 __all__ = [
     "DefaultTags",
@@ -335,29 +336,23 @@ class RedisTagStore(TagStore):
             return None
         return _decode_hash({tag: raw}, self.where(user_id))[tag]
 
-    def get(self, user_id: str, tag: str) -> str | None:
+    @paired
+    def get(self, user_id: str, tag: str) -> Plan[str | None]:
         """One tag's value."""
-        with self.connection.errors():
-            raw = self.connection.sync.hget(self.key(user_id), tag)
+        c = self.connection
+        raw = yield call(c.command, c.acommand, "HGET", self.key(user_id), tag)
         return self._one(user_id, tag, raw)
 
-    async def aget(self, user_id: str, tag: str) -> str | None:
-        """Async :meth:`get`."""
-        with self.connection.errors():
-            raw = await (await self.connection.aclient()).hget(self.key(user_id), tag)
-        return self._one(user_id, tag, raw)
+    aget = get.aio
 
-    def get_all(self, user_id: str) -> dict[str, str]:
+    @paired
+    def get_all(self, user_id: str) -> Plan[dict[str, str]]:
         """Every tag (``HGETALL``)."""
-        with self.connection.errors():
-            raw = self.connection.sync.hgetall(self.key(user_id))
+        c = self.connection
+        raw = yield call(c.command, c.acommand, "HGETALL", self.key(user_id))
         return _decode_hash(raw, self.where(user_id))
 
-    async def aget_all(self, user_id: str) -> dict[str, str]:
-        """Async :meth:`get_all`."""
-        with self.connection.errors():
-            raw = await (await self.connection.aclient()).hgetall(self.key(user_id))
-        return _decode_hash(raw, self.where(user_id))
+    aget_all = get_all.aio
 
     def _set_calls(
         self, user_id: str, values: dict[str, str], thread_id: str | None
@@ -375,29 +370,21 @@ class RedisTagStore(TagStore):
         active = activity_call(self.keys, user_id, time.time())
         return [ScriptCall(_SET_LUA, 2, tuple(args)), active]
 
+    @paired
     def set(
         self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
-    ) -> dict[str, str]:
+    ) -> Plan[dict[str, str]]:
         """Validate, then one script: ``HSET`` every field, log every change."""
         values = self.validate(mapping)
         calls = self._set_calls(user_id, values, thread_id)
         if values:
-            with self.connection.errors():
-                changed = self.connection.run_all(calls)[0]
-                index_tags(self.connection, self.keys, user_id, changed, values)
+            c = self.connection
+            with c.errors():
+                changed = (yield call(c.run_all, c.arun_all, calls))[0]
+                yield from index_tags(c, self.keys, user_id, changed, values)
         return values
 
-    async def aset(
-        self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
-    ) -> dict[str, str]:
-        """Async :meth:`set`."""
-        values = self.validate(mapping)
-        calls = self._set_calls(user_id, values, thread_id)
-        if values:
-            with self.connection.errors():
-                changed = (await self.connection.arun_all(calls))[0]
-                await aindex_tags(self.connection, self.keys, user_id, changed, values)
-        return values
+    aset = set.aio
 
     def _delete_args(self, user_id: str, names: list[str], thread_id: str | None) -> list[Any]:
         log = self.keys.key(user_id, "tags:log")
@@ -412,50 +399,40 @@ class RedisTagStore(TagStore):
             *names,
         ]
 
-    def delete(self, user_id: str, names: Sequence[str], *, thread_id: str | None = None) -> int:
+    @paired
+    def delete(
+        self, user_id: str, names: Sequence[str], *, thread_id: str | None = None
+    ) -> Plan[int]:
         """One script: ``HDEL`` each tag that exists, log each deletion."""
         names = self._names(names)
         if not names:
             return 0
-        with self.connection.errors():
-            raw = self.connection.eval(*self._delete_args(user_id, names, thread_id))
-            return index_tags(self.connection, self.keys, user_id, raw)
+        c = self.connection
+        with c.errors():
+            raw = yield call(c.eval, c.aeval, *self._delete_args(user_id, names, thread_id))
+            return (yield from index_tags(c, self.keys, user_id, raw))
 
-    async def adelete(
-        self, user_id: str, names: Sequence[str], *, thread_id: str | None = None
-    ) -> int:
-        """Async :meth:`delete`."""
-        names = self._names(names)
-        if not names:
-            return 0
-        with self.connection.errors():
-            raw = await self.connection.aeval(*self._delete_args(user_id, names, thread_id))
-            return await aindex_tags(self.connection, self.keys, user_id, raw)
+    adelete = delete.aio
 
-    def history(self, user_id: str, tag: str | None = None) -> list[TagChange]:
+    @paired
+    def history(self, user_id: str, tag: str | None = None) -> Plan[list[TagChange]]:
         """The logged changes, oldest first."""
         key = self.keys.key(user_id, "tags:log")
-        with self.connection.errors():
-            raw = self.connection.sync.lrange(key, 0, -1)
+        c = self.connection
+        raw = yield call(c.command, c.acommand, "LRANGE", key, 0, -1)
         return _parse_changes(raw, tag, f"the tag history of user {user_id!r} (key {key})")
 
-    async def ahistory(self, user_id: str, tag: str | None = None) -> list[TagChange]:
-        """Async :meth:`history`."""
-        key = self.keys.key(user_id, "tags:log")
-        with self.connection.errors():
-            raw = await (await self.connection.aclient()).lrange(key, 0, -1)
-        return _parse_changes(raw, tag, f"the tag history of user {user_id!r} (key {key})")
+    ahistory = history.aio
 
-    def clear(self, user_id: str) -> int:
+    @paired
+    def clear(self, user_id: str) -> Plan[int]:
         """Delete the tag hash."""
         # one key per DEL: cluster pipelines refuse multi-key DEL
-        n, _, _ = self.connection.pipelined(self._clear_commands(user_id))
+        c = self.connection
+        n, _, _ = yield call(c.pipelined, c.apipelined, self._clear_commands(user_id))
         return int(n)
 
-    async def aclear(self, user_id: str) -> int:
-        """Async :meth:`clear`."""
-        n, _, _ = await self.connection.apipelined(self._clear_commands(user_id))
-        return int(n)
+    aclear = clear.aio
 
     def _clear_commands(self, user_id: str) -> list[tuple[str, str]]:
         """The tag count and the deletes of the user's tag keys, one key each."""
