@@ -10,6 +10,7 @@ these two drivers: the stores', the savers' (``persistence/``), the summarizer's
 :class:`paired` turns a method that returns a plan into a method pair written once: the
 decorated name runs it with :func:`drive`, and ``aname = name.aio`` in the class body
 awaits it with :func:`adrive` (one signature, one docstring; the async one says so).
+:func:`twin` is the async form of a method that does no I/O (the in-memory stores').
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Concatenate, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
-__all__ = ["Plan", "Step", "adrive", "call", "drive", "paired"]
+__all__ = ["Plan", "Step", "adrive", "call", "drive", "paired", "twin"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -153,3 +154,42 @@ class paired(Generic[_S, _P, _T]):  # noqa: N801  # used as a decorator, as prop
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         # the class gets the plain function (documentation tools read it as a method)
         return self.sync if obj is None else types.MethodType(self.sync, obj)
+
+
+class twin(Generic[_S, _P, _T]):  # noqa: N801  # used in a class body, as property is
+    """The async twin of a method that does no I/O (a process-local store): ``aname =
+    twin(name)`` in the class body. It runs the method in the event loop, which is right
+    only because the method never blocks.
+
+    Example:
+        >>> class Box:
+        ...     def size(self, extra: int = 0) -> int:
+        ...         \"\"\"How many.\"\"\"
+        ...         return 3 + extra
+        ...     asize = twin(size)
+        >>> import asyncio; asyncio.run(Box().asize(extra=1))
+        4
+        >>> Box.asize.__doc__
+        'Async :meth:`size`.'
+    """
+
+    def __init__(self, method: Callable[Concatenate[_S, _P], _T]) -> None:
+        @functools.wraps(method)
+        async def aio(obj: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+            return method(obj, *args, **kwargs)
+
+        aio.__name__ = f"a{method.__name__}"
+        aio.__qualname__ = method.__qualname__.rsplit(".", 1)[0] + f".a{method.__name__}"
+        aio.__doc__ = f"Async :meth:`{method.__name__}`."
+        self.aio: Callable[Concatenate[_S, _P], Coroutine[Any, Any, _T]] = aio
+
+    @overload
+    def __get__(
+        self, obj: None, objtype: type | None = None
+    ) -> Callable[Concatenate[_S, _P], Coroutine[Any, Any, _T]]: ...
+    @overload
+    def __get__(
+        self, obj: _S, objtype: type | None = None
+    ) -> Callable[_P, Coroutine[Any, Any, _T]]: ...
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        return self.aio if obj is None else types.MethodType(self.aio, obj)

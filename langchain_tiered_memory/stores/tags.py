@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from langchain_tiered_memory._ids import validate_thread_id
-from langchain_tiered_memory._steps import Plan, call, paired
+from langchain_tiered_memory._steps import Plan, call, paired, twin
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall
 from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.errors import CorruptMemoryError, InvalidTagError
@@ -460,9 +460,7 @@ class InMemoryTagStore(TagStore):
         with self._lock:
             return self._data.get(user_id, {}).get(tag)
 
-    async def aget(self, user_id: str, tag: str) -> str | None:
-        """Async :meth:`get`."""
-        return self.get(user_id, tag)
+    aget = twin(get)
 
     def get_all(self, user_id: str) -> dict[str, str]:
         """Every tag."""
@@ -475,9 +473,7 @@ class InMemoryTagStore(TagStore):
         with self._lock:
             return sorted(set(self._data) | set(self._log))
 
-    async def aget_all(self, user_id: str) -> dict[str, str]:
-        """Async :meth:`get_all`."""
-        return self.get_all(user_id)
+    aget_all = twin(get_all)
 
     def set(
         self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
@@ -505,11 +501,7 @@ class InMemoryTagStore(TagStore):
             del log[:-MAX_TAG_HISTORY]
         return values
 
-    async def aset(
-        self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
-    ) -> dict[str, str]:
-        """Async :meth:`set`."""
-        return self.set(user_id, mapping, thread_id=thread_id)
+    aset = twin(set)
 
     def delete(self, user_id: str, names: Sequence[str], *, thread_id: str | None = None) -> int:
         """Delete each named tag that exists, logging each deletion."""
@@ -534,11 +526,7 @@ class InMemoryTagStore(TagStore):
             del log[:-MAX_TAG_HISTORY]
         return len(gone)
 
-    async def adelete(
-        self, user_id: str, names: Sequence[str], *, thread_id: str | None = None
-    ) -> int:
-        """Async :meth:`delete`."""
-        return self.delete(user_id, names, thread_id=thread_id)
+    adelete = twin(delete)
 
     def history(self, user_id: str, tag: str | None = None) -> list[TagChange]:
         """The logged changes, oldest first."""
@@ -546,9 +534,7 @@ class InMemoryTagStore(TagStore):
         with self._lock:
             return [c for c in self._log.get(user_id, []) if tag is None or c["tag"] == tag]
 
-    async def ahistory(self, user_id: str, tag: str | None = None) -> list[TagChange]:
-        """Async :meth:`history`."""
-        return self.history(user_id, tag)
+    ahistory = twin(history)
 
     def clear(self, user_id: str) -> int:
         """Delete every tag of the user."""
@@ -557,6 +543,4 @@ class InMemoryTagStore(TagStore):
             self._log.pop(user_id, None)
             return len(self._data.pop(user_id, {}))
 
-    async def aclear(self, user_id: str) -> int:
-        """Async :meth:`clear`."""
-        return self.clear(user_id)
+    aclear = twin(clear)

@@ -9,6 +9,7 @@ from langchain_core.messages import (
     BaseMessage,
 )
 
+from langchain_tiered_memory._steps import twin
 from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
@@ -80,23 +81,7 @@ class InMemoryHistoryStore(HistoryStore):
                     marks[thread] = (int(position) + len(payload), tuple(ids[-MARK_IDS:]))
             return len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
 
-    async def aappend(
-        self,
-        user_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        thread_id: str | None = None,
-        thread_position: int | None = None,
-        on_invalid: OnInvalid = "raise",
-    ) -> int:
-        """Async :meth:`append`."""
-        return self.append(
-            user_id,
-            messages,
-            thread_id=thread_id,
-            thread_position=thread_position,
-            on_invalid=on_invalid,
-        )
+    aappend = twin(append)
 
     def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
         """Claim the thread for the user (first turn) and add it to the user's threads.
@@ -110,9 +95,7 @@ class InMemoryHistoryStore(HistoryStore):
                 raise owned_elsewhere(thread)
             self._threads.setdefault(user_id, set()).add(thread)
 
-    async def arecord_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
-        """Async :meth:`record_thread`."""
-        self.record_thread(user_id, thread_id, claim=claim)
+    arecord_thread = twin(record_thread)
 
     def thread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
         """The owner and whether the user recorded the thread."""
@@ -120,9 +103,7 @@ class InMemoryHistoryStore(HistoryStore):
         with self._lock:
             return self._owners.get(thread), thread in self._threads.get(user_id, ())
 
-    async def athread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
-        """Async :meth:`thread_record`."""
-        return self.thread_record(user_id, thread_id)
+    athread_record = twin(thread_record)
 
     def threads(self, user_id: str) -> list[str]:
         """The threads recorded for the user that no other user owns (sorted)."""
@@ -132,9 +113,7 @@ class InMemoryHistoryStore(HistoryStore):
             owners = [self._owners.get(m) for m in members]
         return owned_threads(user_id, members, owners, f"the history of user {user_id!r}")
 
-    async def athreads(self, user_id: str) -> list[str]:
-        """Async :meth:`threads`."""
-        return self.threads(user_id)
+    athreads = twin(threads)
 
     def release_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
         """Drop the user's ownership of these threads."""
@@ -144,9 +123,7 @@ class InMemoryHistoryStore(HistoryStore):
                 if self._owners.get(thread) == user_id:
                     del self._owners[thread]
 
-    async def arelease_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
-        """Async :meth:`release_threads`."""
-        self.release_threads(user_id, thread_ids)
+    arelease_threads = twin(release_threads)
 
     def spans(self, user_id: str) -> list[tuple[int, int, str]]:
         """The thread spans, oldest first."""
@@ -154,9 +131,7 @@ class InMemoryHistoryStore(HistoryStore):
         with self._lock:
             return list(self._spans.get(user_id, []))
 
-    async def aspans(self, user_id: str) -> list[tuple[int, int, str]]:
-        """Async :meth:`spans`."""
-        return self.spans(user_id)
+    aspans = twin(spans)
 
     def forget_thread(self, user_id: str, thread_id: str) -> int:
         """Tombstone the thread's messages."""
@@ -180,9 +155,7 @@ class InMemoryHistoryStore(HistoryStore):
             self._marks.get(user_id, {}).pop(thread, None)
         return removed
 
-    async def aforget_thread(self, user_id: str, thread_id: str) -> int:
-        """Async :meth:`forget_thread`."""
-        return self.forget_thread(user_id, thread_id)
+    aforget_thread = twin(forget_thread)
 
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Last ``n`` messages."""
@@ -193,9 +166,7 @@ class InMemoryHistoryStore(HistoryStore):
             raw = list(self._data.get(user_id, [])[-n:])
         return parse_tail(raw)
 
-    async def atail(self, user_id: str, n: int) -> list[BaseMessage]:
-        """Async :meth:`tail`."""
-        return self.tail(user_id, n)
+    atail = twin(tail)
 
     def window_positions(
         self, user_id: str, start: int, limit: int | None = None
@@ -209,11 +180,7 @@ class InMemoryHistoryStore(HistoryStore):
             raw = list(self._data.get(user_id, [])[offset:end])
         return base + offset, base + offset + len(raw), positioned(base + offset, raw)
 
-    async def awindow_positions(
-        self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, int, list[tuple[int, BaseMessage]]]:
-        """Async :meth:`window_positions`."""
-        return self.window_positions(user_id, start, limit)
+    awindow_positions = twin(window_positions)
 
     def length(self, user_id: str) -> int:
         """Absolute length."""
@@ -221,9 +188,7 @@ class InMemoryHistoryStore(HistoryStore):
         with self._lock:
             return len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
 
-    async def alength(self, user_id: str) -> int:
-        """Async :meth:`length`."""
-        return self.length(user_id)
+    alength = twin(length)
 
     def trim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
         """Retention: drop old, already-summarized messages."""
@@ -238,9 +203,7 @@ class InMemoryHistoryStore(HistoryStore):
             self._base[user_id] = base + drop
             return drop
 
-    async def atrim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
-        """Async :meth:`trim`."""
-        return self.trim(user_id, keep_last=keep_last, not_after=not_after)
+    atrim = twin(trim)
 
     def clear(self, user_id: str) -> int:
         """Delete the user's history; positions keep counting, as on Redis."""
@@ -254,15 +217,11 @@ class InMemoryHistoryStore(HistoryStore):
                 self._base[user_id] = self._base.get(user_id, 0) + len(data)
             return sum(1 for raw in data if raw not in TOMBSTONES)
 
-    async def aclear(self, user_id: str) -> int:
-        """Async :meth:`clear`."""
-        return self.clear(user_id)
+    aclear = twin(clear)
 
     def users(self) -> list[str]:
         """Users with a history (the in-memory answer to a SCAN)."""
         with self._lock:
             return sorted(self._data)
 
-    async def ausers(self) -> list[str]:
-        """Async :meth:`users`."""
-        return self.users()
+    ausers = twin(users)
