@@ -31,13 +31,16 @@ def _functions(cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFuncti
 
 
 def _generated(cls: ast.ClassDef) -> int:
-    """``aname = name.aio`` lines: a pair written once."""
+    """``aname = name.aio`` and ``aname = twin(name)`` lines: a pair written once."""
     count = 0
     for node in cls.body:
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Attribute)
-            and node.value.attr == "aio"
+        if isinstance(node, ast.Assign) and (
+            (isinstance(node.value, ast.Attribute) and node.value.attr == "aio")
+            or (
+                isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+                and node.value.func.id == "twin"
+            )
         ):
             count += 1
     return count
@@ -87,7 +90,7 @@ def main() -> None:
     for folder, count in sorted(hand.items()):
         if count:
             print(f"| ... in {folder}/ | {count} |")
-    print(f"| pairs written once (`aname = name.aio`) | {sum(generated.values())} |")
+    print(f"| pairs written once (`name.aio`, `twin(name)`) | {sum(generated.values())} |")
     print(f"| pipelines built outside backend/connection.py | {pipelines} |")
     print(f"| facade modules (memory/) | {len(facade)} |")
     print(f"| facade lines (memory/, without opening.py's) | {facade_lines} |")

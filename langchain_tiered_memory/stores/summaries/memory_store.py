@@ -10,6 +10,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_tiered_memory._steps import twin
 from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.embeddings import embeddings_model_id, embeddings_scripts
 from langchain_tiered_memory.errors import (
@@ -213,22 +214,16 @@ class InMemorySummaryStore(SummaryStore):
         with self._lock:
             return self._watermarks.get(user_id, 0), str(self._eras.get(user_id, 0))
 
-    async def aget_fence(self, user_id: str) -> tuple[int, str]:
-        """Async :meth:`get_fence`."""
-        return self.get_fence(user_id)
+    aget_fence = twin(get_fence)
 
     def rotate_fence(self, user_id: str) -> None:
         """Invalidate the fences read so far."""
         with self._lock:
             self._eras[user_id] = self._eras.get(user_id, 0) + 1
 
-    async def arotate_fence(self, user_id: str) -> None:
-        """Async :meth:`rotate_fence`."""
-        self.rotate_fence(user_id)
+    arotate_fence = twin(rotate_fence)
 
-    async def aget_watermark(self, user_id: str) -> int:
-        """Async :meth:`get_watermark`."""
-        return self.get_watermark(user_id)
+    aget_watermark = twin(get_watermark)
 
     def get_all(self, user_id: str) -> list[Document]:
         """Every item, oldest first."""
@@ -236,9 +231,7 @@ class InMemorySummaryStore(SummaryStore):
             index = self._indexes.get(user_id)
             return [as_document(r) for r in index.records] if index else []
 
-    async def aget_all(self, user_id: str) -> list[Document]:
-        """Async :meth:`get_all`."""
-        return self.get_all(user_id)
+    aget_all = twin(get_all)
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         """Delete items by id (rebuilds the user's index)."""
@@ -266,9 +259,7 @@ class InMemorySummaryStore(SummaryStore):
         rebuilt.add(records, vectors)
         return rebuilt
 
-    async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
-        """Async :meth:`delete`."""
-        return self.delete(user_id, ids)
+    adelete = twin(delete)
 
     def update(self, user_id: str, item_id: str, text: str) -> bool:
         """Replace one item's text in place (see :meth:`SummaryStore.update`)."""
@@ -294,9 +285,7 @@ class InMemorySummaryStore(SummaryStore):
             self._indexes[user_id] = self._rebuilt(index, records, vectors)
         return True
 
-    async def aupdate(self, user_id: str, item_id: str, text: str) -> bool:
-        """Async :meth:`update`."""
-        return self.update(user_id, item_id, text)
+    aupdate = twin(update)
 
     def clear(self, user_id: str) -> int:
         """Delete every item and the watermark."""
@@ -308,9 +297,7 @@ class InMemorySummaryStore(SummaryStore):
             index = self._indexes.pop(user_id, None)
             return len(index.records) if index else 0
 
-    async def aclear(self, user_id: str) -> int:
-        """Async :meth:`clear`."""
-        return self.clear(user_id)
+    aclear = twin(clear)
 
     def users(self) -> list[str]:
         """Users with summary state."""
