@@ -19,7 +19,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_tiered_memory._steps import Plan, adrive, call, drive
+from langchain_tiered_memory._steps import Plan, call, paired
 from langchain_tiered_memory.backend.connection import RedisConnection, as_text
 from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.embeddings import embeddings_model_id
@@ -193,6 +193,7 @@ class RedisSummaryStore(SummaryStore):
             raise limit_error(stored_int(info), n, self.max_items)
         return [str(first + i) for i in range(n)]
 
+    @paired
     def add(
         self,
         user_id: str,
@@ -203,40 +204,10 @@ class RedisSummaryStore(SummaryStore):
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
         fence: str | None = None,
-    ) -> list[str]:
+    ) -> Plan[list[str]]:
         """Embed, de-duplicate and store items (and mark what they supersede) in one
         atomic script.
         """
-        return drive(
-            self._add_plan(user_id, items, created_at, metadata, watermark, supersedes, fence)
-        )
-
-    async def aadd(
-        self,
-        user_id: str,
-        items: Sequence[str],
-        *,
-        created_at: datetime | date | str | None = None,
-        metadata: ItemMetadata = None,
-        watermark: tuple[int, int] | None = None,
-        supersedes: Mapping[int, Sequence[str]] | None = None,
-        fence: str | None = None,
-    ) -> list[str]:
-        """Async :meth:`add`."""
-        return await adrive(
-            self._add_plan(user_id, items, created_at, metadata, watermark, supersedes, fence)
-        )
-
-    def _add_plan(
-        self,
-        user_id: str,
-        items: Sequence[str],
-        created_at: datetime | date | str | None,
-        metadata: ItemMetadata,
-        watermark: tuple[int, int] | None,
-        supersedes: Mapping[int, Sequence[str]] | None,
-        fence: str | None,
-    ) -> Plan[list[str]]:
         keys = self._k(user_id)
         texts = validate_items(items)
         emb = self._embedder()
@@ -254,6 +225,8 @@ class RedisSummaryStore(SummaryStore):
             if keep:  # the console directory's entry (an app may add items to a new user)
                 yield call(conn.run, conn.arun, activity_call(self.keys, user_id, time.time()))
         return self._add_result(result, len(keep))
+
+    aadd = add.aio
 
     # ----- reads -----
 
@@ -297,87 +270,66 @@ class RedisSummaryStore(SummaryStore):
             vector, k, query=query, include_superseded=include_superseded, dates_from=dates_from
         )
 
-    def get_watermark(self, user_id: str) -> int:
+    @paired
+    def get_watermark(self, user_id: str) -> Plan[int]:
         """Summarization watermark."""
-        with self.connection.errors():
-            raw = self.connection.sync.hget(self._k(user_id)[2], "watermark")
+        c = self.connection
+        raw = yield call(c.command, c.acommand, "HGET", self._k(user_id)[2], "watermark")
         return stored_int(raw, self.where(user_id))
 
-    async def aget_watermark(self, user_id: str) -> int:
-        """Async :meth:`get_watermark`."""
-        with self.connection.errors():
-            raw = await (await self.connection.aclient()).hget(self._k(user_id)[2], "watermark")
-        return stored_int(raw, self.where(user_id))
+    aget_watermark = get_watermark.aio
 
-    def get_fence(self, user_id: str) -> tuple[int, str]:
+    @paired
+    def get_fence(self, user_id: str) -> Plan[tuple[int, str]]:
         """The watermark and the erasure fence, in one script."""
         keys = self._k(user_id)[2], self.keys.key(user_id, "history")
-        with self.connection.errors():
-            raw = self.connection.eval(scripts.FENCE, 2, *keys, _new_gen())
+        c = self.connection
+        with c.errors():
+            raw = yield call(c.eval, c.aeval, scripts.FENCE, 2, *keys, _new_gen())
         return stored_int(raw[0], self.where(user_id)), as_text(raw[1])
 
-    async def aget_fence(self, user_id: str) -> tuple[int, str]:
-        """Async :meth:`get_fence`."""
-        keys = self._k(user_id)[2], self.keys.key(user_id, "history")
-        with self.connection.errors():
-            raw = await self.connection.aeval(scripts.FENCE, 2, *keys, _new_gen())
-        return stored_int(raw[0], self.where(user_id)), as_text(raw[1])
+    aget_fence = get_fence.aio
 
-    def rotate_fence(self, user_id: str) -> None:
+    @paired
+    def rotate_fence(self, user_id: str) -> Plan[None]:
         """Give the user a new era: every fence read before it no longer admits a write."""
-        with self.connection.errors():
-            self.connection.eval(scripts.ROTATE, 1, self._k(user_id)[2], _new_gen())
+        c = self.connection
+        with c.errors():
+            yield call(c.eval, c.aeval, scripts.ROTATE, 1, self._k(user_id)[2], _new_gen())
 
-    async def arotate_fence(self, user_id: str) -> None:
-        """Async :meth:`rotate_fence`."""
-        with self.connection.errors():
-            await self.connection.aeval(scripts.ROTATE, 1, self._k(user_id)[2], _new_gen())
+    arotate_fence = rotate_fence.aio
 
-    def get_all(self, user_id: str) -> list[Document]:
+    @paired
+    def get_all(self, user_id: str) -> Plan[list[Document]]:
         """Every item, oldest first."""
-        with self.connection.errors():
-            raw = self.connection.sync.hgetall(self._k(user_id)[0])
+        c = self.connection
+        raw = yield call(c.command, c.acommand, "HGETALL", self._k(user_id)[0])
         return _listing(raw, self.where(user_id))
 
-    async def aget_all(self, user_id: str) -> list[Document]:
-        """Async :meth:`get_all`."""
-        with self.connection.errors():
-            raw = await (await self.connection.aclient()).hgetall(self._k(user_id)[0])
-        return _listing(raw, self.where(user_id))
+    aget_all = get_all.aio
 
-    def get_all_count(self, user_id: str) -> int:
+    @paired
+    def get_all_count(self, user_id: str) -> Plan[int]:
         """How many items the user has (``HLEN``)."""
-        with self.connection.errors():
-            return int(self.connection.sync.hlen(self._k(user_id)[0]))
+        c = self.connection
+        return int((yield call(c.command, c.acommand, "HLEN", self._k(user_id)[0])))
 
-    async def aget_all_count(self, user_id: str) -> int:
-        """Async :meth:`get_all_count`."""
-        with self.connection.errors():
-            return int(await (await self.connection.aclient()).hlen(self._k(user_id)[0]))
+    aget_all_count = get_all_count.aio
 
-    def delete(self, user_id: str, ids: Sequence[str]) -> int:
+    @paired
+    def delete(self, user_id: str, ids: Sequence[str]) -> Plan[int]:
         """Delete items by id."""
         if not ids:
             return 0
-        with self.connection.errors():
-            return int(self.connection.eval(scripts.DELETE, 3, *self._k(user_id), *ids))
+        c = self.connection
+        with c.errors():
+            return int((yield call(c.eval, c.aeval, scripts.DELETE, 3, *self._k(user_id), *ids)))
 
-    async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
-        """Async :meth:`delete`."""
-        if not ids:
-            return 0
-        with self.connection.errors():
-            return int(await self.connection.aeval(scripts.DELETE, 3, *self._k(user_id), *ids))
+    adelete = delete.aio
 
-    def update(self, user_id: str, item_id: str, text: str) -> bool:
+    @paired
+    def update(self, user_id: str, item_id: str, text: str) -> Plan[bool]:
         """Replace one item's text in place (see :meth:`SummaryStore.update`)."""
-        return drive(self._update_plan(user_id, item_id, text))
-
-    async def aupdate(self, user_id: str, item_id: str, text: str) -> bool:
-        """Async :meth:`update`."""
-        return await adrive(self._update_plan(user_id, item_id, text))
-
-    def _update_plan(self, user_id: str, item_id: str, text: str) -> Plan[bool]:
         new_text = validate_items([text])[0]
         keys, conn = self._k(user_id), self.connection
         with conn.errors():
@@ -410,21 +362,19 @@ class RedisSummaryStore(SummaryStore):
             )
         return True
 
-    def clear(self, user_id: str) -> int:
+    aupdate = update.aio
+
+    @paired
+    def clear(self, user_id: str) -> Plan[int]:
         """Delete every item and the watermark; drop the cached index."""
         keys = self.reembed_keys(user_id)
-        with self.connection.errors():
-            n = int(self.connection.eval(scripts.CLEAR, 4, *keys, _new_gen()))
+        c = self.connection
+        with c.errors():
+            n = int((yield call(c.eval, c.aeval, scripts.CLEAR, 4, *keys, _new_gen())))
         self.drop_cached(user_id)
         return n
 
-    async def aclear(self, user_id: str) -> int:
-        """Async :meth:`clear`."""
-        keys = self.reembed_keys(user_id)
-        with self.connection.errors():
-            n = int(await self.connection.aeval(scripts.CLEAR, 4, *keys, _new_gen()))
-        self.drop_cached(user_id)
-        return n
+    aclear = clear.aio
 
     def users(self) -> list[str]:
         """Every user with summary items, found by SCAN (never KEYS) on every node."""
@@ -447,7 +397,8 @@ class RedisSummaryStore(SummaryStore):
             }
         return sorted(u for u in found if u is not None)
 
-    def reembed(self, user_id: str, *, progress: Progress | None = None) -> int:
+    @paired
+    def reembed(self, user_id: str, *, progress: Progress | None = None) -> Plan[int]:
         """Re-embed the user's items with this store's model, resumably
         (:mod:`~langchain_tiered_memory.stores.summaries.reembed`).
 
@@ -464,12 +415,9 @@ class RedisSummaryStore(SummaryStore):
             12
         """
         with self.connection.errors():
-            return drive(reembed_plan(self, user_id, progress=progress))
+            return (yield from reembed_plan(self, user_id, progress=progress))
 
-    async def areembed(self, user_id: str, *, progress: Progress | None = None) -> int:
-        """Async :meth:`reembed`."""
-        with self.connection.errors():
-            return await adrive(reembed_plan(self, user_id, progress=progress))
+    areembed = reembed.aio
 
 
 def _listing(raw: Mapping[Any, Any], where: str = "summary items") -> list[Document]:
