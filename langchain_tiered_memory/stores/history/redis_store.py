@@ -12,6 +12,7 @@ from langchain_core.messages import (
     BaseMessage,
 )
 
+from langchain_tiered_memory._steps import Plan, call, paired
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall
 from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.stores.directory import activity_call
@@ -358,44 +359,35 @@ class RedisHistoryStore(HistoryStore):
         key = self.keys.thread_owner_key(thread_arg(thread_id))
         return owner_text(replies[0], key), bool(replies[1])
 
-    def thread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
+    @paired
+    def thread_record(self, user_id: str, thread_id: str) -> Plan[tuple[str | None, bool]]:
         """The owner and whether the user recorded the thread (one round trip)."""
-        with self.connection.errors():
-            replies = self.connection.run_all(self._record_calls(user_id, thread_id))
+        c = self.connection
+        with c.errors():
+            replies = yield call(c.run_all, c.arun_all, self._record_calls(user_id, thread_id))
         return self._record(thread_id, replies)
 
-    async def athread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
-        """Async :meth:`thread_record`."""
-        with self.connection.errors():
-            replies = await self.connection.arun_all(self._record_calls(user_id, thread_id))
-        return self._record(thread_id, replies)
+    athread_record = thread_record.aio
 
     def unrecord_command(self, user_id: str, thread_id: str) -> tuple[Any, ...]:
         """Undo a refused claim's ``SADD`` (the thread is not the user's)."""
         return ("SREM", self.keys.key(user_id, "threads"), thread_id)
 
-    def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
+    @paired
+    def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> Plan[None]:
         """Claim the thread for the user (first turn) and add it to the user's threads.
 
         Raises:
             ThreadOwnershipError: another user's turns started the thread.
         """
+        c = self.connection
         commands = self.record_thread_commands(user_id, thread_id, claim=claim)
-        replies = self.connection.pipelined(commands)
+        replies = yield call(c.pipelined, c.apipelined, commands)
         if claim and not self.claimed(user_id, thread_id, replies[1]):
-            with self.connection.errors():
-                self.connection.sync.execute_command(*self.unrecord_command(user_id, thread_id))
+            yield call(c.command, c.acommand, *self.unrecord_command(user_id, thread_id))
             raise owned_elsewhere(thread_id)
 
-    async def arecord_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
-        """Async :meth:`record_thread`."""
-        commands = self.record_thread_commands(user_id, thread_id, claim=claim)
-        replies = await self.connection.apipelined(commands)
-        if claim and not self.claimed(user_id, thread_id, replies[1]):
-            with self.connection.errors():
-                client = await self.connection.aclient()
-                await client.execute_command(*self.unrecord_command(user_id, thread_id))
-            raise owned_elsewhere(thread_id)
+    arecord_thread = record_thread.aio
 
     def _owner_keys(self, members: Sequence[str]) -> list[str]:
         return [self.keys.thread_owner_key(m) for m in members]
@@ -403,146 +395,115 @@ class RedisHistoryStore(HistoryStore):
     def _owner_calls(self, members: Sequence[str]) -> list[ScriptCall]:
         return [ScriptCall(OWNER_LUA, 1, (key,)) for key in self._owner_keys(members)]
 
-    def threads(self, user_id: str) -> list[str]:
+    @paired
+    def threads(self, user_id: str) -> Plan[list[str]]:
         """The threads recorded for the user that no other user owns (sorted)."""
-        with self.connection.errors():
-            members = decoded_members(
-                self.connection.sync.smembers(self.keys.key(user_id, "threads")),
-                self.where(user_id),
-            )
-        with self.connection.errors():
-            owners = self.connection.run_all(self._owner_calls(members))
+        c = self.connection
+        raw = yield call(c.command, c.acommand, "SMEMBERS", self.keys.key(user_id, "threads"))
+        members = decoded_members(raw, self.where(user_id))
+        with c.errors():
+            owners = yield call(c.run_all, c.arun_all, self._owner_calls(members))
         return owned_threads(user_id, members, owners, self.where(user_id))
 
-    async def athreads(self, user_id: str) -> list[str]:
-        """Async :meth:`threads`."""
-        client = await self.connection.aclient()
-        with self.connection.errors():
-            members = decoded_members(
-                await client.smembers(self.keys.key(user_id, "threads")), self.where(user_id)
-            )
-        with self.connection.errors():
-            owners = await self.connection.arun_all(self._owner_calls(members))
-        return owned_threads(user_id, members, owners, self.where(user_id))
+    athreads = threads.aio
 
     def _release_calls(self, user_id: str, thread_ids: Sequence[str]) -> list[ScriptCall]:
         user = validate_user_id(user_id)
         return [ScriptCall(RELEASE_LUA, 1, (key, user)) for key in self._owner_keys(thread_ids)]
 
-    def release_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
+    @paired
+    def release_threads(self, user_id: str, thread_ids: Sequence[str]) -> Plan[None]:
         """Delete the owner records of these threads that name the user (erasure), in one
         pipelined round trip (one call each on a Cluster).
         """
-        with self.connection.errors():
-            self.connection.run_all(self._release_calls(user_id, thread_ids))
+        c = self.connection
+        with c.errors():
+            yield call(c.run_all, c.arun_all, self._release_calls(user_id, thread_ids))
 
-    async def arelease_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
-        """Async :meth:`release_threads`."""
-        with self.connection.errors():
-            await self.connection.arun_all(self._release_calls(user_id, thread_ids))
+    arelease_threads = release_threads.aio
 
-    def spans(self, user_id: str) -> list[tuple[int, int, str]]:
+    @paired
+    def spans(self, user_id: str) -> Plan[list[tuple[int, int, str]]]:
         """The thread spans, oldest first."""
-        with self.connection.errors():
-            raw = self.connection.sync.lrange(self.keys.key(user_id, "spans"), 0, -1)
+        c = self.connection
+        raw = yield call(c.command, c.acommand, "LRANGE", self.keys.key(user_id, "spans"), 0, -1)
         return thread_spans(raw)
 
-    async def aspans(self, user_id: str) -> list[tuple[int, int, str]]:
-        """Async :meth:`spans`."""
-        with self.connection.errors():
-            raw = await (await self.connection.aclient()).lrange(
-                self.keys.key(user_id, "spans"), 0, -1
-            )
-        return thread_spans(raw)
+    aspans = spans.aio
 
     def _forget_args(self, user_id: str, thread_id: str) -> list[Any]:
         hist, meta = self._k(user_id)
         records = self._records(user_id)
         return [_FORGET_THREAD_LUA, 5, hist, meta, *records, thread_arg(thread_id), TOMBSTONE]
 
-    def forget_thread(self, user_id: str, thread_id: str) -> int:
+    @paired
+    def forget_thread(self, user_id: str, thread_id: str) -> Plan[int]:
         """Tombstone the thread's messages in one script."""
         args = self._forget_args(user_id, thread_id)
-        with self.connection.errors():
-            return int(self.connection.eval(*args))
+        c = self.connection
+        with c.errors():
+            return int((yield call(c.eval, c.aeval, *args)))
 
-    async def aforget_thread(self, user_id: str, thread_id: str) -> int:
-        """Async :meth:`forget_thread`."""
-        args = self._forget_args(user_id, thread_id)
-        with self.connection.errors():
-            return int(await self.connection.aeval(*args))
+    aforget_thread = forget_thread.aio
 
-    def tail(self, user_id: str, n: int) -> list[BaseMessage]:
+    @paired
+    def tail(self, user_id: str, n: int) -> Plan[list[BaseMessage]]:
         """Last ``n`` messages (``LRANGE -n -1``)."""
         if n <= 0:
             return []
         _, key, start, stop = self.tail_command(user_id, n)
-        with self.connection.errors():
-            raw = self.connection.sync.lrange(key, start, stop)
+        c = self.connection
+        raw = yield call(c.command, c.acommand, "LRANGE", key, start, stop)
         return self.parse_tail(raw, self.where(user_id))
 
-    async def atail(self, user_id: str, n: int) -> list[BaseMessage]:
-        """Async :meth:`tail`."""
-        if n <= 0:
-            return []
-        _, key, start, stop = self.tail_command(user_id, n)
-        with self.connection.errors():
-            raw = await (await self.connection.aclient()).lrange(key, start, stop)
-        return self.parse_tail(raw, self.where(user_id))
+    atail = tail.aio
 
     def _window_args(self, user_id: str, start: int, limit: int | None) -> list[Any]:
         hist, meta = self._k(user_id)
         return [_SINCE_LUA, 2, hist, meta, max(start, 0), limit_arg(limit), BASE_FIELD]
 
+    @paired
     def window_positions(
         self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, int, list[tuple[int, BaseMessage]]]:
+    ) -> Plan[tuple[int, int, list[tuple[int, BaseMessage]]]]:
         """:meth:`window` with each message's absolute position."""
-        with self.connection.errors():
-            first, raw = self.connection.eval(*self._window_args(user_id, start, limit))
+        c = self.connection
+        with c.errors():
+            first, raw = yield call(c.eval, c.aeval, *self._window_args(user_id, start, limit))
         found = positioned(int(first), raw, where=self.where(user_id))
         return int(first), int(first) + len(raw), found
 
-    async def awindow_positions(
-        self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, int, list[tuple[int, BaseMessage]]]:
-        """Async :meth:`window_positions`."""
-        with self.connection.errors():
-            first, raw = await self.connection.aeval(*self._window_args(user_id, start, limit))
-        found = positioned(int(first), raw, where=self.where(user_id))
-        return int(first), int(first) + len(raw), found
+    awindow_positions = window_positions.aio
 
-    def length(self, user_id: str) -> int:
+    @paired
+    def length(self, user_id: str) -> Plan[int]:
         """Absolute length."""
         hist, meta = self._k(user_id)
-        n, base = self.connection.pipelined([("LLEN", hist), ("HGET", meta, BASE_FIELD)])
+        c = self.connection
+        commands = [("LLEN", hist), ("HGET", meta, BASE_FIELD)]
+        n, base = yield call(c.pipelined, c.apipelined, commands)
         return int(n) + int(base or 0)
 
-    async def alength(self, user_id: str) -> int:
-        """Async :meth:`length`."""
-        hist, meta = self._k(user_id)
-        n, base = await self.connection.apipelined([("LLEN", hist), ("HGET", meta, BASE_FIELD)])
-        return int(n) + int(base or 0)
+    alength = length.aio
 
-    def trim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
+    @paired
+    def trim(self, user_id: str, *, keep_last: int, not_after: int) -> Plan[int]:
         """Retention: drop old, already-summarized messages."""
         hist, meta = self._k(user_id)
-        with self.connection.errors():
-            return int(
-                self.connection.eval(
-                    _TRIM_LUA, 2, hist, meta, max(keep_last, 0), max(not_after, 0), BASE_FIELD
-                )
-            )
+        args: list[Any] = [
+            _TRIM_LUA,
+            2,
+            hist,
+            meta,
+            max(keep_last, 0),
+            max(not_after, 0),
+            BASE_FIELD,
+        ]
+        c = self.connection
+        with c.errors():
+            return int((yield call(c.eval, c.aeval, *args)))
 
-    async def atrim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
-        """Async :meth:`trim`."""
-        hist, meta = self._k(user_id)
-        with self.connection.errors():
-            return int(
-                await self.connection.aeval(
-                    _TRIM_LUA, 2, hist, meta, max(keep_last, 0), max(not_after, 0), BASE_FIELD
-                )
-            )
+    atrim = trim.aio
 
     def users(self) -> list[str]:
         """Users with a history, found by SCAN (never KEYS) on every node."""
@@ -566,22 +527,21 @@ class RedisHistoryStore(HistoryStore):
                     found.add(user)
         return sorted(found)
 
-    def clear(self, user_id: str) -> int:
+    @paired
+    def clear(self, user_id: str) -> Plan[int]:
         """Delete the list; positions keep counting (:meth:`length` is unchanged)."""
         hist, meta = self._k(user_id)
-        with self.connection.errors():
-            return int(
-                self.connection.eval(
-                    _CLEAR_LUA, 5, hist, meta, *self._records(user_id), BASE_FIELD, TOMBSTONE
-                )
-            )
+        args: list[Any] = [
+            _CLEAR_LUA,
+            5,
+            hist,
+            meta,
+            *self._records(user_id),
+            BASE_FIELD,
+            TOMBSTONE,
+        ]
+        c = self.connection
+        with c.errors():
+            return int((yield call(c.eval, c.aeval, *args)))
 
-    async def aclear(self, user_id: str) -> int:
-        """Async :meth:`clear`."""
-        hist, meta = self._k(user_id)
-        with self.connection.errors():
-            return int(
-                await self.connection.aeval(
-                    _CLEAR_LUA, 5, hist, meta, *self._records(user_id), BASE_FIELD, TOMBSTONE
-                )
-            )
+    aclear = clear.aio
