@@ -97,6 +97,14 @@ async def adrive(plan: Plan[_T]) -> _T:
             reply, advance = exc, plan.throw
 
 
+def _name_async(aio: Callable[..., Any], method: Callable[..., Any]) -> None:
+    """Name and document ``aio`` as ``method``'s async twin (``aname``, "Async :meth:")."""
+    name = method.__name__
+    aio.__name__ = f"a{name}"
+    aio.__qualname__ = method.__qualname__.rsplit(".", 1)[0] + f".a{name}"
+    aio.__doc__ = f"Async :meth:`{name}`."
+
+
 class paired(Generic[_S, _P, _T]):  # noqa: N801  # used as a decorator, as property is
     """A sync and an async method from one method that returns a :data:`Plan`.
 
@@ -121,8 +129,6 @@ class paired(Generic[_S, _P, _T]):  # noqa: N801  # used as a decorator, as prop
     """
 
     def __init__(self, plan: Callable[Concatenate[_S, _P], Plan[_T]]) -> None:
-        self.plan = plan
-        name = plan.__name__
 
         @functools.wraps(plan)
         def sync(obj: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
@@ -132,9 +138,7 @@ class paired(Generic[_S, _P, _T]):  # noqa: N801  # used as a decorator, as prop
         async def aio(obj: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
             return await adrive(plan(obj, *args, **kwargs))
 
-        aio.__name__ = f"a{name}"
-        aio.__qualname__ = plan.__qualname__.rsplit(".", 1)[0] + f".a{name}"
-        aio.__doc__ = f"Async :meth:`{name}`."
+        _name_async(aio, plan)
         # help() and IDEs show what the method returns, not the plan's generator type
         signature = inspect.signature(plan)
         returns = signature.return_annotation
@@ -178,9 +182,7 @@ class twin(Generic[_S, _P, _T]):  # noqa: N801  # used in a class body, as prope
         async def aio(obj: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
             return method(obj, *args, **kwargs)
 
-        aio.__name__ = f"a{method.__name__}"
-        aio.__qualname__ = method.__qualname__.rsplit(".", 1)[0] + f".a{method.__name__}"
-        aio.__doc__ = f"Async :meth:`{method.__name__}`."
+        _name_async(aio, method)
         self.aio: Callable[Concatenate[_S, _P], Coroutine[Any, Any, _T]] = aio
 
     @overload
