@@ -39,7 +39,6 @@ from langgraph.store.base import BaseStore
 from typing_extensions import NotRequired, TypedDict
 
 from langchain_tiered_memory.agent.capture import (
-    AfterTurnCapture,
     TagCapture,
 )
 from langchain_tiered_memory.agent.context import MemoryContext, resolve_user_id, thread_of
@@ -49,20 +48,15 @@ from langchain_tiered_memory.agent.nodes import (
     DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_MEMORY_TOKEN_BUDGET,
     MemoryNodes,
-    ModelStep,
     invalid_call_errors,
 )
-from langchain_tiered_memory.agent.policy import ModelPolicy
 from langchain_tiered_memory.agent.prompt import (
     MemoryRenderer,
 )
-from langchain_tiered_memory.agent.settings import TurnSettings
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
-    SearchMemoryTool,
-    SummarizeTool,
-    UserTagTool,
 )
+from langchain_tiered_memory.agent.turn import MemoryOptions, MemoryTurn
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.persistence.messages import add_message_batches
 from langchain_tiered_memory.retrieval.conversation import (
@@ -113,6 +107,92 @@ def _route_after_model(state: dict[str, Any]) -> str:
     if isinstance(messages[-1], ToolMessage):
         return MODEL  # only unparsable calls, answered with errors: let the model retry
     return SAVE_MEMORY
+
+
+def _user(runtime: Runtime[MemoryContext], config: RunnableConfig) -> str:
+    return resolve_user_id(runtime.context, config)
+
+
+class _GraphNodes:
+    """The graph's nodes: a :class:`MemoryTurn`'s steps behind LangGraph's node signatures.
+
+    Each node gets the run's Runtime (LangGraph injects the ``runtime`` argument); the user
+    id comes from its context, else from ``config["configurable"]["user_id"]``.
+    """
+
+    def __init__(self, turn: MemoryTurn, model: BaseChatModel, tools: Sequence[BaseTool]):
+        self.turn, self.model = turn, model
+        self.tools: list[BaseTool] = [*turn.tools, *tools]
+        forced = turn.step.force_tag_capture
+        # forced capture: user_tag is only ever forced, so a weak model cannot guess tags
+        offered = [t for t in self.tools if t is not turn.tag_tool] if forced else self.tools
+        self.bound = model.bind_tools(offered)
+        self.forced = (
+            model.bind_tools([turn.tag_tool], tool_choice=USER_TAG_TOOL) if forced else None
+        )
+
+    def load_memory(
+        self, state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        return self.turn.load(state, _user(runtime, config), thread_of(config))
+
+    async def aload_memory(
+        self, state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        return await self.turn.aload(state, _user(runtime, config), thread_of(config))
+
+    def _scripted(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        reply = self.turn.step.scripted(state["messages"], state.get("memory_tags"))
+        return None if reply is None else {"messages": [reply]}
+
+    def _free_model(self, state: dict[str, Any]) -> tuple[Any, bool]:
+        exhausted = self.turn.step.exhausted(state.get("messages", []))
+        return (self.model if exhausted else self.bound), exhausted  # no tools: it must answer
+
+    def _final(self, reply: Any, state: dict[str, Any]) -> dict[str, Any]:
+        if self.turn.step.empty(reply):  # never an empty reply
+            reply = self.turn.step.no_reply(state["messages"])
+        return {"messages": [reply, *invalid_call_errors(reply)]}
+
+    def call_model(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        if (scripted := self._scripted(state)) is not None:
+            return scripted
+        step, messages = self.turn.step, self.turn.nodes.compose(state)
+        human = step.wants_capture(state["messages"])
+        if human is not None and self.forced is not None:
+            captured = step.captured(self.forced.invoke(messages, config), human)
+            if captured is not None:
+                return {"messages": [captured]}
+        free, exhausted = self._free_model(state)
+        reply = step.finish(free.invoke(messages, config), state["messages"], exhausted)
+        if step.empty(reply):  # once more without tools, then what the turn did
+            reply = step.finish(self.model.invoke(messages, config), state["messages"], True)
+        return self._final(reply, state)
+
+    async def acall_model(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        if (scripted := self._scripted(state)) is not None:
+            return scripted
+        step, messages = self.turn.step, self.turn.nodes.compose(state)
+        human = step.wants_capture(state["messages"])
+        if human is not None and self.forced is not None:
+            captured = step.captured(await self.forced.ainvoke(messages, config), human)
+            if captured is not None:
+                return {"messages": [captured]}
+        free, exhausted = self._free_model(state)
+        reply = step.finish(await free.ainvoke(messages, config), state["messages"], exhausted)
+        if step.empty(reply):
+            reply = step.finish(await self.model.ainvoke(messages, config), state["messages"], True)
+        return self._final(reply, state)
+
+    def save_memory(
+        self, state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        return self.turn.save(state, _user(runtime, config), thread_of(config), config)
+
+    async def asave_memory(
+        self, state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
+    ) -> dict[str, Any]:
+        return await self.turn.asave(state, _user(runtime, config), thread_of(config), config)
 
 
 def create_memory_graph(
@@ -228,127 +308,37 @@ def create_memory_graph(
         ...              config={"configurable": {"thread_id": "t1"}})  # doctest: +SKIP
 
     """
-    summary_model = summary_model or model
     if tag_capture is None and force_tag_capture is not None:
         tag_capture = "forced" if force_tag_capture else "tool"
-    settings = TurnSettings.of(
-        ModelPolicy.for_model(model, small=small_model),
+    options = MemoryOptions(
+        memory=memory,
+        summary_model=summary_model,
         system_prompt=system_prompt,
         memory_prompt=memory_prompt,
         max_context_messages=max_context_messages,
-        tag_capture=tag_capture,
-        extractive_summary_fallback=extractive_summary_fallback,
-        search_memory=search_memory,
-        memory_query=memory_query,
-    )
-    force_tag_capture = settings.tag_capture == "forced"
-    nodes = MemoryNodes(
-        memory=memory,
-        settings=settings,
         recall_k=recall_k,
         recall_context_turns=recall_context_turns,
         memory_token_budget=memory_token_budget,
         context_token_budget=context_token_budget,
         auto_summarize_after=auto_summarize_after,
-        summary_model=summary_model,
+        small_model=small_model,
+        tag_capture=tag_capture,
+        max_tool_rounds=max_tool_rounds,
+        extractive_summary_fallback=extractive_summary_fallback,
+        search_memory=search_memory,
+        memory_query=memory_query,
         shared_threads=shared_threads,
-        query_model=model,
     )
-    tag_tool = UserTagTool(memory=memory)
-    summarize_tool = SummarizeTool(memory=memory, model=summary_model, **settings.summary_options)
-    search: list[BaseTool] = [SearchMemoryTool(memory=memory)] if settings.search_tool else []
-    all_tools: list[BaseTool] = [tag_tool, summarize_tool, *search, *tools]
-    offered = [t for t in all_tools if t is not tag_tool] if force_tag_capture else all_tools
-    bound = model.bind_tools(offered)
-    forced = model.bind_tools([tag_tool], tool_choice=USER_TAG_TOOL) if force_tag_capture else None
-
-    step = ModelStep.of(settings, max_tool_rounds, memory)
-    after_turn = (
-        AfterTurnCapture.for_model(memory, model) if settings.tag_capture == "after_turn" else None
-    )
-
-    def _free_model(state: dict[str, Any]) -> tuple[Any, bool]:
-        exhausted = step.exhausted(state.get("messages", []))
-        return (model if exhausted else bound), exhausted  # no tools: it has to answer
-
-    def _final(reply: Any, state: dict[str, Any]) -> dict[str, Any]:
-        if step.empty(reply):  # never an empty reply
-            reply = step.no_reply(state["messages"])
-        return {"messages": [reply, *invalid_call_errors(reply)]}
-
-    def _user(runtime: Runtime[MemoryContext], config: RunnableConfig) -> str:
-        return resolve_user_id(runtime.context, config)
-
-    # Each node gets the run's Runtime (LangGraph injects the ``runtime`` argument); the
-    # user id comes from its context, else from config["configurable"]["user_id"].
-    def load_memory(
-        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
-    ) -> dict[str, Any]:
-        return nodes.load(state, _user(runtime, config), thread_of(config))
-
-    async def aload_memory(
-        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
-    ) -> dict[str, Any]:
-        return await nodes.aload(state, _user(runtime, config), thread_of(config))
-
-    def _scripted(state: dict[str, Any]) -> dict[str, Any] | None:
-        reply = step.scripted(state["messages"], state.get("memory_tags"))
-        return None if reply is None else {"messages": [reply]}
-
-    def call_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        if (scripted := _scripted(state)) is not None:
-            return scripted
-        messages = nodes.compose(state)
-        human = step.wants_capture(state["messages"])
-        if human is not None and forced is not None:
-            captured = step.captured(forced.invoke(messages, config), human)
-            if captured is not None:
-                return {"messages": [captured]}
-        free, exhausted = _free_model(state)
-        reply = step.finish(free.invoke(messages, config), state["messages"], exhausted)
-        if step.empty(reply):  # once more without tools, then what the turn did
-            reply = step.finish(model.invoke(messages, config), state["messages"], True)
-        return _final(reply, state)
-
-    async def acall_model(state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        if (scripted := _scripted(state)) is not None:
-            return scripted
-        messages = nodes.compose(state)
-        human = step.wants_capture(state["messages"])
-        if human is not None and forced is not None:
-            captured = step.captured(await forced.ainvoke(messages, config), human)
-            if captured is not None:
-                return {"messages": [captured]}
-        free, exhausted = _free_model(state)
-        reply = step.finish(await free.ainvoke(messages, config), state["messages"], exhausted)
-        if step.empty(reply):
-            reply = step.finish(await model.ainvoke(messages, config), state["messages"], True)
-        return _final(reply, state)
-
-    def save_memory(
-        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
-    ) -> dict[str, Any]:
-        user, thread = _user(runtime, config), thread_of(config)
-        if after_turn is not None:
-            after_turn.run(state["messages"], user, thread, config)
-        return nodes.save(state, user, thread)
-
-    async def asave_memory(
-        state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
-    ) -> dict[str, Any]:
-        user, thread = _user(runtime, config), thread_of(config)
-        if after_turn is not None:
-            await after_turn.arun(state["messages"], user, thread, config)
-        return await nodes.asave(state, user, thread)
-
+    graph_nodes = _GraphNodes(options.build(model), model, tools)
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(MemoryState, context_schema=MemoryContext)
     # A sync and an async body per node (invoke and ainvoke each run their own), with the
     # Runtime injected: LangGraph's own RunnableCallable, as langgraph-prebuilt builds nodes.
+    g = graph_nodes
     nodes_by_name: dict[str, Any] = {
-        LOAD_MEMORY: RunnableCallable(load_memory, aload_memory, name=LOAD_MEMORY),
-        MODEL: RunnableCallable(call_model, acall_model, name=MODEL),
-        TOOLS: ToolNode(all_tools, handle_tool_errors=True),
-        SAVE_MEMORY: RunnableCallable(save_memory, asave_memory, name=SAVE_MEMORY),
+        LOAD_MEMORY: RunnableCallable(g.load_memory, g.aload_memory, name=LOAD_MEMORY),
+        MODEL: RunnableCallable(g.call_model, g.acall_model, name=MODEL),
+        TOOLS: ToolNode(g.tools, handle_tool_errors=True),
+        SAVE_MEMORY: RunnableCallable(g.save_memory, g.asave_memory, name=SAVE_MEMORY),
     }
     for node_name, node in nodes_by_name.items():
         builder.add_node(node_name, node)

@@ -18,34 +18,31 @@ from functools import cached_property
 from typing import Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
-from langchain.agents.middleware.types import ModelResponse
+from langchain.agents.middleware.types import ModelResponse, ToolCallRequest
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, SystemMessage
+from langchain_core.messages import AnyMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.channels import UntrackedValue
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 from typing_extensions import NotRequired
 
-from langchain_tiered_memory.agent.capture import AfterTurnCapture
 from langchain_tiered_memory.agent.context import resolve_user_id, thread_of
 from langchain_tiered_memory.agent.memory_query import MemoryQueryKind
 from langchain_tiered_memory.agent.nodes import (
     DEFAULT_CONTEXT_TOKEN_BUDGET,
     DEFAULT_MAX_TOOL_ROUNDS,
     DEFAULT_MEMORY_TOKEN_BUDGET,
-    MemoryNodes,
     ModelStep,
 )
-from langchain_tiered_memory.agent.policy import ModelPolicy
-from langchain_tiered_memory.agent.settings import TurnSettings
+from langchain_tiered_memory.agent.policy import TagCapture
+from langchain_tiered_memory.agent.prompt import MemoryRenderer
 from langchain_tiered_memory.agent.tools import (
     SEARCH_MEMORY_TOOL,
     USER_TAG_TOOL,
-    SearchMemoryTool,
-    SummarizeTool,
-    UserTagTool,
 )
+from langchain_tiered_memory.agent.turn import MemoryOptions, MemoryTurn
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.retrieval.conversation import DEFAULT_CONTEXT_TURNS
 
@@ -77,25 +74,22 @@ def _user_id(runtime: Runtime[Any]) -> str:
 class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
     """Gives a ``create_agent`` agent the three memory tiers.
 
-    ``summary_model`` writes the summaries; by default the agent's own model, picked up on
-    its first model call. ``small_model`` switches on the small-model guards (``None``: on
-    for small in-process models only, detected from the agent's model, as in the graph):
-    forced tag capture, scripted replies after a forced summarize or capture, grounded
-    summaries with the extractive fallback, the short system prompt, the current turn
-    only and the compact memory section; a capable model gets none of them and the
-    after-turn capture instead. ``max_tool_rounds`` bounds the tool-calling replies per
-    turn, as in the graph. ``search_memory`` offers the ``search_memory`` tool (``None``:
-    to capable models only). ``memory_query`` (opt-in, capable models) has the model write
-    a line for the recall query before each reply, as in the graph; the model is
-    ``summary_model``, else the agent's model from its first call on. One difference from
-    the graph: with ``small_model=None``
-    the memory section of an agent's very first turn is the full one, because it is
-    rendered before the agent's first model call, where the model is first seen; pass
-    ``small_model=True`` to have the compact one from the start. A thread belongs to the
-    user of its first turn and another user's turn on it is refused before the run writes
-    anything, by the checkpointer: give ``create_agent`` ``memory.checkpointer()`` or
-    ``memory.checkpointer(saver)`` (a bare saver is refused on the first turn with
-    :class:`~langchain_tiered_memory.errors.UnguardedCheckpointerError`);
+    The options are :func:`~langchain_tiered_memory.agent.graph.create_memory_graph`'s,
+    with the same names, defaults and meaning (documented there), and the turn is built
+    from them by the same call (:meth:`~langchain_tiered_memory.agent.turn.MemoryOptions.
+    build`): the agent's model decides what ``None`` leaves open, as the graph's model does
+    (``small_model=None``: the small-model guards for small in-process models only; the
+    summaries and the memory query written by the agent's model unless ``summary_model``).
+    The middleware first sees the agent's model at its first model call and then replaces
+    its turn with that model's. One difference from the graph follows: with
+    ``small_model=None`` the memory section of an agent's very first turn is rendered
+    before that call, as for a capable model; pass ``small_model=True`` to have the compact
+    one from the start. ``system_prompt`` is added to the agent's own system prompt.
+
+    A thread belongs to the user of its first turn and another user's turn on it is refused
+    before the run writes anything, by the checkpointer: give ``create_agent``
+    ``memory.checkpointer()`` or ``memory.checkpointer(saver)`` (a bare saver is refused on
+    the first turn with :class:`~langchain_tiered_memory.errors.UnguardedCheckpointerError`);
     ``shared_threads=True`` records threads without owners, for apps whose users share them
     on purpose.
 
@@ -114,6 +108,8 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         memory: TieredMemory,
         *,
         summary_model: BaseChatModel | None = None,
+        system_prompt: str | None = None,
+        memory_prompt: MemoryRenderer | None = None,
         max_context_messages: int | None = None,
         recall_k: int = 3,
         recall_context_turns: int = DEFAULT_CONTEXT_TURNS,
@@ -121,100 +117,93 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         context_token_budget: int | None = DEFAULT_CONTEXT_TOKEN_BUDGET,
         auto_summarize_after: int | None = None,
         small_model: bool | None = None,
+        tag_capture: TagCapture | None = None,
         max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS,
+        extractive_summary_fallback: bool | None = None,
         search_memory: bool | None = None,
         memory_query: MemoryQueryKind | None = None,
         shared_threads: bool = False,
     ) -> None:
         super().__init__()
-        self.small_model = small_model
-        self.max_tool_rounds = max_tool_rounds
-        # the app's options: TurnSettings.of applies them over each policy
-        self._options: dict[str, Any] = {
-            "max_context_messages": max_context_messages,
-            "search_memory": search_memory,
-            "memory_query": memory_query,
-        }
-        # until the agent's model is seen, the policy small_model names (None: capable)
-        settings = TurnSettings.of(ModelPolicy(small=small_model is True), **self._options)
-        self.nodes = MemoryNodes(
+        self.options = MemoryOptions(
             memory=memory,
-            settings=settings,
+            summary_model=summary_model,
+            system_prompt=system_prompt,
+            memory_prompt=memory_prompt,
+            max_context_messages=max_context_messages,
             recall_k=recall_k,
             recall_context_turns=recall_context_turns,
             memory_token_budget=memory_token_budget,
             context_token_budget=context_token_budget,
             auto_summarize_after=auto_summarize_after,
-            summary_model=summary_model,
+            small_model=small_model,
+            tag_capture=tag_capture,
+            max_tool_rounds=max_tool_rounds,
+            extractive_summary_fallback=extractive_summary_fallback,
+            search_memory=search_memory,
+            memory_query=memory_query,
             shared_threads=shared_threads,
-            query_model=summary_model,  # else the agent's model, once seen
         )
-        self._summarize = SummarizeTool(
-            memory=memory, model=summary_model, **settings.summary_options
-        )
-        self._tag_tool = UserTagTool(memory=memory)
-        # offered unless False; None: withdrawn from a small model's calls (the settings)
-        search = [SearchMemoryTool(memory=memory)] if search_memory is not False else []
-        self.tools = [self._tag_tool, self._summarize, *search]
-        # set from the agent's model on its first call (the policy needs the model)
-        self._capture: AfterTurnCapture | None = None
-        self._adopted = False
+        # until the agent's model is seen, the turn of the model small_model names (None:
+        # a capable one); replaced, never changed, on the first model call
+        self._turn = self.options.build(None)
+        self._seen = False
+        # the schemas create_agent binds; a call runs the current turn's tool (wrap_tool_call).
+        # search_memory is registered unless refused: a small model's calls withdraw it.
+        turn = self._turn
+        search = [turn.search_memory_tool] if search_memory is not False else []
+        self.tools = [turn.tag_tool, turn.summarize_tool, *search]
+
+    @property
+    def turn(self) -> MemoryTurn:
+        """The memory turn the agent runs: built from the agent's model on its first call
+        (before it, from ``small_model`` alone).
+        """
+        return self._turn
 
     def before_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Load tags, recalled items and (first turn) recent history."""
-        return self.nodes.load(dict(state), _user_id(runtime), thread_of(_config()))
+        return self._turn.load(dict(state), _user_id(runtime), thread_of(_config()))
 
     async def abefore_agent(
         self, state: TieredMemoryState, runtime: Runtime[Any]
     ) -> dict[str, Any]:
         """Async :meth:`before_agent`."""
-        return await self.nodes.aload(dict(state), _user_id(runtime), thread_of(_config()))
+        return await self._turn.aload(dict(state), _user_id(runtime), thread_of(_config()))
 
-    def _adopt(self, model: BaseChatModel) -> TurnSettings:
-        """Decide the settings from the agent's model, once, as the graph does: the prompt
-        and the thread from this call on; the memory section and the kept tags from the
-        next load on (a turn's load runs before its first model call, where the agent's
-        model is first seen).
+    def _adopt(self, model: BaseChatModel) -> MemoryTurn:
+        """The turn of the agent's model, built once, as the graph builds it: the prompt,
+        the thread and the tools from this call on; the memory section and the kept tags
+        from the next load on (a turn's load runs before its first model call, where the
+        agent's model is first seen). Replaced whole, so no call sees half of each.
         """
-        if not self._adopted:
-            if self.small_model is None:  # given, the build already decided (and warned)
-                policy = ModelPolicy.for_model(model)
-                self.nodes.settings = TurnSettings.of(policy, **self._options)
-            settings = self.nodes.settings
-            if self.nodes.summary_model is None:
-                self.nodes.summary_model = model
-                self._summarize.model = model
-            if self.nodes.query_model is None:
-                self.nodes.query_model = model
-            for name, value in settings.summary_options.items():
-                setattr(self._summarize, name, value)
-            if settings.tag_capture == "after_turn":
-                self._capture = AfterTurnCapture.for_model(self.nodes.memory, model)
-            self._adopted = True
-        return self.nodes.settings
+        if not self._seen:
+            self._turn = self.options.build(model, like=self._turn)
+            self._seen = True
+        return self._turn
 
     def _request(self, request: ModelRequest) -> ModelRequest:
         base = request.system_message.text if request.system_message else None
-        prompt = (base + "\n\n" + self.nodes.settings.system_prompt) if base else None
+        turn = self._turn
+        prompt = (base + "\n\n" + turn.settings.system_prompt) if base else None
         state = {**request.state, "messages": request.messages}
-        composed = self.nodes.compose(state, prompt)
+        composed = turn.nodes.compose(state, prompt)
         system = composed[0]
         assert isinstance(system, SystemMessage)
         return request.override(system_message=system, messages=composed[1:])  # type: ignore[arg-type]
 
     def _plan(self, request: ModelRequest) -> _ModelCall:
         """Everything about this model call but its I/O (shared by the sync and async paths)."""
-        settings = self._adopt(request.model)
+        turn = self._adopt(request.model)
         request = self._request(request)
-        if not settings.search_tool:
+        if not turn.settings.search_tool:
             tools = [t for t in request.tools if _tool_name(t) != SEARCH_MEMORY_TOOL]
             request = request.override(tools=tools)
         tags: dict[str, str] = dict(request.state.get("memory_tags") or {})  # type: ignore[call-overload]
-        step = ModelStep.of(settings, self.max_tool_rounds, self.nodes.memory)
-        return _ModelCall(request, step, list(request.state["messages"]), tags)
+        return _ModelCall(request, turn.step, list(request.state["messages"]), tags)
 
     def _forced(self, request: ModelRequest) -> Any:
-        return request.model.bind_tools([self._tag_tool], tool_choice=USER_TAG_TOOL)
+        return request.model.bind_tools([self._turn.tag_tool], tool_choice=USER_TAG_TOOL)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
@@ -258,17 +247,35 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         """Record the facts the turn stated that no call recorded (capable models), then
         append the turn's new messages to the user's history.
         """
-        user, config = _user_id(runtime), _config()
-        if self._capture is not None:
-            self._capture.run(state["messages"], user, thread_of(config), config)
-        return self.nodes.save(dict(state), user, thread_of(config))
+        config = _config()
+        return self._turn.save(dict(state), _user_id(runtime), thread_of(config), config)
 
     async def aafter_agent(self, state: TieredMemoryState, runtime: Runtime[Any]) -> dict[str, Any]:
         """Async :meth:`after_agent`."""
-        user, config = _user_id(runtime), _config()
-        if self._capture is not None:
-            await self._capture.arun(state["messages"], user, thread_of(config), config)
-        return await self.nodes.asave(dict(state), user, thread_of(config))
+        config = _config()
+        return await self._turn.asave(dict(state), _user_id(runtime), thread_of(config), config)
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Run a memory tool as the current turn built it (the agent's model's summary
+        switches); the app's tools as they are.
+        """
+        return handler(self._current_tool(request))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Async :meth:`wrap_tool_call`."""
+        return await handler(self._current_tool(request))
+
+    def _current_tool(self, request: ToolCallRequest) -> ToolCallRequest:
+        tool = self._turn.tool(request.tool_call["name"])
+        return request if tool is None or tool is request.tool else request.override(tool=tool)
 
 
 def _tool_name(tool: Any) -> str | None:

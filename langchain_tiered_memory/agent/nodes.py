@@ -186,8 +186,8 @@ class MemoryNodes:
     """
 
     memory: TieredMemory
-    # what this model's turns run with, from its policy (agent/settings.py): the graph
-    # sets it when built, the middleware when it first sees the agent's model
+    # what this model's turns run with, from its policy (agent/settings.py), given by
+    # MemoryOptions.build (agent/turn.py) for both doors
     settings: TurnSettings = field(default_factory=lambda: TurnSettings.of(CAPABLE))
     recall_k: int = 3
     # user turns the recall query reads (the latest one included): a memory the

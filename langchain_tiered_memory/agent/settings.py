@@ -1,8 +1,9 @@
 """One model's turn settings: built once from its :class:`ModelPolicy` and the app's options.
 
-The prebuilt graph and the agent middleware both read a :class:`TurnSettings` (the graph
-when it is built, the middleware when it first sees the agent's model), so the two cannot
-drift: a switch added to the policy reaches both through :meth:`TurnSettings.of`.
+The prebuilt graph and the agent middleware both get theirs from
+:meth:`~langchain_tiered_memory.agent.turn.MemoryOptions.build` (the graph when it is
+built, the middleware when it first sees the agent's model), so the two cannot drift: a
+switch added to the policy reaches both through :meth:`TurnSettings.of`.
 
 Example:
     >>> settings = TurnSettings.of(ModelPolicy(small=True))

@@ -88,7 +88,9 @@ def test_the_graph_and_the_middleware_read_one_settings_object() -> None:
             and not (isinstance(node.value, ast.Attribute) and node.value.attr == "settings")
         }
         assert not read, f"{module} reads policy switches {sorted(read)} itself"
-        assert "TurnSettings" in (agent / module).read_text(encoding="utf-8")
+    # both doors build their turn with MemoryOptions.build (test_two_doors.py: equal turns)
+    for module in ("graph.py", "middleware.py"):
+        assert "MemoryOptions(" in (agent / module).read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("small", [True, False])

@@ -14,9 +14,11 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
+from langchain_tiered_memory.agent.graph import MODEL
 from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 from langchain_tiered_memory.agent.policy import ModelPolicy
 from langchain_tiered_memory.agent.settings import TurnSettings
+from langchain_tiered_memory.agent.turn import MemoryTurn
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -66,7 +68,7 @@ def _run(memory: TieredMemory, small: bool, door: str) -> tuple[ScriptedChatMode
         # the settings it adopted from the model are the graph's (create_memory_graph
         # builds them so with no option given): the middleware's defaults had drifted
         # (20 history messages for a small model, the graph 0)
-        assert middleware.nodes.settings == TurnSettings.of(ModelPolicy.for_model(model))
+        assert middleware.turn.settings == TurnSettings.of(ModelPolicy.for_model(model))
     return model, states
 
 
@@ -104,3 +106,81 @@ def test_both_doors_run_the_same_turn(memory_factory: Any, small: bool) -> None:
         assert g[2] == m[2], f"call {n}: bindings differ"
     assert graph[1] == middleware[1]  # the checkpointed threads
     assert graph[2:] == middleware[2:]  # what is stored
+
+
+def _graph_turn(graph: Any) -> MemoryTurn:
+    """The turn a compiled graph's model node runs (its node object's)."""
+    return graph.builder.nodes[MODEL].runnable.func.__self__.turn  # type: ignore[no-any-return]
+
+
+def _turn_values(turn: MemoryTurn) -> dict[str, Any]:
+    """What a turn decides, comparable across two builds (tools as their classes and
+    switches, the capture as whether there is one)."""
+    summarize = turn.summarize_tool
+    return {
+        "settings": turn.settings,
+        "step": turn.step,
+        "tools": [t.name for t in turn.tools],
+        "summary": (
+            summarize.model,
+            summarize.extractive_fallback,
+            summarize.grounded,
+            summarize.reconcile,
+        ),
+        "capture": turn.capture is not None,
+        "nodes": (
+            turn.nodes.settings,
+            turn.nodes.recall_k,
+            turn.nodes.recall_context_turns,
+            turn.nodes.memory_token_budget,
+            turn.nodes.context_token_budget,
+            turn.nodes.auto_summarize_after,
+            turn.nodes.summary_model,
+            turn.nodes.shared_threads,
+            turn.nodes.query_model,
+        ),
+    }
+
+
+_OPTIONS: list[dict[str, Any]] = [
+    {},
+    {"max_context_messages": 4, "tag_capture": "tool", "search_memory": False, "recall_k": 5},
+    {
+        "tag_capture": "forced",
+        "extractive_summary_fallback": True,
+        "max_tool_rounds": 2,
+        "system_prompt": "Be brief.",
+        "auto_summarize_after": 6,
+        "memory_query": "note",
+    },
+]
+
+
+@pytest.mark.parametrize("small_model", [None, True, False], ids=["detected", "small", "capable"])
+@pytest.mark.parametrize("small", [True, False], ids=["small-model", "capable-model"])
+@pytest.mark.parametrize("options", _OPTIONS, ids=["defaults", "chosen", "forced"])
+def test_both_doors_build_equal_turns(
+    small: bool, small_model: bool | None, options: dict[str, Any]
+) -> None:
+    """Issue 58 item 2: for each kind of model and each way of choosing, the graph and the
+    middleware (once it has seen the agent's model) build the same turn from the same
+    options, and the middleware replaces its first turn rather than changing it."""
+    memory = TieredMemory.in_memory()
+    model = (SmallScripted if small else ScriptedChatModel)(replies=["Hello."])
+    graph = create_memory_graph(model, memory=memory, small_model=small_model, **options)
+    middleware = TieredMemoryMiddleware(memory, small_model=small_model, **options)
+    before = middleware.turn
+    first = before.settings
+    saver = memory.checkpointer(InMemorySaver())
+    agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=saver)
+    agent.invoke(
+        {"messages": [("user", "Hello!")]},
+        {"configurable": {"thread_id": "t"}},
+        context={"user_id": "ann"},
+    )
+    assert middleware.turn is not before and before.settings is first  # replaced, not changed
+    assert _turn_values(middleware.turn) == _turn_values(_graph_turn(graph))
+    # the middleware registered the tools the model is bound with; each call runs the
+    # current turn's (a summarize with the agent model's switches)
+    registered = {t.name for t in middleware.tools}
+    assert {t.name for t in middleware.turn.tools} <= registered
