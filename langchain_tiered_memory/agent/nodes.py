@@ -27,6 +27,7 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.messages.utils import count_tokens_approximately
 
+from langchain_tiered_memory._portable import check_portable
 from langchain_tiered_memory.agent.capture import (
     CAPTURE_NOTE,
     capture_reply,
@@ -63,7 +64,6 @@ from langchain_tiered_memory.retrieval.conversation import (
     DEFAULT_CONTEXT_TURNS,
     recent_user_texts,
 )
-from langchain_tiered_memory.stores.history import check_portable
 
 logger = logging.getLogger(__name__)
 

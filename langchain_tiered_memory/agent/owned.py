@@ -16,7 +16,7 @@ from langgraph.config import get_config
 
 from langchain_tiered_memory.agent.context import thread_of
 from langchain_tiered_memory.errors import UnguardedCheckpointerError
-from langchain_tiered_memory.memory.opening import is_guarded
+from langchain_tiered_memory.memory import is_guarded
 
 __all__ = ["require_guarded_checkpointer"]
 

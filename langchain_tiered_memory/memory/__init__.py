@@ -6,6 +6,9 @@ connection. The work itself is done by ``tiers.py``, ``summarization/`` and ``pr
 """
 
 from langchain_tiered_memory.memory.facade import TieredMemory
+from langchain_tiered_memory.memory.opening import is_guarded
 from langchain_tiered_memory.tiers import MemorySnapshot
 
-__all__ = ["MemorySnapshot", "TieredMemory"]
+# is_guarded: whether a saver checks thread owners (memory.checkpointer(saver) wraps one
+# that does not); the agent asks it of a run's checkpointer
+__all__ = ["MemorySnapshot", "TieredMemory", "is_guarded"]

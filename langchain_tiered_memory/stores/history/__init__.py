@@ -9,6 +9,7 @@ Messages get absolute positions (0 = the first message the user ever sent) that 
 retention trimming; the summarizer's watermark is such a position.
 """
 
+from langchain_tiered_memory._portable import MAX_NESTING, check_portable
 from langchain_tiered_memory.stores.history.base import (
     HistoryStore,
     UserChatMessageHistory,
@@ -16,9 +17,7 @@ from langchain_tiered_memory.stores.history.base import (
 )
 from langchain_tiered_memory.stores.history.codec import (
     DEFAULT_MAX_MESSAGE_BYTES,
-    MAX_NESTING,
     OnInvalid,
-    check_portable,
     dump_message,
     placeholder_for,
     threads_between,
