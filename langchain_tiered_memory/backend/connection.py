@@ -341,9 +341,12 @@ class RedisConnection:
             for call, reply in zip(calls, replies, strict=True)
         ]
 
-    def pipelined(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+    def pipelined(
+        self, commands: Sequence[Sequence[Any]], *, raise_on_error: bool = True
+    ) -> list[Any]:
         """The replies of ``commands`` (each ``("HGETALL", key)``), sent in one round trip
-        without a transaction; ``[]`` for none.
+        without a transaction; ``[]`` for none. ``raise_on_error=False``: a command's error
+        is its reply (an exception object) and the others' replies are kept.
 
         Example:
             >>> conn = RedisConnection("redis://localhost:6379/0")
@@ -359,9 +362,11 @@ class RedisConnection:
             pipe = self.sync.pipeline(transaction=False)
             for command in commands:
                 pipe.execute_command(*command)
-            return list(pipe.execute())
+            return list(pipe.execute(raise_on_error=raise_on_error))
 
-    async def apipelined(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+    async def apipelined(
+        self, commands: Sequence[Sequence[Any]], *, raise_on_error: bool = True
+    ) -> list[Any]:
         """Async :meth:`pipelined`."""
         if not commands:
             return []
@@ -369,7 +374,7 @@ class RedisConnection:
             pipe = (await self.aclient()).pipeline(transaction=False)
             for command in commands:
                 pipe.execute_command(*command)
-            return list(await pipe.execute())
+            return list(await pipe.execute(raise_on_error=raise_on_error))
 
     @staticmethod
     def _cached(reply: Any) -> bool:

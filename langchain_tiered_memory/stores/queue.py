@@ -370,21 +370,18 @@ class SummaryQueue:
         it in the shard's dead-letter stream (the last ``DEAD_LETTERS`` kept), so that it
         neither fails every claim forever nor vanishes unseen.
         """
-        client = await self.connection.aclient()
         stream = self.keys.queue_key(entry.shard, "stream")
-        with self.connection.errors():
-            pipe = client.pipeline(transaction=False)
-            pipe.xack(stream, GROUP, entry.entry_id)
-            pipe.xdel(stream, entry.entry_id)
-            pipe.hdel(self.keys.queue_key(entry.shard, "owners"), entry.entry_id)
-            pipe.hdel(self.keys.queue_key(entry.shard, "entries"), entry.user_id)
-            pipe.xadd(
-                self.keys.queue_key(entry.shard, "dead"),
-                {"user": entry.user_id[:300], "entry": entry.entry_id, "reason": reason[:300]},
-                maxlen=DEAD_LETTERS,
-                approximate=True,
-            )
-            await pipe.execute()
+        dead = self.keys.queue_key(entry.shard, "dead")
+        record = ("user", entry.user_id[:300], "entry", entry.entry_id, "reason", reason[:300])
+        await self.connection.apipelined(
+            [
+                ("XACK", stream, GROUP, entry.entry_id),
+                ("XDEL", stream, entry.entry_id),
+                ("HDEL", self.keys.queue_key(entry.shard, "owners"), entry.entry_id),
+                ("HDEL", self.keys.queue_key(entry.shard, "entries"), entry.user_id),
+                ("XADD", dead, "MAXLEN", "~", DEAD_LETTERS, "*", *record),
+            ]
+        )
 
     async def aclaim(
         self, shard: int, consumer: str, *, min_idle_ms: int, count: int

@@ -30,7 +30,7 @@ import redis
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
-from langchain_tiered_memory._steps import Plan, Step, call
+from langchain_tiered_memory._steps import Plan, Step, call, paired
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall, response_error
 from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.errors import CorruptMemoryError
@@ -175,6 +175,7 @@ class RedisTiers:
     def _refused(self, user_id: str, thread_id: str, replies: TurnReplies) -> bool:
         return not self.history.claimed(user_id, thread_id, replies.claim)
 
+    @paired
     def fetch(
         self,
         user_id: str,
@@ -183,7 +184,7 @@ class RedisTiers:
         touch_ms: int | None = None,
         thread_id: str | None = None,
         claim: bool = True,
-    ) -> TurnReplies:
+    ) -> Plan[TurnReplies]:
         """Send the turn's commands in one pipeline (no transaction) and return the replies;
         with ``touch_ms``, restart the expiry of every key of the user in it too; with
         ``thread_id``, record the thread as the user's (``claim``: and claim it).
@@ -192,42 +193,21 @@ class RedisTiers:
             MemoryBackendError: Redis is unreachable or refused a command.
         """
         connection = self.summaries.connection
-        with connection.errors():
-            pipe = connection.sync.pipeline(transaction=False)
-            claiming = thread_id is not None and claim
-            for command in self._commands(user_id, max_messages, touch_ms, thread_id, claim):
-                pipe.execute_command(*command)
-            replies = self._replies(pipe.execute(raise_on_error=False), max_messages, claiming)
-            if thread_id is not None and claiming and self._refused(user_id, thread_id, replies):
-                # the SADD went with the claim: undone, so that the user's export and
-                # erasure never list the other user's thread
-                connection.sync.execute_command(*self.history.unrecord_command(user_id, thread_id))
-                raise owned_elsewhere(thread_id)
+        claiming = thread_id is not None and claim
+        commands = list(self._commands(user_id, max_messages, touch_ms, thread_id, claim))
+        raw = yield call(
+            connection.pipelined, connection.apipelined, commands, raise_on_error=False
+        )
+        replies = self._replies(raw, max_messages, claiming)
+        if thread_id is not None and claiming and self._refused(user_id, thread_id, replies):
+            # the SADD went with the claim: undone, so that the user's export and erasure
+            # never list the other user's thread
+            undo = self.history.unrecord_command(user_id, thread_id)
+            yield call(connection.command, connection.acommand, *undo)
+            raise owned_elsewhere(thread_id)
         return replies
 
-    async def afetch(
-        self,
-        user_id: str,
-        max_messages: int,
-        *,
-        touch_ms: int | None = None,
-        thread_id: str | None = None,
-        claim: bool = True,
-    ) -> TurnReplies:
-        """Async :meth:`fetch`."""
-        connection = self.summaries.connection
-        with connection.errors():
-            pipe = (await connection.aclient()).pipeline(transaction=False)
-            claiming = thread_id is not None and claim
-            for command in self._commands(user_id, max_messages, touch_ms, thread_id, claim):
-                pipe.execute_command(*command)
-            raw = await pipe.execute(raise_on_error=False)
-            replies = self._replies(raw, max_messages, claiming)
-            if thread_id is not None and claiming and self._refused(user_id, thread_id, replies):
-                client = await connection.aclient()
-                await client.execute_command(*self.history.unrecord_command(user_id, thread_id))
-                raise owned_elsewhere(thread_id)
-        return replies
+    afetch = fetch.aio
 
     def tags(self, user_id: str, replies: TurnReplies) -> dict[str, str]:
         """The user's tags from the replies (raises ``CorruptMemoryError`` on bad data)."""

@@ -220,6 +220,20 @@ def test_the_facade_builds_no_redis_script_or_command() -> None:
             assert needle not in source, f"{path.name}: {needle}"
 
 
+def test_a_pipeline_is_built_by_the_connection_only() -> None:
+    """Issue 58 item 4: ``backend/connection.py`` is the one place a pipeline is built
+    (``pipelined``, ``run_all``): its error translation and cluster handling hold for every
+    round trip."""
+    connection = PACKAGE / "backend" / "connection.py"
+    building = [
+        path.relative_to(PACKAGE).as_posix()
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != connection and ".pipeline(" in path.read_text(encoding="utf-8")
+    ]
+    assert building == []
+    assert ".pipeline(" in connection.read_text(encoding="utf-8")
+
+
 def test_the_layout_names_every_module() -> None:
     """docs/development.md draws the rooms: a module added without a line there fails."""
     layout = LAYOUT.read_text(encoding="utf-8")

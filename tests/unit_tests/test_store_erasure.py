@@ -59,19 +59,21 @@ def test_an_unreadable_item_names_its_key_and_erasure_still_removes_it(
     assert store.list_namespaces() == [("memories", "bob")]
 
 
-def test_a_put_registers_its_namespace_before_writing_the_item(store: RedisStore) -> None:
+def test_a_put_registers_its_namespace_before_writing_the_item(
+    store: RedisStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sent: list[list[tuple[Any, ...]]] = []
-    run = store._pipeline
+    run = store.connection.pipelined
 
     def record(commands: list[tuple[Any, ...]]) -> list[Any]:
         sent.append(commands)
         return run(commands)
 
-    store._pipeline = record  # type: ignore[method-assign,assignment]
+    monkeypatch.setattr(store.connection, "pipelined", record)
     store.put(("memories", "alice"), "m1", {"content": "x"})
     writes = [c[0] for c in sent[-1]]
     # a batch killed after any prefix of these commands leaves no unregistered item
-    assert writes.index("zadd") < writes.index("hset")
+    assert writes.index("ZADD") < writes.index("HSET")
 
 
 def test_erasure_finds_items_no_registry_names(
@@ -110,25 +112,26 @@ def test_a_put_racing_the_prune_keeps_its_namespace(store: RedisStore) -> None:
 
 
 def test_listing_and_erasure_read_only_the_user_range(
-    embedded_memory: TieredMemory, store: RedisStore
+    embedded_memory: TieredMemory, store: RedisStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for i in range(50):
         store.put(("memories", f"user{i}"), "m", {"content": str(i)})
     store.put(("memories", "alice"), "m", {"content": "a"})
     commands: list[tuple[Any, ...]] = []
-    run = store._pipeline
+    run = store.connection.pipelined
 
     def record(sent: list[tuple[Any, ...]]) -> list[Any]:
         commands.extend(sent)
         return run(sent)
 
-    store._pipeline = record  # type: ignore[method-assign,assignment]
+    monkeypatch.setattr(store.connection, "pipelined", record)
     assert store.list_namespaces(prefix=("memories", "alice")) == [("memories", "alice")]
-    assert not [c for c in commands if c[0] == "hgetall"]  # listing reads no item
-    assert len([c for c in commands if c[0] == "hlen"]) == 1  # only the range asked for
+    assert not [c for c in commands if c[0] == "HGETALL"]  # listing reads no item
+    assert len([c for c in commands if c[0] == "HLEN"]) == 1  # only the range asked for
     commands.clear()
     embedded_memory.forget_user("alice", store=store)
-    touched = {c[1] for c in commands if c[0] in ("hlen", "delete", "hgetall")}
+    # the store's keys (the memory's own erasure shares the connection)
+    touched = {c[1] for c in commands if c[0] in ("HLEN", "DEL", "HGETALL") and "}:st:" in c[1]}
     assert touched == {
         store.keys.store_key(("memories", "alice"), "items"),
         store.keys.store_key(("memories", "alice"), "vecs"),

@@ -137,18 +137,14 @@ class BaseRedisStore(BaseStore):
     # ----- the I/O the plans ask for (``_steps``): the store's own, sync and async -----
 
     def _pipe(self, commands: list[Command]) -> Step:
-        """A step: run ``commands`` in one pipeline, reply with their results."""
-        return call(self._pipeline, self._apipeline, commands)
+        """A step: run ``commands`` (``("HGET", key, field)``) in one pipelined round trip
+        (the connection's), reply with their results.
+        """
+        return call(self.connection.pipelined, self.connection.apipelined, commands)
 
     def _scan_step(self, pattern: str) -> Step:
         """A step: the keys matching a SCAN ``pattern`` (every node)."""
         return call(self._scan, self._ascan, pattern)
-
-    def _pipeline(self, commands: list[Command]) -> list[Any]:
-        raise NotImplementedError
-
-    async def _apipeline(self, commands: list[Command]) -> list[Any]:
-        raise NotImplementedError
 
     def _scan(self, pattern: str) -> list[Any]:
         raise NotImplementedError
@@ -181,11 +177,11 @@ class BaseRedisStore(BaseStore):
         registry = self.keys.store_registry_key()
         for op in ops:
             if isinstance(op, GetOp):
-                reads.append(("hget", self.keys.store_key(op.namespace, "items"), op.key))
+                reads.append(("HGET", self.keys.store_key(op.namespace, "items"), op.key))
             elif isinstance(op, SearchOp):
-                reads.append(("zrangebylex", registry, *lex_range(op.namespace_prefix)))
+                reads.append(("ZRANGEBYLEX", registry, *lex_range(op.namespace_prefix)))
             elif isinstance(op, ListNamespacesOp):
-                reads.append(("zrangebylex", registry, *lex_range(fixed_prefix(op))))
+                reads.append(("ZRANGEBYLEX", registry, *lex_range(fixed_prefix(op))))
         replies = iter((yield self._pipe(reads)) if reads else [])
 
         # 2. the namespaces searches and listings touch
@@ -207,9 +203,9 @@ class BaseRedisStore(BaseStore):
                     pending.append((i, op, namespaces))  # listed below, items unread
                     continue
                 for namespace in namespaces:
-                    second.append(("hgetall", self.keys.store_key(namespace, "items")))
+                    second.append(("HGETALL", self.keys.store_key(namespace, "items")))
                     if op.query and self.embeddings:
-                        second.append(("hgetall", self.keys.store_key(namespace, "vecs")))
+                        second.append(("HGETALL", self.keys.store_key(namespace, "vecs")))
                 pending.append((i, op, namespaces))
         contents = iter((yield self._pipe(second)) if second else [])
 
@@ -273,21 +269,21 @@ class BaseRedisStore(BaseStore):
         versions = self.keys.store_versions_key()
         for namespace in dict.fromkeys(op.namespace for op in puts.values() if op.value):
             member = encode_namespace(namespace)
-            writes += [("hincrby", versions, member, 1), ("zadd", registry, {member: 0})]
+            writes += [("HINCRBY", versions, member, 1), ("ZADD", registry, 0, member)]
         writes += refresh
         emptied: list[tuple[str, ...]] = []
         for k, op in puts.items():
             items_key = self.keys.store_key(op.namespace, "items")
             vecs_key = self.keys.store_key(op.namespace, "vecs")
             if op.value is None:
-                writes += [("hdel", items_key, op.key), ("hdel", vecs_key, op.key)]
+                writes += [("HDEL", items_key, op.key), ("HDEL", vecs_key, op.key)]
                 emptied.append(op.namespace)
                 continue
-            writes.append(("hset", items_key, op.key, encoded[k]))
+            writes.append(("HSET", items_key, op.key, encoded[k]))
             if k in by_key:
-                writes.append(("hset", vecs_key, op.key, ormsgpack.packb(by_key[k])))
+                writes.append(("HSET", vecs_key, op.key, ormsgpack.packb(by_key[k])))
             else:
-                writes.append(("hdel", vecs_key, op.key))
+                writes.append(("HDEL", vecs_key, op.key))
         if writes:
             yield self._pipe(writes)
         if emptied:
@@ -308,7 +304,7 @@ class BaseRedisStore(BaseStore):
         while at < len(ordered) and len(found) < want:
             part = ordered[at : at + chunk]
             at, chunk = at + chunk, chunk * 2
-            sizes = yield self._pipe([("hlen", self.keys.store_key(n, "items")) for n in part])
+            sizes = yield self._pipe([("HLEN", self.keys.store_key(n, "items")) for n in part])
             for namespace, size in zip(part, sizes, strict=True):
                 if int(size) > 0:
                     # sorted namespaces give sorted, consecutive truncations: dedup in order
@@ -324,8 +320,8 @@ class BaseRedisStore(BaseStore):
         """
         versions = self.keys.store_versions_key()
         members = [encode_namespace(n) for n in namespaces]
-        counts = yield self._pipe([("hget", versions, m) for m in members])
-        sizes = yield self._pipe([("hlen", self.keys.store_key(n, "items")) for n in namespaces])
+        counts = yield self._pipe([("HGET", versions, m) for m in members])
+        sizes = yield self._pipe([("HLEN", self.keys.store_key(n, "items")) for n in namespaces])
         args: list[str] = []
         for member, count, size in zip(members, counts, sizes, strict=True):
             if int(size) == 0:
@@ -333,7 +329,7 @@ class BaseRedisStore(BaseStore):
         if not args:
             return 0
         registry = self.keys.store_registry_key()
-        (pruned,) = yield self._pipe([("eval", _PRUNE, 2, registry, versions, *args)])
+        (pruned,) = yield self._pipe([("EVAL", _PRUNE, 2, registry, versions, *args)])
         return int(pruned)
 
     def _purge_plan(self, prefix: tuple[str, ...]) -> Plan[int]:
@@ -343,7 +339,7 @@ class BaseRedisStore(BaseStore):
         version wrote before registering them).
         """
         registry = self.keys.store_registry_key()
-        (members,) = yield self._pipe([("zrangebylex", registry, *lex_range(prefix))])
+        (members,) = yield self._pipe([("ZRANGEBYLEX", registry, *lex_range(prefix))])
         found = {decode_namespace(as_text(m)) for m in members}
         for key in (yield self._scan_step(self.keys.store_scan_pattern(prefix))):
             namespace = self.keys.store_namespace_from_key(key)
@@ -355,8 +351,8 @@ class BaseRedisStore(BaseStore):
         commands: list[Command] = []
         for namespace in namespaces:
             items_key = self.keys.store_key(namespace, "items")
-            commands += [("hlen", items_key), ("delete", items_key)]
-            commands.append(("delete", self.keys.store_key(namespace, "vecs")))
+            commands += [("HLEN", items_key), ("DEL", items_key)]
+            commands.append(("DEL", self.keys.store_key(namespace, "vecs")))
         replies = yield self._pipe(commands)
         yield from self._prune_plan(namespaces)  # the emptied ones leave the registry
         return sum(int(r) for r in replies[0::3])
@@ -434,17 +430,17 @@ class BaseRedisStore(BaseStore):
             "e": now + ttl * 60,
         }
         encoded = json.dumps(record, ensure_ascii=False)
-        return [("hset", self.keys.store_key(item.namespace, "items"), item.key, encoded)]
+        return [("HSET", self.keys.store_key(item.namespace, "items"), item.key, encoded)]
 
     def _sweep_plan(self) -> Plan[int]:
         """Delete expired items of every namespace; return how many."""
         registry = self.keys.store_registry_key()
-        (members,) = yield self._pipe([("zrangebylex", registry, "-", "+")])
+        (members,) = yield self._pipe([("ZRANGEBYLEX", registry, "-", "+")])
         namespaces = [decode_namespace(as_text(m)) for m in members]
         if not namespaces:
             return 0
         contents = yield self._pipe(
-            [("hgetall", self.keys.store_key(n, "items")) for n in namespaces]
+            [("HGETALL", self.keys.store_key(n, "items")) for n in namespaces]
         )
         now = time.time()
         deletes: list[Command] = []
@@ -457,8 +453,8 @@ class BaseRedisStore(BaseStore):
                     logger.warning("the TTL sweep skipped an unreadable item: %s", exc)
                     continue
                 if expired:
-                    deletes.append(("hdel", self.keys.store_key(namespace, "items"), key))
-                    deletes.append(("hdel", self.keys.store_key(namespace, "vecs"), key))
+                    deletes.append(("HDEL", self.keys.store_key(namespace, "items"), key))
+                    deletes.append(("HDEL", self.keys.store_key(namespace, "vecs"), key))
                     emptied.append(namespace)
         if deletes:
             yield self._pipe(deletes)

@@ -14,7 +14,7 @@ from langgraph.store.base import IndexConfig, Op, Result, TTLConfig
 from langchain_tiered_memory._steps import adrive, drive
 from langchain_tiered_memory.backend.connection import ConnectionOwner, RedisConnection
 from langchain_tiered_memory.backend.keys import DEFAULT_PREFIX
-from langchain_tiered_memory.persistence.store.base import BaseRedisStore, Command
+from langchain_tiered_memory.persistence.store.base import BaseRedisStore
 
 __all__ = ["RedisStore"]
 
@@ -172,20 +172,6 @@ class RedisStore(BaseRedisStore, ConnectionOwner):
         client = await self.connection.aclient()
         with self.connection.errors():
             return [k async for k in client.scan_iter(match=pattern, count=1000)]
-
-    def _pipeline(self, commands: list[Command]) -> list[Any]:
-        with self.connection.errors():
-            pipe = self.connection.sync.pipeline(transaction=False)
-            for name, *args in commands:
-                getattr(pipe, name)(*args)
-            return list(pipe.execute())
-
-    async def _apipeline(self, commands: list[Command]) -> list[Any]:
-        with self.connection.errors():
-            pipe = (await self.connection.aclient()).pipeline(transaction=False)
-            for name, *args in commands:
-                getattr(pipe, name)(*args)
-            return list(await pipe.execute())
 
     def _embed(self, texts: list[str], kind: Literal["documents", "queries"]) -> list[Any]:
         assert self.embeddings is not None  # the plan asks only when there is an index
