@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         SentenceTransformerEmbeddings,
     )
     from langchain_tiered_memory.errors import (
+        ConcurrentEditError,
         ConcurrentReembedError,
         CorruptMemoryError,
         EmbeddingsMismatchError,
@@ -76,6 +77,7 @@ __version__ = "0.2.0"
 __all__ = [
     "AsyncRedisSaver",
     "AsyncRedisStore",
+    "ConcurrentEditError",
     "ConcurrentReembedError",
     "CorruptMemoryError",
     "DefaultTags",
@@ -130,6 +132,7 @@ __all__ = [
 _MODULES: dict[str, str] = {
     "AsyncRedisSaver": "langchain_tiered_memory.persistence.checkpoint",
     "AsyncRedisStore": "langchain_tiered_memory.persistence.store",
+    "ConcurrentEditError": "langchain_tiered_memory.errors",
     "ConcurrentReembedError": "langchain_tiered_memory.errors",
     "CorruptMemoryError": "langchain_tiered_memory.errors",
     "create_memory_graph": "langchain_tiered_memory.agent.graph",

@@ -14,6 +14,7 @@ __all__ = [
     "InvalidSummaryError",
     "EmbeddingsMismatchError",
     "InvalidMessageError",
+    "ConcurrentEditError",
     "ConcurrentReembedError",
     "UnsafeBindError",
     "CorruptMemoryError",
@@ -63,6 +64,13 @@ class EmbeddingsMismatchError(InvalidSummaryError):
 
     Vectors of two models are not comparable (even at the same size), so the store refuses
     to search or extend them. The message names both models and how to fix it.
+    """
+
+
+class ConcurrentEditError(TieredMemoryError, RuntimeError):
+    """A user's items kept changing while an operation rewrote them; it stopped.
+
+    Nothing is lost: each item is rewritten only if it is still as it was read. Retry.
     """
 
 

@@ -258,6 +258,9 @@ def _forget_thread_plan(
         ),
         "checkpoints": checkpoints,
     }
+    # the items other threads said too stay, without the forgotten thread among their sources
+    summaries = tiers.summaries
+    yield call(summaries.drop_thread, summaries.adrop_thread, user_id, thread_id)
     yield from compact(tiers)
     return removed
 

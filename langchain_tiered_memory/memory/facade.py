@@ -951,11 +951,11 @@ class TieredMemory:
         """Erase one conversation thread of the user; return how much was removed.
 
         Deletes the thread's messages from the history, the summary items made only from
-        that thread (items that also came from other threads stay), and the thread's
-        checkpoints in every checkpointer the memory knows (see :meth:`forget_user`; plus
-        ``checkpointer``), but only for a thread this user owns (another user's thread id
-        is left alone: 0 checkpoints). Tags stay: they are the user's, and their history
-        says which thread set them.
+        that thread (those other threads said too stay, the thread no longer among their
+        ``source_threads``), the thread's checkpoints in each checkpointer the memory knows
+        (see :meth:`forget_user`; plus ``checkpointer``), but only for a thread this user
+        owns (another user's thread id is left alone: 0 checkpoints). Tags stay: they are
+        the user's, and their history says which thread set them.
 
         Example:
             >>> memory.forget_thread("alice", "t-2", checkpointer=saver)  # doctest: +SKIP

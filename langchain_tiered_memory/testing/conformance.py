@@ -212,6 +212,30 @@ class SummaryStoreConformance:
         assert summary_store.get_all("ana") == []
         assert [d.page_content for d in summary_store.get_all("bo")] == ["Bo likes black coffee."]
 
+    def test_drop_thread_removes_one_thread_from_one_users_items(
+        self, summary_store: SummaryStore
+    ) -> None:
+        meta: list[dict[str, Any]] = [
+            {"source_threads": ["t1", "t2"]},
+            {"source_threads": ["t2"]},
+            {"threads": "t1"},
+        ]
+        texts = ["Ana likes green tea.", "Ana moved to Lyon.", "Ana plays the cello."]
+        summary_store.add("ana", texts, metadata=meta)
+        summary_store.add("bo", ["Bo likes black coffee."], metadata={"source_threads": ["t1"]})
+        assert summary_store.drop_thread("ana", "t1") == 2
+        items = {d.page_content: d.metadata for d in summary_store.get_all("ana")}
+        assert items["Ana likes green tea."]["source_threads"] == ["t2"]
+        assert items["Ana moved to Lyon."]["source_threads"] == ["t2"]
+        assert items["Ana plays the cello."]["threads"] == []
+        # the items are still found by their words; the other user keeps their thread
+        found = summary_store.search("ana", "What does Ana drink?", 1)
+        assert [d.page_content for d in found] == ["Ana likes green tea."]
+        (bo,) = summary_store.get_all("bo")
+        assert bo.metadata["source_threads"] == ["t1"]
+        assert summary_store.drop_thread("ana", "t1") == 0
+        assert _run(lambda: summary_store.adrop_thread("ana", "t2")) == 2
+
     def test_the_async_twins_return_what_the_sync_methods_do(
         self, summary_store: SummaryStore
     ) -> None:

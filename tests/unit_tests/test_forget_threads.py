@@ -279,6 +279,14 @@ def test_an_item_said_in_two_threads_outlives_forgetting_one(
     (doc,) = memory.summaries.get_all("gus")
     assert doc.metadata["source_threads"] == ["t-a", "t-b"]
     assert memory.forget_thread("gus", "t-a")["summaries"] == 0
+    # kept, without the forgotten thread among its sources (the id was left there before)
+    (kept,) = memory.summaries.get_all("gus")
+    assert kept.page_content == doc.page_content and kept.id == doc.id
+    assert kept.metadata["source_threads"] == ["t-b"]
+    assert "t-a" not in str(memory.export_user("gus")["summaries"])
+    assert [d.page_content for d in memory.recall_summaries("gus", "Where does Mia live?")] == [
+        doc.page_content
+    ]
 
 
 def test_one_thread_id_check_from_every_door(embedded_memory: TieredMemory) -> None:

@@ -336,11 +336,13 @@ OVER_WITH_BASES: dict[str, int] = {
     "ChatLocalTransformers": 463,
     "DeltaWalk": 524,
     "InMemoryHistoryStore": 445,  # async twins by _steps.twin (issue 58)
-    "InMemorySummaryStore": 591,  # async twins by _steps.twin (issue 58; 605 before)
+    # +22 and +20: drop_thread, a new operation of the contract (a forgotten thread left
+    # its id in the sources of items other threads said too; issue 59)
+    "InMemorySummaryStore": 613,  # async twins by _steps.twin (issue 58; 605 before)
     "RedisHistoryStore": 600,  # eleven pairs written once (issue 58; 641 before)
     "RedisSaver": 994,
     "RedisStore": 579,
-    "RedisSummaryStore": 675,  # ten pairs written once (issue 58; 727 before)
+    "RedisSummaryStore": 695,  # ten pairs written once (issue 58; 727 before)
     "SaverMaintenance": 480,
     "TieredMemory": 903,  # one module, each pair written once (issue 58 item 3; was 1034)
 }

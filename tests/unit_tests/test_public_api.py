@@ -18,6 +18,7 @@ from langchain_tiered_memory import TieredMemory, errors
 PACKAGE_ALL = [
     "AsyncRedisSaver",
     "AsyncRedisStore",
+    "ConcurrentEditError",
     "ConcurrentReembedError",
     "CorruptMemoryError",
     "DefaultTags",
@@ -167,6 +168,7 @@ def test_version_is_the_distribution_version() -> None:
         (errors.ThreadOwnershipError, PermissionError),
         (errors.UnguardedCheckpointerError, TypeError),
         (errors.ConcurrentReembedError, RuntimeError),
+        (errors.ConcurrentEditError, RuntimeError),
         (errors.UnsafeBindError, ValueError),
         (errors.CorruptMemoryError, ValueError),
         (errors.SummaryLimitError, ValueError),

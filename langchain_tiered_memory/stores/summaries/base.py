@@ -326,6 +326,17 @@ class SummaryStore(ABC):
         """Async :meth:`update`."""
 
     @abstractmethod
+    def drop_thread(self, user_id: str, thread_id: str) -> int:
+        """Remove ``thread_id`` from the threads the items name as their sources
+        (``source_threads``; ``threads`` on older items), keeping the items (a forgotten
+        thread's trace in what other threads said too); return how many changed.
+        """
+
+    @abstractmethod
+    async def adrop_thread(self, user_id: str, thread_id: str) -> int:
+        """Async :meth:`drop_thread`."""
+
+    @abstractmethod
     def clear(self, user_id: str) -> int:
         """Delete every item, the cached index and the watermark; return the item count."""
 

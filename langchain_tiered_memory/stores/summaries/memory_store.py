@@ -35,6 +35,7 @@ from langchain_tiered_memory.stores.summaries.index import (
     unit_rows,
     validate_items,
 )
+from langchain_tiered_memory.stores.summaries.sources import without_thread
 
 __all__ = ["InMemorySummaryStore"]
 
@@ -286,6 +287,17 @@ class InMemorySummaryStore(SummaryStore):
         return True
 
     aupdate = twin(update)
+
+    def drop_thread(self, user_id: str, thread_id: str) -> int:
+        """Remove ``thread_id`` from the items' sources (see :meth:`SummaryStore.drop_thread`)."""
+        with self._lock:
+            index = self._indexes.get(user_id)
+            kept = [(r, without_thread(r, thread_id)) for r in index.records] if index else []
+            for record, new in kept:
+                record.metadata = new.metadata if new else record.metadata  # as a supersession
+            return sum(new is not None for _, new in kept)
+
+    adrop_thread = twin(drop_thread)
 
     def clear(self, user_id: str) -> int:
         """Delete every item and the watermark."""

@@ -57,6 +57,7 @@ from langchain_tiered_memory.stores.summaries.index import (
 )
 from langchain_tiered_memory.stores.summaries.loading import IndexLoader
 from langchain_tiered_memory.stores.summaries.reembed import Progress, reembed_plan
+from langchain_tiered_memory.stores.summaries.sources import drop_thread_plan
 
 __all__ = ["RedisSummaryStore"]
 
@@ -363,6 +364,15 @@ class RedisSummaryStore(SummaryStore):
         return True
 
     aupdate = update.aio
+
+    @paired
+    def drop_thread(self, user_id: str, thread_id: str) -> Plan[int]:
+        """Remove ``thread_id`` from the items' sources (see :meth:`SummaryStore.drop_thread`)."""
+        items, _vectors, meta = self._k(user_id)
+        where = self.where(user_id)
+        return (yield from drop_thread_plan(self.connection, items, meta, thread_id, where))
+
+    adrop_thread = drop_thread.aio
 
     @paired
     def clear(self, user_id: str) -> Plan[int]:

@@ -4,7 +4,7 @@ atomic (items, vectors, the cache version, the watermark and the erasure fence t
 
 from __future__ import annotations
 
-__all__ = ["ADD", "CLEAR", "DELETE", "FENCE", "GET_ITEM", "ROTATE", "UPDATE"]
+__all__ = ["ADD", "CLEAR", "DELETE", "FENCE", "GET_ITEM", "REWRITE", "ROTATE", "UPDATE"]
 
 ADD = """
 if ARGV[1] ~= '' then
@@ -103,4 +103,19 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[4])
 redis.call('HINCRBY', KEYS[3], 'gen', 1)
 return 1
+"""
+
+# KEYS: items, meta. ARGV: (id, the JSON read, the new JSON) triples. Rewrites each item
+# still as it was read (its vector unchanged) and returns how many; the index generation
+# moves, so every process reloads the records.
+REWRITE = """
+local n = 0
+for i = 1, #ARGV, 3 do
+  if redis.call('HGET', KEYS[1], ARGV[i]) == ARGV[i + 1] then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
+    n = n + 1
+  end
+end
+if n > 0 then redis.call('HINCRBY', KEYS[2], 'gen', 1) end
+return n
 """
