@@ -341,6 +341,13 @@ def clean_items(
         seen.add(key)
         if said is None or not with_antecedent(out, stored, said=said, max_chars=MAX_ITEM_CHARS):
             out.append(stored)
+    if len(out) > MAX_ITEMS:  # said, never silent: the batch's messages count as summarized
+        logger.warning(
+            "the summary has %d items; the first %d are kept (summarize fewer messages at a "
+            "time, max_messages, to keep more)",
+            len(out),
+            MAX_ITEMS,
+        )
     return out[:MAX_ITEMS]
 
 

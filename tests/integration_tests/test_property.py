@@ -34,6 +34,7 @@ from langchain_tiered_memory import (
     TieredMemory,
 )
 from langchain_tiered_memory.backend.keys import KINDS, MAX_USER_ID_LENGTH, KeyBuilder
+from langchain_tiered_memory.summarization.summarizer import MAX_ITEMS
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 SETTINGS = settings(
@@ -459,6 +460,8 @@ ops = st.lists(
 )
 @given(retention=st.one_of(st.none(), st.integers(0, 8)), steps=ops)
 @example(retention=0, steps=[("append", 3), ("summarize", 3), ("tools", 0), ("summarize", 9)])
+# 21 messages unsummarized at the end: more echo items than a summary keeps (MAX_ITEMS)
+@example(retention=None, steps=[("append", n) for n in (1, 1, 1, 3, 5, 5, 5)])
 def test_retention_never_drops_unsummarized_messages(
     memory: TieredMemory, retention: int | None, steps: list[tuple[str, int]]
 ) -> None:
@@ -501,8 +504,10 @@ def test_retention_never_drops_unsummarized_messages(
                 )
                 floor = n if floor is None else min(floor, n)
             _check_retention(memory, user, appended, floor)
-        # with a big enough batch everything gets summarized, tool-only turns included
-        memory.summarize_history(user, model, max_messages=len(appended) + 1)
+        # in batches of at most MAX_ITEMS messages (the echo writes one item per message;
+        # a summary keeps MAX_ITEMS), everything gets summarized, tool-only turns included
+        for _ in range(len(appended) // MAX_ITEMS + 1):
+            memory.summarize_history(user, model, max_messages=MAX_ITEMS)
         assert memory.summaries.get_watermark(user) == len(appended)
         _check_retention(memory, user, appended, floor)
     finally:

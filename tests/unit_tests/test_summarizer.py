@@ -8,6 +8,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.summarization.summarizer import (
     MAX_ITEM_CHARS,
+    MAX_ITEMS,
     clean_items,
     extract_user_statements,
     states_a_fact,
@@ -165,3 +166,19 @@ def test_a_question_is_not_a_memory(question: str, statement: str) -> None:
     items = summarize_messages(model, messages, extractive_fallback=True, grounded=True)
     assert items and all("?" not in i and "？" not in i for i in items)
     assert any(("8" in i or "May 8" in i) for i in items), items
+
+
+def test_a_summary_over_the_item_limit_keeps_the_first_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The batch's messages count as summarized whatever is kept: dropping items past
+    MAX_ITEMS is logged, never silent (the property test's 21-line batch lost one)."""
+    items = [f"The user visited city number {n} in {1990 + n}." for n in range(MAX_ITEMS + 1)]
+    with caplog.at_level("WARNING"):
+        kept = clean_items(items)
+    assert kept == items[:MAX_ITEMS]
+    assert f"the summary has {MAX_ITEMS + 1} items; the first {MAX_ITEMS} are kept" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert clean_items(items[:MAX_ITEMS]) == items[:MAX_ITEMS]
+    assert "items; the first" not in caplog.text
