@@ -24,6 +24,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from langchain_tiered_memory._steps import Plan, call, paired
 from langchain_tiered_memory.agent.capture import AfterTurnCapture
 from langchain_tiered_memory.agent.memory_query import MemoryQueryKind
 from langchain_tiered_memory.agent.nodes import (
@@ -173,38 +174,30 @@ class MemoryTurn:
         tools = (self.tag_tool, self.summarize_tool, self.search_memory_tool)
         return next((t for t in tools if t.name == name), None)
 
-    def load(self, state: dict[str, Any], user_id: str, thread_id: str | None) -> dict[str, Any]:
-        """Load the turn's memory into the state (:meth:`MemoryNodes.load`)."""
-        return self.nodes.load(state, user_id, thread_id)
-
-    async def aload(
+    @paired
+    def load(
         self, state: dict[str, Any], user_id: str, thread_id: str | None
-    ) -> dict[str, Any]:
-        """Async :meth:`load`."""
-        return await self.nodes.aload(state, user_id, thread_id)
+    ) -> Plan[dict[str, Any]]:
+        """Load the turn's memory into the state (:meth:`MemoryNodes.load`)."""
+        nodes = self.nodes
+        return (yield call(nodes.load, nodes.aload, state, user_id, thread_id))
 
+    aload = load.aio
+
+    @paired
     def save(
         self,
         state: dict[str, Any],
         user_id: str,
         thread_id: str | None,
         config: RunnableConfig | None,
-    ) -> dict[str, Any]:
+    ) -> Plan[dict[str, Any]]:
         """Record the facts the turn stated that no call recorded (the after-turn capture),
         then append the turn's new messages to the user's history.
         """
-        if self.capture is not None:
-            self.capture.run(state["messages"], user_id, thread_id, config)
-        return self.nodes.save(state, user_id, thread_id)
+        if (capture := self.capture) is not None:
+            yield call(capture.run, capture.arun, state["messages"], user_id, thread_id, config)
+        nodes = self.nodes
+        return (yield call(nodes.save, nodes.asave, state, user_id, thread_id))
 
-    async def asave(
-        self,
-        state: dict[str, Any],
-        user_id: str,
-        thread_id: str | None,
-        config: RunnableConfig | None,
-    ) -> dict[str, Any]:
-        """Async :meth:`save`."""
-        if self.capture is not None:
-            await self.capture.arun(state["messages"], user_id, thread_id, config)
-        return await self.nodes.asave(state, user_id, thread_id)
+    asave = save.aio
