@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         TieredMemoryError,
         UnguardedCheckpointerError,
         UnsafeBindError,
+        UnsupportedOperationError,
         WatermarkConflict,
     )
     from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
@@ -121,6 +122,7 @@ __all__ = [
     "TieredMemoryError",
     "TieredMemoryMiddleware",
     "UnsafeBindError",
+    "UnsupportedOperationError",
     "UserChatMessageHistory",
     "UserTagTool",
     "WatermarkConflict",
@@ -177,6 +179,7 @@ _MODULES: dict[str, str] = {
     "TieredMemoryError": "langchain_tiered_memory.errors",
     "TieredMemoryMiddleware": "langchain_tiered_memory.agent.middleware",
     "UnsafeBindError": "langchain_tiered_memory.errors",
+    "UnsupportedOperationError": "langchain_tiered_memory.errors",
     "UserChatMessageHistory": "langchain_tiered_memory.stores",
     "UserTagTool": "langchain_tiered_memory.agent.tools",
     "WatermarkConflict": "langchain_tiered_memory.errors",

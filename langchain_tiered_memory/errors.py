@@ -17,6 +17,7 @@ __all__ = [
     "ConcurrentEditError",
     "ConcurrentReembedError",
     "UnsafeBindError",
+    "UnsupportedOperationError",
     "CorruptMemoryError",
     "MissingUserIdError",
     "MemoryBackendError",
@@ -78,6 +79,12 @@ class ConcurrentReembedError(TieredMemoryError, RuntimeError):
     """Another ``reembed`` run converts the same user's items to another model.
 
     Nothing is lost: the items and their current vectors are untouched until a run swaps.
+    """
+
+
+class UnsupportedOperationError(TieredMemoryError, ValueError):
+    """The memory's stores cannot do this: a Redis-only feature (expiry, the queue, the
+    memory's own saver and store, stored vectors to convert) on in-process stores.
     """
 
 

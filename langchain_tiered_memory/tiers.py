@@ -23,7 +23,7 @@ from langchain_tiered_memory._ids import validate_count, validate_thread_id, val
 from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.backend.connection import RedisConnection
 from langchain_tiered_memory.backend.keys import keys_of
-from langchain_tiered_memory.errors import CorruptMemoryError
+from langchain_tiered_memory.errors import CorruptMemoryError, UnsupportedOperationError
 from langchain_tiered_memory.stores import turn
 from langchain_tiered_memory.stores.attachments import AttachmentRecord, Attachments
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid
@@ -223,6 +223,22 @@ class Tiers:
         ttl = self.user_ttl
         if ttl is not None and not (isinstance(ttl, (int, float)) and ttl > 0):
             raise ValueError(f"user_ttl must be a positive number of seconds, got {ttl!r}.")
+        if ttl is not None:  # never accepted and then silently not applied
+            self.require_redis("user_ttl", "never expire anything")
+
+    def require_redis(self, what: str, instead: str) -> RedisConnection:
+        """The memory's Redis connection, for ``what``, which only Redis does.
+
+        Raises:
+            UnsupportedOperationError: the memory is not on Redis; the message says what
+                the in-process stores do ``instead``.
+        """
+        if self.connection is None:
+            raise UnsupportedOperationError(
+                f"{what} needs memory on Redis (TieredMemory.from_url() or .embedded()); "
+                f"the in-process stores of TieredMemory.in_memory() {instead}."
+            )
+        return self.connection
 
     @property
     def redis(self) -> RedisTiers | None:

@@ -11,6 +11,7 @@ one pipelined round trip. The work is done by ``tiers.py`` (the tiers and a turn
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,7 @@ from langchain_tiered_memory import embeddings as _embeddings
 from langchain_tiered_memory import privacy
 from langchain_tiered_memory._ids import validate_count, validate_user_id
 from langchain_tiered_memory._steps import Plan, call, paired
+from langchain_tiered_memory.errors import UnsupportedOperationError
 from langchain_tiered_memory.memory import opening
 from langchain_tiered_memory.memory.opening import (
     DEFAULT_MAX_CONNECTIONS,
@@ -96,6 +98,8 @@ class _OnTiers(Generic[_V]):
         return self if obj is None else getattr(obj.tiers, self.name)
 
     def __set__(self, obj: TieredMemory, value: _V) -> None:
+        changed: dict[str, Any] = {self.name: value}
+        dataclasses.replace(obj.tiers, **changed)  # checked as at construction
         setattr(obj.tiers, self.name, value)
 
 
@@ -391,7 +395,7 @@ class TieredMemory:
         without ``"embed"`` it uses the memory's own embeddings.
 
         Raises:
-            ValueError: this memory is not on Redis (``TieredMemory.in_memory()``).
+            UnsupportedOperationError: this memory is not on Redis (``in_memory()``).
 
         Example:
             >>> store = memory.store(index={"dims": 384, "fields": ["content"]})  # doctest: +SKIP
@@ -421,12 +425,7 @@ class TieredMemory:
         return self._server
 
     def _redis(self, what: str) -> opening.RedisConnection:
-        if self._connection is None:
-            raise ValueError(
-                f"{what}() needs memory on Redis (from_url() or embedded()); with "
-                "TieredMemory.in_memory() use LangGraph's InMemorySaver."
-            )
-        return self._connection
+        return self.tiers.require_redis(f"{what}()", "have none: use LangGraph's InMemorySaver")
 
     # ----- short-term -----
 
@@ -811,7 +810,7 @@ class TieredMemory:
         (user, items done, items in all) after each page. Returns items re-embedded per user.
 
         Raises:
-            ValueError: the memory is not on Redis (in-process items need no conversion).
+            UnsupportedOperationError: not on Redis (in-process items need no conversion).
             ConcurrentReembedError: another run converts to another model.
 
         Example:
@@ -819,11 +818,11 @@ class TieredMemory:
             >>> new.reembed()  # doctest: +SKIP
             {'alice': 12, 'bob': 3}
         """
+        self.tiers.require_redis("reembed()", "embed in the running process: nothing to convert")
         store = self.tiers.summaries
-        if not isinstance(store, RedisSummaryStore):
-            raise ValueError(
-                "reembed() converts summary vectors stored in Redis; this memory's items "
-                f"live in {type(store).__name__}, which the running process embeds."
+        if not isinstance(store, RedisSummaryStore):  # an app swapped in its own
+            raise UnsupportedOperationError(
+                f"reembed() converts summary vectors stored in Redis, not {type(store).__name__}."
             )
         with store.connection.errors():
             return (yield from reembed_users_plan(store, user_ids, progress=progress))

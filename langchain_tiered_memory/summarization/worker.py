@@ -28,6 +28,7 @@ from langchain_tiered_memory.errors import (
     InvalidUserIdError,
     MemoryBackendError,
     SummarizationError,
+    UnsupportedOperationError,
 )
 from langchain_tiered_memory.stores.queue import QueueEntry
 from langchain_tiered_memory.summarization.jobs import DEFAULT_SUMMARY_BATCH, Summarization
@@ -101,14 +102,13 @@ class SummaryWorker:
     ) -> None:
         self.tiers = memory.tiers
         self.summarization = memory.summarization
-        if self.tiers.queue is None:
-            raise ValueError(
-                "the worker needs memory on Redis (TieredMemory.from_url or .embedded); "
-                "TieredMemory.in_memory() has no queue: use summarize_pending()."
-            )
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency!r}.")
-        self.queue = self.tiers.queue
+        queue = self.tiers.queue
+        if queue is None:  # a memory on Redis has one (opening.py)
+            self.tiers.require_redis("the worker", "have no queue: use summarize_pending()")
+            raise UnsupportedOperationError("the worker needs the memory's summarization queue.")
+        self.queue = queue
         self.model = model
         self.concurrency = concurrency
         self.claim_after = claim_after
