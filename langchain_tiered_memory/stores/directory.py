@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote
 
-from langchain_tiered_memory._steps import Plan, call
+from langchain_tiered_memory._steps import Plan, call, paired
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall, as_text
 from langchain_tiered_memory.backend.keys import KeyBuilder, KeyKind, escape_user_id
 
@@ -344,27 +344,19 @@ class RedisUserDirectory:
                 return added
             cursor = page.next_cursor
 
-    def expire(self, before: float) -> int:
+    @paired
+    def expire(self, before: float) -> Plan[int]:
         """Take out the users last active before ``before`` (epoch seconds): with
         ``user_ttl``, users whose keys have expired. Returns how many.
         """
-        with self.connection.errors():
-            client = self.connection.sync
-            stale = client.zrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
-            users = _users(stale, "the activity index")
-            if users:
-                self.connection.pipelined(self._unlist(users))
+        c, index = self.connection, self.keys.directory_key()
+        stale = yield call(c.command, c.acommand, "ZRANGEBYSCORE", index, "-inf", f"({before}")
+        users = _users(stale, "the activity index")
+        if users:
+            yield call(c.pipelined, c.apipelined, self._unlist(users))
         return len(users)
 
-    async def aexpire(self, before: float) -> int:
-        """Async :meth:`expire`."""
-        with self.connection.errors():
-            client = await self.connection.aclient()
-            stale = await client.zrangebyscore(self.keys.directory_key(), "-inf", f"({before}")
-            users = _users(stale, "the activity index")
-            if users:
-                await self.connection.apipelined(self._unlist(users))
-        return len(users)
+    aexpire = expire.aio
 
     def _index_values(self, users: list[str]) -> None:
         """Put ``users``' tag values into the values index (for :meth:`reindex`)."""
@@ -375,15 +367,13 @@ class RedisUserDirectory:
             commands += tag_value_commands(self.keys, user, changes)
         self.connection.pipelined(commands)
 
-    def forget(self, user_id: str) -> None:
+    @paired
+    def forget(self, user_id: str) -> Plan[None]:
         """Take ``user_id`` out of both indexes (their erasure)."""
-        with self.connection.errors():
-            self.connection.pipelined(self._unlist([user_id]))
+        c = self.connection
+        yield call(c.pipelined, c.apipelined, self._unlist([user_id]))
 
-    async def aforget(self, user_id: str) -> None:
-        """Async :meth:`forget`."""
-        with self.connection.errors():
-            await self.connection.apipelined(self._unlist([user_id]))
+    aforget = forget.aio
 
     def _scan_page(self, cursor: str | None, count: int, contains: str | None) -> UserPage:
         phase, node_index, scan_cursor = _parse_cursor(cursor)

@@ -41,6 +41,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_tiered_memory._steps import Plan, call, paired
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall, as_text
 from langchain_tiered_memory.backend.keys import KeyBuilder, QueueKeyKind
 
@@ -240,9 +241,10 @@ class SummaryQueue:
         expiry = ("", "") if not ttl_ms else (now + ttl_ms, now)
         return ScriptCall(_NOTE, len(keys), (*keys, user_id, added, threshold or 0, *expiry))
 
+    @paired
     def note(
         self, user_id: str, *, added: int, threshold: int | None, ttl_ms: int | None = None
-    ) -> bool:
+    ) -> Plan[bool]:
         """Count ``added`` new messages of the user as waiting to be summarized; enqueue
         the user if ``threshold`` of them are. With ``ttl_ms`` (the memory's ``user_ttl``),
         the user's id leaves the queue that long after this note unless a later one
@@ -250,18 +252,14 @@ class SummaryQueue:
 
         Returns whether the user was enqueued (``False`` if already queued or not due).
         """
-        call = self.note_call(user_id, added=added, threshold=threshold, ttl_ms=ttl_ms)
-        with self.connection.errors():
-            return bool(self.connection.run(call))
+        script = self.note_call(user_id, added=added, threshold=threshold, ttl_ms=ttl_ms)
+        c = self.connection
+        with c.errors():
+            return bool((yield call(c.run, c.arun, script)))
 
-    async def anote(
-        self, user_id: str, *, added: int, threshold: int | None, ttl_ms: int | None = None
-    ) -> bool:
-        """Async :meth:`note`."""
-        call = self.note_call(user_id, added=added, threshold=threshold, ttl_ms=ttl_ms)
-        with self.connection.errors():
-            return bool(await self.connection.arun(call))
+    anote = note.aio
 
+    @paired
     def settle(
         self,
         user_id: str,
@@ -270,75 +268,50 @@ class SummaryQueue:
         length: int,
         threshold: int | None,
         entry: QueueEntry | None = None,
-    ) -> bool:
+    ) -> Plan[bool]:
         """After a summarization: ack ``entry``, record the watermark, re-enqueue if due."""
         keys = self._shard_keys(self.shard_of(user_id))
         args = [entry.entry_id if entry else "", user_id, watermark, length, threshold or 0]
-        with self.connection.errors():
-            return bool(self.connection.eval(_SETTLE, len(keys), *keys, *args))
+        c = self.connection
+        with c.errors():
+            return bool((yield call(c.eval, c.aeval, _SETTLE, len(keys), *keys, *args)))
 
-    async def asettle(
-        self,
-        user_id: str,
-        *,
-        watermark: int,
-        length: int,
-        threshold: int | None,
-        entry: QueueEntry | None = None,
-    ) -> bool:
-        """Async :meth:`settle`."""
-        keys = self._shard_keys(self.shard_of(user_id))
-        args = [entry.entry_id if entry else "", user_id, watermark, length, threshold or 0]
-        with self.connection.errors():
-            return bool(await self.connection.aeval(_SETTLE, len(keys), *keys, *args))
+    asettle = settle.aio
 
-    def forget(self, user_id: str) -> int:
+    @paired
+    def forget(self, user_id: str) -> Plan[int]:
         """Erase the user from its shard: its entry (acknowledged and deleted, even if a
         worker holds it), the pending index and the watermark copy. Returns the number
         of stream entries deleted.
         """
         keys = self._shard_keys(self.shard_of(user_id))
-        with self.connection.errors():
-            legacy: list[str] = []
-            if self.connection.sync.sismember(keys[5], user_id):
-                legacy = _legacy_ids(self.connection.sync.xrange(keys[0]), user_id)
-            return int(self.connection.eval(_FORGET, len(keys), *keys, user_id, *legacy))
+        c = self.connection
+        legacy: list[str] = []
+        if (yield call(c.command, c.acommand, "SISMEMBER", keys[5], user_id)):
+            entries = yield call(c.command, c.acommand, "XRANGE", keys[0], "-", "+")
+            legacy = _legacy_ids(entries, user_id)
+        with c.errors():
+            return int((yield call(c.eval, c.aeval, _FORGET, len(keys), *keys, user_id, *legacy)))
 
-    async def aforget(self, user_id: str) -> int:
-        """Async :meth:`forget`."""
-        keys = self._shard_keys(self.shard_of(user_id))
-        client = await self.connection.aclient()
-        with self.connection.errors():
-            legacy: list[str] = []
-            if await client.sismember(keys[5], user_id):  # type: ignore[misc]
-                legacy = _legacy_ids(await client.xrange(keys[0]), user_id)
-            return int(await self.connection.aeval(_FORGET, len(keys), *keys, user_id, *legacy))
+    aforget = forget.aio
 
-    def purge_expired(self) -> int:
+    @paired
+    def purge_expired(self) -> Plan[int]:
         """Take every user whose data expired (``user_ttl``) out of every shard; return how
         many. The worker runs it every few seconds; each turn's note purges a few too.
         """
         now = int(time.time() * 1000)
-        total = 0
-        with self.connection.errors():
-            for shard in range(self.shards):
-                keys = self._shard_keys(shard)
-                while n := int(self.connection.eval(_PURGE_EXPIRED, len(keys), *keys, now, 500)):
-                    total += n
-        return total
-
-    async def apurge_expired(self) -> int:
-        """Async :meth:`purge_expired`."""
-        now = int(time.time() * 1000)
-        total = 0
-        with self.connection.errors():
+        total, c = 0, self.connection
+        with c.errors():
             for shard in range(self.shards):
                 keys = self._shard_keys(shard)
                 while n := int(
-                    await self.connection.aeval(_PURGE_EXPIRED, len(keys), *keys, now, 500)
+                    (yield call(c.eval, c.aeval, _PURGE_EXPIRED, len(keys), *keys, now, 500))
                 ):
                     total += n
         return total
+
+    apurge_expired = purge_expired.aio
 
     # ----- the read side: workers -----
 
@@ -424,23 +397,22 @@ class SummaryQueue:
 
     # ----- what is pending -----
 
-    def pending_users(self, min_messages: int) -> list[str]:
+    @paired
+    def pending_users(self, min_messages: int) -> Plan[list[str]]:
         """Users with at least ``min_messages`` unsummarized messages, from the index."""
-        replies = self.connection.pipelined(self._pending_reads(min_messages))
+        c = self.connection
+        replies = yield call(c.pipelined, c.apipelined, self._pending_reads(min_messages))
         return sorted(as_text(u) for reply in replies for u in reply)
 
-    async def apending_users(self, min_messages: int) -> list[str]:
-        """Async :meth:`pending_users`."""
-        replies = await self.connection.apipelined(self._pending_reads(min_messages))
-        return sorted(as_text(u) for reply in replies for u in reply)
+    apending_users = pending_users.aio
 
-    def indexed_users(self) -> set[str]:
+    @paired
+    def indexed_users(self) -> Plan[set[str]]:
         """Every user the queue names (pending, watermark copy, entry), over all shards."""
-        return _index_members(self.connection.pipelined(self._index_reads()))
+        c = self.connection
+        return _index_members((yield call(c.pipelined, c.apipelined, self._index_reads())))
 
-    async def aindexed_users(self) -> set[str]:
-        """Async :meth:`indexed_users`."""
-        return _index_members(await self.connection.apipelined(self._index_reads()))
+    aindexed_users = indexed_users.aio
 
     def _pending_reads(self, min_messages: int) -> list[tuple[Any, ...]]:
         return [
@@ -461,51 +433,38 @@ class SummaryQueue:
             )
         ]
 
-    def enqueue_due(self, threshold: int) -> int:
+    @paired
+    def enqueue_due(self, threshold: int) -> Plan[int]:
         """Queue every indexed user with at least ``threshold`` pending messages that is
         not queued yet (a worker started with a lower threshold than the app's); return
         how many were queued.
         """
-        n = 0
+        n, c = 0, self.connection
         for shard in range(self.shards):
             keys = self._shard_keys(shard)
-            with self.connection.errors():
-                for user in self.connection.sync.zrangebyscore(keys[3], threshold, "+inf"):
-                    n += int(self.connection.eval(_QUEUE, len(keys), *keys, as_text(user)))
+            due = yield call(c.command, c.acommand, "ZRANGEBYSCORE", keys[3], threshold, "+inf")
+            for user in due:
+                with c.errors():
+                    n += int((yield call(c.eval, c.aeval, _QUEUE, len(keys), *keys, as_text(user))))
         return n
 
-    async def aenqueue_due(self, threshold: int) -> int:
-        """Async :meth:`enqueue_due`."""
-        client = await self.connection.aclient()
-        n = 0
-        for shard in range(self.shards):
-            keys = self._shard_keys(shard)
-            with self.connection.errors():
-                for user in await client.zrangebyscore(keys[3], threshold, "+inf"):
-                    n += int(await self.connection.aeval(_QUEUE, len(keys), *keys, as_text(user)))
-        return n
+    aenqueue_due = enqueue_due.aio
 
-    def indexed(self) -> bool:
+    @paired
+    def indexed(self) -> Plan[bool]:
         """Whether the pending index covers every user (a sweep has run on this Redis)."""
-        with self.connection.errors():
-            return bool(self.connection.sync.exists(self.keys.queue_marker_key()))
+        c = self.connection
+        return bool((yield call(c.command, c.acommand, "EXISTS", self.keys.queue_marker_key())))
 
-    async def aindexed(self) -> bool:
-        """Async :meth:`indexed`."""
-        client = await self.connection.aclient()
-        with self.connection.errors():
-            return bool(await client.exists(self.keys.queue_marker_key()))
+    aindexed = indexed.aio
 
-    def mark_indexed(self) -> None:
+    @paired
+    def mark_indexed(self) -> Plan[None]:
         """Record that a sweep has indexed every user."""
-        with self.connection.errors():
-            self.connection.sync.set(self.keys.queue_marker_key(), "1")
+        c = self.connection
+        yield call(c.command, c.acommand, "SET", self.keys.queue_marker_key(), "1")
 
-    async def amark_indexed(self) -> None:
-        """Async :meth:`mark_indexed`."""
-        client = await self.connection.aclient()
-        with self.connection.errors():
-            await client.set(self.keys.queue_marker_key(), "1")
+    amark_indexed = mark_indexed.aio
 
     async def astats(self, *, lag: bool = False) -> dict[str, int]:
         """Queued users, delivered but unacknowledged entries, users pending at all, and

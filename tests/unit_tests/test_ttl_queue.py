@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from support import all_keys, directory_members, queue_members
@@ -114,3 +115,26 @@ def test_an_expired_user_leaves_the_consoles_directory_and_reads_restart_the_ent
         assert "ana" in directory_members(memory)  # the keys are gone, the id not yet
         memory.sweep_pending()
         assert "ana" not in directory_members(memory)
+
+
+def test_forget_erases_a_pre_0_2_entry_from_both_doors(data_dir: Path) -> None:
+    """An entry written before 0.2 names its user in the stream (field ``user``) and in the
+    shard's ``queued`` set: ``forget`` and ``aforget`` (one plan) delete both."""
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings(), summarize_after=2) as m:
+        queue, connection = m.queue, m.connection
+        assert queue is not None and connection is not None
+        client: Any = connection.sync
+        shards = {}
+        for user in ("olda", "oldb", "keep"):
+            shard = queue.shard_of(user)
+            stream, queued = (queue.keys.queue_key(shard, k) for k in ("stream", "queued"))
+            client.xadd(stream, {"user": user})
+            client.sadd(queued, user)
+            shards[user] = (stream, queued)
+        assert queue.forget("olda") == 1
+        assert asyncio.run(queue.aforget("oldb")) == 1
+        for user, (stream, queued) in shards.items():
+            named = [f for _, f in client.xrange(stream) if f[b"user"] == user.encode()]
+            assert (len(named), bool(client.sismember(queued, user))) == (
+                (1, True) if user == "keep" else (0, False)
+            )
