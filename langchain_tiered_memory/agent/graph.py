@@ -329,11 +329,10 @@ def create_memory_graph(
         memory_query=memory_query,
         shared_threads=shared_threads,
     )
-    graph_nodes = _GraphNodes(options.build(model), model, tools)
+    g = _GraphNodes(options.build(model), model, tools)
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(MemoryState, context_schema=MemoryContext)
     # A sync and an async body per node (invoke and ainvoke each run their own), with the
     # Runtime injected: LangGraph's own RunnableCallable, as langgraph-prebuilt builds nodes.
-    g = graph_nodes
     nodes_by_name: dict[str, Any] = {
         LOAD_MEMORY: RunnableCallable(g.load_memory, g.aload_memory, name=LOAD_MEMORY),
         MODEL: RunnableCallable(g.call_model, g.acall_model, name=MODEL),
