@@ -31,7 +31,7 @@ def _functions(cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFuncti
 
 
 def _generated(cls: ast.ClassDef) -> int:
-    """``aname = name.aio`` and ``aname = twin(name)`` lines: a pair written once."""
+    """``aname = name.aio``, ``twin(name)`` and ``threaded(name)`` lines: a pair written once."""
     count = 0
     for node in cls.body:
         if isinstance(node, ast.Assign) and (
@@ -39,7 +39,7 @@ def _generated(cls: ast.ClassDef) -> int:
             or (
                 isinstance(node.value, ast.Call)
                 and isinstance(node.value.func, ast.Name)
-                and node.value.func.id == "twin"
+                and node.value.func.id in {"twin", "threaded"}
             )
         ):
             count += 1
@@ -90,7 +90,8 @@ def main() -> None:
     for folder, count in sorted(hand.items()):
         if count:
             print(f"| ... in {folder}/ | {count} |")
-    print(f"| pairs written once (`name.aio`, `twin(name)`) | {sum(generated.values())} |")
+    once = sum(generated.values())
+    print(f"| pairs written once (`name.aio`, `twin(name)`, `threaded(name)`) | {once} |")
     print(f"| pipelines built outside backend/connection.py | {pipelines} |")
     print(f"| facade modules (memory/) | {len(facade)} |")
     print(f"| facade lines (memory/, without opening.py's) | {facade_lines} |")

@@ -10,18 +10,21 @@ these two drivers: the stores', the savers' (``persistence/``), the summarizer's
 :class:`paired` turns a method that returns a plan into a method pair written once: the
 decorated name runs it with :func:`drive`, and ``aname = name.aio`` in the class body
 awaits it with :func:`adrive` (one signature, one docstring; the async one says so).
-:func:`twin` is the async form of a method that does no I/O (the in-memory stores').
+:func:`twin` is the async form of a method that does no I/O (the in-memory stores');
+:func:`threaded` the default async form of a store contract's method, for a backend that has
+only sync I/O (the sync method in a worker thread, as LangChain's own bases default).
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import types
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, Concatenate, Generic, NamedTuple, ParamSpec, TypeVar, overload
 
-__all__ = ["Plan", "Step", "adrive", "call", "drive", "paired", "twin"]
+__all__ = ["Plan", "Step", "adrive", "call", "drive", "paired", "threaded", "twin"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -195,3 +198,38 @@ class twin(Generic[_S, _P, _T]):  # noqa: N801  # used in a class body, as prope
     ) -> Callable[_P, Coroutine[Any, Any, _T]]: ...
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         return self.aio if obj is None else types.MethodType(self.aio, obj)
+
+
+class threaded(twin[_S, _P, _T]):  # noqa: N801  # used in a class body, as property is
+    """The default async form of a contract's method: ``aname = threaded(name)`` in a base
+    class runs ``name`` *as the subclass defines it* in a worker thread
+    (:func:`asyncio.to_thread`, which carries the context), so a backend written with sync
+    I/O only is complete and never blocks the event loop. A backend with async I/O
+    overrides ``aname``. LangChain's ``BaseChatMessageHistory`` and ``BaseRetriever``
+    default their async methods the same way.
+
+    Example:
+        >>> from abc import ABC, abstractmethod
+        >>> class Base(ABC):
+        ...     @abstractmethod
+        ...     def size(self) -> int:
+        ...         \"\"\"How many.\"\"\"
+        ...     asize = threaded(size)
+        >>> class Three(Base):
+        ...     def size(self) -> int: return 3
+        >>> import asyncio; asyncio.run(Three().asize())
+        3
+    """
+
+    def __init__(self, method: Callable[Concatenate[_S, _P], _T]) -> None:
+        name = method.__name__
+
+        @functools.wraps(method)
+        async def aio(obj: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+            sync: Callable[_P, _T] = getattr(obj, name)  # the subclass's, not the base's
+            return await asyncio.to_thread(sync, *args, **kwargs)
+
+        # wraps copied the abstract mark; the default itself is concrete
+        aio.__dict__.pop("__isabstractmethod__", None)
+        _name_async(aio, method)
+        self.aio = aio

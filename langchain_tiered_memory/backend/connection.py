@@ -283,6 +283,21 @@ class RedisConnection:
         with self.errors():
             return await (await self.aclient()).execute_command(*args)
 
+    def scan(self, pattern: str) -> list[Any]:
+        """Every key matching ``pattern``, by SCAN (never KEYS; on a cluster, every node).
+
+        Example:
+            >>> RedisConnection("redis://localhost").scan("tm:*")  # doctest: +SKIP
+        """
+        with self.errors():
+            return list(self.sync.scan_iter(match=pattern, count=1000))
+
+    async def ascan(self, pattern: str) -> list[Any]:
+        """Async :meth:`scan`."""
+        client = await self.aclient()
+        with self.errors():
+            return [key async for key in client.scan_iter(match=pattern, count=1000)]
+
     def eval(self, script: str, numkeys: int, *args: Any) -> Any:
         """Run a Lua script by its SHA1 (``EVALSHA``), sending the source only the first
         time a server has not seen it (``EVAL`` then caches it there).

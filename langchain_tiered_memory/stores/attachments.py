@@ -16,6 +16,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from langchain_tiered_memory._steps import Plan, call, paired
 from langchain_tiered_memory.backend.connection import RedisConnection, as_text
 from langchain_tiered_memory.backend.keys import KeyBuilder
 
@@ -75,13 +76,10 @@ class AttachmentRecord:
             with self.connection.errors():
                 self.connection.sync.sadd(self.key, *entries)
 
-    def read(self) -> Attachments:
+    @paired
+    def read(self) -> Plan[Attachments]:
         """What every process recorded."""
-        with self.connection.errors():
-            return _parsed(self.connection.sync.smembers(self.key), self.key)
+        c = self.connection
+        return _parsed((yield call(c.command, c.acommand, "SMEMBERS", self.key)), self.key)
 
-    async def aread(self) -> Attachments:
-        """Async :meth:`read`."""
-        with self.connection.errors():
-            client = await self.connection.aclient()
-            return _parsed(await client.smembers(self.key), self.key)
+    aread = read.aio

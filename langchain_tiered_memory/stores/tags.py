@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from langchain_tiered_memory._ids import validate_thread_id
-from langchain_tiered_memory._steps import Plan, call, paired, twin
+from langchain_tiered_memory._steps import Plan, call, paired, threaded, twin
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall
 from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.errors import CorruptMemoryError, InvalidTagError
@@ -96,6 +96,9 @@ def _has_control_chars(text: str) -> bool:
 class TagStore(ABC):
     """Per-user typed tags validated by a pydantic ``schema``; sync and async pairs.
 
+    A backend implements the abstract (sync) methods; each async twin defaults to running
+    its sync method in a worker thread, and a backend with async I/O overrides it.
+
     Example:
         >>> store = InMemoryTagStore()
         >>> store.set("alice", {"name": "Alice", "age": 30})
@@ -167,17 +170,13 @@ class TagStore(ABC):
     def get(self, user_id: str, tag: str) -> str | None:
         """One tag's value, or ``None``."""
 
-    @abstractmethod
-    async def aget(self, user_id: str, tag: str) -> str | None:
-        """Async :meth:`get`."""
+    aget = threaded(get)
 
     @abstractmethod
     def get_all(self, user_id: str) -> dict[str, str]:
         """Every tag of the user."""
 
-    @abstractmethod
-    async def aget_all(self, user_id: str) -> dict[str, str]:
-        """Async :meth:`get_all`."""
+    aget_all = threaded(get_all)
 
     @abstractmethod
     def set(
@@ -189,19 +188,13 @@ class TagStore(ABC):
         ``thread_id`` (the conversation it came from), in the same atomic write.
         """
 
-    @abstractmethod
-    async def aset(
-        self, user_id: str, mapping: Mapping[str, Any], *, thread_id: str | None = None
-    ) -> dict[str, str]:
-        """Async :meth:`set`."""
+    aset = threaded(set)
 
     @abstractmethod
     def history(self, user_id: str, tag: str | None = None) -> list[TagChange]:
         """The logged changes of ``tag`` (every tag if ``None``), oldest first."""
 
-    @abstractmethod
-    async def ahistory(self, user_id: str, tag: str | None = None) -> list[TagChange]:
-        """Async :meth:`history`."""
+    ahistory = threaded(history)
 
     @abstractmethod
     def delete(self, user_id: str, names: Sequence[str], *, thread_id: str | None = None) -> int:
@@ -214,11 +207,7 @@ class TagStore(ABC):
             (1, {})
         """
 
-    @abstractmethod
-    async def adelete(
-        self, user_id: str, names: Sequence[str], *, thread_id: str | None = None
-    ) -> int:
-        """Async :meth:`delete`."""
+    adelete = threaded(delete)
 
     def _names(self, names: Sequence[str]) -> list[str]:
         if isinstance(names, str) or not all(isinstance(n, str) for n in names):
@@ -233,9 +222,7 @@ class TagStore(ABC):
     def clear(self, user_id: str) -> int:
         """Delete every tag of the user and their history; return how many tags."""
 
-    @abstractmethod
-    async def aclear(self, user_id: str) -> int:
-        """Async :meth:`clear`."""
+    aclear = threaded(clear)
 
 
 def _decode_hash(

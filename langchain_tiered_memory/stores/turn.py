@@ -294,6 +294,7 @@ class RedisTiers:
         """Whether :meth:`save` can send the queue's note in its round trip (one connection)."""
         return queue is None or queue.connection is self.history.connection
 
+    @paired
     def save(
         self,
         user_id: str,
@@ -305,7 +306,7 @@ class RedisTiers:
         queue: SummaryQueue | None = None,
         threshold: int | None = None,
         ttl_ms: int | None = None,
-    ) -> int:
+    ) -> Plan[int]:
         """Append a turn, restart the user's clock (``ttl_ms``) and note ``queue``, in one
         pipelined round trip; returns the history's length.
 
@@ -325,43 +326,16 @@ class RedisTiers:
         )
         connection = self.history.connection
         with connection.errors():
-            return self.history.appended_length(connection.run_all(calls)[0])
+            replies = yield call(connection.run_all, connection.arun_all, calls)
+            return self.history.appended_length(replies[0])
 
-    async def asave(
-        self,
-        user_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        thread_id: str | None = None,
-        thread_position: int | None = None,
-        on_invalid: OnInvalid = "raise",
-        queue: SummaryQueue | None = None,
-        threshold: int | None = None,
-        ttl_ms: int | None = None,
-    ) -> int:
-        """Async :meth:`save`."""
-        calls = self._save_calls(
-            user_id,
-            messages,
-            thread_id=thread_id,
-            thread_position=thread_position,
-            on_invalid=on_invalid,
-            queue=queue,
-            threshold=threshold,
-            ttl_ms=ttl_ms,
-        )
-        connection = self.history.connection
-        with connection.errors():
-            return self.history.appended_length((await connection.arun_all(calls))[0])
+    asave = save.aio
 
-    def purge(self, user_id: str) -> None:
+    @paired
+    def purge(self, user_id: str) -> Plan[None]:
         """Delete every key of the user left after the stores' own ``clear``."""
         connection = self.history.connection
-        with connection.errors():
-            connection.sync.delete(*self.history.keys.all_keys(user_id))
+        keys = self.history.keys.all_keys(user_id)
+        yield call(connection.command, connection.acommand, "DEL", *keys)
 
-    async def apurge(self, user_id: str) -> None:
-        """Async :meth:`purge`."""
-        connection = self.history.connection
-        with connection.errors():
-            await (await connection.aclient()).delete(*self.history.keys.all_keys(user_id))
+    apurge = purge.aio

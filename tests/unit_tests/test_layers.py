@@ -331,20 +331,20 @@ def test_no_module_or_class_grows_past_the_limits() -> None:
 # included, each once), so moving lines into a mixin does not make a concept smaller. These
 # are over today, at their size when the rule was set: none may grow or join the list.
 OVER_WITH_BASES: dict[str, int] = {
-    "AsyncRedisSaver": 1050,
-    "AsyncRedisStore": 662,
+    "AsyncRedisSaver": 1044,
+    "AsyncRedisStore": 629,  # SCAN by the connection (662 before)
     "ChatLocalTransformers": 463,
-    "DeltaWalk": 524,
-    "InMemoryHistoryStore": 445,  # async twins by _steps.twin (issue 58)
-    # +22 and +20: drop_thread, a new operation of the contract (a forgotten thread left
-    # its id in the sources of items other threads said too; issue 59)
-    "InMemorySummaryStore": 613,  # async twins by _steps.twin (issue 58; 605 before)
-    "RedisHistoryStore": 600,  # eleven pairs written once (issue 58; 641 before)
-    "RedisSaver": 994,
-    "RedisStore": 579,
-    "RedisSummaryStore": 695,  # ten pairs written once (issue 58; 727 before)
-    "SaverMaintenance": 480,
-    "TieredMemory": 903,  # one module, each pair written once (issue 58 item 3; was 1034)
+    "DeltaWalk": 517,
+    # the store bases' async twins are threaded(name) defaults (issue 58), and the
+    # families' last hand-written pairs plans: sizes with the bases before -> after
+    "InMemoryHistoryStore": 405,  # 445 -> 405
+    "InMemorySummaryStore": 533,  # 613 -> 533
+    "RedisHistoryStore": 529,  # 600 -> 529
+    "RedisSaver": 988,
+    "RedisStore": 546,  # 579 -> 546
+    "RedisSummaryStore": 621,  # 695 -> 621
+    "SaverMaintenance": 473,
+    "TieredMemory": 896,  # one module, each pair written once (issue 58 item 3; was 1034)
 }
 
 

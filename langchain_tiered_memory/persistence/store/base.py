@@ -144,13 +144,7 @@ class BaseRedisStore(BaseStore):
 
     def _scan_step(self, pattern: str) -> Step:
         """A step: the keys matching a SCAN ``pattern`` (every node)."""
-        return call(self._scan, self._ascan, pattern)
-
-    def _scan(self, pattern: str) -> list[Any]:
-        raise NotImplementedError
-
-    async def _ascan(self, pattern: str) -> list[Any]:
-        raise NotImplementedError
+        return call(self.connection.scan, self.connection.ascan, pattern)
 
     def _embed(self, texts: list[str], kind: Literal["documents", "queries"]) -> list[Any]:
         raise NotImplementedError

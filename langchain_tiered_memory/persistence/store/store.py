@@ -164,15 +164,6 @@ class RedisStore(BaseRedisStore, ConnectionOwner):
         """Async :meth:`purge`."""
         return int(await adrive(self._purge_plan(tuple(prefix))))
 
-    def _scan(self, pattern: str) -> list[Any]:
-        with self.connection.errors():
-            return list(self.connection.sync.scan_iter(match=pattern, count=1000))
-
-    async def _ascan(self, pattern: str) -> list[Any]:
-        client = await self.connection.aclient()
-        with self.connection.errors():
-            return [k async for k in client.scan_iter(match=pattern, count=1000)]
-
     def _embed(self, texts: list[str], kind: Literal["documents", "queries"]) -> list[Any]:
         assert self.embeddings is not None  # the plan asks only when there is an index
         if kind == "documents":

@@ -15,6 +15,7 @@ from langchain_core.messages import (
 )
 
 from langchain_tiered_memory._ids import validate_thread_id
+from langchain_tiered_memory._steps import Plan, call, paired, threaded
 from langchain_tiered_memory.errors import (
     CorruptMemoryError,
     InvalidMessageError,
@@ -33,7 +34,9 @@ logger = logging.getLogger(__name__)
 class HistoryStore(ABC):
     """Per-user append-only chat history with absolute message positions.
 
-    Sync and async methods form pairs with the same signature.
+    Sync and async methods form pairs with the same signature. A backend implements the
+    abstract (sync) methods; each async twin defaults to running its sync method in a
+    worker thread, and a backend with async I/O overrides it.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -77,17 +80,7 @@ class HistoryStore(ABC):
 
         """
 
-    @abstractmethod
-    async def aappend(
-        self,
-        user_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        thread_id: str | None = None,
-        thread_position: int | None = None,
-        on_invalid: OnInvalid = "raise",
-    ) -> int:
-        """Async :meth:`append`."""
+    aappend = threaded(append)
 
     @abstractmethod
     def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
@@ -103,9 +96,7 @@ class HistoryStore(ABC):
             ThreadOwnershipError: another user's turns started the thread.
         """
 
-    @abstractmethod
-    async def arecord_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
-        """Async :meth:`record_thread`."""
+    arecord_thread = threaded(record_thread)
 
     @abstractmethod
     def thread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
@@ -116,9 +107,7 @@ class HistoryStore(ABC):
             CorruptMemoryError: the owner record is not one this package writes.
         """
 
-    @abstractmethod
-    async def athread_record(self, user_id: str, thread_id: str) -> tuple[str | None, bool]:
-        """Async :meth:`thread_record`."""
+    athread_record = threaded(thread_record)
 
     @abstractmethod
     def threads(self, user_id: str) -> list[str]:
@@ -126,9 +115,7 @@ class HistoryStore(ABC):
         export and erasure may touch.
         """
 
-    @abstractmethod
-    async def athreads(self, user_id: str) -> list[str]:
-        """Async :meth:`threads`."""
+    athreads = threaded(threads)
 
     @abstractmethod
     def release_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
@@ -136,9 +123,7 @@ class HistoryStore(ABC):
         threads owned by another user are left alone.
         """
 
-    @abstractmethod
-    async def arelease_threads(self, user_id: str, thread_ids: Sequence[str]) -> None:
-        """Async :meth:`release_threads`."""
+    arelease_threads = threaded(release_threads)
 
     @abstractmethod
     def spans(self, user_id: str) -> list[tuple[int, int, str]]:
@@ -146,9 +131,7 @@ class HistoryStore(ABC):
         which thread each absolute position came from (provenance of summary items).
         """
 
-    @abstractmethod
-    async def aspans(self, user_id: str) -> list[tuple[int, int, str]]:
-        """Async :meth:`spans`."""
+    aspans = threaded(spans)
 
     @abstractmethod
     def forget_thread(self, user_id: str, thread_id: str) -> int:
@@ -156,21 +139,18 @@ class HistoryStore(ABC):
         many messages. Positions stay (the messages become tombstones readers skip).
         """
 
-    @abstractmethod
-    async def aforget_thread(self, user_id: str, thread_id: str) -> int:
-        """Async :meth:`forget_thread`."""
+    aforget_thread = threaded(forget_thread)
 
     @abstractmethod
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """The last ``n`` messages, oldest first, never starting with an orphan tool result."""
 
-    @abstractmethod
-    async def atail(self, user_id: str, n: int) -> list[BaseMessage]:
-        """Async :meth:`tail`."""
+    atail = threaded(tail)
 
+    @paired
     def window(
         self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, int, list[BaseMessage]]:
+    ) -> Plan[tuple[int, int, list[BaseMessage]]]:
         """Up to ``limit`` (default: all) positions from absolute position ``start``.
 
         If ``start`` was trimmed away, reading begins at the oldest kept message. Messages
@@ -178,15 +158,12 @@ class HistoryStore(ABC):
 
         Returns ``(first position read, position after the last one read, messages)``.
         """
-        first, end, found = self.window_positions(user_id, start, limit)
+        first, end, found = yield call(
+            self.window_positions, self.awindow_positions, user_id, start, limit
+        )
         return first, end, [m for _, m in found]
 
-    async def awindow(
-        self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, int, list[BaseMessage]]:
-        """Async :meth:`window`."""
-        first, end, found = await self.awindow_positions(user_id, start, limit)
-        return first, end, [m for _, m in found]
+    awindow = window.aio
 
     @abstractmethod
     def window_positions(
@@ -196,33 +173,23 @@ class HistoryStore(ABC):
         which thread each message came from, with :meth:`spans`.
         """
 
-    @abstractmethod
-    async def awindow_positions(
-        self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, int, list[tuple[int, BaseMessage]]]:
-        """Async :meth:`window_positions`."""
+    awindow_positions = threaded(window_positions)
 
+    @paired
     def since(
         self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, list[BaseMessage]]:
+    ) -> Plan[tuple[int, list[BaseMessage]]]:
         """``(first position, messages)`` of :meth:`window`."""
-        first, _, messages = self.window(user_id, start, limit)
+        first, _, messages = yield call(self.window, self.awindow, user_id, start, limit)
         return first, messages
 
-    async def asince(
-        self, user_id: str, start: int, limit: int | None = None
-    ) -> tuple[int, list[BaseMessage]]:
-        """Async :meth:`since`."""
-        first, _, messages = await self.awindow(user_id, start, limit)
-        return first, messages
+    asince = since.aio
 
     @abstractmethod
     def length(self, user_id: str) -> int:
         """Absolute length: messages ever appended, trimmed ones included."""
 
-    @abstractmethod
-    async def alength(self, user_id: str) -> int:
-        """Async :meth:`length`."""
+    alength = threaded(length)
 
     @abstractmethod
     def trim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
@@ -230,17 +197,13 @@ class HistoryStore(ABC):
         ``not_after`` (the summarizer's watermark). Returns how many were dropped.
         """
 
-    @abstractmethod
-    async def atrim(self, user_id: str, *, keep_last: int, not_after: int) -> int:
-        """Async :meth:`trim`."""
+    atrim = threaded(trim)
 
     @abstractmethod
     def users(self) -> list[str]:
         """Every user with a history (for offline jobs; a SCAN on Redis)."""
 
-    @abstractmethod
-    async def ausers(self) -> list[str]:
-        """Async :meth:`users`."""
+    ausers = threaded(users)
 
     @abstractmethod
     def clear(self, user_id: str) -> int:
@@ -251,9 +214,7 @@ class HistoryStore(ABC):
         watermark stays valid for messages appended afterwards.
         """
 
-    @abstractmethod
-    async def aclear(self, user_id: str) -> int:
-        """Async :meth:`clear`."""
+    aclear = threaded(clear)
 
     def session(self, user_id: str) -> UserChatMessageHistory:
         """A ``BaseChatMessageHistory`` view of one user's history.

@@ -266,6 +266,7 @@ class RedisHistoryStore(HistoryStore):
         """The history's length after an append, from the append script's reply."""
         return int(reply[0])
 
+    @paired
     def append(
         self,
         user_id: str,
@@ -274,11 +275,11 @@ class RedisHistoryStore(HistoryStore):
         thread_id: str | None = None,
         thread_position: int | None = None,
         on_invalid: OnInvalid = "raise",
-    ) -> int:
+    ) -> Plan[int]:
         """Append a turn in one script: atomic, contiguous, in order, idempotent per
         thread position.
         """
-        call = self.append_call(
+        script = self.append_call(
             user_id,
             messages,
             thread_id=thread_id,
@@ -286,33 +287,14 @@ class RedisHistoryStore(HistoryStore):
             on_invalid=on_invalid,
         )
         if not messages:
-            return self.length(user_id)
-        with self.connection.errors():
+            return (yield call(self.length, self.alength, user_id))
+        c = self.connection
+        with c.errors():
             # the append and the console directory's entry, in one round trip
-            return self.appended_length(self.connection.run_all([call, self._active(user_id)])[0])
+            replies = yield call(c.run_all, c.arun_all, [script, self._active(user_id)])
+            return self.appended_length(replies[0])
 
-    async def aappend(
-        self,
-        user_id: str,
-        messages: Sequence[BaseMessage],
-        *,
-        thread_id: str | None = None,
-        thread_position: int | None = None,
-        on_invalid: OnInvalid = "raise",
-    ) -> int:
-        """Async :meth:`append`."""
-        call = self.append_call(
-            user_id,
-            messages,
-            thread_id=thread_id,
-            thread_position=thread_position,
-            on_invalid=on_invalid,
-        )
-        if not messages:
-            return await self.alength(user_id)
-        with self.connection.errors():
-            calls = [call, self._active(user_id)]
-            return self.appended_length((await self.connection.arun_all(calls))[0])
+    aappend = append.aio
 
     # ----- the user's threads: each owned by the user of its first turn -----
 
@@ -505,27 +487,14 @@ class RedisHistoryStore(HistoryStore):
 
     atrim = trim.aio
 
-    def users(self) -> list[str]:
+    @paired
+    def users(self) -> Plan[list[str]]:
         """Users with a history, found by SCAN (never KEYS) on every node."""
-        pattern = self.keys.scan_pattern("history")
-        found: set[str] = set()
-        with self.connection.errors():
-            for key in self.connection.sync.scan_iter(match=pattern, count=1000):
-                user = self.keys.user_from_key(key)
-                if user is not None:
-                    found.add(user)
-        return sorted(found)
+        c = self.connection
+        keys = yield call(c.scan, c.ascan, self.keys.scan_pattern("history"))
+        return sorted({user for key in keys if (user := self.keys.user_from_key(key)) is not None})
 
-    async def ausers(self) -> list[str]:
-        """Async :meth:`users`."""
-        pattern = self.keys.scan_pattern("history")
-        found: set[str] = set()
-        with self.connection.errors():
-            async for key in (await self.connection.aclient()).scan_iter(match=pattern, count=1000):
-                user = self.keys.user_from_key(key)
-                if user is not None:
-                    found.add(user)
-        return sorted(found)
+    ausers = users.aio
 
     @paired
     def clear(self, user_id: str) -> Plan[int]:

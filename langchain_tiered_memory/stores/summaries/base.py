@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import date, datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 from langchain_core.callbacks import (
@@ -18,7 +18,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict
 
-from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
+from langchain_tiered_memory._steps import Plan, Step, call, paired, threaded
 from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.errors import (
     InvalidSummaryError,
@@ -41,8 +41,24 @@ __all__ = ["ItemMetadata", "SummaryRetriever", "SummaryStore"]
 ItemMetadata = Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _in_thread(fn: Callable[_P, _R]) -> Callable[_P, Awaitable[_R]]:
+    """``fn``'s async form for a plan's step: run in LangChain's executor, off the loop."""
+
+    async def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await run_in_executor(None, fn, *args, **kwargs)
+
+    return run
+
+
 class SummaryStore(ABC):
     """Per-user summary items with embedding search; sync and async pairs.
+
+    A backend implements the abstract (sync) methods; each async twin defaults to running
+    its sync method in a worker thread, and a backend with async I/O overrides it.
 
     A store is given its embeddings model; it never builds one (the package's default is
     :func:`langchain_tiered_memory.defaults.default_embeddings`, which
@@ -72,24 +88,17 @@ class SummaryStore(ABC):
             cache = self.__dict__.setdefault("_query_vectors", QueryVectors())
         return cache
 
-    def embed_query(self, text: str) -> np.ndarray:
+    @paired
+    def embed_query(self, text: str) -> Plan[np.ndarray]:
         """Embed a query (unit length); recent query texts are embedded once per store."""
-        cache = self._vectors()
-        vector = cache.get(self._embedder(), text)
+        cache, embedder = self._vectors(), self._embedder()
+        vector = cache.get(embedder, text)
         if vector is None:
-            vector = cache.put(
-                self._embedder(), text, unit_rows([self._embedder().embed_query(text)])[0]
-            )
+            raw = yield call(embedder.embed_query, embedder.aembed_query, text)
+            vector = cache.put(embedder, text, unit_rows([raw])[0])
         return vector
 
-    async def aembed_query(self, text: str) -> np.ndarray:
-        """Async :meth:`embed_query`."""
-        cache = self._vectors()
-        vector = cache.get(self._embedder(), text)
-        if vector is None:
-            raw = await self._embedder().aembed_query(text)
-            vector = cache.put(self._embedder(), text, unit_rows([raw])[0])
-        return vector
+    aembed_query = embed_query.aio
 
     def _missing(self, texts: Sequence[str]) -> list[str]:
         """Query texts not in the cache, if the embedder can embed them in one call."""
@@ -104,7 +113,8 @@ class SummaryStore(ABC):
         for text, vector in zip(texts, unit_rows(raw)):
             cache.put(self._embedder(), text, vector)
 
-    def embed_conversation(self, texts: Sequence[str]) -> np.ndarray:
+    @paired
+    def embed_conversation(self, texts: Sequence[str]) -> Plan[np.ndarray]:
         """One query vector for a conversation's texts, oldest first: their text joined,
         embedded once (:func:`~langchain_tiered_memory.retrieval.conversation.recall`).
         The latest text, which recall searches too, is embedded in the same call when the
@@ -112,31 +122,24 @@ class SummaryStore(ABC):
         """
         joined = " ".join(texts)
         if missing := self._missing([joined, texts[-1]]):
-            self._keep(missing, self._embedder().embed_queries(missing))  # type: ignore[attr-defined]
-        return self.embed_query(joined)
-
-    async def aembed_conversation(self, texts: Sequence[str]) -> np.ndarray:
-        """Async :meth:`embed_conversation`."""
-        joined = " ".join(texts)
-        if missing := self._missing([joined, texts[-1]]):
+            # a batch call no Embeddings declares async: off the event loop in a thread
             embed = self._embedder().embed_queries  # type: ignore[attr-defined]
-            self._keep(missing, await run_in_executor(None, embed, missing))
-        return await self.aembed_query(joined)
+            self._keep(missing, (yield call(embed, _in_thread(embed), missing)))
+        return (yield call(self.embed_query, self.aembed_query, joined))
 
+    aembed_conversation = embed_conversation.aio
+
+    @paired
     def search_conversation(
         self, user_id: str, texts: Sequence[str], k: int = 3, *, include_superseded: bool = False
-    ) -> list[Document]:
+    ) -> Plan[list[Document]]:
         """Top-``k`` items for a conversation's ``texts`` (oldest first, the latest message
         last): the conversation's ranking, the latest message's best item kept near the top
         (:func:`~langchain_tiered_memory.retrieval.conversation.recall`).
         """
-        return drive(self._recall(user_id, texts, k, include_superseded))
+        return (yield from self._recall(user_id, texts, k, include_superseded))
 
-    async def asearch_conversation(
-        self, user_id: str, texts: Sequence[str], k: int = 3, *, include_superseded: bool = False
-    ) -> list[Document]:
-        """Async :meth:`search_conversation`."""
-        return await adrive(self._recall(user_id, texts, k, include_superseded))
+    asearch_conversation = search_conversation.aio
 
     def _recall(
         self, user_id: str, texts: Sequence[str], k: int, include_superseded: bool
@@ -217,19 +220,7 @@ class SummaryStore(ABC):
 
         """
 
-    @abstractmethod
-    async def aadd(
-        self,
-        user_id: str,
-        items: Sequence[str],
-        *,
-        created_at: datetime | date | str | None = None,
-        metadata: ItemMetadata = None,
-        watermark: tuple[int, int] | None = None,
-        supersedes: Mapping[int, Sequence[str]] | None = None,
-        fence: str | None = None,
-    ) -> list[str]:
-        """Async :meth:`add`."""
+    aadd = threaded(add)
 
     @abstractmethod
     def search(
@@ -250,18 +241,7 @@ class SummaryStore(ABC):
         "last time" three turns ago names no date the question asks about).
         """
 
-    @abstractmethod
-    async def asearch(
-        self,
-        user_id: str,
-        query: str,
-        k: int = 3,
-        *,
-        vector: np.ndarray | None = None,
-        include_superseded: bool = False,
-        dates_from: str | None = None,
-    ) -> list[Document]:
-        """Async :meth:`search`."""
+    asearch = threaded(search)
 
     @abstractmethod
     def get_fence(self, user_id: str) -> tuple[int, str]:
@@ -269,41 +249,31 @@ class SummaryStore(ABC):
         summarizer passes both to :meth:`add` (``watermark=(it, end)``, ``fence=``).
         """
 
-    @abstractmethod
-    async def aget_fence(self, user_id: str) -> tuple[int, str]:
-        """Async :meth:`get_fence`."""
+    aget_fence = threaded(get_fence)
 
     @abstractmethod
     def rotate_fence(self, user_id: str) -> None:
         """Invalidate every fence read so far (an erasure of part of the user's memory)."""
 
-    @abstractmethod
-    async def arotate_fence(self, user_id: str) -> None:
-        """Async :meth:`rotate_fence`."""
+    arotate_fence = threaded(rotate_fence)
 
     @abstractmethod
     def get_watermark(self, user_id: str) -> int:
         """Absolute history position up to which the user's history is summarized."""
 
-    @abstractmethod
-    async def aget_watermark(self, user_id: str) -> int:
-        """Async :meth:`get_watermark`."""
+    aget_watermark = threaded(get_watermark)
 
     @abstractmethod
     def get_all(self, user_id: str) -> list[Document]:
         """Every stored item of the user, oldest first."""
 
-    @abstractmethod
-    async def aget_all(self, user_id: str) -> list[Document]:
-        """Async :meth:`get_all`."""
+    aget_all = threaded(get_all)
 
     @abstractmethod
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         """Delete items by id; return how many existed."""
 
-    @abstractmethod
-    async def adelete(self, user_id: str, ids: Sequence[str]) -> int:
-        """Async :meth:`delete`."""
+    adelete = threaded(delete)
 
     @abstractmethod
     def update(self, user_id: str, item_id: str, text: str) -> bool:
@@ -321,9 +291,7 @@ class SummaryStore(ABC):
             True
         """
 
-    @abstractmethod
-    async def aupdate(self, user_id: str, item_id: str, text: str) -> bool:
-        """Async :meth:`update`."""
+    aupdate = threaded(update)
 
     @abstractmethod
     def drop_thread(self, user_id: str, thread_id: str) -> int:
@@ -332,43 +300,36 @@ class SummaryStore(ABC):
         thread's trace in what other threads said too); return how many changed.
         """
 
-    @abstractmethod
-    async def adrop_thread(self, user_id: str, thread_id: str) -> int:
-        """Async :meth:`drop_thread`."""
+    adrop_thread = threaded(drop_thread)
 
     @abstractmethod
     def clear(self, user_id: str) -> int:
         """Delete every item, the cached index and the watermark; return the item count."""
 
-    @abstractmethod
-    async def aclear(self, user_id: str) -> int:
-        """Async :meth:`clear`."""
+    aclear = threaded(clear)
 
-    def similar(self, user_id: str, texts: Sequence[str], k: int = 3) -> list[list[Document]]:
+    @paired
+    def similar(self, user_id: str, texts: Sequence[str], k: int = 3) -> Plan[list[list[Document]]]:
         """For each text, the ``k`` stored items most like it (current items only): what an
         update step compares new items with. One batch of embeddings.
         """
-        if not texts or not self.get_all_count(user_id):
+        if not texts or not (yield call(self.get_all_count, self.aget_all_count, user_id)):
             return [[] for _ in texts]
-        vectors = unit_rows(self._embedder().embed_documents(list(texts)))
-        return [self.search(user_id, t, k, vector=v) for t, v in zip(texts, vectors)]
+        embedder = self._embedder()
+        raw = yield call(embedder.embed_documents, embedder.aembed_documents, list(texts))
+        found: list[list[Document]] = []
+        for text, vector in zip(texts, unit_rows(raw)):
+            found.append((yield call(self.search, self.asearch, user_id, text, k, vector=vector)))
+        return found
 
-    async def asimilar(
-        self, user_id: str, texts: Sequence[str], k: int = 3
-    ) -> list[list[Document]]:
-        """Async :meth:`similar`."""
-        if not texts or not await self.aget_all_count(user_id):
-            return [[] for _ in texts]
-        vectors = unit_rows(await self._embedder().aembed_documents(list(texts)))
-        return [await self.asearch(user_id, t, k, vector=v) for t, v in zip(texts, vectors)]
+    asimilar = similar.aio
 
-    def get_all_count(self, user_id: str) -> int:
+    @paired
+    def get_all_count(self, user_id: str) -> Plan[int]:
         """How many items the user has (superseded ones included)."""
-        return len(self.get_all(user_id))
+        return len((yield call(self.get_all, self.aget_all, user_id)))
 
-    async def aget_all_count(self, user_id: str) -> int:
-        """Async :meth:`get_all_count`."""
-        return len(await self.aget_all(user_id))
+    aget_all_count = get_all_count.aio
 
     def as_retriever(self, user_id: str, *, k: int = 3, **kwargs: Any) -> SummaryRetriever:
         """A LangChain retriever over one user's items.

@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_tiered_memory._steps import Plan, call, paired
 from langchain_tiered_memory.backend.connection import RedisConnection, as_text
 from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.embeddings import embeddings_scripts
@@ -149,40 +150,23 @@ class IndexLoader:
             return cached, [("HMGET", items, *ids), ("HMGET", vecs, *ids)]
         return None, [("HGETALL", items), ("HGETALL", vecs)]
 
+    @paired
     def index_for(
         self,
         user_id: str,
         embeddings: Embeddings,
         retrieval: RetrievalConfig | None,
         version: Sequence[Any] | None = None,
-    ) -> UserIndex | None:
+    ) -> Plan[UserIndex | None]:
         """The user's current search index (fetching what changed), or ``None`` if empty."""
         conn = self.connection
+        if version is None:
+            version = yield call(conn.command, conn.acommand, *self.version_command(user_id))
         with conn.errors():
-            if version is None:
-                version = conn.sync.execute_command(*self.version_command(user_id))
             cached, commands = self._prepare(user_id, version, embeddings)
         if not commands:
             return cached.configure(retrieval) if cached is not None else None
-        fetched = conn.pipelined(commands)
+        fetched = yield call(conn.pipelined, conn.apipelined, commands)
         return self._after_fetch(user_id, version, cached, fetched, embeddings, retrieval)
 
-    async def aindex_for(
-        self,
-        user_id: str,
-        embeddings: Embeddings,
-        retrieval: RetrievalConfig | None,
-        version: Sequence[Any] | None = None,
-    ) -> UserIndex | None:
-        """Async :meth:`index_for`."""
-        conn = self.connection
-        with conn.errors():
-            if version is None:
-                version = await (await conn.aclient()).execute_command(
-                    *self.version_command(user_id)
-                )
-            cached, commands = self._prepare(user_id, version, embeddings)
-        if not commands:
-            return cached.configure(retrieval) if cached is not None else None
-        fetched = await conn.apipelined(commands)
-        return self._after_fetch(user_id, version, cached, fetched, embeddings, retrieval)
+    aindex_for = index_for.aio

@@ -10,7 +10,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_tiered_memory._steps import twin
+from langchain_tiered_memory._steps import Plan, call, paired, twin
 from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.embeddings import embeddings_model_id, embeddings_scripts
 from langchain_tiered_memory.errors import (
@@ -122,6 +122,7 @@ class InMemorySummaryStore(SummaryStore):
                 self._watermarks[user_id] = watermark[1]
             return [records[i].id for i in keep]
 
+    @paired
     def add(
         self,
         user_id: str,
@@ -132,32 +133,22 @@ class InMemorySummaryStore(SummaryStore):
         watermark: tuple[int, int] | None = None,
         supersedes: Mapping[int, Sequence[str]] | None = None,
         fence: str | None = None,
-    ) -> list[str]:
+    ) -> Plan[list[str]]:
         """Embed, de-duplicate and store items."""
         user_id = validate_user_id(user_id)
         texts = validate_items(items)
-        vectors = self._embedder().embed_documents(texts) if texts else []
+        embedder = self._embedder()
+        vectors = (
+            (yield call(embedder.embed_documents, embedder.aembed_documents, texts))
+            if texts
+            else []
+        )
         records, vecs = self._prepare(texts, vectors, created_at, metadata)
         return self._write(user_id, records, vecs, watermark, supersedes, fence)
 
-    async def aadd(
-        self,
-        user_id: str,
-        items: Sequence[str],
-        *,
-        created_at: datetime | date | str | None = None,
-        metadata: ItemMetadata = None,
-        watermark: tuple[int, int] | None = None,
-        supersedes: Mapping[int, Sequence[str]] | None = None,
-        fence: str | None = None,
-    ) -> list[str]:
-        """Async :meth:`add`."""
-        user_id = validate_user_id(user_id)
-        texts = validate_items(items)
-        vectors = await self._embedder().aembed_documents(texts) if texts else []
-        records, vecs = self._prepare(texts, vectors, created_at, metadata)
-        return self._write(user_id, records, vecs, watermark, supersedes, fence)
+    aadd = add.aio
 
+    @paired
     def search(
         self,
         user_id: str,
@@ -167,13 +158,14 @@ class InMemorySummaryStore(SummaryStore):
         vector: np.ndarray | None = None,
         include_superseded: bool = False,
         dates_from: str | None = None,
-    ) -> list[Document]:
+    ) -> Plan[list[Document]]:
         """Top-``k`` items by hybrid relevance (see :mod:`langchain_tiered_memory.retrieval`)."""
         index = self._indexes.get(user_id)
         if index is None or k <= 0:
             return []
         check_embeddings_model(index.model, self._embedder(), "the stored items")
-        vector = self.embed_query(query) if vector is None else vector
+        if vector is None:
+            vector = yield call(self.embed_query, self.aembed_query, query)
         with self._lock:  # ranked by the store's retrieval now (an app may change it)
             ranked = index.configure(self.retrieval)
             return ranked.search(
@@ -184,27 +176,7 @@ class InMemorySummaryStore(SummaryStore):
                 dates_from=dates_from,
             )
 
-    async def asearch(
-        self,
-        user_id: str,
-        query: str,
-        k: int = 3,
-        *,
-        vector: np.ndarray | None = None,
-        include_superseded: bool = False,
-        dates_from: str | None = None,
-    ) -> list[Document]:
-        """Async :meth:`search`."""
-        if user_id in self._indexes and vector is None:
-            vector = await self.aembed_query(query)
-        return self.search(
-            user_id,
-            query,
-            k,
-            vector=vector,
-            include_superseded=include_superseded,
-            dates_from=dates_from,
-        )
+    asearch = search.aio
 
     def get_watermark(self, user_id: str) -> int:
         """Summarization watermark."""

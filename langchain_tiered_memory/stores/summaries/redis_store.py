@@ -126,17 +126,24 @@ class RedisSummaryStore(SummaryStore):
         """The ``HMGET`` of the index's version, for callers batching a pipeline."""
         return self.index_loader.version_command(user_id)
 
-    def index_for(self, user_id: str, version: Sequence[Any] | None = None) -> UserIndex | None:
-        """The user's current search index (fetching what changed), or ``None`` if empty."""
-        return self.index_loader.index_for(user_id, self._embedder(), self.retrieval, version)
-
-    async def aindex_for(
+    @paired
+    def index_for(
         self, user_id: str, version: Sequence[Any] | None = None
-    ) -> UserIndex | None:
-        """Async :meth:`index_for`."""
-        return await self.index_loader.aindex_for(
-            user_id, self._embedder(), self.retrieval, version
+    ) -> Plan[UserIndex | None]:
+        """The user's current search index (fetching what changed), or ``None`` if empty."""
+        loader = self.index_loader
+        return (
+            yield call(
+                loader.index_for,
+                loader.aindex_for,
+                user_id,
+                self._embedder(),
+                self.retrieval,
+                version,
+            )
         )
+
+    aindex_for = index_for.aio
 
     def drop_cached(self, user_id: str) -> None:
         """Forget this process's index of the user (it is rebuilt on the next search)."""
@@ -231,6 +238,7 @@ class RedisSummaryStore(SummaryStore):
 
     # ----- reads -----
 
+    @paired
     def search(
         self,
         user_id: str,
@@ -240,36 +248,18 @@ class RedisSummaryStore(SummaryStore):
         vector: np.ndarray | None = None,
         include_superseded: bool = False,
         dates_from: str | None = None,
-    ) -> list[Document]:
+    ) -> Plan[list[Document]]:
         """Top-``k`` items by hybrid relevance (see :mod:`langchain_tiered_memory.retrieval`)."""
-        index = self.index_for(user_id)
+        index = yield call(self.index_for, self.aindex_for, user_id)
         if index is None or k <= 0:
             return []
         if vector is None:
-            vector = self.embed_query(query)
+            vector = yield call(self.embed_query, self.aembed_query, query)
         return index.search(
             vector, k, query=query, include_superseded=include_superseded, dates_from=dates_from
         )
 
-    async def asearch(
-        self,
-        user_id: str,
-        query: str,
-        k: int = 3,
-        *,
-        vector: np.ndarray | None = None,
-        include_superseded: bool = False,
-        dates_from: str | None = None,
-    ) -> list[Document]:
-        """Async :meth:`search`."""
-        index = await self.aindex_for(user_id)
-        if index is None or k <= 0:
-            return []
-        if vector is None:
-            vector = await self.aembed_query(query)
-        return index.search(
-            vector, k, query=query, include_superseded=include_superseded, dates_from=dates_from
-        )
+    asearch = search.aio
 
     @paired
     def get_watermark(self, user_id: str) -> Plan[int]:
@@ -386,26 +376,14 @@ class RedisSummaryStore(SummaryStore):
 
     aclear = clear.aio
 
-    def users(self) -> list[str]:
+    @paired
+    def users(self) -> Plan[list[str]]:
         """Every user with summary items, found by SCAN (never KEYS) on every node."""
-        pattern = self.keys.scan_pattern("sum:items")
-        with self.connection.errors():
-            found = {
-                self.keys.user_from_key(k)
-                for k in self.connection.sync.scan_iter(match=pattern, count=1000)
-            }
-        return sorted(u for u in found if u is not None)
+        c = self.connection
+        keys = yield call(c.scan, c.ascan, self.keys.scan_pattern("sum:items"))
+        return sorted({user for key in keys if (user := self.keys.user_from_key(key)) is not None})
 
-    async def ausers(self) -> list[str]:
-        """Async :meth:`users`."""
-        pattern = self.keys.scan_pattern("sum:items")
-        client = await self.connection.aclient()
-        with self.connection.errors():
-            found = {
-                self.keys.user_from_key(k)
-                async for k in client.scan_iter(match=pattern, count=1000)
-            }
-        return sorted(u for u in found if u is not None)
+    ausers = users.aio
 
     @paired
     def reembed(self, user_id: str, *, progress: Progress | None = None) -> Plan[int]:
