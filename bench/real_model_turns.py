@@ -16,7 +16,16 @@ summarization, the update step, the after-turn capture). Scenarios:
 - **update**: "I live in Paris." + summarize; "I moved to Berlin last month." + summarize;
   then "Where do I live?" and "Recommend a restaurant near me.";
 - **associative**: after the seed, "I have an exam tomorrow and I'm so nervous." (the failed
-  driving test should be recalled).
+  driving test should be recalled);
+- **update-zh**: the update in Chinese;
+- **summarize-new**: "Please summarize" from a user with nothing said (en, zh), and again on a
+  new thread after facts were summarized (nothing new): no item may be stored;
+- **two-facts**: one message with a birthday and a home, then a move: the birthday stays;
+- **nurse**: a job stated without a name: no stored item names anyone;
+- **not-updates**: statements with a change word that change nothing stored (en, zh).
+
+``--door middleware`` runs the same turns through ``create_agent`` with
+``TieredMemoryMiddleware`` instead of the prebuilt graph.
 
 ``--record FILE`` saves every reply of the model per turn (text and tool calls), to replay
 in unit tests with :class:`~langchain_tiered_memory.testing.ScriptedChatModel`.
@@ -58,6 +67,36 @@ SCENARIOS: dict[str, list[list[str]]] = {
         ["I moved to Berlin last month.", "Please summarize our conversation."],
         ["Where do I live?", "Recommend a restaurant near me."],
     ],
+    "update-zh": [
+        ["我住在上海。", "请总结一下我们的对话。"],
+        ["我上个月搬到了北京。", "请总结一下我们的对话。"],
+        ["我住在哪里？"],
+    ],
+    "summarize-new-en": [
+        ["Please summarize our conversation."],
+        ["I live in Lyon and I have a cat named Tom.", "Please summarize our conversation."],
+        ["Please summarize our conversation."],
+    ],
+    "summarize-new-zh": [["请总结一下我们的对话。"]],
+    "two-facts": [
+        ["My birthday is on March 5 and I live in Lyon.", "Please summarize our conversation."],
+        ["I moved from Lyon to Marseille.", "Please summarize our conversation."],
+        ["When is my birthday, and where do I live?"],
+    ],
+    "nurse": [
+        ["I work as a nurse at the hospital.", "Please summarize our conversation."],
+        ["What do I do for a living?"],
+    ],
+    "not-updates": [
+        ["I work as a teacher.", "Please summarize our conversation."],
+        ["I no longer work late on Fridays.", "Please summarize our conversation."],
+        ["What is my job?"],
+    ],
+    "not-updates-zh": [
+        ["我住在上海。", "请总结一下我们的对话。"],
+        ["我把沙发搬到了客厅。", "请总结一下我们的对话。"],
+        ["我住在哪里？"],
+    ],
 }
 
 
@@ -67,6 +106,7 @@ class Calls(BaseCallbackHandler):
     returned it, so a replay can answer each request by what was asked, in any order."""
 
     def __init__(self) -> None:
+        self.started: dict[UUID, float] = {}
         self.asked: dict[UUID, dict[str, Any]] = {}
         self.replies: list[dict[str, Any]] = []
 
@@ -85,6 +125,7 @@ class Calls(BaseCallbackHandler):
         choice = params.get("tool_choice")
         if isinstance(choice, dict):
             choice = choice.get("function", {}).get("name")
+        self.started[run_id] = time.perf_counter()
         self.asked[run_id] = {
             "system": systems[0].splitlines()[0] if systems else "",
             "last_user": humans[-1] if humans else "",
@@ -100,6 +141,7 @@ class Calls(BaseCallbackHandler):
                     self.replies.append(
                         {
                             **self.asked.pop(run_id, {}),
+                            "s": round(time.perf_counter() - self.started.pop(run_id, 0.0), 1),
                             "content": message.content,
                             "tool_calls": [
                                 {"name": c["name"], "args": c["args"]} for c in message.tool_calls
@@ -119,6 +161,21 @@ def _model(args: argparse.Namespace, calls: Calls) -> Any:
         max_tokens=args.max_tokens,  # type: ignore[call-arg]
         timeout=args.timeout,
         callbacks=[calls],
+    )
+
+
+def _agent(args: argparse.Namespace, model: Any, memory: TieredMemory) -> Any:
+    if args.door == "graph":
+        return create_memory_graph(model, memory=memory, checkpointer=memory.checkpointer())
+    from langchain.agents import create_agent
+
+    from langchain_tiered_memory import TieredMemoryMiddleware
+
+    return create_agent(
+        model,
+        tools=[],
+        middleware=[TieredMemoryMiddleware(memory)],
+        checkpointer=memory.checkpointer(),
     )
 
 
@@ -145,9 +202,7 @@ def run(args: argparse.Namespace) -> None:
                     # a new process per turn: the memory, the model and the graph are built
                     # again, only the data directory is kept
                     with TieredMemory.embedded(Path(tmp) / name) as memory:
-                        graph = create_memory_graph(
-                            _model(args, calls), memory=memory, checkpointer=memory.checkpointer()
-                        )
+                        graph = _agent(args, _model(args, calls), memory)
                         started = time.perf_counter()
                         error = ""
                         reply = ""
@@ -193,6 +248,7 @@ def main() -> None:
     p.add_argument("--max-tokens", type=int, default=320)
     p.add_argument("--timeout", type=float, default=900.0)
     p.add_argument("--record", help="save the model's replies per turn to this JSON file")
+    p.add_argument("--door", choices=["graph", "middleware"], default="graph")
     p.add_argument("--only", nargs="+", help="run only the scenarios whose name has one of these")
     run(p.parse_args())
 

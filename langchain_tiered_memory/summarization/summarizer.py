@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from langchain_tiered_memory._said import only_machinery, said_by_model
 from langchain_tiered_memory._steps import Plan, adrive, call, drive
 from langchain_tiered_memory.errors import SummarizationError
-from langchain_tiered_memory.language.attribution import states_a_fact
+from langchain_tiered_memory.language.attribution import is_request, states_a_fact
 from langchain_tiered_memory.language.registry import (
     joined,
     language_named,
@@ -33,6 +33,7 @@ from langchain_tiered_memory.language.registry import (
 )
 from langchain_tiered_memory.language.text import (
     char_grams,
+    is_cjk,
     is_first_person,
     is_question,
     said_item,
@@ -54,6 +55,7 @@ __all__ = [
     "SUMMARY_SYSTEM_PROMPT",
     "summarize_messages",
     "asummarize_messages",
+    "states_something",
     "NoteDecision",
     "NoteDecisions",
     "reconcile_items",
@@ -167,21 +169,25 @@ def rewrite_request(
 def _rewritten(
     items: list[str], rewrite: list[str], language: str, messages: Sequence[BaseMessage]
 ) -> list[str]:
-    """The rewrite if it is in the language; else the user's own statements, which are
-    (Qwen2.5-Coder-1.5B, asked twice, wrote "The user is named Li Ming." for 我叫李明);
-    else the items as they were, with a warning: a fact in another language is better
-    than a fact lost.
+    """The items in the user's ``language``: those written in it, and the rewrites that
+    are; if none is, the user's own statements (Qwen2.5-Coder-1.5B, asked twice, wrote "The
+    user is named Li Ming." for 我叫李明); else nothing. A memory in a language the user
+    does not write is not kept (a real model stored 14 English items for a user who wrote
+    only Chinese): the user's next summary tries again.
     """
-    if rewrite and in_language(rewrite, language):
-        return rewrite
-    own = extract_user_statements(messages)
-    if own and in_language(own, language):
+    kept = [item for item in [*items, *rewrite] if in_language([item], language)]
+    if kept:
+        return list(dict.fromkeys(kept))
+    own = [item for item in extract_user_statements(messages) if in_language([item], language)]
+    if own:
         logger.warning("the summarizer would not write in %s; kept the user's own words", language)
-        return own
-    logger.warning(
-        "the summarizer wrote %d items not in %s, also when asked again", len(items), language
-    )
-    return items
+    else:
+        logger.warning(
+            "the summarizer wrote %d items not in %s, also when asked again; none kept",
+            len(items),
+            language,
+        )
+    return own
 
 
 def user_language(messages: Sequence[BaseMessage]) -> str | None:
@@ -197,6 +203,37 @@ def user_language(messages: Sequence[BaseMessage]) -> str | None:
     """
     record = language_of(user_text(messages))
     return None if record is languages()[0] else record.name
+
+
+_CLAUSE = re.compile(r"[,;，；、]")
+
+
+def states_something(messages: Sequence[BaseMessage]) -> bool:
+    """Whether the user said anything a memory could hold: a clause that is neither a
+    question nor a request (to summarize, to answer) and speaks in the first person or has
+    two content words ("Emma moved to Lyon."; "Hi!", "Thanks.", "你好" have one; a CJK
+    word is a pair of characters). When
+    not, the summarizer model is not asked: asked to summarize a conversation that was only
+    "Please summarize our conversation.", a real model wrote 15 facts of its own.
+
+    Example:
+        >>> states_something([HumanMessage("Please summarize our conversation."),
+        ...                   HumanMessage("Thanks!"), AIMessage("I'm glad to help.")])
+        False
+        >>> states_something([HumanMessage("Please summarize, I live in Paris.")])
+        True
+    """
+    for message in messages:
+        if not isinstance(message, HumanMessage):
+            continue
+        for sentence in split_sentences(message.text):
+            for clause in _CLAUSE.split(sentence):
+                if not clause.strip() or is_question(clause) or is_request(clause):
+                    continue
+                words = [t for t in tokenize(clause) if len(t) > 1 or not is_cjk(t)]
+                if is_first_person(clause) or len(words) >= 2:  # CJK: character pairs
+                    return True
+    return False
 
 
 def user_text(messages: Sequence[BaseMessage]) -> str:
@@ -470,11 +507,12 @@ def _or_fallback(
 def _summary_plan(
     model: BaseChatModel, messages: Sequence[BaseMessage], grounded: bool
 ) -> Plan[list[str] | None]:
-    """Ask for items (a ``SummaryItems`` call, then plain text), and once more in the
-    user's language if most came back in another; ``None``: nothing to summarize.
+    """Ask for items (a ``SummaryItems`` call, then plain text), and once more for those
+    that came back in another language than the user's; ``None``: nothing to summarize (no
+    message, or none :func:`states_something`).
     """
     transcript = render_transcript(messages)
-    if not transcript:
+    if not transcript or not states_something(messages):
         return None
     language = user_language(messages)
     request = build_request(transcript, language)
@@ -485,10 +523,11 @@ def _summary_plan(
     if not items:
         reply = yield call(model.invoke, model.ainvoke, request)
         items = clean_items(_candidates(reply), grounding, transcript)
-    if language and items and not in_language(items, language):
-        again = yield call(tool.invoke, tool.ainvoke, rewrite_request(request, items, language))
+    foreign = [item for item in items if language and not in_language([item], language)]
+    if language and foreign:
+        again = yield call(tool.invoke, tool.ainvoke, rewrite_request(request, foreign, language))
         rewrite = clean_items(_candidates(again), grounding, transcript)
-        items = _rewritten(items, rewrite, language, messages)
+        items = _rewritten([i for i in items if i not in foreign], rewrite, language, messages)
     return items
 
 

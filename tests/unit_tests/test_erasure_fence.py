@@ -75,8 +75,8 @@ def test_forget_user_during_a_summarization_stays_forgotten(memory_factory: Memo
         assert _user_keys(memory, "ana") == set()
         assert _user_keys(memory, "bob")  # the other user is untouched
     # the user's memory works again from nothing
-    memory.add_session_log("ana", [HumanMessage("Hello again."), AIMessage("Hi.")])
-    again = ScriptedChatModel(replies=[AIMessage("- The user greeted again.")])
+    memory.add_session_log("ana", [HumanMessage("Hello again, I moved to Rome."), AIMessage("Hi.")])
+    again = ScriptedChatModel(replies=[AIMessage("- The user moved to Rome.")])
     assert memory.summarize_history("ana", again)
 
 

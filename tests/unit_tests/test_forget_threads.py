@@ -317,13 +317,13 @@ def test_one_thread_id_check_from_every_door(embedded_memory: TieredMemory) -> N
     [
         (
             "I don't eat meat.",
-            "The user is vegetarian.",
+            "The user avoids meat.",
             "I went hiking in the Alps last summer.",
             "The user went hiking in the Alps last summer.",
         ),
         (
             "我不吃肉。",
-            "用户是素食者。",
+            "用户从不吃荤，不吃肉类。",
             "我去年夏天去阿尔卑斯山徒步了。",
             "用户去年夏天去阿尔卑斯山徒步了。",
         ),
@@ -332,7 +332,8 @@ def test_one_thread_id_check_from_every_door(embedded_memory: TieredMemory) -> N
 def test_forget_thread_takes_the_items_the_model_paraphrased_from_it(
     memory_factory: Callable[..., TieredMemory], said: str, paraphrase: str, other: str, kept: str
 ) -> None:
-    """Issue 55 item 10: an item no message carries (the model's paraphrase) was the
+    """Issue 55 item 10: an item no message carries (the model's paraphrase, in words
+    enough of the user's to be kept: issue 65) was the
     whole batch's, and survived forgetting the only thread that said it. Now forgetting
     any thread of its batch deletes it; the item carried by the other thread stays."""
     memory = memory_factory()

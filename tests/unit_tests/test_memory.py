@@ -438,8 +438,11 @@ async def test_grounded_mode_stores_nothing_the_user_did_not_say(
             await memory.asummarize_history("alice", model, grounded=True)
     assert memory.summaries.get_all("alice") == []
     assert memory.summaries.get_watermark("alice") == 0
-    # the same answer from a capable model (no guard) is stored
-    assert memory.summarize_history("alice", model) and memory.summaries.get_all("alice")
+    # nor from a capable model (issue 65: a memory is only what the user said, for every
+    # model); the conversation counts as summarized
+    assert memory.summarize_history("alice", model) == []
+    assert memory.summaries.get_all("alice") == []
+    assert memory.summaries.get_watermark("alice") == 2
 
 
 def test_plain_text_bullets_are_accepted(memory: TieredMemory) -> None:

@@ -39,12 +39,12 @@ def _items_call(*items: str) -> AIMessage:
     )
 
 
-# The way ChatOpenAI answers: abstractive items, in the user's language.
+# The way ChatOpenAI answers: paraphrases, in the user's language.
 CAPABLE = [
     pytest.param(
-        ["I don't eat meat."],
-        ["The user is vegetarian."],
-        id="en-abstraction",
+        ["I don't eat meat, and my sister Emma lives in Lyon."],
+        ["The user does not eat meat.", "The user's sister Emma lives in Lyon."],
+        id="en-paraphrase",
     ),
     pytest.param(
         ["我叫李明，今年三十岁，生日是五月八日。我喜欢下围棋。"],
@@ -84,6 +84,29 @@ def test_every_capable_item_is_stored_and_recalled(
     ids = memory.summarize_history("u", ScriptedChatModel(replies=[_items_call(*items)]))
     assert len(ids) == len(items)
     assert sorted(d.page_content for d in memory.summaries.get_all("u")) == sorted(items)
+
+
+@pytest.mark.parametrize(
+    ("said", "item"),
+    [
+        # an abstraction into words the user never said: true here, and the same form as
+        # the 15 facts a real model wrote when there was nothing to summarize
+        (["I don't eat meat."], "The user is vegetarian."),
+        (["I live in Paris."], "The user works as a software engineer."),
+        (["I live in Paris."], "The user has a friend named Jack who lives in Paris."),
+        (["I work as a nurse at the hospital."], "Emma is a nurse at the hospital."),
+        (["我住在上海。"], "用户是一名软件工程师。"),
+        (["我的生日是十月三日。"], "用户的生日是十月五日。"),
+    ],
+)
+def test_an_item_the_user_did_not_say_is_not_stored(
+    memory: TieredMemory, said: list[str], item: str
+) -> None:
+    """For every model (issue 65 item 1): a name, a number or most of the words of a
+    sentence the user never said (the capable model's own items were stored before)."""
+    memory.add_session_log("u", [HumanMessage(s) for s in said])
+    assert memory.summarize_history("u", ScriptedChatModel(replies=[_items_call(item)])) == []
+    assert memory.summaries.get_all("u") == []
 
 
 def test_form_validation_drops_what_is_not_an_item() -> None:

@@ -111,12 +111,15 @@ def _number(text: str) -> int | None:
     return total + current
 
 
-# an age in numerals ("二十八岁"; Japanese writes 歳 and 才 after the same numerals)
-_AGE_NUMERAL = re.compile(r"[零一二两三四五六七八九十百]{1,5}(?=\s*(?:周岁|岁|歲|歳|才))")
+# an age or a date in numerals ("二十八岁", "十月三日", "二〇二三年"; Japanese writes 歳 and 才
+# after the same numerals): a summary that writes "10月3日" says what the user said
+_COUNTED_NUMERAL = re.compile(
+    r"[零〇一二两三四五六七八九十百]{1,5}(?=\s*(?:周岁|岁|歲|歳|才|月|日|号|號|年))"
+)
 
 
 def _numbers(text: str) -> str:
-    return _AGE_NUMERAL.sub(lambda m: str(_number(m.group()) or m.group()), text)
+    return _COUNTED_NUMERAL.sub(lambda m: str(_number(m.group()) or m.group()), text)
 
 
 # ----- dates -----
