@@ -197,9 +197,23 @@ class UserTagTool(BaseTool):
 
 
 class _NoArgs(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # extra arguments reach the tool, which refuses them in words the model can act on
+    model_config = ConfigDict(extra="allow")
     # the ToolRuntime a ToolNode injects: the turn's messages (not shown to the model)
     runtime: Annotated[Any, InjectedToolArg] = None
+
+
+def _no_arguments(kwargs: dict[str, Any]) -> None:
+    """Refuse a ``summarize`` call with arguments: a real model called it with
+    ``query`` and ``k`` (a search) and a summary ran instead.
+    """
+    if kwargs:
+        raise ToolException(
+            f"NOT DONE: {SUMMARIZE_TOOL} takes no arguments (got {', '.join(sorted(kwargs))}); "
+            f"nothing was summarized. To look something up in memory, call "
+            f"{SEARCH_MEMORY_TOOL} with a query; call {SUMMARIZE_TOOL} with no arguments only "
+            "when the user asks to summarize or remember the conversation."
+        )
 
 
 def _turn_so_far(runtime: Any, config: RunnableConfig) -> tuple[list[Any], int, str | None]:
@@ -257,6 +271,7 @@ class SummarizeTool(BaseTool):
         return self.model  # type: ignore[no-any-return]
 
     def _run(self, config: RunnableConfig, runtime: Any = None, **kwargs: Any) -> str:
+        _no_arguments(kwargs)
         user_id = _user_id(config)
         new, position, thread = _turn_so_far(runtime, config)
         if new:  # stored once: the save step's write of the same positions is a replay
@@ -276,6 +291,7 @@ class SummarizeTool(BaseTool):
             raise ToolException(f"Summarizing failed, nothing was stored: {exc}") from exc
 
     async def _arun(self, config: RunnableConfig, runtime: Any = None, **kwargs: Any) -> str:
+        _no_arguments(kwargs)
         user_id = _user_id(config)
         new, position, thread = _turn_so_far(runtime, config)
         if new:
