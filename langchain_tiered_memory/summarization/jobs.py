@@ -13,8 +13,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any
 
+from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from langchain_tiered_memory._ids import validate_user_id
@@ -30,7 +33,7 @@ from langchain_tiered_memory.stores.queue import QueueEntry
 from langchain_tiered_memory.summarization.provenance import grounded_in_user, item_provenance
 from langchain_tiered_memory.summarization.reconcile import areconcile_items, reconcile_items
 from langchain_tiered_memory.summarization.summarizer import asummarize_messages, summarize_messages
-from langchain_tiered_memory.summarization.updates import clear_updates, may_update
+from langchain_tiered_memory.summarization.updates import clear_updates, kept_part, may_update
 from langchain_tiered_memory.tiers import Tiers
 
 __all__ = ["DEFAULT_SUMMARY_BATCH", "Summarization"]
@@ -38,6 +41,30 @@ __all__ = ["DEFAULT_SUMMARY_BATCH", "Summarization"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_SUMMARY_BATCH = 200
+
+
+def _with_kept_parts(
+    items: list[str],
+    metadata: list[dict[str, Any]],
+    supersedes: dict[int, list[str]],
+    similar: Sequence[Sequence[Document]],
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """``items`` and their ``metadata`` with, for each superseded item that said more than
+    the update changes, what it said besides (:func:`kept_part`), still current, from the
+    messages the superseded item came from (so ``forget_thread`` finds it).
+    """
+    stored = {doc.id: doc for docs in similar for doc in docs}
+    items, metadata = list(items), list(metadata)
+    for i, old_ids in supersedes.items():
+        for old_id in old_ids:
+            doc = stored.get(old_id)
+            kept = None if doc is None else kept_part(items[i], doc.page_content)
+            if doc is None or kept is None or kept in items:
+                continue
+            logger.info("superseded %r keeps %r", doc.page_content, kept)
+            items.append(kept)
+            metadata.append({k: v for k, v in doc.metadata.items() if k.startswith("source_")})
+    return items, metadata
 
 
 class Summarization:
@@ -140,6 +167,7 @@ class Summarization:
             tags = yield call(tiers.tags.get_all, tiers.tags.aget_all, user_id)
             items, _ = grounded_in_user(items, found, list(tags.values()))
         supersedes: dict[int, list[str]] = {}
+        similar: list[list[Document]] = []
         # for every model, the updates the words make clear ("moved to", "不再"); a capable
         # model's update step decides the rest
         if items and (reconcile or any(may_update(item) for item in items)):
@@ -150,14 +178,16 @@ class Summarization:
                     reconcile_items, areconcile_items, model, items, similar, supersedes
                 )
         spans = yield call(tiers.history.spans, tiers.history.aspans, user_id)
+        # per item: the messages (and so the threads) it came from
+        metadata = item_provenance(items, found, spans, first, end)
+        items, metadata = _with_kept_parts(items, metadata, supersedes, similar)
         try:
             ids: list[str] = yield call(
                 tiers.summaries.add,
                 tiers.summaries.aadd,
                 user_id,
                 items,
-                # per item: the messages (and so the threads) it came from
-                metadata=item_provenance(items, found, spans, first, end),
+                metadata=metadata,
                 watermark=(watermark, end),
                 supersedes=supersedes,
                 fence=fence,

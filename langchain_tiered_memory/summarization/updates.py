@@ -26,10 +26,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from langchain_core.documents import Document
 
+from langchain_tiered_memory.language.registry import languages
 from langchain_tiered_memory.language.rules import LANGUAGES, LanguageRules
 from langchain_tiered_memory.language.text import is_cjk, tokenize
 
-__all__ = ["clear_updates", "may_update", "merge_supersedes", "same_attribute"]
+__all__ = ["clear_updates", "kept_part", "may_update", "merge_supersedes", "same_attribute"]
 
 logger = logging.getLogger(__name__)
 
@@ -220,3 +221,50 @@ def merge_supersedes(*maps: Mapping[int, Sequence[str]]) -> dict[int, list[str]]
             merged.setdefault(i, [])
             merged[i] += [x for x in ids if x not in merged[i]]
     return dict(sorted(merged.items()))
+
+
+def kept_part(new: str, old: str, languages: Sequence[LanguageRules] = LANGUAGES) -> str | None:
+    """What of a superseded ``old`` item ``new`` does not change: its clauses that neither
+    speak of an attribute ``new`` changes nor share a word with it, as one item (the
+    frame "The user said:" kept); ``None`` when no clause is left, or none was changed
+    (the supersession is of the whole item).
+
+    "My birthday is on March 5 and I live in Lyon." was one item; "I moved from Lyon to
+    Marseille." superseded all of it and the birthday left recall.
+
+    Example:
+        >>> kept_part("The user moved from Lyon to Marseille.",
+        ...           "The user said: My birthday is on March 5 and I live in Lyon.")
+        'The user said: My birthday is on March 5.'
+        >>> kept_part("The user moved to Berlin.", "The user lives in Paris.") is None
+        True
+    """
+    new = unicodedata.normalize("NFKC", new)
+    frame = next((f for f in _SAID_FRAMES if old.startswith(f)), "")
+    subject = "" if frame else next((f for f in _SUBJECTS if old.startswith(f)), "")
+    clauses = [c.strip() for c in _clauses(old[len(frame) :], languages)]
+    words = _terms(new) - _FRAME_TERMS
+    kept = [
+        c
+        for c in clauses
+        if not (_terms(c) & words) and not (_changed(new, languages) & _attributes(c, languages))
+    ]
+    if not kept or len(kept) == len(clauses) or len(set().union(*map(_terms, kept))) < 2:
+        return None
+    cjk = any(is_cjk(ch) for ch in old)
+    body = ("，" if cjk else ", ").join(kept)
+    if subject and not body.casefold().startswith(subject.casefold()):
+        body = f"{subject}{'' if cjk else ' '}{body}"  # "... and works as a nurse"
+    if not frame:
+        body = body[0].upper() + body[1:]
+    return f"{frame}{body}{'。' if cjk else '.'}"
+
+
+# the forms an item takes: "The user said: ..." (every language's), "The user ..."
+_SAID_FRAMES = tuple(lang.said for lang in languages() if lang.said)
+_SUBJECTS = tuple(
+    re.sub(r"['’]s$", "", lang.the_user) for lang in languages() if lang.the_user
+)
+_FRAME_TERMS = {
+    t for lang in languages() for t in _terms(f"{lang.the_user} {lang.said or ''} user")
+}

@@ -74,3 +74,73 @@ def test_a_summarize_call_with_search_arguments_is_refused(
     assert "search_memory" in errors[0].text
     assert _items(memory) == []  # nothing was summarized
     assert result["messages"][-1].text == "You live in Lyon."
+
+
+# ----- item 2: an update supersedes what it changes, not the rest of the item -----
+
+
+@pytest.mark.parametrize(
+    ("first", "item", "move", "moved", "kept"),
+    [
+        (
+            "My birthday is on March 5 and I live in Lyon.",
+            "The user said: My birthday is on March 5 and I live in Lyon.",
+            "I moved from Lyon to Marseille.",
+            "The user said: I moved from Lyon to Marseille.",
+            "The user said: My birthday is on March 5.",
+        ),
+        (
+            "我的生日是三月五日，我住在上海。",
+            "用户的生日是三月五日，住在上海。",
+            "我从上海搬到了北京。",
+            "用户从上海搬到了北京。",
+            "用户的生日是三月五日。",
+        ),
+    ],
+)
+def test_an_update_keeps_the_rest_of_the_item(
+    memory: TieredMemory, first: str, item: str, move: str, moved: str, kept: str
+) -> None:
+    """The birthday left recall with the home it shared an item with, and the next
+    session's model invented one. The rest of the item stays current, from the thread it
+    was said in."""
+    memory.add_session_log("ann", [HumanMessage(first), AIMessage("Noted.")], thread_id="t1")
+    memory.summarize_history("ann", ScriptedChatModel(replies=[_summary([item])]), reconcile=False)
+    memory.add_session_log("ann", [HumanMessage(move), AIMessage("Noted.")], thread_id="t2")
+    memory.summarize_history("ann", ScriptedChatModel(replies=[_summary([moved])]), reconcile=False)
+    every = memory.summaries.get_all("ann")
+    current = sorted(d.page_content for d in every if not d.metadata.get("superseded_by"))
+    assert current == sorted([moved, kept])
+    assert [d.page_content for d in every if d.metadata.get("superseded_by")] == [item]
+    found = memory.recall_summaries("ann", move.replace("moved", "birthday"), n=3)
+    assert kept in [d.page_content for d in found]
+    memory.forget_thread("ann", "t1")  # what was said in t1 goes with it
+    assert [d.page_content for d in memory.summaries.get_all("ann")] == [moved]
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_a_new_thread_still_knows_the_rest_of_an_updated_item(
+    memory: TieredMemory, door: str
+) -> None:
+    item = "The user's birthday is on March 5 and the user lives in Lyon."
+    model = ScriptedChatModel(
+        replies=[
+            AIMessage("", tool_calls=[{"name": "summarize", "args": {}, "id": "a"}]),
+            _summary([item]),
+            AIMessage("NEW"),  # the update step's answer (unusable: the words decide)
+            "Noted!",
+            AIMessage("", tool_calls=[{"name": "summarize", "args": {}, "id": "b"}]),
+            _summary(["The user moved from Lyon to Marseille."]),
+            AIMessage("UPDATE"),
+            "Noted!",
+            "Your birthday is on March 5, and you live in Marseille.",
+        ]
+    )
+    agent = _agent(memory, model, door)
+    _turn(agent, "My birthday is on March 5 and I live in Lyon. Please summarize.", "t1")
+    _turn(agent, "I moved from Lyon to Marseille. Please summarize.", "t2")
+    _turn(agent, "When is my birthday, and where do I live?", "t3")
+    prompt = model.prompts[-1][0].text
+    assert "The user's birthday is on March 5." in prompt
+    assert "The user moved from Lyon to Marseille." in prompt
+    assert item not in prompt  # the superseded item is not presented as current
