@@ -41,7 +41,8 @@ def main() -> None:
     p.add_argument("--locomo", required=True, help="locomo_dev.json (not packaged)")
     p.add_argument("--show", type=int, default=0, help="print this many wrong calls of each kind")
     args = p.parse_args()
-    data = json.load(open(args.locomo))
+    with open(args.locomo) as f:
+        data = json.load(f)
     print("| split | true items | kept | invented items | dropped |")
     print("|---|---:|---:|---:|---:|")
     wrong: dict[str, list[str]] = {"dropped true": [], "kept invented": []}

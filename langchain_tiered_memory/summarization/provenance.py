@@ -176,11 +176,12 @@ def grounded_in_user(
 
     An item is dropped when it names what the user never said (a capitalised word: a
     person, a place, a month; or a number, in digits or words), when in one of its
-    sentences less than a third of the content words are the user's, or when it is carried by the assistant's messages
-    alone. ``known`` (the user's tags) counts as said: a name given in an earlier
-    conversation. Real models wrote "John Doe failed their driving test in March" (the
-    name from the assistant's reply), and, asked to summarize a conversation that was only
-    the request, "The user has a friend named Jack who lives in New York."
+    sentences less than a third of the content words are the user's, or when it is
+    carried by the assistant's messages alone. ``known`` (the user's tags) counts as
+    said: a name given in an earlier conversation. Real models wrote "John Doe failed
+    their driving test in March" (the name from the assistant's reply), and, asked to
+    summarize a conversation that was only the request, "The user has a friend named
+    Jack who lives in New York."
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage

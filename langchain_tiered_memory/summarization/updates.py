@@ -262,9 +262,7 @@ def kept_part(new: str, old: str, languages: Sequence[LanguageRules] = LANGUAGES
 
 # the forms an item takes: "The user said: ..." (every language's), "The user ..."
 _SAID_FRAMES = tuple(lang.said for lang in languages() if lang.said)
-_SUBJECTS = tuple(
-    re.sub(r"['’]s$", "", lang.the_user) for lang in languages() if lang.the_user
-)
+_SUBJECTS = tuple(re.sub(r"['’]s$", "", lang.the_user) for lang in languages() if lang.the_user)
 _FRAME_TERMS = {
     t for lang in languages() for t in _terms(f"{lang.the_user} {lang.said or ''} user")
 }

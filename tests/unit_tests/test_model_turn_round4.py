@@ -53,9 +53,7 @@ _NOTHING = AIMessage(  # the after-turn extraction: nothing more stated
 
 
 @pytest.mark.parametrize("door", ["graph", "middleware"])
-def test_a_summarize_call_with_search_arguments_is_refused(
-    memory: TieredMemory, door: str
-) -> None:
+def test_a_summarize_call_with_search_arguments_is_refused(memory: TieredMemory, door: str) -> None:
     """The model called ``summarize`` with ``query`` and ``k``: a summary ran and the turn
     ended with no answer. Now the tool says why it did nothing and the model answers."""
     memory.add_session_log("ann", [HumanMessage("I live in Lyon."), AIMessage("Nice!")])
