@@ -78,7 +78,7 @@ def ordinary(path: str) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--split", choices=["dev", "held_out", "probe"], default="dev")
+    p.add_argument("--split", choices=["dev", "held_out", "probe", "probe_round4"], default="dev")
     p.add_argument("--ordinary", metavar="LOCOMO_JSON", help="the firing rate on conversation")
     args = p.parse_args()
     if args.ordinary:

@@ -75,14 +75,16 @@ def _terms(text: str) -> set[str]:
 
 def _ceased(new: str, old: str, languages: Sequence[LanguageRules]) -> bool:
     """``new`` says the user stopped doing what ``old`` names ("stopped playing tennis",
-    "不再喝咖啡"): whatever the attribute, what follows the cue is in ``old``.
+    "不再喝咖啡"): whatever the attribute, most of what follows the cue is in ``old`` (a
+    verb alone is not: "no longer works late on Fridays" stops nothing of "works as a
+    teacher").
     """
     for rules in languages:
         for match in re.finditer(rules.ceased, new, re.IGNORECASE):
             if _negated(new, match.start(), languages):
                 continue  # "I won't quit", "没有辞职"
-            rest = _CLAUSE_END.split(new[match.end() :], maxsplit=1)[0]
-            if _terms(rest) & _terms(old):
+            stopped = _terms(_CLAUSE_END.split(new[match.end() :], maxsplit=1)[0])
+            if stopped and 2 * len(stopped & _terms(old)) >= len(stopped):
                 return True
     return False
 

@@ -15,6 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
 from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
+from langchain_tiered_memory.summarization.updates import same_attribute
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -142,3 +143,29 @@ def test_a_new_thread_still_knows_the_rest_of_an_updated_item(
     assert "The user's birthday is on March 5." in prompt
     assert "The user moved from Lyon to Marseille." in prompt
     assert item not in prompt  # the superseded item is not presented as current
+
+
+# ----- item 7: words that change something else supersede nothing -----
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the two false supersessions of round four's live run
+        ("The user works as a teacher.", "The user no longer works late on Fridays."),
+        ("用户住在上海。", "用户把沙发搬到了客厅。"),
+    ],
+)
+def test_a_change_of_something_else_supersedes_nothing(old: str, new: str) -> None:
+    assert same_attribute(new, old) == set()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The user drinks coffee every morning.", "The user no longer drinks coffee."),
+        ("用户住在上海。", "用户上个月从上海搬到了北京。"),
+    ],
+)
+def test_a_change_of_the_same_thing_still_supersedes(old: str, new: str) -> None:
+    assert same_attribute(new, old)

@@ -35,6 +35,9 @@ _ZH_RELATIONS = (
     r"外婆|外公|姥姥|姥爷|叔叔|阿姨|舅舅|姑姑|老师|室友|宝宝|狗|猫|家人|上司|经理|同学|学生|"
     r"客户|领导|闺蜜|兄弟|姐妹|小孩|侄子|侄女|外甥|婆婆|公公|岳父|岳母)"
 )
+# 把 + a thing + 搬到 moves the thing (把沙发搬到了客厅), not the user: no move of home
+_USER_MOVES = "".join(f"(?<!把{'.' * n})" for n in range(6))
+
 RULES = LanguageRules(
     name="zh",
     cues={
@@ -65,7 +68,7 @@ RULES = LanguageRules(
     clause_break=r"但是|可是|不过|而且|然后|所以|因为|虽然",
     not_after={"name": r"的"},
     single_valued={
-        "home": r"住在|住到|搬到|搬去|搬家|定居|家在|老家",
+        "home": r"住在|住到|" + _USER_MOVES + r"(?:搬到|搬去|搬家)|定居|家在|老家",
         "work": r"工作|上班|辞职|辞掉|入职|跳槽|创业|退休|当老师|做老师|是一名|做软件|工程师|"
         r"护士|医生|律师|老师",
         "study": r"读书|上学|专业|读法律|读医|学医|在读|大学|研究生",
@@ -73,8 +76,9 @@ RULES = LanguageRules(
         "partner": r"单身|结婚|离婚|恋爱|男朋友|女朋友|对象|分手|订婚|老公|老婆",
         "habit": r"抽烟|吸烟|戒烟|喝酒|戒酒|喝咖啡|咖啡",
     },
-    moved_on=r"搬到|搬去|搬家|现在|如今|目前|不再|已经不|不读|不吃|不喝|辞职|辞掉|戒|换了|换成|改成|"
-    r"改为|转到|转行|分手|离婚|又开始",
+    moved_on=_USER_MOVES
+    + r"(?:搬到|搬去|搬家)|现在|如今|目前|不再|已经不|不读|不吃|不喝|辞职|辞掉|戒|换了|换成|"
+    r"改成|改为|转到|转行|分手|离婚|又开始",
     ceased=r"不再|已经不|戒掉了|戒掉|放弃了",
     # a relative's, or something done for someone (帮朋友搬家: a friend's move)
     someone_elses=r"^\W*(?:用户|我|他|她)的?" + _ZH_RELATIONS + r"|(?:帮|替|给)" + _ZH_RELATIONS,
