@@ -151,7 +151,7 @@ class _GraphNodes:
 
     def _final(self, reply: Any, state: dict[str, Any]) -> dict[str, Any]:
         if self.turn.step.empty(reply):  # never an empty reply
-            reply = self.turn.step.no_reply(state["messages"])
+            reply = self.turn.step.no_reply(state["messages"], state.get("memory_tags"))
         return {"messages": [reply, *invalid_call_errors(reply)]}
 
     def call_model(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:

@@ -337,5 +337,5 @@ class _ModelCall:
         """``response``, or the reply saying what the turn did when it is empty."""
         if not self.empty(response):
             return response
-        result = [*response.result[:-1], self.step.no_reply(self.thread)]
+        result = [*response.result[:-1], self.step.no_reply(self.thread, self.tags)]
         return ModelResponse(result=result, structured_response=response.structured_response)

@@ -223,8 +223,9 @@ class MemoryNodes:
         # meanwhile; the conversation, not its machinery, within the budget at compose.
         carried = _before_thread(snap.history, state)
         update["recent_history"] = conversation_only(carried, snap.superseded)
-        if self.settings.keep_tags:
-            update["memory_tags"] = dict(snap.tags)
+        # a question about a tag answered from it (a small model's template, every
+        # model's fallback when it gave no answer); untracked, as the memory section
+        update["memory_tags"] = dict(snap.tags)
         return update
 
     def _query_request(
@@ -506,6 +507,10 @@ class ModelStep:
         return is_empty(response)
 
     @staticmethod
-    def no_reply(messages: Sequence[BaseMessage]) -> AIMessage:
-        """The reply when the model gave none twice: what the turn did (never empty)."""
-        return no_reply(messages)
+    def no_reply(
+        messages: Sequence[BaseMessage], tags: Mapping[str, str] | None = None
+    ) -> AIMessage:
+        """The reply when the model gave none twice (never empty): what the turn did, the
+        answer a recorded tag gives (``tags``), or what fits a statement or a question.
+        """
+        return no_reply(messages, lambda human: tag_answer([human], tags or {}))

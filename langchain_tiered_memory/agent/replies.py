@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -27,9 +27,9 @@ from langchain_tiered_memory._said import (
     only_machinery,
     said_by_model,
 )
-from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL
+from langchain_tiered_memory.agent.tools import SEARCH_MEMORY_TOOL, SUMMARIZE_TOOL
 from langchain_tiered_memory.language.registry import replies_in
-from langchain_tiered_memory.language.text import is_cjk
+from langchain_tiered_memory.language.text import is_cjk, is_question
 
 __all__ = [
     "CAPTURE_NOTE",
@@ -165,14 +165,33 @@ def _results(turn: Sequence[BaseMessage]) -> list[ToolMessage]:
     ]
 
 
-def no_reply(messages: Sequence[BaseMessage]) -> AIMessage:
-    """The reply when the model gave none, asked twice: what the turn's tools did (what
-    was recorded or stored), in the user's language, or that there is no answer.
+def no_reply(
+    messages: Sequence[BaseMessage],
+    answer: Callable[[HumanMessage], AIMessage | None] | None = None,
+) -> AIMessage:
+    """The reply when the model gave none, asked twice, fitting what the user said, in
+    their language: what the turn's tools did (recorded, stored; a memory lookup is no
+    deed: its list of items answered "I have another exam tomorrow and I'm so nervous."),
+    else the answer memory gives (``answer``: a question about a recorded tag), else for a
+    statement that it was heard, for a question that there is no answer.
+
+    Example:
+        >>> no_reply([HumanMessage("I have another exam tomorrow.")]).text
+        'Thanks for telling me.'
+        >>> no_reply([HumanMessage("What should I eat?")]).text
+        'Sorry, I could not come up with an answer. Could you ask again?'
     """
     human, turn = _turn(messages)
     replies = replies_in(human.text if human is not None else "")
-    done = [m.text.strip() for m in _results(turn)]
-    return package_reply(replies.done + "\n".join(done) if done else replies.no_answer)
+    done = [m.text.strip() for m in _results(turn) if m.name != SEARCH_MEMORY_TOOL]
+    if done:
+        return package_reply(replies.done + "\n".join(done))
+    known = answer(human) if answer is not None and human is not None else None
+    if known is not None:
+        return known
+    if human is not None and not is_question(human.text):
+        return package_reply(replies.heard)
+    return package_reply(replies.no_answer)
 
 
 def with_stored_items(response: AIMessage, messages: Sequence[BaseMessage]) -> AIMessage:

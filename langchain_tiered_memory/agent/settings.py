@@ -37,7 +37,6 @@ class TurnSettings:
         render_memory: renders tags and recalled items into the memory section.
         max_context_messages: history messages loaded on a thread's first turn.
         current_turn_only: send the current turn only, not the thread before it.
-        keep_tags: keep the loaded tags in the state (a tag question answered from it).
         tag_capture: how stated facts reach the tag store (``"tool"``, ``"forced"``,
             ``"after_turn"``).
         scripted_replies: a request to summarize runs the tool and the reply is its report.
@@ -52,7 +51,6 @@ class TurnSettings:
     render_memory: MemoryRenderer
     max_context_messages: int
     current_turn_only: bool
-    keep_tags: bool
     tag_capture: TagCapture
     scripted_replies: bool
     search_tool: bool
@@ -92,7 +90,6 @@ class TurnSettings:
             render_memory=memory_prompt or memory_renderer(policy.compact_prompt),
             max_context_messages=policy.max_context_messages if context is None else context,
             current_turn_only=policy.current_turn_only,
-            keep_tags=policy.scripted_requests,
             tag_capture=capture,
             scripted_replies=policy.scripted_requests,
             search_tool=policy.search_tool if search_memory is None else search_memory,

@@ -164,7 +164,9 @@ class Replies:
             passes the tool's own report on (it is written in English).
         nothing_new: nothing new was stored; ``None`` passes the tool's report on.
         done: the start of a reply that lists what the turn's tools did.
-        no_answer: the model gave no answer, asked twice.
+        heard: the model gave no answer, asked twice, to a statement (nothing stored:
+            it claims nothing).
+        no_answer: the model gave no answer, asked twice, to a question.
 
     Example:
         >>> Replies(tag_answers={"age": "Tienes {value} años."}).tag_answers["age"]
@@ -179,6 +181,7 @@ class Replies:
     stored: str | None = None
     nothing_new: str | None = None
     done: str = "Done. "
+    heard: str = "Thanks for telling me."
     no_answer: str = "Sorry, I could not come up with an answer. Could you ask again?"
 
 

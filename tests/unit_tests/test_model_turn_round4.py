@@ -169,3 +169,49 @@ def test_a_change_of_something_else_supersedes_nothing(old: str, new: str) -> No
 )
 def test_a_change_of_the_same_thing_still_supersedes(old: str, new: str) -> None:
     assert same_attribute(new, old)
+
+
+# ----- item 6: the package's fallback fits what the user said -----
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_a_statement_echoed_twice_is_acknowledged(memory: TieredMemory, door: str) -> None:
+    """The model copied the statement, and asked again copied it again: the package
+    answered "Sorry, I could not come up with an answer. Could you ask again?"."""
+    text = "I failed my driving test in March, it was awful."
+    model = ScriptedChatModel(replies=[text, text, _NOTHING])
+    result = _turn(_agent(memory, model, door), text, "t1")
+    assert result["messages"][-1].text == "Thanks for telling me."
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_a_memory_lookup_is_no_answer_to_a_statement(memory: TieredMemory, door: str) -> None:
+    """The model searched memory and then said nothing: the package's reply was the list
+    of stored items, in reply to "I have another exam tomorrow and I'm so nervous."."""
+    memory.add_summaries("ann", ["The user failed the driving test in March."])
+    search = {"name": "search_memory", "args": {"query": "exam"}, "id": "q1"}
+    model = ScriptedChatModel(replies=[AIMessage("", tool_calls=[search]), "", "", _NOTHING])
+    agent = _agent(memory, model, door)
+    result = _turn(agent, "I have another exam tomorrow and I'm so nervous.", "t1")
+    reply = result["messages"][-1].text
+    assert reply == "Thanks for telling me." and "driving test" not in reply
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+@pytest.mark.parametrize(
+    ("question", "tags", "answer"),
+    [
+        ("How old am I?", {"age": "30"}, "You are 30."),
+        ("我多大了？", {"age": "28"}, "你28岁。"),
+        ("What should I cook tonight?", {"age": "30"}, "Sorry, I could not come up"),
+        ("我今晚该做什么菜？", {}, "抱歉，我没能给出回答"),
+    ],
+)
+def test_a_question_left_unanswered_is_answered_from_memory_or_said_so(
+    memory: TieredMemory, door: str, question: str, tags: dict[str, str], answer: str
+) -> None:
+    if tags:
+        memory.set_user_tags("ann", tags)
+    model = ScriptedChatModel(replies=["", "", _NOTHING])
+    result = _turn(_agent(memory, model, door), question, "t1")
+    assert result["messages"][-1].text.startswith(answer)

@@ -190,6 +190,7 @@ LANGUAGE = Language(
         stored="好的，我记下了{count}条记忆：\n{items}",
         nothing_new="没有新的内容需要记下：记忆已是最新的。",
         done="好的。",
+        heard="谢谢你告诉我。",
         no_answer="抱歉，我没能给出回答。请换个说法再问一次。",
     ),
     said="用户说：",

@@ -182,6 +182,7 @@ LANGUAGE = Language(
         stored="De acuerdo, guardé {count} recuerdos:\n{items}",
         nothing_new="Nada nuevo que guardar: la memoria ya está al día.",
         done="Hecho. ",
+        heard="Gracias por contármelo.",
         no_answer="Lo siento, no pude dar una respuesta. ¿Puedes preguntarlo de otra forma?",
     ),
     said="El usuario dijo: ",
