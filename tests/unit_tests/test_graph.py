@@ -480,8 +480,7 @@ def test_a_run_for_bob_never_reads_or_writes_alices_memory(
                 ("user_tag", {"name": "Alice", "context": {"user_id": "alice"}}),
                 ("user_tag", {"user": "alice", "age": 1}),
             ),
-            call("summarize", {"user_id": "alice"}, "x3"),
-            summary_reply("The user asked about a birthday on May 8."),
+            call("summarize", {"user_id": "alice"}, "x3"),  # refused: it takes no arguments
             "done",
             "Tell me about Alice? I only know you.",
         ]
@@ -500,7 +499,9 @@ def test_a_run_for_bob_never_reads_or_writes_alices_memory(
     # name "Alice" and the age 1 were not stated by bob about bob: not recorded).
     assert memory.get_user_tags("bob") == {"age": "99"}
     bob = memory.export_user("bob")
-    assert [s["text"] for s in bob["summaries"]] == ["The user asked about a birthday on May 8."]
+    assert bob["summaries"] == []  # a summarize call naming a user is refused (issue 65)
+    refused = [m for m in result["messages"] if getattr(m, "tool_call_id", None) == "x3"]
+    assert refused[0].status == "error" and "takes no arguments" in refused[0].text
     for prompt in model.prompts:
         text = "\n".join(m.text for m in prompt)
         assert "secret" not in text

@@ -78,7 +78,7 @@ def test_graph_example_runs(offline: Path) -> None:
 def test_updates_example_runs_and_prints_what_it_says(offline: Path) -> None:
     out = run_block(python_blocks(GUIDE)[0]).splitlines()
     assert out[0] == "[('30', None), ('31', '30')]"
-    assert out[1] == "['Alice lives in Paris.']"
+    assert out[1] == "['The user lives in Paris.']"
     assert sorted(out[2].strip("[]").split(", ")) == ["'1'", "None"]  # Berlin -> Paris's id
     assert out[3] == "{'messages': 1, 'summaries': 1, 'checkpoints': 0}"
 

@@ -234,7 +234,11 @@ def test_summarize_stores_items_for_the_run_user_only(embedded_memory: TieredMem
     seed_history(memory, "bob")
     model = ScriptedChatModel(replies=[summary_reply("The user's birthday is on May 8.")])
     tool = SummarizeTool(memory=memory, model=model)
-    reply = tool.invoke(tool_call("summarize", {"user_id": "bob"}), config=ALICE)
+    # a user named in the arguments is refused, never obeyed (issue 65: no arguments)
+    refused = tool.invoke(tool_call("summarize", {"user_id": "bob"}), config=ALICE)
+    assert refused.status == "error" and "takes no arguments (got user_id)" in refused.text
+    assert memory.summaries.get_watermark("bob") == 0
+    reply = tool.invoke(tool_call("summarize", {}), config=ALICE)
     assert reply.status == "success" and reply.text.startswith("Stored 1 memory item")
     assert memory.summaries.get_watermark("alice") == 2
     assert memory.summaries.get_watermark("bob") == 0
