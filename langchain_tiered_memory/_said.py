@@ -67,12 +67,23 @@ def _a_call(text: str) -> bool:
     )
 
 
+# A reply whose every sentence tells to call one of the memory's tools narrates the
+# model's tools to the user: Qwen2.5-Coder-1.5B answered "我住在上海。" and "我住在哪里？" with
+# "To summarize the conversation so far into long-term memory, call `summarize`."
+_TOOL_NAMES = "|".join(sorted(MEMORY_TOOLS))
+_CALL_THE_TOOL = re.compile(rf"\bcall(?:ing)?\s+(?:the\s+)?`(?:{_TOOL_NAMES})`", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
+
+
 def only_machinery(text: str) -> bool:
-    """Whether ``text`` holds nothing for the user: empty, a package placeholder, or only
-    tool calls and results written as text.
+    """Whether ``text`` holds nothing for the user: empty, a package placeholder, only
+    tool calls and results written as text, or sentences that each tell to call one of
+    the memory's tools.
 
     Example:
         >>> only_machinery('<tool_call>{"name": "user_tag"}</tool_call>')
+        True
+        >>> only_machinery("To save this to memory, call `summarize`.")
         True
         >>> only_machinery("Qwen wraps each call in <tool_call></tool_call> tags.")
         False
@@ -81,7 +92,10 @@ def only_machinery(text: str) -> bool:
     if not text or text in PLACEHOLDERS:
         return True
     rest = _TAG.sub("", _BLOCK.sub("", text)).strip()
-    return not rest or _a_call(rest)
+    if not rest or _a_call(rest):
+        return True
+    sentences = [s for s in _SENTENCE.split(rest) if s.strip()]
+    return all(_CALL_THE_TOOL.search(s) for s in sentences)
 
 
 def said_by_model(message: AIMessage) -> str:

@@ -32,7 +32,11 @@ from langchain_tiered_memory.stores.directory import RedisUserDirectory
 from langchain_tiered_memory.stores.queue import QueueEntry
 from langchain_tiered_memory.summarization.provenance import grounded_in_user, item_provenance
 from langchain_tiered_memory.summarization.reconcile import areconcile_items, reconcile_items
-from langchain_tiered_memory.summarization.summarizer import asummarize_messages, summarize_messages
+from langchain_tiered_memory.summarization.summarizer import (
+    asummarize_messages,
+    extract_user_statements,
+    summarize_messages,
+)
 from langchain_tiered_memory.summarization.updates import clear_updates, kept_part, may_update
 from langchain_tiered_memory.tiers import Tiers
 
@@ -165,7 +169,11 @@ class Summarization:
             # for every model: what an item names comes from the user (what they said,
             # or their tags), and no item is made of the assistant's words alone
             tags = yield call(tiers.tags.get_all, tiers.tags.aget_all, user_id)
-            items, _ = grounded_in_user(items, found, list(tags.values()))
+            items, dropped = grounded_in_user(items, found, list(tags.values()))
+            if dropped and not items and options["extractive_fallback"]:
+                # a small model's items all unsaid ("I work as a nurse" -> "Emma is a
+                # nurse"): the user's own statements, as when it gives none
+                items = extract_user_statements(messages)
         supersedes: dict[int, list[str]] = {}
         similar: list[list[Document]] = []
         # for every model, the updates the words make clear ("moved to", "不再"); a capable

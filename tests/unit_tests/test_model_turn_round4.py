@@ -15,6 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
 from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
+from langchain_tiered_memory.summarization.summarizer import summarize_messages
 from langchain_tiered_memory.summarization.updates import same_attribute
 from langchain_tiered_memory.testing import ScriptedChatModel
 
@@ -215,3 +216,72 @@ def test_a_question_left_unanswered_is_answered_from_memory_or_said_so(
     model = ScriptedChatModel(replies=["", "", _NOTHING])
     result = _turn(_agent(memory, model, door), question, "t1")
     assert result["messages"][-1].text.startswith(answer)
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_a_reply_telling_to_call_a_memory_tool_is_no_reply(memory: TieredMemory, door: str) -> None:
+    """Recorded live (update-zh): "我住在哪里？" answered with the summarize tool narrated;
+    asked again, the model answers."""
+    memory.add_summaries("ann", ["用户说：我上个月搬到了北京。"])
+    narrated = "To summarize the conversation so far into long-term memory, call `summarize`."
+    model = ScriptedChatModel(replies=[narrated, "你住在北京。", _NOTHING])
+    result = _turn(_agent(memory, model, door), "我住在哪里？", "t1")
+    assert result["messages"][-1].text == "你住在北京。"
+
+
+# ----- item 3: no stored item names a person the user never named -----
+
+
+@pytest.mark.parametrize("small_model", [True, False])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ["Emma is a nurse at the hospital."],  # SmolLM2, recorded live
+        ["Jordan works as a nurse at the hospital."],
+        ["The user's name is Jordan and they're a nurse at the hospital."],
+    ],
+)
+def test_an_item_never_names_whom_the_user_did_not(
+    memory: TieredMemory, small_model: bool, answer: list[str]
+) -> None:
+    """With the small model's guards (grounded, the user's words as the fallback) and
+    without: the invented name is not stored; a small model keeps the user's words."""
+    memory.add_session_log(
+        "ann", [HumanMessage("I work as a nurse at the hospital."), AIMessage("Nice!")]
+    )
+    model = ScriptedChatModel(replies=[_summary(answer)])
+    memory.summarize_history(
+        "ann", model, grounded=small_model, extractive_fallback=small_model, reconcile=False
+    )
+    items = _items(memory)
+    assert not any(name in item for item in items for name in ("Emma", "Jordan"))
+    if small_model:
+        assert items == ["The user said: I work as a nurse at the hospital."]
+
+
+# ----- item 4: items are in the user's language -----
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_items_in_another_language_are_not_stored(memory: TieredMemory, door: str) -> None:
+    """A user who wrote only Chinese got English items, also when the model was asked
+    again, and nothing of theirs was a first-person statement to keep instead: the
+    English items were stored. Now none is; the user's next summary tries again."""
+    english = _summary(["Wang Fang lives in Shanghai.", "Wang Fang likes green tea."])
+    model = ScriptedChatModel(
+        replies=[
+            AIMessage("", tool_calls=[{"name": "summarize", "args": {}, "id": "s1"}]),
+            english,
+            english,  # asked again in Chinese: English again
+            "好的。",
+        ]
+    )
+    _turn(_agent(memory, model, door), "王芳住在上海，喜欢喝绿茶。请总结一下我们的对话。", "t1")
+    assert _items(memory) == []
+
+
+def test_an_item_in_the_users_language_is_kept_beside_a_rewritten_one() -> None:
+    mixed = _summary(["用户住在上海。", "The user likes green tea."])
+    model = ScriptedChatModel(replies=[mixed, _summary(["用户喜欢喝绿茶。"])])
+    items = summarize_messages(model, [HumanMessage("我住在上海，喜欢喝绿茶。")])
+    assert items == ["用户住在上海。", "用户喜欢喝绿茶。"]
