@@ -50,6 +50,7 @@ from langchain_tiered_memory.errors import InvalidTagError
 from langchain_tiered_memory.language.attribution import (
     check_changes,
     ground_tags,
+    may_state_tags,
     stated_tags,
     states_a_fact,
 )
@@ -168,8 +169,11 @@ class AfterTurnCapture:
         asked again), and the tags of each call that succeeded (not read again).
         """
         human, after = _turn(messages)
+        fields = self.memory.tags.schema.model_fields
         if human is None or not states_a_fact(human.text):
             return None, set()
+        if not may_state_tags(human.text, fields):
+            return None, set()  # no extraction call: nothing it returned could be kept
         failed = {
             m.tool_call_id for m in after if isinstance(m, ToolMessage) and m.status == "error"
         }

@@ -61,6 +61,7 @@ __all__ = [
     "check_changes",
     "ground_tags",
     "is_request",
+    "may_state_tags",
     "normalize_numbers",
     "stated_tags",
     "states_a_change",
@@ -303,6 +304,37 @@ def _stated_at(
     if subject == "other":
         return "stated of someone else, not the user"
     return "not stated about the user"
+
+
+def may_state_tags(
+    text: str, tags: Iterable[str], languages: Iterable[LanguageRules] = LANGUAGES
+) -> bool:
+    """Whether ``text`` could state one of ``tags`` as :func:`ground_tags` keeps values: a
+    cue or unit of one of them is in it, or one has none (a tag of the app's own, stated
+    by any first-person sentence). When not, no model is asked: its values would all be
+    dropped ("My birthday is on March 5." holds no cue of name or age; a real model's
+    extraction read name="John Doe", age=30 from it).
+
+    Example:
+        >>> may_state_tags("My birthday is on March 5.", ["name", "age"])
+        False
+        >>> may_state_tags("Hi, I'm Carol.", ["name", "age"])
+        True
+        >>> may_state_tags("My birthday is on March 5.", ["name", "city"])
+        True
+    """
+    languages = tuple(languages)
+    normal = normalize_numbers(text)
+    for tag in tags:
+        patterns = [
+            p
+            for r in languages
+            for p in (*r.cues.get(tag, ()), *r.loose_cues.get(tag, ()), r.suffixes.get(tag))
+            if p
+        ]
+        if not patterns or any(_rx(p).search(normal) for p in patterns):
+            return True
+    return False
 
 
 def _lowercase(text: str, looks: str) -> bool:

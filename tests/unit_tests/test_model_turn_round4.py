@@ -10,12 +10,16 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
 from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
-from langchain_tiered_memory.summarization.summarizer import summarize_messages
+from langchain_tiered_memory.summarization.reconcile import RECONCILE_SYSTEM_PROMPT
+from langchain_tiered_memory.summarization.summarizer import (
+    SUMMARY_SYSTEM_PROMPT,
+    summarize_messages,
+)
 from langchain_tiered_memory.summarization.updates import same_attribute
 from langchain_tiered_memory.testing import ScriptedChatModel
 
@@ -118,23 +122,34 @@ def test_an_update_keeps_the_rest_of_the_item(
     assert [d.page_content for d in memory.summaries.get_all("ann")] == [moved]
 
 
+def _by_role(summaries: list[list[str]], replies: list[Any]) -> ScriptedChatModel:
+    """A model answering each kind of request from its own script: the summarizer with
+    the next of ``summaries``, the update step with an unusable answer (the words decide),
+    the after-turn extraction with nothing, the reply model with the next of ``replies``.
+    """
+    queues = {"summary": list(summaries), "reply": list(replies)}
+
+    def answer(prompt: list[BaseMessage]) -> Any:
+        system = prompt[0].text if prompt else ""
+        if system.startswith(SUMMARY_SYSTEM_PROMPT[:30]):
+            return _summary(queues["summary"].pop(0))
+        if system.startswith(RECONCILE_SYSTEM_PROMPT[:30]):
+            return AIMessage("NEW")
+        if system.startswith("Read the user's message"):
+            return _NOTHING
+        return queues["reply"].pop(0)
+
+    return ScriptedChatModel(replies=[answer])
+
+
 @pytest.mark.parametrize("door", ["graph", "middleware"])
 def test_a_new_thread_still_knows_the_rest_of_an_updated_item(
     memory: TieredMemory, door: str
 ) -> None:
     item = "The user's birthday is on March 5 and the user lives in Lyon."
-    model = ScriptedChatModel(
-        replies=[
-            AIMessage("", tool_calls=[{"name": "summarize", "args": {}, "id": "a"}]),
-            _summary([item]),
-            AIMessage("NEW"),  # the update step's answer (unusable: the words decide)
-            "Noted!",
-            AIMessage("", tool_calls=[{"name": "summarize", "args": {}, "id": "b"}]),
-            _summary(["The user moved from Lyon to Marseille."]),
-            AIMessage("UPDATE"),
-            "Noted!",
-            "Your birthday is on March 5, and you live in Marseille.",
-        ]
+    model = _by_role(
+        [[item], ["The user moved from Lyon to Marseille."]],
+        ["Noted!", "Noted!", "Your birthday is on March 5, and you live in Marseille."],
     )
     agent = _agent(memory, model, door)
     _turn(agent, "My birthday is on March 5 and I live in Lyon. Please summarize.", "t1")
@@ -285,3 +300,55 @@ def test_an_item_in_the_users_language_is_kept_beside_a_rewritten_one() -> None:
     model = ScriptedChatModel(replies=[mixed, _summary(["用户喜欢喝绿茶。"])])
     items = summarize_messages(model, [HumanMessage("我住在上海，喜欢喝绿茶。")])
     assert items == ["用户住在上海。", "用户喜欢喝绿茶。"]
+
+
+# ----- item 8: a turn with nothing to store makes no extra model call -----
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+@pytest.mark.parametrize(
+    ("text", "calls"),
+    [
+        ("I failed my driving test in March, it was awful.", 1),  # no cue of a tag
+        ("My birthday is on March 5.", 1),  # the extraction read name="John Doe", age=30
+        ("我住在上海。", 1),
+        ("Hi, I'm Carol and I'm 52.", 2),  # a cue: the extraction runs
+    ],
+)
+def test_the_after_turn_extraction_runs_only_where_a_tag_can_be_stated(
+    memory: TieredMemory, door: str, text: str, calls: int
+) -> None:
+    model = ScriptedChatModel(replies=["I see.", _NOTHING])
+    _turn(_agent(memory, model, door), text, "t1")
+    assert len(model.prompts) == calls
+
+
+_REQUESTS = ["Please summarize our conversation.", "请总结一下我们的对话。"]
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+@pytest.mark.parametrize("request_text", _REQUESTS)
+def test_summarize_with_nothing_said_asks_no_model_and_stores_nothing(
+    memory: TieredMemory, door: str, request_text: str
+) -> None:
+    """On a new thread with nothing unsummarized, the summarizer was shown the request
+    alone and wrote 15-20 facts; 10-14 were stored and reported. Now the summarizer is not
+    asked, nothing is stored, and the reply says there was nothing new."""
+    invented = _summary(
+        [
+            "The user has a friend named Jack who lives in New York.",
+            "The user works as a software engineer.",
+            "The user's favorite restaurant is The French Laundry.",
+        ]
+    )
+
+    def answer(prompt: list[BaseMessage]) -> AIMessage:
+        summarizer = prompt[0].text.startswith(SUMMARY_SYSTEM_PROMPT[:30])
+        return invented if summarizer else AIMessage("Done!")
+
+    model = ScriptedChatModel(replies=[answer])
+    result = _turn(_agent(memory, model, door), request_text, "t1")
+    assert _items(memory) == []
+    tool = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert tool[0].text.startswith("Nothing new to summarize")
+    assert [b.get("tool_choice") for b in model.bindings].count("SummaryItems") == 0
