@@ -124,11 +124,15 @@ def embeddings_for(kind: str) -> Embeddings:
 # --------------------------------------------------------------------------- memory
 
 
+KEY_PREFIX_ENV_VAR = "TIERED_MEMORY_KEY_PREFIX"
+
+
 def open_memory(
     *,
     redis_url: str | None = None,
     data_dir: str | os.PathLike[str] | None = None,
     embeddings: Embeddings | None = None,
+    key_prefix: str | None = None,
 ) -> TieredMemory:
     """Open the memory on ``redis_url`` (else ``$REDIS_URL``), else the embedded Redis.
 
@@ -140,6 +144,8 @@ def open_memory(
         redis_url: ``redis://``, ``rediss://`` or ``unix://`` URL.
         data_dir: The embedded server's data dir, when no URL is given.
         embeddings: Defaults to :func:`default_embeddings`.
+        key_prefix: The memory's key prefix (else ``$TIERED_MEMORY_KEY_PREFIX``, else the
+            package's default): an app's memory made with ``key_prefix=`` is reached so.
 
     Returns:
         The memory; close it (or use it as a context manager) when done.
@@ -154,11 +160,15 @@ def open_memory(
         {}
     """
     url = redis_url or os.environ.get("REDIS_URL") or None
+    prefix = key_prefix or os.environ.get(KEY_PREFIX_ENV_VAR) or None
+    options: dict[str, Any] = {"embeddings": embeddings}
+    if prefix is not None:
+        options["key_prefix"] = prefix
     if url:
         _check_redis_url(url)
-        memory = TieredMemory.from_url(url, embeddings=embeddings)
+        memory = TieredMemory.from_url(url, **options)
     else:
-        memory = TieredMemory.embedded(data_dir, embeddings=embeddings)
+        memory = TieredMemory.embedded(data_dir, **options)
     try:
         connection = getattr(memory.history, "connection", None)
         if connection is not None:
@@ -268,7 +278,8 @@ def default_chat_model(model: str | None = None) -> BaseChatModel:
       (a local OpenAI-compatible server) a placeholder API key is passed.
     - a local model otherwise (:func:`default_local_model`): SmolLM2-135M-Instruct
       in-process, or the ``.gguf`` file given as ``model`` (or ``$TIERED_MEMORY_MODEL``),
-      whatever else is configured.
+      whatever else is configured;
+    - ``"fake"``: the demo's deterministic rule-based script (no model), for tests.
 
     Nothing is loaded or contacted here.
 
@@ -290,6 +301,10 @@ def default_chat_model(model: str | None = None) -> BaseChatModel:
         >>> del os.environ["OPENAI_BASE_URL"]
     """
     name = model or os.environ.get(MODEL_ENV_VAR) or None
+    if name == "fake":  # the demo's rule-based script: tests and examples, no model at all
+        from langchain_tiered_memory.cli.fake_model import fake_demo_model
+
+        return fake_demo_model()
     if name is not None and _is_gguf_path(name):
         path = Path(name).expanduser()
         if not path.is_file():

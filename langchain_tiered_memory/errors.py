@@ -26,6 +26,7 @@ __all__ = [
     "WatermarkConflict",
     "ThreadOwnershipError",
     "UnguardedCheckpointerError",
+    "UserIdMismatchError",
 ]
 
 
@@ -98,6 +99,15 @@ class SummaryLimitError(InvalidSummaryError):
 
 class MissingUserIdError(TieredMemoryError, ValueError):
     """A graph run was started without a user id in its context or config."""
+
+
+class UserIdMismatchError(TieredMemoryError, PermissionError):
+    """A run claims a user id other than the one its LangGraph server authenticated.
+
+    On a server with an ``Auth`` handler the authenticated identity is the run's user; a
+    client that sends ``context={"user_id": ...}`` naming someone else is refused, never
+    served as the user it named.
+    """
 
 
 class MemoryBackendError(TieredMemoryError, ConnectionError):

@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from langchain_tiered_memory.backend.keys import validate_thread_id, validate_user_id
-from langchain_tiered_memory.errors import MissingUserIdError
+from langchain_tiered_memory.errors import MissingUserIdError, UserIdMismatchError
 
-__all__ = ["MemoryContext", "resolve_user_id", "thread_of"]
+__all__ = ["MemoryContext", "authenticated_user", "resolve_user_id", "thread_of"]
 
 
 class MemoryContext(BaseModel):
@@ -33,14 +33,41 @@ class MemoryContext(BaseModel):
     user_id: str | None = None
 
 
+# What a LangGraph server puts in a run's configurable (clients cannot set these keys):
+# the identity its Auth handler authenticated, and the user (None when unauthenticated).
+AUTH_USER_ID = "langgraph_auth_user_id"
+AUTH_USER = "langgraph_auth_user"
+
+
+def authenticated_user(config: Mapping[str, Any] | None) -> str | None:
+    """The identity a LangGraph server's ``Auth`` handler authenticated for this run, or
+    ``None`` (no server, no auth handler, or an unauthenticated request).
+    """
+    configurable = (config or {}).get("configurable") or {}
+    identity = configurable.get(AUTH_USER_ID)
+    if configurable.get(AUTH_USER) is None or not isinstance(identity, str) or not identity:
+        return None
+    return identity
+
+
 def resolve_user_id(context: Any = None, config: Mapping[str, Any] | None = None) -> str:
-    """The user id of a run: ``context.user_id`` / ``context["user_id"]``, else
+    """The user id of a run: on a LangGraph server with an ``Auth`` handler, the identity
+    it authenticated; else ``context.user_id`` / ``context["user_id"]``, else
     ``config["configurable"]["user_id"]``.
 
     Raises:
-        MissingUserIdError: neither holds a user id.
+        UserIdMismatchError: the run names a user other than the authenticated one (a
+            client holding bob's token sent ``context={"user_id": "alice"}``).
+        MissingUserIdError: no user id at all.
         InvalidUserIdError: the id is not a usable user id.
 
+    Example:
+        >>> resolve_user_id({"user_id": "alice"})
+        'alice'
+        >>> served = {"configurable": {"langgraph_auth_user_id": "bob",
+        ...                            "langgraph_auth_user": {"identity": "bob"}}}
+        >>> resolve_user_id({}, served)
+        'bob'
     """
     user_id = None
     if isinstance(context, Mapping):
@@ -49,6 +76,15 @@ def resolve_user_id(context: Any = None, config: Mapping[str, Any] | None = None
         user_id = getattr(context, "user_id", None)
     if user_id is None and config is not None:
         user_id = (config.get("configurable") or {}).get("user_id")
+    identity = authenticated_user(config)
+    if identity is not None:
+        if user_id is not None and user_id != identity:
+            raise UserIdMismatchError(
+                "the run names a user other than the one the server authenticated; a "
+                "run's memory is its authenticated user's: leave user_id out of the "
+                "context (the server's identity is used) or send the same one."
+            )
+        user_id = identity
     if user_id is None:
         keys = sorted(_context_keys(context))
         got = f" (the context has {keys}, no 'user_id')" if keys else ""

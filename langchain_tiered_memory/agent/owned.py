@@ -14,11 +14,11 @@ from __future__ import annotations
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
-from langchain_tiered_memory.agent.context import thread_of
+from langchain_tiered_memory.agent.context import AUTH_USER_ID, authenticated_user, thread_of
 from langchain_tiered_memory.errors import UnguardedCheckpointerError
 from langchain_tiered_memory.memory import is_guarded
 
-__all__ = ["require_guarded_checkpointer"]
+__all__ = ["OWNER", "require_guarded_checkpointer", "served_to_owner"]
 
 # where LangGraph puts the run's checkpointer in the config (langgraph._internal._constants)
 _CHECKPOINTER = "__pregel_checkpointer"
@@ -31,16 +31,42 @@ def _run_config() -> RunnableConfig | None:
         return None
 
 
+# The thread metadata key a LangGraph server's Auth handler stamps with the identity that
+# created the thread and filters every thread request by (langchain_tiered_memory.deploy):
+# the key LangGraph's own authorization guide uses.
+OWNER = "owner"
+
+
+def served_to_owner(config: RunnableConfig) -> bool:
+    """Whether the run is a LangGraph server's, on a thread the server itself keeps its
+    authenticated user's: the thread's ``owner`` metadata (which the server's ``Auth``
+    handler stamps and filters by) is the run's authenticated identity. The server then
+    refuses every other user at its API, before anything is written to the thread.
+    """
+    identity = authenticated_user(config)
+    return identity is not None and (config.get("metadata") or {}).get(OWNER) == identity
+
+
 def require_guarded_checkpointer(config: RunnableConfig | None = None) -> None:
     """Raise :class:`UnguardedCheckpointerError` if the run (``config``, else the current
-    one) keeps a thread in a checkpointer that does not check thread owners.
+    one) keeps a thread in a checkpointer that does not check thread owners, and no
+    LangGraph server keeps the thread its user's (:func:`served_to_owner`).
     """
     config = _run_config() if config is None else config
     if config is None or thread_of(config) is None:
         return
     saver = (config.get("configurable") or {}).get(_CHECKPOINTER)
-    if saver is None or is_guarded(saver):
+    if saver is None or is_guarded(saver) or served_to_owner(config):
         return
+    if AUTH_USER_ID in (config.get("configurable") or {}):
+        raise UnguardedCheckpointerError(
+            "this LangGraph server does not keep threads to their owners: another user's "
+            "run would be written into this thread before the memory could refuse it. Add "
+            "the package's thread authorization to the server's auth "
+            '(langchain_tiered_memory.deploy.protect_threads(auth), and "auth": '
+            '{"path": "./auth.py:auth"} in langgraph.json); see the guide\'s "Deploying on '
+            'a LangGraph server".'
+        )
     raise UnguardedCheckpointerError(
         f"the run's checkpointer ({type(saver).__name__}) does not check thread owners: "
         "another user's turn would be written into this thread before the memory could "

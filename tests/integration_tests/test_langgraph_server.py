@@ -185,3 +185,140 @@ def test_langgraph_dev_keeps_memory_and_threads_in_redis_across_restarts(
 
 def _says(text: str) -> Any:
     return {"messages": [{"role": "user", "content": text}]}
+
+
+# ----- the shipped deployment: the server's own checkpointer, two users, bearer tokens -----
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "langgraph_server"
+TOKENS = {"alice": "tok-alice", "bob": "tok-bob"}
+
+
+@pytest.fixture
+def example_server(
+    tmp_path: Path, redis_server_url: str, key_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """``examples/langgraph_server`` as shipped (no checkpointer of the app's: the
+    server's in-memory one), its memory in the standalone redis-server."""
+    app = tmp_path / "app"
+    shutil.copytree(EXAMPLE, app)
+    monkeypatch.setenv("REDIS_URL", redis_server_url)
+    monkeypatch.setenv("TIERED_MEMORY_KEY_PREFIX", key_prefix)
+    monkeypatch.setenv("TIERED_MEMORY_MODEL", "fake")
+    monkeypatch.setenv("DEMO_TOKENS", ",".join(f"{t}={u}" for u, t in TOKENS.items()))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    config = json.loads((app / "langgraph.json").read_text())
+    assert "checkpointer" not in config  # the server's own
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        yield _start(app, procs)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+
+
+def _start(app: Path, procs: list[subprocess.Popen[bytes]]) -> str:
+    port = free_port()
+    cli = Path(sys.executable).parent / "langgraph"
+    env = {**os.environ, "LANGGRAPH_NO_ANALYTICS": "1"}
+    log = open(app / "server.log", "wb")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(
+        [
+            str(cli),
+            "dev",
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+            "--no-browser",
+            "--no-reload",
+        ],
+        cwd=app,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    procs.append(proc)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=2) as answer:
+                if answer.status == 200:
+                    return url
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(
+        f"langgraph dev did not start:\n{(app / 'server.log').read_text()[-4000:]}"
+    )
+
+
+def _client(url: str, user: str | None) -> Any:
+    from langgraph_sdk import get_sync_client
+
+    headers = {"Authorization": f"Bearer {TOKENS[user]}"} if user else {}
+    return get_sync_client(url=url, headers=headers)
+
+
+def _status(call: Any) -> int:
+    import httpx
+
+    with pytest.raises(httpx.HTTPStatusError) as caught:
+        call()
+    return caught.value.response.status_code
+
+
+def test_the_example_deployment_keeps_each_thread_to_its_user(
+    example_server: str, redis_server_url: str, key_prefix: str
+) -> None:
+    """Issue 66 items 1-4: the standard deployment (the server's own checkpointer) serves
+    runs; the authenticated identity is the run's user; every thread endpoint refuses the
+    other user; a forged user id is a 403 before anything is written."""
+    from langchain_tiered_memory import TieredMemory
+
+    alice, bob = _client(example_server, "alice"), _client(example_server, "bob")
+    first = alice.threads.create()["thread_id"]
+    said = alice.runs.wait(first, "memory", input=_says("Hi, my name is Alice and I am 30."))
+    assert "error" not in said, said
+    second = alice.threads.create()["thread_id"]
+    answer: Any = alice.runs.wait(second, "memory", input=_says("How old am I?"))
+    assert "30" in answer["messages"][-1]["content"]  # from the memory, across threads
+
+    # bob's token, alice's name in the context (and in the config): refused, nothing written
+    forgeries: list[dict[str, Any]] = [{"context": {"user_id": "alice"}}]
+    forgeries.append({"config": {"configurable": {"user_id": "alice"}}})
+    for forged in forgeries:
+        mine = bob.threads.create()["thread_id"]
+
+        def run(thread: str = mine, options: dict[str, Any] = forged) -> Any:
+            return bob.runs.wait(thread, "memory", input=_says("Who am I?"), **options)
+
+        assert _status(run) == 403
+        assert not bob.threads.get_state(mine)["values"]  # nothing written
+    # every thread endpoint: alice's threads are not bob's
+    assert _status(lambda: bob.threads.get(first)) == 404
+    assert _status(lambda: bob.threads.get_state(first)) == 404
+    assert _status(lambda: bob.threads.get_history(first)) == 404
+    assert _status(lambda: bob.threads.update_state(first, {"messages": []})) == 404
+    assert _status(lambda: bob.threads.copy(first)) in (404, 409)  # the server's word for it
+    assert _status(lambda: bob.runs.wait(first, "memory", input=_says("Hi"))) == 404
+    bobs = bob.threads.search(limit=100)
+    assert first not in {t["thread_id"] for t in bobs}
+    assert all(t["metadata"].get("owner") == "bob" for t in bobs)  # no copy of alice's
+    assert first in {t["thread_id"] for t in alice.threads.search(limit=100)}
+    # no token: 401
+    assert _status(lambda: _client(example_server, None).threads.create()) == 401
+    # bob's own run is bob's memory, with nothing of alice's
+    own = bob.threads.create()["thread_id"]
+    reply: Any = bob.runs.wait(own, "memory", input=_says("How old am I?"))
+    assert "30" not in reply["messages"][-1]["content"]
+    # alice's own thread state is hers, unchanged by bob's attempts
+    state: Any = alice.threads.get_state(first)
+    assert [m["type"] for m in state["values"]["messages"]][0] == "human"
+    with TieredMemory.from_url(redis_server_url, key_prefix=key_prefix) as memory:
+        assert memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
+        assert memory.get_user_tags("bob") == {}

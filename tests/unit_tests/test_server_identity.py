@@ -1,0 +1,81 @@
+"""A run on a LangGraph server (issue 66 items 1-2): the identity the server authenticated
+is the run's user, and a thread the server keeps to that identity needs no owner-checking
+checkpointer of the graph's own. The real server runs these in
+``tests/integration_tests/test_langgraph_server.py``; here, the rules on the configs the
+server builds (``langgraph_api.models.run``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_tiered_memory.agent.context import resolve_user_id
+from langchain_tiered_memory.agent.owned import require_guarded_checkpointer
+from langchain_tiered_memory.errors import (
+    MissingUserIdError,
+    UnguardedCheckpointerError,
+    UserIdMismatchError,
+)
+
+
+def _served(identity: str | None, *, owner: str | None = None, **configurable: Any) -> Any:
+    """A run's config as the server builds it: its auth keys, the saver, the thread's
+    metadata merged into the run's."""
+    user = None if identity is None else {"identity": identity}
+    config: dict[str, Any] = {
+        "configurable": {
+            "thread_id": "t1",
+            "langgraph_auth_user_id": identity or "",
+            "langgraph_auth_user": user,
+            "__pregel_checkpointer": InMemorySaver(),
+            **configurable,
+        },
+        "metadata": {} if owner is None else {"owner": owner},
+    }
+    return config
+
+
+@pytest.mark.parametrize(
+    ("context", "configurable"),
+    [
+        ({"user_id": "alice"}, {}),
+        ({}, {"user_id": "alice"}),
+        ({"user_id": "alice"}, {"user_id": "alice"}),
+    ],
+)
+def test_a_user_id_other_than_the_authenticated_one_is_refused(
+    context: dict[str, str], configurable: dict[str, str]
+) -> None:
+    with pytest.raises(UserIdMismatchError, match="other than the one the server authenticated"):
+        resolve_user_id(context, _served("bob", **configurable))
+
+
+def test_the_authenticated_identity_is_the_runs_user() -> None:
+    assert resolve_user_id(None, _served("bob")) == "bob"
+    assert resolve_user_id({"user_id": "bob"}, _served("bob")) == "bob"
+
+
+def test_an_unauthenticated_server_run_names_its_user_as_before() -> None:
+    assert resolve_user_id({"user_id": "alice"}, _served(None)) == "alice"
+    with pytest.raises(MissingUserIdError):
+        resolve_user_id({}, _served(None))
+
+
+def test_a_thread_the_server_keeps_to_the_user_needs_no_wrapped_saver() -> None:
+    require_guarded_checkpointer(_served("bob", owner="bob"))
+
+
+@pytest.mark.parametrize(("identity", "owner"), [("bob", None), ("bob", "alice"), (None, None)])
+def test_a_server_that_does_not_keep_threads_is_told_the_server_fix(
+    identity: str | None, owner: str | None
+) -> None:
+    with pytest.raises(UnguardedCheckpointerError, match=r"protect_threads\(auth\)"):
+        require_guarded_checkpointer(_served(identity, owner=owner))
+
+
+def test_outside_a_server_the_saver_fix_is_named() -> None:
+    config = {"configurable": {"thread_id": "t1", "__pregel_checkpointer": InMemorySaver()}}
+    with pytest.raises(UnguardedCheckpointerError, match=r"memory.checkpointer\(saver\)"):
+        require_guarded_checkpointer(config)  # type: ignore[arg-type]
