@@ -81,7 +81,9 @@ def drive(plan: Plan[_T]) -> _T:
             return done.value  # type: ignore[no-any-return]
         try:
             reply, advance = request.sync(*request.args, **request.kwargs), plan.send
-        except Exception as exc:  # the plan handles it (or re-raises) at its yield
+        # the plan handles it (or re-raises) at its yield; KeyboardInterrupt too, so that
+        # its finally settles what it began
+        except BaseException as exc:
             reply, advance = exc, plan.throw
 
 
@@ -96,7 +98,9 @@ async def adrive(plan: Plan[_T]) -> _T:
             return done.value  # type: ignore[no-any-return]
         try:
             reply, advance = await request.aio(*request.args, **request.kwargs), plan.send
-        except Exception as exc:
+        # CancelledError too: a cancelled summarization left its queue entry unsettled,
+        # its finally never run; thrown in, the plan's finally runs and it re-raises
+        except BaseException as exc:
             reply, advance = exc, plan.throw
 
 

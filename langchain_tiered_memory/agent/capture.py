@@ -26,6 +26,7 @@ Many models, capable ones included, answer "Nice to meet you, Alice!" without ca
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
@@ -261,8 +262,8 @@ class AfterTurnCapture:
         thread_id: str | None,
         config: RunnableConfig | None = None,
     ) -> dict[str, str]:
-        """Async :meth:`run`."""
-        human, called = self._plan(messages)
+        """Async :meth:`run` (reading the message runs in a worker thread: CPU work)."""
+        human, called = await asyncio.to_thread(self._plan, messages)
         if human is None:
             return {}
         response = None
@@ -271,7 +272,7 @@ class AfterTurnCapture:
                 response = await self.model.ainvoke(self._prompt(human), config)
             except Exception:
                 logger.warning("after-turn tag extraction failed", exc_info=True)
-        values = self._proposed(response, human, called)
+        values = await asyncio.to_thread(self._proposed, response, human, called)
         if not values:
             return {}
         values = self._store_plan(values, human, await self.memory.aget_user_tags(user_id))

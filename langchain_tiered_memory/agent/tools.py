@@ -15,6 +15,7 @@ with no conversation, it records what it is given.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -189,7 +190,9 @@ class UserTagTool(BaseTool):
         text = _turn_text(runtime)
         try:
             if text is not None:
-                values = _ungrounded(text, values, await self.memory.aget_user_tags(user_id))
+                stored_tags = await self.memory.aget_user_tags(user_id)
+                # reading a long message is CPU work: off the event loop
+                values = await asyncio.to_thread(_ungrounded, text, values, stored_tags)
             stored = await self.memory.aset_user_tags(user_id, values, thread_id=thread_of(config))
         except InvalidTagError as exc:
             raise ToolException(f"NOT RECORDED: nothing was stored: {exc}") from exc

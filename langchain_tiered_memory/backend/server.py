@@ -205,7 +205,11 @@ class EmbeddedRedis:
         # Serializes start, attach, revive and stop across processes on this data dir.
         # Held only for short steps (never while waiting on a busy server), and waited
         # for until the caller's deadline, not forever.
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # private, as a database's data dir is: the append-only and snapshot files hold
+        # every user's memory (another local account read a stored PIN from them)
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.data_dir.stat().st_uid == os.getuid():
+            self.data_dir.chmod(0o700)
         fd = self._lock_file(START_LOCK)
         try:
             while True:
@@ -356,7 +360,7 @@ class EmbeddedRedis:
             # that acknowledged writes reach disk, and must not get the app's Ctrl-C.
             # Errors before the server opens its log file (a bad config, a bad append-only
             # file on some versions) go to stderr: into the same log.
-            with open(log, "ab") as early:
+            with open(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as early:
                 self._proc = subprocess.Popen(
                     args,
                     stdin=subprocess.DEVNULL,
@@ -364,6 +368,7 @@ class EmbeddedRedis:
                     stderr=early,
                     start_new_session=True,
                     pass_fds=(lock_fd,),
+                    umask=0o077,  # its files (AOF, RDB, log) readable by this account only
                 )
         finally:
             os.close(lock_fd)

@@ -660,3 +660,23 @@ def test_a_server_with_an_owner_or_a_client_left_keeps_running(data_dir: Path) -
     client.close()
     _wait_no_server(data_dir)
     assert _server_pids(data_dir) == []
+
+
+def test_the_data_dir_and_its_files_are_private(tmp_path: Path) -> None:
+    """Issue 66 item 13: the data dir was 0755 and the AOF/RDB files 0644; another local
+    account read a stored PIN from them. Now 0700 and 0600, an existing 0755 dir too."""
+    import stat
+
+    from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir(mode=0o755)
+    data_dir.chmod(0o755)
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
+        memory.set_user_tags("ann", {"name": "Ann"})
+        memory.server.compact()  # the AOF rewritten, a snapshot written
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    files = [p for p in data_dir.rglob("*") if p.is_file()]
+    assert any(p.suffix in (".aof", ".rdb") or "appendonly" in p.name for p in files)
+    loose = {str(p.relative_to(data_dir)): oct(stat.S_IMODE(p.stat().st_mode)) for p in files}
+    assert all(mode == "0o600" for mode in loose.values()), loose

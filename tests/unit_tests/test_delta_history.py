@@ -71,6 +71,7 @@ def test_a_fork_from_an_old_checkpoint_walks_its_own_parents(
     config = turns(embedded_memory, saver, "forked", 6)
     history = list(saver.list(config))
     old = history[len(history) // 2].config
+    old = {**old, "configurable": {**old["configurable"], "user_id": "u"}}  # the owner's edit
     graph = create_memory_graph(
         ScriptedChatModel(replies=["fork"]), memory=embedded_memory, checkpointer=saver
     )

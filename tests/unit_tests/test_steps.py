@@ -96,3 +96,47 @@ def test_every_step_is_made_by_call_whose_arguments_are_type_checked() -> None:
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Step":
                 raw.append(f"{path.relative_to(package)}:{node.lineno}")
     assert raw == []
+
+
+async def test_a_cancelled_plan_runs_its_finally_and_stays_cancelled() -> None:
+    """Issue 66 item 15: ``adrive`` caught ``Exception`` only, so a cancelled plan never
+    ran its ``finally`` (a summarization's queue entry stayed unsettled)."""
+    settled: list[str] = []
+    started = asyncio.Event()
+
+    async def slow() -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    async def settle() -> None:
+        settled.append("settled")
+
+    def plan() -> Any:
+        try:
+            yield call(lambda: None, slow)
+        finally:
+            yield call(lambda: None, settle)
+
+    task = asyncio.create_task(adrive(plan()))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert settled == ["settled"]
+
+
+def test_an_interrupted_sync_plan_runs_its_finally() -> None:
+    settled: list[str] = []
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    def plan() -> Any:
+        try:
+            yield call(interrupted, interrupted)
+        finally:
+            yield call(lambda: settled.append("settled"), lambda: None)
+
+    with pytest.raises(KeyboardInterrupt):
+        drive(plan())
+    assert settled == ["settled"]

@@ -336,7 +336,8 @@ def test_turns_after_the_thread_is_cleared_are_saved(memory: TieredMemory) -> No
     for i in range(1, 5):
         graph.invoke({"messages": [HumanMessage(f"q{i}")]}, cfg("t"), context=ctx)
         if i == 2:
-            graph.update_state(cfg("t"), {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)]})
+            owner = {"configurable": {"thread_id": "t", "user_id": "u"}}  # the owner's edit
+            graph.update_state(owner, {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)]})
     saved = [m.text for m in memory.load_context("u", max=100)]
     assert saved == ["q1", "r1", "q2", "r2", "q3", "r3", "q4", "r4"]
 

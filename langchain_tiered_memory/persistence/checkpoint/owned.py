@@ -34,9 +34,11 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
+from langchain_tiered_memory._ids import validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
+from langchain_tiered_memory.errors import MissingUserIdError
 
-__all__ = ["OwnedSaver", "ThreadOwners", "admission", "is_guarded", "run_of"]
+__all__ = ["OwnedSaver", "ThreadOwners", "admission", "check_update", "is_guarded", "run_of"]
 
 # LangGraph puts the run's Runtime (with its context) in the config under this key
 _RUNTIME = "__pregel_runtime"
@@ -54,21 +56,54 @@ class ThreadOwners(Protocol):
 def run_of(config: RunnableConfig | None) -> tuple[str, str] | None:
     """``(user, thread)`` of a read that a run of a named user makes on a thread's root
     namespace (a subgraph's reads share its parent's thread, checked at the parent's);
-    ``None`` when the config names no user or no thread.
+    ``None`` when the config names no thread, or no user outside a run (the app reading
+    its threads: ``get_state``, ``list``).
+
+    Raises:
+        MissingUserIdError: a run (its config carries LangGraph's ``Runtime``) on a thread
+            names no usable user: refused here, before LangGraph writes the run's input
+            into the thread (a guest's message reached the owner's next turn).
     """
     configurable = (config or {}).get("configurable") or {}
     thread = configurable.get("thread_id")
     if configurable.get("checkpoint_ns") or thread is None:
         return None
-    context = getattr(configurable.get(_RUNTIME), "context", None)
+    runtime = configurable.get(_RUNTIME)
+    context = getattr(runtime, "context", None)
     if isinstance(context, Mapping):
         user = context.get("user_id")
     else:
         user = getattr(context, "user_id", None)
     user = configurable.get("user_id") if user is None else user
+    if runtime is not None and user is not None:
+        user = validate_user_id(user)  # "" or a non-string: the load's own error, here first
     if not isinstance(user, str) or not user:
+        if runtime is not None:
+            raise MissingUserIdError(
+                f"a run on thread {str(thread)[:64]!r} names no user: nothing was written. "
+                "Pass context={'user_id': ...} (or config={'configurable': {'user_id': "
+                "...}}) with every run on a thread."
+            )
         return None
     return user, str(thread)
+
+
+def check_update(config: RunnableConfig, metadata: CheckpointMetadata) -> None:
+    """Refuse an ``update_state`` write (``metadata["source"] == "update"``) on a thread
+    that names no user: the app's edit must be the owner's (its read was admitted as
+    theirs), never a write anyone's config can make into the owner's thread.
+
+    Raises:
+        MissingUserIdError: the update names no usable user.
+    """
+    configurable = config.get("configurable") or {}
+    if metadata.get("source") != "update" or configurable.get("checkpoint_ns"):
+        return
+    if run_of(config) is None and configurable.get("thread_id") is not None:
+        raise MissingUserIdError(
+            "update_state on a thread names no user: nothing was written. Pass "
+            "config={'configurable': {'thread_id': ..., 'user_id': <the thread's owner>}}."
+        )
 
 
 def admission(
@@ -180,7 +215,8 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """The saver's ``put``."""
+        """The saver's ``put`` (an ``update_state`` must name its user: :func:`check_update`)."""
+        check_update(config, metadata)
         return self.saver.put(config, checkpoint, metadata, new_versions)
 
     async def aput(
@@ -191,6 +227,7 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Async :meth:`put`."""
+        check_update(config, metadata)
         return await self.saver.aput(config, checkpoint, metadata, new_versions)
 
     def put_writes(

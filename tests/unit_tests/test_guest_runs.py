@@ -1,0 +1,75 @@
+"""A run or a write that names no user (issue 66 item 7): refused at the checkpointer's
+first read or at the write, before LangGraph puts anything into the thread, on every saver
+the memory guards and through both doors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_tiered_memory import TieredMemory, TieredMemoryMiddleware, create_memory_graph
+from langchain_tiered_memory.errors import InvalidUserIdError, MissingUserIdError
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+
+def _saver(memory: TieredMemory, kind: str) -> Any:
+    return memory.checkpointer() if kind == "redis" else memory.checkpointer(InMemorySaver())
+
+
+def _agent(memory: TieredMemory, door: str, saver: Any) -> Any:
+    model = ScriptedChatModel(replies=["Hello!"])
+    if door == "graph":
+        return create_memory_graph(model, memory=memory, checkpointer=saver)
+    return create_agent(
+        model, tools=[], middleware=[TieredMemoryMiddleware(memory)], checkpointer=saver
+    )
+
+
+def _texts(agent: Any, thread: str) -> list[str]:
+    state = agent.get_state({"configurable": {"thread_id": thread}})
+    return [m.text for m in state.values.get("messages", [])]
+
+
+@pytest.mark.parametrize("kind", ["redis", "wrapped"])
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+@pytest.mark.parametrize("context", [None, {}, {"user_id": ""}, {"user": "guest"}])
+def test_a_run_that_names_no_user_writes_nothing(
+    embedded_memory: TieredMemory, kind: str, door: str, context: Any
+) -> None:
+    memory = embedded_memory
+    agent = _agent(memory, door, _saver(memory, kind))
+    config = {"configurable": {"thread_id": "t1"}}
+    agent.invoke({"messages": [HumanMessage("I'm Ann.")]}, config, context={"user_id": "ann"})
+    before = _texts(agent, "t1")
+    with pytest.raises((MissingUserIdError, InvalidUserIdError)):
+        agent.invoke({"messages": [HumanMessage("a guest's words")]}, config, context=context)
+    assert _texts(agent, "t1") == before  # nothing of the guest's in the owner's thread
+    assert "a guest's words" not in [m.text for m in memory.load_context("ann", max=50)]
+    # an unused thread id: the guest's refused run does not lock its rightful user out
+    fresh = {"configurable": {"thread_id": "t-new"}}
+    with pytest.raises((MissingUserIdError, InvalidUserIdError)):
+        agent.invoke({"messages": [HumanMessage("hi")]}, fresh, context=context)
+    agent.invoke({"messages": [HumanMessage("Hi, it's Ann.")]}, fresh, context={"user_id": "ann"})
+    assert _texts(agent, "t-new")[0] == "Hi, it's Ann."
+
+
+@pytest.mark.parametrize("kind", ["redis", "wrapped"])
+def test_an_update_that_names_no_user_writes_nothing(
+    embedded_memory: TieredMemory, kind: str
+) -> None:
+    memory = embedded_memory
+    agent = _agent(memory, "graph", _saver(memory, kind))
+    config = {"configurable": {"thread_id": "t1"}}
+    agent.invoke({"messages": [HumanMessage("I'm Ann.")]}, config, context={"user_id": "ann"})
+    before = _texts(agent, "t1")
+    with pytest.raises(MissingUserIdError, match="update_state"):
+        agent.update_state(config, {"messages": [HumanMessage("injected")]})
+    assert _texts(agent, "t1") == before
+    # the owner's edit is written
+    owner = {"configurable": {"thread_id": "t1", "user_id": "ann"}}
+    agent.update_state(owner, {"messages": [HumanMessage("edited by Ann")]})
+    assert _texts(agent, "t1")[-1] == "edited by Ann"
