@@ -87,6 +87,13 @@ def _common_options(*, top_level: bool) -> argparse.ArgumentParser:
         "default: $REDIS_URL, else the embedded Redis in --data-dir",
     )
     group.add_argument(
+        "--key-prefix",
+        metavar="PREFIX",
+        default=unset,
+        help="the memory's key prefix, for an app's memory made with key_prefix=; "
+        "default: $TIERED_MEMORY_KEY_PREFIX, else the package's",
+    )
+    group.add_argument(
         "--data-dir",
         metavar="DIR",
         type=Path,

@@ -159,6 +159,18 @@ def _serve_stdio(server: Any, memory: Any) -> None:
             signal.signal(sig, handler)
 
 
+def _one_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once: a token named twice (the last one
+    would win: Alice's token acting as Bob) is refused.
+    """
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"the token {key[:4]}... is given twice; give each token once")
+        seen[key] = value
+    return seen
+
+
 def _mcp_tokens(args: argparse.Namespace) -> dict[str, str]:
     """``--tokens FILE`` ({token: user} as JSON) for HTTP; a bind beyond loopback needs it."""
     from langchain_tiered_memory.console.security import is_loopback
@@ -177,7 +189,9 @@ def _mcp_tokens(args: argparse.Namespace) -> dict[str, str]:
     if args.user is not None:
         raise InvalidArgumentError("give --user or --tokens, not both.")
     try:
-        tokens = json.loads(Path(args.tokens).read_text(encoding="utf-8"))
+        tokens = json.loads(
+            Path(args.tokens).read_text(encoding="utf-8"), object_pairs_hook=_one_each
+        )
     except (OSError, ValueError) as exc:
         raise InvalidArgumentError(f"--tokens {args.tokens}: {exc}") from exc
     if not isinstance(tokens, dict) or not all(

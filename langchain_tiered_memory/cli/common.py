@@ -58,6 +58,7 @@ def open_memory(args: argparse.Namespace) -> Any:
         redis_url=args.redis_url,
         data_dir=data_dir_of(args),
         embeddings=embeddings_for(args.embeddings),
+        key_prefix=getattr(args, "key_prefix", None),
     )
 
 

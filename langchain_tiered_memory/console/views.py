@@ -53,6 +53,9 @@ _ITEM_FIELDS = {
 _RECALL_FIELDS = {"score", "similarity", "score_parts", "ranks"}
 
 
+_STORE_PAGE = 500
+
+
 def store_users(memory: TieredMemory) -> list[str]:
     """The users whose memory is in a LangGraph store the memory knows (LangMem's
     ``("memories", user)`` layout, or the templates an app attached), and maybe nowhere
@@ -63,10 +66,13 @@ def store_users(memory: TieredMemory) -> list[str]:
         for template in templates:
             if "{user_id}" not in template:
                 continue
-            at = template.index("{user_id}")
-            for namespace in store.list_namespaces(prefix=template[:at], max_depth=at + 1):
-                if len(namespace) > at:
-                    found.add(namespace[at])
+            at, offset = template.index("{user_id}"), 0
+            # every page: LangGraph's default limit of 100 hid the 101st user
+            while page := store.list_namespaces(
+                prefix=template[:at], max_depth=at + 1, limit=_STORE_PAGE, offset=offset
+            ):
+                found.update(namespace[at] for namespace in page if len(namespace) > at)
+                offset += len(page)
     return sorted(found)
 
 

@@ -27,7 +27,7 @@ from langchain_tiered_memory.cli.demo import fake_demo_model, prompt_tags
 from langchain_tiered_memory.cli.render import position_range
 from langchain_tiered_memory.persistence.checkpoint import RedisSaver
 
-COMMON = ("--redis-url", "--data-dir", "--model", "--embeddings")
+COMMON = ("--redis-url", "--key-prefix", "--data-dir", "--model", "--embeddings")
 SUBCOMMAND_OPTIONS = {
     "chat": ("--user", "--thread", "--show-prompt"),
     "demo": ("--user", "--keep"),
@@ -707,3 +707,31 @@ def test_what_a_user_says_in_one_chat_is_known_in_the_next(
     code, out, err = run_cli(capsys, *args, "--show-prompt", stdin=f"{asked}\n")
     assert code == 0, err
     assert fact in out.split("assistant>")[0]  # in the memory section before the answer
+
+
+def test_a_memory_with_a_key_prefix_of_its_own_is_reached(
+    capsys: pytest.CaptureFixture[str], data_dir: Path
+) -> None:
+    """Issue 66 item 16: an app's memory made with key_prefix= could not be inspected or
+    erased by the CLI (no flag, no variable)."""
+    with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings(), key_prefix="app") as m:
+        m.set_user_tags("alice", {"name": "Alice"})
+    code, out, err = run_cli(capsys, "export", "--user", "alice", *opts(data_dir))
+    assert code == 0, err
+    assert json.loads(out)["tags"] == {}  # the package's own prefix holds nothing of hers
+    code, out, err = run_cli(
+        capsys, "export", "--user", "alice", "--key-prefix", "app", *opts(data_dir)
+    )
+    assert code == 0, err
+    assert json.loads(out)["tags"] == {"name": "Alice"}
+
+
+def test_mcp_tokens_naming_a_token_twice_are_refused(
+    capsys: pytest.CaptureFixture[str], data_dir: Path, tmp_path: Path
+) -> None:
+    """Issue 66 item 16: the last of two entries won (Alice's token acted as Bob)."""
+    tokens = tmp_path / "tokens.json"
+    token = "t" * 32
+    tokens.write_text(f'{{"{token}": "alice", "{token}": "bob"}}')
+    code, _, err = run_cli(capsys, "mcp", "--http", "--tokens", str(tokens), *opts(data_dir))
+    assert code != 0 and "given twice" in err

@@ -346,3 +346,18 @@ def test_the_history_count_is_what_is_kept_after_a_thread_is_forgotten(
     page = _client(memory).get("/user?u=ann").text
     assert "2 kept of 4 written" in " ".join(page.split())
     assert "drop one" not in page and "keep two" in page
+
+
+def test_every_store_only_user_is_listed_past_langgraphs_page_of_100(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Issue 66 item 16: one list_namespaces call at LangGraph's default limit of 100: the
+    101st user was neither listed nor found."""
+    from langchain_tiered_memory.console.views import store_users
+
+    store = embedded_memory.store()
+    for i in range(105):
+        store.put(("memories", f"u{i:03d}"), "m", {"content": f"note {i}"})
+    assert store_users(embedded_memory) == [f"u{i:03d}" for i in range(105)]
+    page = _client(embedded_memory).get("/user?u=u104").text
+    assert 'id="store-items"' in page and "No memory" not in page
