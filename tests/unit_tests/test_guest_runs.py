@@ -73,3 +73,36 @@ def test_an_update_that_names_no_user_writes_nothing(
     owner = {"configurable": {"thread_id": "t1", "user_id": "ann"}}
     agent.update_state(owner, {"messages": [HumanMessage("edited by Ann")]})
     assert _texts(agent, "t1")[-1] == "edited by Ann"
+
+
+@pytest.mark.parametrize("kind", ["redis", "wrapped"])
+async def test_a_copied_thread_is_its_sources_owners(
+    embedded_memory: TieredMemory, kind: str
+) -> None:
+    """Issue 66 item 5: copy_thread through the guarded saver (the server's threads.copy
+    calls it) wrote no owner record: the owner's reads of the copy were refused and her
+    erasure missed it (her PIN survived in the copy)."""
+    from langchain_tiered_memory.errors import ThreadOwnershipError
+    from langchain_tiered_memory.persistence.checkpoint import RedisSaver
+
+    memory = embedded_memory
+    plain = RedisSaver(memory.connection, key_prefix="elsewhere")  # a saver that copies
+    saver = memory.checkpointer() if kind == "redis" else memory.checkpointer(plain)
+    agent = _agent(memory, "graph", saver)
+    ann = {"configurable": {"thread_id": "src"}}
+    agent.invoke({"messages": [HumanMessage("My PIN is 4921.")]}, ann, context={"user_id": "ann"})
+    saver.copy_thread("src", "copy-1")
+    await saver.acopy_thread("src", "copy-2")
+    for copy in ("copy-1", "copy-2"):
+        assert memory.history.thread_record("ann", copy) == ("ann", True)
+        state = agent.get_state({"configurable": {"thread_id": copy, "user_id": "ann"}})
+        assert state.values["messages"][0].text == "My PIN is 4921."
+        with pytest.raises(ThreadOwnershipError):
+            agent.invoke(
+                {"messages": [HumanMessage("hi")]},
+                {"configurable": {"thread_id": copy}},
+                context={"user_id": "bob"},
+            )
+    memory.forget_user("ann")
+    for copy in ("copy-1", "copy-2"):
+        assert saver.get_tuple({"configurable": {"thread_id": copy}}) is None

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
+from langchain_tiered_memory._steps import adrive, drive
 from langchain_tiered_memory.backend.connection import as_text
 from langchain_tiered_memory.backend.keys import escape_id
 from langchain_tiered_memory.persistence.checkpoint.base import DELETE_CHUNK, SEP, BaseRedisSaver
@@ -121,7 +122,11 @@ class SaverMaintenance(BaseRedisSaver):
         self._forget_runs(map(str, run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy every checkpoint and write of a thread into another (merging)."""
+        """Copy every checkpoint and write of a thread into another (merging); with
+        owner checks, the copy is the source's owner's.
+        """
+        if self.thread_owners is not None:
+            drive(self.thread_owners.copied(str(source_thread_id), str(target_thread_id)))
         contents = self._eval(READ_ALL, str(source_thread_id))
         target = str(target_thread_id)
         for run in runs_of(contents[4]):
@@ -131,6 +136,8 @@ class SaverMaintenance(BaseRedisSaver):
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
+        if self.thread_owners is not None:
+            await adrive(self.thread_owners.copied(str(source_thread_id), str(target_thread_id)))
         contents = await self._aeval(READ_ALL, str(source_thread_id))
         target = str(target_thread_id)
         for run in runs_of(contents[4]):

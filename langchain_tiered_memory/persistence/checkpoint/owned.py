@@ -52,6 +52,9 @@ class ThreadOwners(Protocol):
     ) -> Plan[None]:
         """Raise ``ThreadOwnershipError`` unless the user's run may use the thread."""
 
+    def copied(self, source_id: str, target_id: str) -> Plan[None]:
+        """Make the copy of a thread its source's owner's (before the copy is written)."""
+
 
 def run_of(config: RunnableConfig | None) -> tuple[str, str] | None:
     """``(user, thread)`` of a read that a run of a named user makes on a thread's root
@@ -267,11 +270,13 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         await self.saver.adelete_for_runs(run_ids)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """The saver's ``copy_thread``."""
+        """The saver's ``copy_thread``, the copy its source's owner's (recorded first)."""
+        drive(self.owners.copied(str(source_thread_id), str(target_thread_id)))
         self.saver.copy_thread(source_thread_id, target_thread_id)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread`."""
+        await adrive(self.owners.copied(str(source_thread_id), str(target_thread_id)))
         await self.saver.acopy_thread(source_thread_id, target_thread_id)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:

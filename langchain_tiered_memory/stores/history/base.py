@@ -30,6 +30,9 @@ from langchain_tiered_memory.stores.history.codec import (
 
 logger = logging.getLogger(__name__)
 
+# a user id no app gives (a control character): thread_record's owner part is anyone's
+_NOBODY = "\x00owner-lookup"
+
 
 class HistoryStore(ABC):
     """Per-user append-only chat history with absolute message positions.
@@ -108,6 +111,14 @@ class HistoryStore(ABC):
         """
 
     athread_record = threaded(thread_record)
+
+    def thread_owner(self, thread_id: str) -> str | None:
+        """The thread's owner, ``None`` for none (a default from :meth:`thread_record`:
+        a backend need not write it).
+        """
+        return self.thread_record(_NOBODY, thread_id)[0]
+
+    athread_owner = threaded(thread_owner)
 
     @abstractmethod
     def threads(self, user_id: str) -> list[str]:

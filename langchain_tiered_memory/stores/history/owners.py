@@ -79,6 +79,18 @@ class ThreadGuard:
         if owner is None and claim:
             yield call(history.record_thread, history.arecord_thread, user_id, thread_id)
 
+    def copied(self, source_id: str, target_id: str) -> Plan[None]:
+        """The plan that makes a copy of a thread its source's owner's, before the copy is
+        written (LangGraph's ``copy_thread``, the server's ``threads.copy``): the copy
+        holds the owner's conversation, so their reads reach it and their erasure finds
+        it. A target another user owns is refused; a source with no owner (shared
+        threads) leaves the copy with none.
+        """
+        history = self.history
+        owner = yield call(history.thread_owner, history.athread_owner, source_id)
+        if owner is not None:
+            yield call(history.record_thread, history.arecord_thread, owner, target_id)
+
     def check_thread(self, user_id: str, thread_id: str) -> None:
         """Raise :class:`ThreadOwnershipError` if another user owns the thread (a read)."""
         owner, _ = self.history.thread_record(user_id, thread_id)
