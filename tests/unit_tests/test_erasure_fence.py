@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from support import MemoryFactory, all_keys
 
 from langchain_tiered_memory import TieredMemory
+from langchain_tiered_memory.backend.keys import escape_user_id
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
@@ -74,6 +75,11 @@ def test_forget_user_during_a_summarization_stays_forgotten(memory_factory: Memo
     if memory.redis_url is not None:
         assert _user_keys(memory, "ana") == set()
         assert _user_keys(memory, "bob")  # the other user is untouched
+        # nor is she put back in the console's directory (issue 66 item 11)
+        keys = memory.history.keys  # type: ignore[attr-defined]
+        client = memory.connection.sync  # type: ignore[union-attr]
+        assert client.zscore(keys.directory_key(), escape_user_id("ana")) is None
+        assert client.zscore(keys.directory_key(), escape_user_id("bob")) is not None
     # the user's memory works again from nothing
     memory.add_session_log("ana", [HumanMessage("Hello again, I moved to Rome."), AIMessage("Hi.")])
     again = ScriptedChatModel(replies=[AIMessage("- The user moved to Rome.")])

@@ -230,9 +230,13 @@ class RedisSummaryStore(SummaryStore):
         conn = self.connection
         with conn.errors():  # a step's error is raised here, at its yield
             result = yield call(conn.eval, conn.aeval, scripts.ADD, 3, *keys, *args)
-            if keep:  # the console directory's entry (an app may add items to a new user)
+        # raises for a write the script refused (an erasure meanwhile: the fence), before
+        # the directory hears of the user: nothing of an erased user is written after it
+        ids = self._add_result(result, len(keep))
+        if keep:  # the console directory's entry (an app may add items to a new user)
+            with conn.errors():
                 yield call(conn.run, conn.arun, activity_call(self.keys, user_id, time.time()))
-        return self._add_result(result, len(keep))
+        return ids
 
     aadd = add.aio
 
