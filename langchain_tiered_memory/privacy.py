@@ -180,15 +180,15 @@ def _forget_user_plan(
     found: list[list[Item]] = []
     for store, templates in stores:
         items: list[Item] = []
-        if _generic(store):
-            items = yield from _store_items(store, _user_prefixes(user_id, templates))
+        if _generic(store) or _overlapping(user_id, templates):
+            items = yield from _store_items(store, user_id, templates)
         found.append(items)
     for saver in savers:
         for thread_id in threads:
             yield call(saver.delete_thread, saver.adelete_thread, thread_id)
     store_items = 0
     for (store, templates), items in zip(stores, found, strict=True):
-        if isinstance(store, RedisStore):
+        if isinstance(store, RedisStore) and not _overlapping(user_id, templates):
             for prefix in _user_prefixes(user_id, templates):
                 store_items += yield call(store.purge, store.apurge, prefix)
         elif items:
@@ -281,7 +281,7 @@ def _export_plan(
     if stores:
         extra["store"] = []
         for store, templates in stores:
-            items = yield from _store_items(store, _user_prefixes(user_id, templates))
+            items = yield from _store_items(store, user_id, templates)
             extra["store"] += [_jsonable(i.dict()) for i in items]
     summaries = yield call(tiers.summaries.get_all, tiers.summaries.aget_all, user_id)
     return {
@@ -372,10 +372,50 @@ def _generic(store: BaseStore | None) -> TypeGuard[BaseStore]:
     return store is not None and not isinstance(store, RedisStore)
 
 
-def _store_items(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> Plan[list[Item]]:
-    """Every item of every store namespace under one of the user's prefixes."""
+def _read_as_another(
+    namespace: tuple[str, ...], user_id: str, templates: Sequence[tuple[str, ...]]
+) -> bool:
+    """Whether the template that reads ``namespace`` (of those that match it, the one
+    with the longest fixed head: the most specific) reads it as another user's. With the
+    layouts ``("{user_id}",)`` and ``("memories", "{user_id}")`` declared, the user
+    "memories" has the prefix ``("memories",)``, under which ``("memories", "alice")`` is
+    alice's.
+    """
+    best = -1
+    owner = None
+    for template in templates:
+        if "{user_id}" not in template:
+            continue
+        at = template.index("{user_id}")
+        if at > best and len(namespace) > at and namespace[:at] == template[:at]:
+            best, owner = at, namespace[at]
+    return owner is not None and owner != user_id
+
+
+def _overlapping(user_id: str, templates: Sequence[tuple[str, ...]]) -> bool:
+    """Whether a namespace under one of the user's prefixes may be read as another
+    user's (a prefix of the user's is a head of another template, or longer than it):
+    then the user's namespaces are erased one by one, never by prefix.
+    """
+    heads = [t[: t.index("{user_id}")] for t in templates if "{user_id}" in t]
+    for prefix in _user_prefixes(user_id, templates):
+        for head in heads:
+            n = min(len(prefix), len(head))
+            if prefix[:n] == head[:n] and (
+                len(prefix) <= len(head) or prefix[len(head)] != user_id
+            ):
+                return True
+    return False
+
+
+def _store_items(
+    store: BaseStore, user_id: str, templates: Sequence[tuple[str, ...]]
+) -> Plan[list[Item]]:
+    """Every item of every store namespace under one of the user's prefixes that no
+    template reads as another user's.
+    """
     namespaces: list[tuple[str, ...]] = []
-    for prefix in prefixes:
+    for prefix in _user_prefixes(user_id, templates):
         offset = 0
         while page := (
             yield call(
@@ -386,7 +426,9 @@ def _store_items(store: BaseStore, prefixes: Sequence[tuple[str, ...]]) -> Plan[
                 offset=offset,
             )
         ):
-            namespaces += _under(page, prefix)
+            namespaces += [
+                n for n in _under(page, prefix) if not _read_as_another(n, user_id, templates)
+            ]
             offset += len(page)
     items: list[Item] = []
     for namespace in dict.fromkeys(namespaces):

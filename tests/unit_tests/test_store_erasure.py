@@ -187,3 +187,28 @@ def test_listing_truncates_deduplicates_and_takes_wildcard_prefixes(store: Redis
 def test_the_depth_cap_sees_a_deep_branch_that_is_not_the_last(store: RedisStore) -> None:
     with pytest.raises(ValueError, match="nests deeper"):
         store.put(("a",), "k", {"deep": nested(MAX_VALUE_DEPTH + 5), "flat": 1})
+
+
+@pytest.mark.parametrize("kind", ["redis", "in_memory"])
+def test_a_user_named_like_a_template_reaches_only_their_own_namespaces(
+    embedded_memory: TieredMemory, kind: str
+) -> None:
+    """Issue 66 item 8: with the guide's ("{user_id}",) layout declared beside the default
+    ("memories", "{user_id}"), the user "memories" exported and erased every user's
+    LangMem items. A namespace another template reads as another user's is not theirs."""
+    from langgraph.store.memory import InMemoryStore
+
+    memory = embedded_memory
+    store = memory.store() if kind == "redis" else InMemoryStore()
+    memory.attach(store=store, store_namespaces=[("{user_id}",), ("memories", "{user_id}")])
+    store.put(("memories", "alice"), "a", {"content": "Alice's secret."})
+    store.put(("memories", "bob"), "b", {"content": "Bob's secret."})
+    store.put(("memories",), "own", {"content": "The user 'memories' own note."})
+    store.put(("memories", "memories"), "own2", {"content": "Theirs under the default."})
+    exported = memory.export_user("memories")["store"]
+    assert sorted(i["key"] for i in exported) == ["own", "own2"]
+    memory.forget_user("memories")
+    left = {i.key for ns in (("memories", "alice"), ("memories", "bob")) for i in store.search(ns)}
+    assert left == {"a", "b"}
+    assert store.get(("memories",), "own") is None
+    assert store.get(("memories", "memories"), "own2") is None
