@@ -346,8 +346,11 @@ def create_memory_graph(
     builder.add_conditional_edges(MODEL, _route_after_model, [TOOLS, MODEL, SAVE_MEMORY])
     builder.add_edge(TOOLS, MODEL)
     builder.add_edge(SAVE_MEMORY, END)
-    if checkpointer is not None and not shared_threads:
+    if checkpointer is not None:
         # ownership is checked where LangGraph writes: the saver's first read of a run
-        # (not attached: the app's saver may close before the memory; attach() says so)
-        checkpointer = memory.checkpointer(checkpointer, attach=False)
+        # (not attached: the app's saver may close before the memory; attach() says so);
+        # shared threads: no check, whichever saver it is (the memory's own checks too)
+        checkpointer = memory.checkpointer(
+            checkpointer, attach=False, shared_threads=shared_threads
+        )
     return builder.compile(checkpointer=checkpointer, store=store, name=name)

@@ -329,7 +329,11 @@ class TieredMemory:
 
     @overload
     def checkpointer(
-        self, saver: None = None, *, ttl: CheckpointTTL | None = None
+        self,
+        saver: None = None,
+        *,
+        ttl: CheckpointTTL | None = None,
+        shared_threads: bool = False,
     ) -> RedisSaver: ...
 
     @overload
@@ -339,6 +343,7 @@ class TieredMemory:
         *,
         ttl: CheckpointTTL | None = None,
         attach: bool = True,
+        shared_threads: bool = False,
     ) -> BaseCheckpointSaver[Any]: ...
 
     def checkpointer(
@@ -347,6 +352,7 @@ class TieredMemory:
         *,
         ttl: CheckpointTTL | None = None,
         attach: bool = True,
+        shared_threads: bool = False,
     ) -> BaseCheckpointSaver[Any]:
         """A LangGraph checkpointer that refuses a run on another user's thread at its first
         read, before the run writes anything: the memory's own in its Redis (sharing its
@@ -354,7 +360,9 @@ class TieredMemory:
         keys), or ``saver`` wrapped in the same check and (``attach``) attached: erasure
         reaches it, so it must live as long as the memory (:meth:`attach`). Hand
         ``create_agent`` with the middleware, or an app graph holding the prebuilt one,
-        this and not the bare saver.
+        this and not the bare saver. ``shared_threads=True``: the app's users share
+        threads on purpose (the turns' ``shared_threads``): no owner check, for every
+        saver alike.
 
         Raises:
             ValueError: no ``saver`` and this memory is not on Redis.
@@ -364,11 +372,12 @@ class TieredMemory:
             ...     checkpointer=memory.checkpointer(InMemorySaver()))  # doctest: +SKIP
         """
         if saver is None:
-            return opening.saver(self._redis("checkpointer"), self.history, self._thread_ttl(ttl))
-        guarded = opening.guarded(saver, self.history)
+            saver = opening.saver(self._redis("checkpointer"), self.history, self._thread_ttl(ttl))
+            return opening.shared(saver) if shared_threads else saver
+        checked = opening.shared(saver) if shared_threads else opening.guarded(saver, self.history)
         if attach:
-            self.attach(checkpointer=guarded)
-        return guarded
+            self.attach(checkpointer=checked)
+        return checked
 
     def acheckpointer(self, *, ttl: CheckpointTTL | None = None) -> AsyncRedisSaver:
         """:meth:`checkpointer` as an ``AsyncRedisSaver`` (the same storage, for asyncio apps).

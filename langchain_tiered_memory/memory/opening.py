@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from langchain_tiered_memory.backend.keys import DEFAULT_PREFIX, KeyBuilder, key
 from langchain_tiered_memory.backend.server import EmbeddedRedis
 from langchain_tiered_memory.persistence.checkpoint import (
     AsyncRedisSaver,
+    BaseRedisSaver,
     CheckpointTTL,
     OwnedSaver,
     RedisSaver,
@@ -134,6 +136,20 @@ def saver(
 def guarded(saver: BaseCheckpointSaver[Any], history: HistoryStore) -> BaseCheckpointSaver[Any]:
     """``saver`` checking thread owners in ``history`` at its reads (as is if it does)."""
     return saver if is_guarded(saver) else OwnedSaver(saver, ThreadGuard(history))
+
+
+def shared(saver: BaseCheckpointSaver[Any]) -> BaseCheckpointSaver[Any]:
+    """``saver`` without the owner check, for threads an app's users share on purpose:
+    the wrapped saver of an :class:`OwnedSaver`, a copy of the memory's own saver with no
+    thread owners, any other saver as it is (the turn records threads without owners).
+    """
+    if isinstance(saver, OwnedSaver):
+        return saver.saver
+    if isinstance(saver, BaseRedisSaver) and saver.thread_owners is not None:
+        view = copy.copy(saver)
+        view.thread_owners = None
+        return view
+    return saver
 
 
 def async_saver(

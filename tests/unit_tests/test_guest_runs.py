@@ -106,3 +106,33 @@ async def test_a_copied_thread_is_its_sources_owners(
     memory.forget_user("ann")
     for copy in ("copy-1", "copy-2"):
         assert saver.get_tuple({"configurable": {"thread_id": copy}}) is None
+
+
+@pytest.mark.parametrize("kind", ["redis", "wrapped", "bare"])
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_shared_threads_mean_the_same_on_every_saver(
+    embedded_memory: TieredMemory, kind: str, door: str
+) -> None:
+    """Issue 66 item 12: shared_threads=True worked with InMemorySaver, but the memory's
+    own saver claimed the thread at its first read anyway (bob was refused)."""
+    memory = embedded_memory
+    saver: Any = {
+        "redis": lambda: memory.checkpointer(shared_threads=True),
+        "wrapped": lambda: memory.checkpointer(InMemorySaver(), shared_threads=True),
+        "bare": InMemorySaver,
+    }[kind]()
+    model = ScriptedChatModel(replies=["Hello!"])
+    if door == "graph":
+        if kind == "redis":  # the graph drops the check of a saver given with it
+            saver = memory.checkpointer()
+        agent = create_memory_graph(model, memory=memory, checkpointer=saver, shared_threads=True)
+    else:
+        middleware = TieredMemoryMiddleware(memory, shared_threads=True)
+        agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=saver)
+    config = {"configurable": {"thread_id": "family"}}
+    for user in ("ann", "bob"):
+        agent.invoke(
+            {"messages": [HumanMessage(f"I'm {user}.")]}, config, context={"user_id": user}
+        )
+    assert _texts(agent, "family")[::2] == ["I'm ann.", "I'm bob."]
+    assert memory.history.thread_record("bob", "family") == (None, True)  # nobody's
