@@ -1,12 +1,16 @@
-"""A model-based test of the privacy and ownership guarantees (issue 55): hypothesis drives
-random interleavings of two or three users' turns on shared and private thread ids, tag
-writes, summary items, single deletes and edits, ``forget_thread``, ``forget_user``, TTL
-expiry (time moved on the server, never slept), restarts of the memory and reads from each
-door, on a real embedded server, and checks the invariants after every step:
+"""A model-based test of the privacy and ownership guarantees (issues 55, 66): hypothesis
+drives random interleavings of two or three users' turns on shared and private thread ids
+through every door (the prebuilt graph sync and async on the memory's own saver, the
+middleware on an attached ``InMemorySaver`` whose model calls ``search_memory``), runs that
+name no user, thread copies, tag writes, summary items, single deletes and edits,
+``forget_thread``, ``forget_user``, TTL expiry (time moved on the server, never slept),
+restarts of the memory and reads from each door, on a real embedded server, and checks
+the invariants after every step:
 
 - no user's export, prompt or thread state holds another user's text;
-- after an erasure, a delete or an expiry, no key of the keyspace (SCAN + DUMP) holds the
-  erased text;
+- after an erasure, a delete or an expiry, no key of the keyspace (SCAN + DUMP) and no
+  attached in-process saver holds the erased text; nothing a run with no user sent is
+  held anywhere;
 - no acknowledged turn is lost: each is in its user's history until erased.
 
 The suite runs a bounded number of examples; ``TM_STATE_MACHINE_EXAMPLES=500`` runs more
@@ -15,6 +19,7 @@ The suite runs a bounded number of examples; ``TM_STATE_MACHINE_EXAMPLES=500`` r
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
@@ -22,23 +27,43 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from langchain_core.messages import HumanMessage
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import (
     HashingEmbeddings,
+    MissingUserIdError,
     ThreadOwnershipError,
     TieredMemory,
+    TieredMemoryMiddleware,
     create_memory_graph,
 )
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 USERS = ("ann", "bob", "cyd")
 SHARED = ("room-1", "room-2")  # thread ids several users try
+DOORS = ("graph", "async", "agent")  # agent: the middleware, on an attached InMemorySaver
+
+
+def _reply(prompt: list[BaseMessage]) -> AIMessage:
+    """The model: a turn that says "search" looks its memory up first, then answers."""
+    last = prompt[-1]
+    if isinstance(last, HumanMessage) and "search" in last.text:
+        call = {"name": "search_memory", "args": {"query": "note"}, "id": "s1"}
+        return AIMessage(content="", tool_calls=[call])
+    return AIMessage(content="ok")
+
+
 TTL = 3600  # user_ttl, seconds; expiry is simulated by moving the server's clocks
-EXAMPLES = int(os.environ.get("TM_STATE_MACHINE_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("TM_STATE_MACHINE_EXAMPLES", "10"))
+# the run is bounded by its examples, not by a clock: beside a busy process it may take
+# longer than the suite's default per-test timeout
+pytestmark = pytest.mark.timeout(1800)
 
 
 class MemoryMachine(RuleBasedStateMachine):
@@ -54,6 +79,9 @@ class MemoryMachine(RuleBasedStateMachine):
         self.items: dict[str, dict[str, str]] = {u: {} for u in USERS}  # id -> text
         self.tags: dict[str, list[str]] = {u: [] for u in USERS}  # every value (history)
         self.erased: set[str] = set()  # texts no key may hold any more
+        self.door: dict[str, str] = {}  # thread -> the door (and so the saver) holding it
+        self.copies: dict[str, str] = {}  # copied thread -> its source
+        self.saver = InMemorySaver()  # the app's, attached: lives as long as the process
         self._open()
 
     def _open(self) -> None:
@@ -61,10 +89,16 @@ class MemoryMachine(RuleBasedStateMachine):
         assert self.memory.connection is not None
         self.memory.connection.sync.config_set("rdbcompression", "no")  # DUMP shows text
         self.graph: Any = create_memory_graph(
-            ScriptedChatModel(replies=["ok"]),
+            ScriptedChatModel(replies=[_reply]),
             memory=self.memory,
             checkpointer=self.memory.checkpointer(),
             recall_k=2,
+        )
+        self.agent: Any = create_agent(
+            ScriptedChatModel(replies=[_reply]),
+            tools=[],
+            middleware=[TieredMemoryMiddleware(self.memory)],
+            checkpointer=self.memory.checkpointer(self.saver),
         )
 
     def teardown(self) -> None:
@@ -83,23 +117,65 @@ class MemoryMachine(RuleBasedStateMachine):
     @rule(
         user=st.sampled_from(USERS),
         thread=st.one_of(st.sampled_from(SHARED), st.sampled_from(("own-1", "own-2"))),
+        door=st.sampled_from(DOORS),
+        search=st.booleans(),
     )
-    def turn(self, user: str, thread: str) -> None:
+    def turn(self, user: str, thread: str, door: str, search: bool) -> None:
         if thread.startswith("own"):
             thread = f"{user}-{thread}"
+        door = self.door.get(thread, door)  # a thread stays on the saver it started on
         text = self._token(user)
         config = {"configurable": {"thread_id": thread}}
         owner = self.owner.get(thread, user)
+        said = {"messages": [HumanMessage(f"{'search ' if search else ''}note {text}")]}
         try:
-            self.graph.invoke(
-                {"messages": [HumanMessage(f"note {text}")]}, config, context={"user_id": user}
-            )
+            self._run(door, said, config, {"user_id": user})
         except ThreadOwnershipError:
             assert owner != user, f"{user} refused on their own thread {thread}"
             return
         assert owner == user, f"{user}'s turn ran on {owner}'s thread {thread}"
         self.owner[thread] = user
+        self.door[thread] = door
         self.said[user].setdefault(thread, []).append(text)
+
+    def _run(self, door: str, said: Any, config: Any, context: Any) -> None:
+        if door == "async":
+            asyncio.run(self.graph.ainvoke(said, config, context=context))
+        else:
+            (self.agent if door == "agent" else self.graph).invoke(said, config, context=context)
+
+    @rule(
+        thread=st.one_of(st.sampled_from(SHARED), st.sampled_from(("ann-own-1", "new-1"))),
+        door=st.sampled_from(DOORS),
+        context=st.sampled_from([None, {}, {"user_id": ""}, {"user": "ann"}]),
+    )
+    def guest_run(self, thread: str, door: str, context: Any) -> None:
+        """A run that names no usable user is refused before anything is written."""
+        text = self._token("guest")
+        door = self.door.get(thread, door)
+        config = {"configurable": {"thread_id": thread}}
+        try:
+            self._run(door, {"messages": [HumanMessage(f"note {text}")]}, config, context)
+        except (MissingUserIdError, ValueError):
+            self.erased.add(text)  # held nowhere, ever
+            return
+        raise AssertionError(f"a run with context {context!r} ran on {thread}")
+
+    @precondition(lambda self: any(t in self.owner for t in self.door if self.door[t] != "agent"))
+    @rule(data=st.data())
+    def copy_thread(self, data: st.DataObject) -> None:
+        """LangGraph's copy_thread (the server's threads.copy): the copy is the owner's."""
+        source = data.draw(
+            st.sampled_from(sorted(t for t in self.owner if self.door[t] != "agent"))
+        )
+        self.n += 1
+        target = f"copy-{self.n}"
+        self.memory.checkpointer().copy_thread(source, target)
+        user = self.owner[source]
+        self.owner[target] = user
+        self.door[target] = "graph"
+        self.copies[target] = source
+        self.said[user][target] = []  # its texts are the source's, in its checkpoints
 
     @rule(user=st.sampled_from(USERS))
     def tag_write(self, user: str) -> None:
@@ -138,8 +214,13 @@ class MemoryMachine(RuleBasedStateMachine):
         user = data.draw(st.sampled_from([u for u in USERS if self.said[u]]))
         thread = data.draw(st.sampled_from(sorted(self.said[user])))
         self.memory.forget_thread(user, thread)
-        self._forget_texts(self.said[user].pop(thread))
+        texts = self.said[user].pop(thread)
+        # what a copy of the thread still holds is that copy's, until it is forgotten
+        kept = {t for c, src in self.copies.items() if src == thread for t in texts}
+        self._forget_texts([t for t in texts if t not in kept])
         self.owner.pop(thread, None)  # erasure frees the id
+        self.door.pop(thread, None)
+        self.copies.pop(thread, None)
 
     @rule(user=st.sampled_from(USERS))
     def forget_user(self, user: str) -> None:
@@ -183,6 +264,8 @@ class MemoryMachine(RuleBasedStateMachine):
         self.tags[user] = []
         for thread in [t for t, owner in self.owner.items() if owner == user]:
             del self.owner[thread]
+            self.door.pop(thread, None)
+            self.copies.pop(thread, None)
 
     # ----- invariants -----
 
@@ -199,7 +282,8 @@ class MemoryMachine(RuleBasedStateMachine):
                 assert mark not in prompt, f"{user}'s prompt holds {other}'s text"
             for thread in self.said[user]:
                 config = {"configurable": {"thread_id": thread, "user_id": user}}
-                state = str(self.graph.get_state(config).values)
+                door = self.agent if self.door.get(thread) == "agent" else self.graph
+                state = str(door.get_state(config).values)
                 assert all(f"zq{o}x" not in state for o in USERS if o != user)
 
     @invariant()
@@ -222,6 +306,9 @@ class MemoryMachine(RuleBasedStateMachine):
             dumped = sync.dump(key) or b""
             held = [n for n in needles if n in dumped]
             assert not held, f"{key!r} still holds {held}"
+        in_process = repr(self.saver.storage) + repr(self.saver.writes) + repr(self.saver.blobs)
+        held_here = [t for t in self.erased if t in in_process]
+        assert not held_here, f"the attached InMemorySaver still holds {held_here}"
 
 
 MemoryMachine.TestCase.settings = settings(
