@@ -6,6 +6,8 @@ middleware with a scripted model.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,6 +51,8 @@ def _summary(items: list[str]) -> AIMessage:
 def _items(memory: TieredMemory, user: str = "ann") -> list[str]:
     return [d.page_content for d in memory.summaries.get_all(user)]
 
+
+RECORDED = json.loads((Path(__file__).parent / "data" / "qwen_round4_summaries.json").read_text())
 
 _NOTHING = AIMessage(  # the after-turn extraction: nothing more stated
     content="", tool_calls=[{"name": "user_facts", "args": {"nothing_stated": True}, "id": "x"}]
@@ -332,15 +336,11 @@ def test_summarize_with_nothing_said_asks_no_model_and_stores_nothing(
     memory: TieredMemory, door: str, request_text: str
 ) -> None:
     """On a new thread with nothing unsummarized, the summarizer was shown the request
-    alone and wrote 15-20 facts; 10-14 were stored and reported. Now the summarizer is not
+    alone and wrote 15-20 facts; 10-14 were stored and reported (recorded live: 18 and 15
+    stored, the Chinese user's in English). Now the summarizer is not
     asked, nothing is stored, and the reply says there was nothing new."""
-    invented = _summary(
-        [
-            "The user has a friend named Jack who lives in New York.",
-            "The user works as a software engineer.",
-            "The user's favorite restaurant is The French Laundry.",
-        ]
-    )
+    language = "en" if request_text.startswith("Please") else "zh"
+    invented = _summary(RECORDED[f"summarize-new-{language}"])  # the model's, verbatim
 
     def answer(prompt: list[BaseMessage]) -> AIMessage:
         summarizer = prompt[0].text.startswith(SUMMARY_SYSTEM_PROMPT[:30])
@@ -352,3 +352,17 @@ def test_summarize_with_nothing_said_asks_no_model_and_stores_nothing(
     tool = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert tool[0].text.startswith("Nothing new to summarize")
     assert [b.get("tool_choice") for b in model.bindings].count("SummaryItems") == 0
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_recorded_inventions_beside_true_items_are_dropped(
+    memory: TieredMemory, language: str
+) -> None:
+    """The recorded inventions, when the user did say something: only what they said is
+    kept, whatever the model adds (grounding, not the nothing-said shortcut)."""
+    said = "I live in Lyon and I have a cat named Tom."
+    true = ["The user lives in Lyon.", "The user has a cat named Tom."]
+    memory.add_session_log("ann", [HumanMessage(said), AIMessage("Nice!")])
+    model = ScriptedChatModel(replies=[_summary([*true, *RECORDED[f"summarize-new-{language}"]])])
+    memory.summarize_history("ann", model, reconcile=False)
+    assert sorted(_items(memory)) == sorted(true)
