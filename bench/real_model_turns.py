@@ -25,7 +25,13 @@ summarization, the update step, the after-turn capture). Scenarios:
 - **not-updates**: statements with a change word that change nothing stored (en, zh).
 
 ``--door middleware`` runs the same turns through ``create_agent`` with
-``TieredMemoryMiddleware`` instead of the prebuilt graph.
+``TieredMemoryMiddleware`` instead of the prebuilt graph. ``--table A.json B.json ...``
+prints, for recorded runs, what the issue counts: items stored in a language the user did
+not write (the user wrote only Chinese), items superseded in the not-update scenarios,
+replies that answer nothing (the package's "could not come up with an answer", a reply that
+narrates a memory tool, an empty one), and the package's own model calls per turn (the
+summarizer, the update step, the tag extraction: every call but the reply model's) with
+their seconds. Whether an item was said is a person's reading: every item is printed.
 
 ``--record FILE`` saves every reply of the model per turn (text and tool calls), to replay
 in unit tests with :class:`~langchain_tiered_memory.testing.ScriptedChatModel`.
@@ -241,16 +247,73 @@ def run(args: argparse.Namespace) -> None:
         print(f"recorded to {args.record}", file=sys.stderr)
 
 
+_REPLY_SYSTEM = "You are a helpful assistant"
+_NO_ANSWER = ("could not come up with an answer", "没能给出回答", "call `summarize`")
+
+
+def table(paths: list[str]) -> None:
+    """The counts of each recorded run (see the module docstring), one row a run."""
+    from langchain_tiered_memory.language.registry import language_of
+
+    print(
+        "| run | turns | items | not in the user's language | false supersessions |"
+        " no-answer replies | package calls / turn | their s / turn |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for path in paths:
+        runs = json.loads(Path(path).read_text())
+        turns = items = foreign = false = empty = calls = 0
+        seconds = 0.0
+        for name, rows in runs.items():
+            chinese = name.endswith("-zh")
+            last = rows[-1] if rows else {}
+            items += len(last.get("items", [])) + len(last.get("superseded", []))
+            if chinese:
+                foreign += sum(language_of(i).code != "zh" for i in last.get("items", []))
+            if name.startswith("not-updates"):
+                false += len(last.get("superseded", []))
+            for row in rows:
+                turns += 1
+                reply = row.get("reply", "")
+                empty += not reply.strip() or any(n in reply for n in _NO_ANSWER)
+                own = [
+                    c
+                    for c in row.get("raw", [])
+                    if not c.get("system", "").startswith(_REPLY_SYSTEM)
+                ]
+                calls += len(own)
+                seconds += sum(c.get("s", 0.0) for c in own)
+        print(
+            f"| {Path(path).stem} | {turns} | {items} | {foreign} | {false} | {empty} |"
+            f" {calls / max(turns, 1):.2f} | {seconds / max(turns, 1):.1f} |"
+        )
+    for path in paths:
+        print(f"\n{Path(path).stem}, every item stored (current, then superseded):")
+        for name, rows in json.loads(Path(path).read_text()).items():
+            last = rows[-1] if rows else {}
+            print(
+                f"- {name}: {json.dumps(last.get('items', []), ensure_ascii=False)}; "
+                f"superseded {json.dumps(last.get('superseded', []), ensure_ascii=False)}"
+            )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--base-url", required=True, help="the server's OpenAI API, e.g. .../v1")
+    p.add_argument("--base-url", help="the server's OpenAI API, e.g. .../v1")
+    p.add_argument("--table", nargs="+", metavar="JSON", help="print the counts of recorded runs")
     p.add_argument("--model", default="qwen", help="the model name the server expects")
     p.add_argument("--max-tokens", type=int, default=320)
     p.add_argument("--timeout", type=float, default=900.0)
     p.add_argument("--record", help="save the model's replies per turn to this JSON file")
     p.add_argument("--door", choices=["graph", "middleware"], default="graph")
     p.add_argument("--only", nargs="+", help="run only the scenarios whose name has one of these")
-    run(p.parse_args())
+    args = p.parse_args()
+    if args.table:
+        table(args.table)
+    elif args.base_url:
+        run(args)
+    else:
+        p.error("give --base-url (a live run) or --table (recorded runs)")
 
 
 if __name__ == "__main__":
