@@ -207,7 +207,7 @@ def test_summarize_users_scan_and_pending_across_nodes(
         assert 0 < len(docs) <= length
         assert len({d.page_content for d in docs}) == len(docs)
     hit = memory.recall_summaries(users[2], "msg w2 s1 p0", n=1)
-    assert hit[0].page_content == "Remembered: msg w2 s1 p0 of 3"
+    assert hit[0].page_content == "remembered: msg w2 s1 p0 of 3"
     for user in users:
         memory.forget_user(user)
     assert memory.history.users() == []

@@ -537,7 +537,7 @@ def _check_retention(
         message = appended[pos]
         if isinstance(message, ToolMessage) or not message.content:
             continue
-        key = f"Remembered: {message.content}"
+        key = f"remembered: {message.content}"
         meta = items.pop(key) if isinstance(message, HumanMessage) else items.pop(key, None)
         if meta is not None:
             assert meta["source_start"] <= pos < meta["source_end"] <= watermark

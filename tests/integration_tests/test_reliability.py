@@ -148,7 +148,7 @@ def assert_summaries_tile_history(memory: TieredMemory, user: str) -> int:
     by_text = {d.page_content: d.metadata for d in docs}
     humans = 0
     for pos, message in enumerate(messages):
-        meta = by_text.get(f"Remembered: {message.content}")
+        meta = by_text.get(f"remembered: {message.content}")
         if isinstance(message, HumanMessage):
             humans += 1
             assert meta is not None, f"message {pos} ({message.content!r}) has no item"

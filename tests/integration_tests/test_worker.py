@@ -1,6 +1,6 @@
 """The summarization queue on Redis Streams and its workers, on real servers.
 
-The echo summarizer stores one item per message ("Remembered: <text>"), so "summarized
+The echo summarizer stores one item per message ("remembered: <text>"), so "summarized
 exactly once" is checkable: every message has exactly one item, and none has two.
 """
 
@@ -56,8 +56,8 @@ def _assert_each_message_summarized_once(
 ) -> None:
     for user in users:
         texts = Counter(d.page_content for d in memory.summaries.get_all(user))
-        wanted = {f"Remembered: {user} says {t}" for t in range(turns)}
-        assert {t for t in texts if t.startswith(f"Remembered: {user} says")} == wanted, user
+        wanted = {f"remembered: {user} says {t}" for t in range(turns)}
+        assert {t for t in texts if t.startswith(f"remembered: {user} says")} == wanted, user
         assert max(texts.values()) == 1, f"{user} summarized twice: {texts.most_common(2)}"
         assert memory.summaries.get_watermark(user) == memory.history.length(user)
 

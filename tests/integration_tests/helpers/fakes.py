@@ -22,14 +22,15 @@ _TURN = re.compile(r"^msg w(\d+) s(\d+) p(\d+) of (\d+)$")
 
 def _echo(messages: list[BaseMessage]) -> AIMessage:
     request = str(messages[-1].content)
-    return AIMessage("\n".join(f"- Remembered: {line}" for line in _LINE.findall(request)))
+    return AIMessage("\n".join(f"- remembered: {line}" for line in _LINE.findall(request)))
 
 
 def EchoSummarizer() -> ScriptedChatModel:  # noqa: N802 - used like the class it was
     """A summarizer answering with one bullet per conversation line.
 
-    The item for a message with content ``C`` is ``"Remembered: C"``, so a test can tell
-    exactly which message every stored item came from.
+    The item for a message with content ``C`` is ``"remembered: C"`` (no word capitalised:
+    a capitalised word the user never said is a name, and the package stores none), so a
+    test can tell exactly which message every stored item came from.
     """
     return ScriptedChatModel(replies=[_echo])
 
