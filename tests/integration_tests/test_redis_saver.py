@@ -166,7 +166,8 @@ def test_async_graph_on_the_memory_connection(server_url: str, key_prefix: str) 
         )
         async with memory:
             graph = approval_graph(memory.acheckpointer())
-            config: RunnableConfig = {"configurable": {"thread_id": "async-1"}}
+            # a run on the memory's saver names its user: every thread there is a user's
+            config: RunnableConfig = {"configurable": {"thread_id": "async-1", "user_id": "ann"}}
             await graph.ainvoke({"log": []}, config)
             result = await graph.ainvoke(Command(resume="ok"), config)
             return list(result["log"])
@@ -391,7 +392,7 @@ def test_async_calls_never_block_the_event_loop(server_url: str, key_prefix: str
                     if not name.startswith(("socket.", "ssl.", "time.sleep")):
                         function.deactivate()
                 graph = approval_graph(memory.acheckpointer())
-                config: RunnableConfig = {"configurable": {"thread_id": "bb"}}
+                config: RunnableConfig = {"configurable": {"thread_id": "bb", "user_id": "ann"}}
                 await graph.ainvoke({"log": []}, config)
                 done = await graph.ainvoke(Command(resume="ok"), config)
                 await memory.aset_user_tags("alice", {"name": "Alice"})
@@ -484,7 +485,7 @@ def test_memory_and_saver_over_tls(tmp_path: Path, key_prefix: str) -> None:
         with memory:
             memory.set_user_tags("alice", {"name": "Alice"})
             graph = approval_graph(memory.checkpointer())
-            config: RunnableConfig = {"configurable": {"thread_id": "tls"}}
+            config: RunnableConfig = {"configurable": {"thread_id": "tls", "user_id": "ann"}}
             graph.invoke({"log": []}, config)
             assert graph.invoke(Command(resume="ok"), config)["log"][-1] == "inner"
 
