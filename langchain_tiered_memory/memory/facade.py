@@ -362,7 +362,9 @@ class TieredMemory:
         ``create_agent`` with the middleware, or an app graph holding the prebuilt one,
         this and not the bare saver. ``shared_threads=True``: the app's users share
         threads on purpose (the turns' ``shared_threads``): no owner check, for every
-        saver alike.
+        saver alike. Otherwise every thread on it is a user's: a graph run (or an
+        ``update_state``) on it that names no user (``context={"user_id": ...}`` or
+        ``configurable["user_id"]``) is refused before anything is written.
 
         Raises:
             ValueError: no ``saver`` and this memory is not on Redis.
