@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import TieredMemory, TieredMemoryMiddleware, create_memory_graph
@@ -136,3 +136,47 @@ def test_shared_threads_mean_the_same_on_every_saver(
         )
     assert _texts(agent, "family")[::2] == ["I'm ann.", "I'm bob."]
     assert memory.history.thread_record("bob", "family") == (None, True)  # nobody's
+
+
+def test_a_message_two_runs_carry_is_stored_once(memory: TieredMemory) -> None:
+    """Issue 66 item 10, the store's rule: concurrent runs on one thread each carry the
+    other's input at another thread position; a message id the thread stored lately is
+    not stored again, wherever it stands (a fork's new ids still are)."""
+    h1, a1, h2, a2 = (
+        HumanMessage("q1", id="h1"),
+        AIMessage("r1", id="a1"),
+        HumanMessage("q2", id="h2"),
+        AIMessage("r2", id="a2"),
+    )
+    memory.add_session_log("ann", [h1, a1], thread_id="t", thread_position=0)
+    # the second run read the thread before the first saved: it carries h1 at position 1
+    memory.add_session_log("ann", [h2, h1, a2], thread_id="t", thread_position=0)
+    assert [m.id for m in memory.load_context("ann", max=10)] == ["h1", "a1", "h2", "a2"]
+
+
+def test_concurrent_turns_on_one_thread_store_each_message_once(memory: TieredMemory) -> None:
+    """Issue 66 item 10, the door: 5 runs at once on one thread, 10 turns each: a message
+    was stored twice in 4 of 5 runs (51-55 messages for 50 turns)."""
+    import threading
+    from collections import Counter
+
+    saver = memory.checkpointer(InMemorySaver())
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=saver
+    )
+    config = {"configurable": {"thread_id": "t"}}
+
+    def turns(i: int) -> None:
+        for j in range(10):
+            graph.invoke(
+                {"messages": [HumanMessage(f"m{i}-{j}")]}, config, context={"user_id": "u"}
+            )
+
+    workers = [threading.Thread(target=turns, args=(i,)) for i in range(5)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    said = Counter(m.text for m in memory.load_context("u", max=1000) if m.type == "human")
+    assert set(said) == {f"m{i}-{j}" for i in range(5) for j in range(10)}
+    assert set(said.values()) == {1}, {k: n for k, n in said.items() if n > 1}

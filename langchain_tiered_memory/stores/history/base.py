@@ -299,6 +299,29 @@ class UserChatMessageHistory(BaseChatMessageHistory):
 
 # A thread's replay mark keeps the ids of this many last saved messages (a turn's worth).
 MARK_IDS = 32
+# A thread remembers this many ids it stored lately, whatever their positions: a message
+# carried by two concurrent runs on one thread is stored once (issue 66 item 10).
+RECENT_IDS = 256
+
+
+def fresh(ids: Sequence[str], recent: Sequence[str]) -> tuple[list[int], list[str]]:
+    """Which of a batch's messages (``ids``, in order) to store given the ids the thread
+    stored lately (``recent``), and the recent ids after it (the in-memory twin of the
+    append script's check): a message with no id is always stored.
+
+    Example:
+        >>> fresh(["h2", "a2", ""], ["h1", "a1", "h2"])
+        ([1, 2], ['h1', 'a1', 'h2', 'a2'])
+    """
+    seen, kept, out = set(recent), list(recent), []
+    for i, message_id in enumerate(ids):
+        if message_id and message_id in seen:
+            continue
+        out.append(i)
+        if message_id:
+            seen.add(message_id)
+            kept.append(message_id)
+    return out, kept[-RECENT_IDS:]
 
 
 def message_ids(messages: Sequence[BaseMessage]) -> list[str]:

@@ -14,6 +14,7 @@ from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
     HistoryStore,
+    fresh,
     message_ids,
     owned_elsewhere,
     owned_threads,
@@ -48,6 +49,7 @@ class InMemoryHistoryStore(HistoryStore):
         self._owners: dict[str, str] = {}  # thread -> the user of its first turn
         # user -> thread -> (saved thread position, id of the last saved message)
         self._marks: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {}
+        self._recent: dict[str, dict[str, list[str]]] = {}  # user -> thread -> ids stored
         self._spans: dict[str, list[tuple[int, int, str]]] = {}
         self._lock = threading.Lock()
 
@@ -69,13 +71,16 @@ class InMemoryHistoryStore(HistoryStore):
         with self._lock:
             marks = self._marks.setdefault(user_id, {})
             skip = replayed_prefix(marks.get(thread), int(position), ids) if position else 0
-            if len(payload) > skip:
+            recent = self._recent.setdefault(user_id, {})
+            stored, kept = fresh(ids[skip:], recent.get(thread, ()) if thread else ())
+            if stored:
                 data = self._data.setdefault(user_id, [])
                 start = len(data) + self._base.get(user_id, 0)
-                data.extend(payload[skip:])
+                data.extend(payload[skip + i] for i in stored)
                 if thread:
+                    recent[thread] = kept
                     self._threads.setdefault(user_id, set()).add(thread)
-                    end = start + len(payload) - skip
+                    end = start + len(stored)
                     self._spans.setdefault(user_id, []).append((start, end, thread))
                 if position:
                     marks[thread] = (int(position) + len(payload), tuple(ids[-MARK_IDS:]))
@@ -153,6 +158,7 @@ class InMemoryHistoryStore(HistoryStore):
             self._spans[user_id] = kept
             self._threads.get(user_id, set()).discard(thread)
             self._marks.get(user_id, {}).pop(thread, None)
+            self._recent.get(user_id, {}).pop(thread, None)
         return removed
 
     aforget_thread = twin(forget_thread)
@@ -211,6 +217,7 @@ class InMemoryHistoryStore(HistoryStore):
         with self._lock:
             self._threads.pop(user_id, None)
             self._marks.pop(user_id, None)
+            self._recent.pop(user_id, None)
             self._spans.pop(user_id, None)
             data = self._data.pop(user_id, [])
             if data:

@@ -18,6 +18,7 @@ from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.stores.directory import activity_call
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
+    RECENT_IDS,
     HistoryStore,
     decoded_members,
     limit_arg,
@@ -115,6 +116,7 @@ return kept
 # replayed_prefix, its twin.
 _APPEND_LUA = """
 local MARK_IDS = @MARK_IDS@
+local RECENT_IDS = @RECENT_IDS@
 local n = tonumber(ARGV[3])
 local skip = 0
 local tracked = ARGV[1] ~= '' and ARGV[2] ~= ''
@@ -146,26 +148,46 @@ if tracked then
     end
   end
 end
+-- a message whose id the thread stored lately is not stored again, wherever it stands:
+-- concurrent runs on one thread each carry the other's messages at other positions
+local recent, seen = {}, {}
+if ARGV[1] ~= '' then
+  local held = redis.call('HGET', KEYS[4], ARGV[1] .. '\0recent')
+  if held then
+    for id in string.gmatch(held, '[^%z]+') do recent[#recent + 1] = id; seen[id] = true end
+  end
+end
 local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
 local before = redis.call('LLEN', KEYS[1])
-local len = before
-for i = 1 + skip, n do len = redis.call('RPUSH', KEYS[1], ARGV[3 + n + i]) end
-if n > skip and ARGV[1] ~= '' then
+local len, pushed = before, 0
+for i = 1 + skip, n do
+  local id = ARGV[3 + i]
+  if id == '' or not seen[id] then
+    len = redis.call('RPUSH', KEYS[1], ARGV[3 + n + i])
+    pushed = pushed + 1
+    if id ~= '' then seen[id] = true; recent[#recent + 1] = id end
+  end
+end
+if pushed > 0 and ARGV[1] ~= '' then
   redis.call('SADD', KEYS[3], ARGV[1])
   redis.call('RPUSH', KEYS[5], (base + before) .. ':' .. (base + len) .. ':' .. ARGV[1])
+  local keep = {}
+  for i = math.max(1, #recent - RECENT_IDS + 1), #recent do keep[#keep + 1] = recent[i] end
+  redis.call('HSET', KEYS[4], ARGV[1] .. '\0recent', table.concat(keep, '\0'))
 end
-if n > skip then
+skip = n - pushed
+if pushed > 0 then
   -- last activity, for the console's user list. The client's clock, not TIME: the
   -- guide's ACL rule (data commands only) does not grant TIME.
   redis.call('HSET', KEYS[2], 'last_at', ARGV[4 + 2 * n])
 end
-if tracked and n > skip then
+if tracked and pushed > 0 then
   local kept = {}
   for i = math.max(1, n - MARK_IDS + 1), n do kept[#kept + 1] = ARGV[3 + i] end
   redis.call('HSET', KEYS[4], ARGV[1], (tonumber(ARGV[2]) + n) .. ':' .. table.concat(kept, '\0'))
 end
 return {len + base, skip}
-""".replace("@MARK_IDS@", str(MARK_IDS))
+""".replace("@MARK_IDS@", str(MARK_IDS)).replace("@RECENT_IDS@", str(RECENT_IDS))
 
 # Forget one thread: its messages become tombstones (positions stay, so the watermark and
 # the other threads' spans keep their meaning), its records go. KEYS: history, meta,
@@ -191,7 +213,7 @@ for _, span in ipairs(spans) do
   end
 end
 redis.call('SREM', KEYS[3], ARGV[1])
-redis.call('HDEL', KEYS[4], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1], ARGV[1] .. '\0recent')
 return removed
 """
 
