@@ -329,11 +329,7 @@ class TieredMemory:
 
     @overload
     def checkpointer(
-        self,
-        saver: None = None,
-        *,
-        ttl: CheckpointTTL | None = None,
-        shared_threads: bool = False,
+        self, saver: None = None, *, ttl: CheckpointTTL | None = None, shared_threads: bool = ...
     ) -> RedisSaver: ...
 
     @overload
@@ -354,17 +350,13 @@ class TieredMemory:
         attach: bool = True,
         shared_threads: bool = False,
     ) -> BaseCheckpointSaver[Any]:
-        """A LangGraph checkpointer that refuses a run on another user's thread at its first
-        read, before the run writes anything: the memory's own in its Redis (sharing its
-        connection; with ``user_ttl`` and no ``ttl``, a thread expires with the user's
-        keys), or ``saver`` wrapped in the same check and (``attach``) attached: erasure
-        reaches it, so it must live as long as the memory (:meth:`attach`). Hand
-        ``create_agent`` with the middleware, or an app graph holding the prebuilt one,
-        this and not the bare saver. ``shared_threads=True``: the app's users share
-        threads on purpose (the turns' ``shared_threads``): no owner check, for every
-        saver alike. Otherwise every thread on it is a user's: a graph run (or an
-        ``update_state``) on it that names no user (``context={"user_id": ...}`` or
-        ``configurable["user_id"]``) is refused before anything is written.
+        """A LangGraph checkpointer that refuses a run on another user's thread at its first read,
+        before the run writes anything: the memory's own in its Redis (sharing its connection; with
+        ``user_ttl`` and no ``ttl``, a thread expires with the user's keys), or ``saver`` wrapped
+        in the same check and (``attach``) attached: erasure reaches it, so it must live as long as
+        the memory (:meth:`attach`). Hand ``create_agent`` with the middleware, or an app graph
+        holding the prebuilt one, this and not the bare saver; a run naming no user is refused
+        before it writes. ``shared_threads=True`` (users share threads on purpose): no owner check.
 
         Raises:
             ValueError: no ``saver`` and this memory is not on Redis.
@@ -373,11 +365,10 @@ class TieredMemory:
             >>> agent = create_agent(model, middleware=[TieredMemoryMiddleware(memory)],
             ...     checkpointer=memory.checkpointer(InMemorySaver()))  # doctest: +SKIP
         """
-        if saver is None:
+        if own := saver is None:  # the memory's own saver: nothing to attach
             saver = opening.saver(self._redis("checkpointer"), self.history, self._thread_ttl(ttl))
-            return opening.shared(saver) if shared_threads else saver
         checked = opening.shared(saver) if shared_threads else opening.guarded(saver, self.history)
-        if attach:
+        if attach and not own:
             self.attach(checkpointer=checked)
         return checked
 
