@@ -78,7 +78,8 @@ class MemoryMachine(RuleBasedStateMachine):
         self.owner: dict[str, str] = {}  # thread -> user of its first turn
         self.items: dict[str, dict[str, str]] = {u: {} for u in USERS}  # id -> text
         self.tags: dict[str, list[str]] = {u: [] for u in USERS}  # every value (history)
-        self.erased: set[str] = set()  # texts no key may hold any more
+        self.erased: set[str] = set()  # texts no key and no attached saver may hold
+        self.expired: set[str] = set()  # texts no key may hold (user_ttl passed)
         self.door: dict[str, str] = {}  # thread -> the door (and so the saver) holding it
         self.copies: dict[str, str] = {}  # copied thread -> its source
         self.saver = InMemorySaver()  # the app's, attached: lives as long as the process
@@ -247,18 +248,21 @@ class MemoryMachine(RuleBasedStateMachine):
             time.sleep(0.005)  # the server's clock: 1 ms, not the TTL
         other = USERS[(USERS.index(user) + 1) % len(USERS)]
         self.memory.load(other, "hello")
-        self._erase_model(user)
+        # what expired is gone from Redis; an app's own saver keeps its threads by its own
+        # retention (issue 66 item 6, open: forget_user after the expiry does not find
+        # them), so the in-process saver is not checked for what only expired
+        self._erase_model(user, expired=True)
 
     @rule()
     def restart(self) -> None:
         self.memory.close()
         self._open()
 
-    def _erase_model(self, user: str) -> None:
+    def _erase_model(self, user: str, *, expired: bool = False) -> None:
         texts = [t for thread in self.said[user].values() for t in thread]
         texts += list(self.items[user].values())
         texts += self.tags[user]
-        self._forget_texts(texts)
+        (self.expired.update if expired else self._forget_texts)(texts)
         self.said[user] = {}
         self.items[user] = {}
         self.tags[user] = []
@@ -296,12 +300,12 @@ class MemoryMachine(RuleBasedStateMachine):
 
     @invariant()
     def no_key_holds_erased_text(self) -> None:
-        if not self.erased:
+        if not self.erased and not self.expired:
             return
         connection = self.memory.connection
         assert connection is not None
         sync = connection.sync
-        needles = [t.encode() for t in self.erased]
+        needles = [t.encode() for t in self.erased | self.expired]
         for key in sync.scan_iter(count=1000):
             dumped = sync.dump(key) or b""
             held = [n for n in needles if n in dumped]
