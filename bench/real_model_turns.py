@@ -254,21 +254,25 @@ _NO_ANSWER = ("could not come up with an answer", "没能给出回答", "call `s
 def table(paths: list[str]) -> None:
     """The counts of each recorded run (see the module docstring), one row a run."""
     from langchain_tiered_memory.language.registry import language_of
+    from langchain_tiered_memory.summarization.provenance import grounded_in_user
 
     print(
-        "| run | turns | items | not in the user's language | false supersessions |"
-        " no-answer replies | package calls / turn | their s / turn |"
+        "| run | turns | items | not said by the user | not in the user's language |"
+        " false supersessions | no-answer replies | package calls / turn | their s / turn |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for path in paths:
         runs = json.loads(Path(path).read_text())
-        turns = items = foreign = false = empty = calls = 0
+        turns = items = unsaid = foreign = false = empty = calls = 0
         seconds = 0.0
         for name, rows in runs.items():
-            chinese = name.endswith("-zh")
             last = rows[-1] if rows else {}
-            items += len(last.get("items", [])) + len(last.get("superseded", []))
-            if chinese:
+            stored = [*last.get("items", []), *last.get("superseded", [])]
+            items += len(stored)
+            said = [(i, HumanMessage(row["user"])) for i, row in enumerate(rows)]
+            tags = list((last.get("tags") or {}).values())
+            unsaid += len(grounded_in_user(stored, said, tags)[1])
+            if name.endswith("-zh"):
                 foreign += sum(language_of(i).code != "zh" for i in last.get("items", []))
             if name.startswith("not-updates"):
                 false += len(last.get("superseded", []))
@@ -284,8 +288,8 @@ def table(paths: list[str]) -> None:
                 calls += len(own)
                 seconds += sum(c.get("s", 0.0) for c in own)
         print(
-            f"| {Path(path).stem} | {turns} | {items} | {foreign} | {false} | {empty} |"
-            f" {calls / max(turns, 1):.2f} | {seconds / max(turns, 1):.1f} |"
+            f"| {Path(path).stem} | {turns} | {items} | {unsaid} | {foreign} | {false} |"
+            f" {empty} | {calls / max(turns, 1):.2f} | {seconds / max(turns, 1):.1f} |"
         )
     for path in paths:
         print(f"\n{Path(path).stem}, every item stored (current, then superseded):")
