@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, field_validator
 from langchain_tiered_memory.language.text import (
     timestamp,
 )
-from langchain_tiered_memory.summarization.updates import merge_supersedes
+from langchain_tiered_memory.summarization.updates import merge_supersedes, same_kind
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +148,17 @@ def _next_json(text: str, at: int) -> int:
     return min(hits) if hits else -1
 
 
+def _the_one(decision: NoteDecision, items: Sequence[str], docs: Sequence[Document]) -> bool:
+    """Whether a decision with no id means the one stored note shown: a duplicate, or a
+    supersession of a note on the same single-valued attribute.
+    """
+    if decision.action == "duplicate":
+        return True
+    return decision.action == "supersedes" and bool(
+        same_kind(items[decision.note], docs[0].page_content)
+    )
+
+
 def apply_decisions(
     items: Sequence[str],
     similar: Sequence[Sequence[Document]],
@@ -156,11 +167,15 @@ def apply_decisions(
 ) -> tuple[list[str], dict[int, list[str]]]:
     """Items to store (duplicates dropped) and ``{index in that list: [superseded ids]}``.
 
-    A "duplicate" or "supersedes" without an id takes the one stored note shown with that
-    new note, if only one was; one naming a note or an id that was not shown counts as
-    "new". Each such fallback is logged (one warning per answer). ``clear`` (``{index in
-    items: [ids]}``, :func:`~.updates.clear_updates`) adds the updates the words make clear
-    to what the model decided: a model's "new" never keeps a stale item current.
+    A "duplicate" without an id takes the one stored note shown with that new note, if
+    only one was; so does a "supersedes" when both notes speak of one attribute a person
+    has one value of (home, work, diet: "lives in Berlin" for "lives in Paris"), and
+    otherwise it counts as "new" (Qwen2.5-Coder-1.5B answered it, id None, for "no longer
+    works late on Fridays" beside "works as a teacher"); one naming a note or an id that
+    was not shown counts as "new". Each such fallback is logged (one warning per answer).
+    ``clear`` (``{index in items: [ids]}``, :func:`~.updates.clear_updates`) adds the
+    updates the words make clear to what the model decided: a model's "new" never keeps a
+    stale item current.
     """
     shown = [[str(d.id) for d in docs] for docs in similar]
     action: dict[int, NoteDecision] = {}
@@ -169,8 +184,8 @@ def apply_decisions(
         if not (0 <= decision.note < len(items)) or decision.note in action:
             problems.append(f"note {decision.note} is not a new note (or decided twice)")
             continue
-        candidates = shown[decision.note]
-        if decision.action != "new" and decision.stored_id is None and len(candidates) == 1:
+        candidates, docs = shown[decision.note], similar[decision.note]
+        if decision.stored_id is None and len(candidates) == 1 and _the_one(decision, items, docs):
             decision = decision.model_copy(update={"stored_id": candidates[0]})
         if decision.action != "new" and decision.stored_id not in candidates:
             problems.append(

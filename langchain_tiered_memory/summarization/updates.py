@@ -30,7 +30,14 @@ from langchain_tiered_memory.language.registry import languages
 from langchain_tiered_memory.language.rules import LANGUAGES, LanguageRules
 from langchain_tiered_memory.language.text import is_cjk, tokenize
 
-__all__ = ["clear_updates", "kept_part", "may_update", "merge_supersedes", "same_attribute"]
+__all__ = [
+    "clear_updates",
+    "kept_part",
+    "may_update",
+    "merge_supersedes",
+    "same_attribute",
+    "same_kind",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -184,6 +191,20 @@ def same_attribute(new: str, old: str, languages: Sequence[LanguageRules] = LANG
         return set()
     shared = _changed(new, languages) & _attributes(old, languages)
     return shared | ({"activity"} if _ceased(new, old, languages) else set())
+
+
+def same_kind(new: str, old: str, languages: Sequence[LanguageRules] = LANGUAGES) -> set[str]:
+    """The single-valued attributes both items speak of, whether or not ``new`` says its
+    value changed (the model said so; the words need not).
+
+    Example:
+        >>> same_kind("The user lives in Berlin.", "The user lives in Paris.")
+        {'home'}
+        >>> same_kind("The user no longer works late on Fridays.", "The user works as a teacher.")
+        set()
+    """
+    new, old = unicodedata.normalize("NFKC", new), unicodedata.normalize("NFKC", old)
+    return _attributes(new, languages) & _attributes(old, languages)
 
 
 def clear_updates(

@@ -366,3 +366,23 @@ def test_the_recorded_inventions_beside_true_items_are_dropped(
     model = ScriptedChatModel(replies=[_summary([*true, *RECORDED[f"summarize-new-{language}"]])])
     memory.summarize_history("ann", model, reconcile=False)
     assert sorted(_items(memory)) == sorted(true)
+
+
+def test_a_supersession_the_model_left_without_an_id_is_not_guessed(memory: TieredMemory) -> None:
+    """Recorded live (after the words were fixed): the update step answered
+    ``supersedes``, id None, for "no longer works late on Fridays" beside "works as a
+    teacher", and the package picked the only note shown. Now a no-id supersession is
+    taken only for a note on the same single-valued attribute (Paris -> Berlin still is)."""
+    memory.add_summaries("ann", ["The user works as a teacher."])
+    memory.add_session_log(
+        "ann", [HumanMessage("I no longer work late on Fridays."), AIMessage("Ok.")]
+    )
+    decision = {"decisions": [{"note": 0, "action": "supersedes", "stored_id": None}]}
+    model = ScriptedChatModel(
+        replies=[
+            _summary(["The user no longer works late on Fridays."]),
+            AIMessage("", tool_calls=[{"name": "NoteDecisions", "args": decision, "id": "d"}]),
+        ]
+    )
+    memory.summarize_history("ann", model)
+    assert not any(d.metadata.get("superseded_by") for d in memory.summaries.get_all("ann"))
