@@ -26,15 +26,15 @@ summarization, the update step, the after-turn capture). Scenarios:
 
 ``--door middleware`` runs the same turns through ``create_agent`` with
 ``TieredMemoryMiddleware`` instead of the prebuilt graph. ``--table A.json B.json ...``
-prints, for recorded runs, what the issue counts: items stored in a language the user did
-not write (the user wrote only Chinese), items superseded in the not-update scenarios,
-replies that answer nothing (the package's "could not come up with an answer", a reply that
-narrates a memory tool, an empty one), and the package's own model calls per turn (the
+prints, for recorded runs, what the issue counts: items not said by the user (the write
+path's own rule applied to every stored item against every message the user sent in the
+scenario and the tags: a reading to check, so every item is printed for a person), items
+stored in a language the user did not write (the user wrote only Chinese), items
+superseded in the not-update scenarios, replies that answer nothing (the package's "could
+not come up with an answer", a reply that narrates a memory tool, the model's "I can't
+assist with that", an empty one), and the package's own model calls per turn (the
 summarizer, the update step, the tag extraction: every call but the reply model's) with
-their seconds. Whether an item was said is a person's reading: every item is printed.
-
-``--record FILE`` saves every reply of the model per turn (text and tool calls), to replay
-in unit tests with :class:`~langchain_tiered_memory.testing.ScriptedChatModel`.
+their seconds.
 """
 
 from __future__ import annotations
@@ -248,7 +248,15 @@ def run(args: argparse.Namespace) -> None:
 
 
 _REPLY_SYSTEM = "You are a helpful assistant"
-_NO_ANSWER = ("could not come up with an answer", "没能给出回答", "call `summarize`")
+# what answers nothing: the package's last resort, a memory tool narrated, a refusal
+_NO_ANSWER = (
+    "could not come up with an answer",
+    "没能给出回答",
+    "call `summarize`",
+    "call the `summarize`",
+    "call the `user_tag`",
+    "can't assist with that",
+)
 
 
 def table(paths: list[str]) -> None:
