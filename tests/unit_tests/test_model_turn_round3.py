@@ -4,17 +4,13 @@ graph and the middleware, replayed with a scripted model that gives its answers 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from langchain.agents import create_agent
+from doors import NOTHING, agent_through, say, summary
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_tiered_memory import TieredMemory, create_memory_graph
+from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory._said import MEMORY_TOOLS, REPORT, SUMMARIZE_NOTE
 from langchain_tiered_memory.agent.capture import asked_tag, tag_answer
-from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 from langchain_tiered_memory.agent.replies import is_empty, with_stored_items
 from langchain_tiered_memory.agent.shown import conversation_only
 from langchain_tiered_memory.agent.tools import (
@@ -24,33 +20,6 @@ from langchain_tiered_memory.agent.tools import (
 )
 from langchain_tiered_memory.summarization.summarizer import clean_items, render_transcript
 from langchain_tiered_memory.testing import ScriptedChatModel
-
-
-def _agent(memory: TieredMemory, model: ScriptedChatModel, door: str) -> Any:
-    if door == "graph":
-        return create_memory_graph(model, memory=memory, checkpointer=InMemorySaver())
-    saver = memory.checkpointer(InMemorySaver())
-    return create_agent(
-        model, tools=[], middleware=[TieredMemoryMiddleware(memory)], checkpointer=saver
-    )
-
-
-def _turn(agent: Any, text: str, thread: str, user: str = "ann") -> dict[str, Any]:
-    return agent.invoke(  # type: ignore[no-any-return]
-        {"messages": [HumanMessage(text)]},
-        {"configurable": {"thread_id": thread}},
-        context={"user_id": user},
-    )
-
-
-def _summary(items: list[str]) -> AIMessage:
-    call = {"name": "SummaryItems", "args": {"items": items}, "id": "s"}
-    return AIMessage(content="", tool_calls=[call])
-
-
-_NOTHING = AIMessage(  # the after-turn extraction: nothing more stated
-    content="", tool_calls=[{"name": "user_facts", "args": {"nothing_stated": True}, "id": "x"}]
-)
 
 
 def test_the_memory_tool_names_are_the_tools() -> None:
@@ -80,10 +49,10 @@ def test_a_reply_that_is_a_placeholder_is_no_reply(memory: TieredMemory, door: s
     the placeholder; nothing was saved. Asked again, it answered."""
     memory.add_summaries("ann", ["The user failed the driving test in March."])
     model = ScriptedChatModel(
-        replies=[SUMMARIZE_NOTE, "Good luck! Last time the driving test went wrong.", _NOTHING]
+        replies=[SUMMARIZE_NOTE, "Good luck! Last time the driving test went wrong.", NOTHING]
     )
-    result = _turn(
-        _agent(memory, model, door), "I have another exam tomorrow and I'm so nervous.", "t"
+    result = say(
+        agent_through(memory, model, door), "I have another exam tomorrow and I'm so nervous.", "t"
     )
     assert result["messages"][-1].text == "Good luck! Last time the driving test went wrong."
 
@@ -95,16 +64,16 @@ def test_a_reply_that_is_a_placeholder_is_no_reply(memory: TieredMemory, door: s
 def test_summarize_sees_the_turn_it_is_called_in(memory: TieredMemory, door: str) -> None:
     text = "Hi! My name is Ann Lee and I'm 30. My birthday is on March 5. Please summarize."
     item = "The user's birthday is on March 5."
-    model = ScriptedChatModel(replies=[_summary([item]), "Done, Ann!", _NOTHING, _NOTHING])
-    agent = _agent(memory, model, door)
-    result = _turn(agent, text, "t1")
+    model = ScriptedChatModel(replies=[summary([item]), "Done, Ann!", NOTHING, NOTHING])
+    agent = agent_through(memory, model, door)
+    result = say(agent, text, "t1")
     assert [d.page_content for d in memory.summaries.get_all("ann")] == [item]
     reply = result["messages"][-1].text
     assert "Nothing new to summarize" not in reply and item in reply
     # the turn is in the history once, the save step's write a replay
     texts = [str(m.text) for m in memory.load_context("ann", max=50)]
     assert texts.count(text) == 1
-    _turn(agent, "Thanks.", "t1")
+    say(agent, "Thanks.", "t1")
     assert [str(m.text) for m in memory.load_context("ann", max=50)].count(text) == 1
 
 
@@ -144,9 +113,9 @@ def test_an_item_in_the_first_person_is_stored_as_the_users_words(
     to Berlin last month.": in a later prompt that "I" reads as the assistant's."""
     text = "I moved to Berlin last month. Please summarize."
     model = ScriptedChatModel(
-        replies=[_summary(["I moved to Berlin last month."]), "Noted!", _NOTHING]
+        replies=[summary(["I moved to Berlin last month."]), "Noted!", NOTHING]
     )
-    result = _turn(_agent(memory, model, door), text, "t1")
+    result = say(agent_through(memory, model, door), text, "t1")
     stored = "The user said: I moved to Berlin last month."
     assert [d.page_content for d in memory.summaries.get_all("ann")] == [stored]
     assert stored in result["messages"][-1].text  # and the user is told so
@@ -160,9 +129,9 @@ def test_an_item_opening_with_a_pronoun_keeps_whom_it_stands_for(
     second is "her birthday is October 3" for nobody, and the user never said 她."""
     text = "你好，我叫王芳，今年28岁。我的生日是十月三日。请总结一下我们的对话。"
     model = ScriptedChatModel(
-        replies=[_summary(["王芳今年28岁", "她的生日是十月三日"]), "好的。", _NOTHING]
+        replies=[summary(["王芳今年28岁", "她的生日是十月三日"]), "好的。", NOTHING]
     )
-    _turn(_agent(memory, model, door), text, "t1")
+    say(agent_through(memory, model, door), text, "t1")
     items = [d.page_content for d in memory.summaries.get_all("ann")]
     assert items == ["王芳今年28岁。她的生日是十月三日"]
 
@@ -295,15 +264,15 @@ def test_a_new_thread_does_not_carry_what_the_memory_holds_superseded(
         [HumanMessage(old_said), AIMessage("Noted."), HumanMessage("Please summarize.")],
         thread_id="t1",
     )
-    memory.summarize_history("ann", ScriptedChatModel(replies=[_summary([old_item])]))
+    memory.summarize_history("ann", ScriptedChatModel(replies=[summary([old_item])]))
     memory.add_session_log("ann", [HumanMessage(new_said), AIMessage("Congrats!")], thread_id="t2")
     memory.summarize_history(
-        "ann", ScriptedChatModel(replies=[_summary([new_item])]), reconcile=False
+        "ann", ScriptedChatModel(replies=[summary([new_item])]), reconcile=False
     )
     every = {d.page_content: d for d in memory.summaries.get_all("ann")}
     assert every[old_item].metadata.get("superseded_by") == every[new_item].id
-    model = ScriptedChatModel(replies=["You live in Berlin.", _NOTHING])
-    _turn(_agent(memory, model, door), question, "t3")
+    model = ScriptedChatModel(replies=["You live in Berlin.", NOTHING])
+    say(agent_through(memory, model, door), question, "t3")
     carried = [m.text for m in model.prompts[0][1:-1]]
     assert old_said not in carried and new_said in carried
     assert "Please summarize." not in carried
@@ -382,8 +351,8 @@ def test_an_item_about_the_conversation_is_no_memory(memory: TieredMemory, door:
         "The conversation was about the user's location.",
         "The conversation was brief.",
     ]
-    model = ScriptedChatModel(replies=[_summary(answer), "Noted.", _NOTHING])
-    _turn(_agent(memory, model, door), "I live in Paris. Please summarize.", "t1")
+    model = ScriptedChatModel(replies=[summary(answer), "Noted.", NOTHING])
+    say(agent_through(memory, model, door), "I live in Paris. Please summarize.", "t1")
     assert [d.page_content for d in memory.summaries.get_all("ann")] == [answer[0]]
 
 
@@ -404,13 +373,13 @@ def test_an_item_about_the_conversation_is_no_memory_in_chinese() -> None:
 def test_a_reply_that_copies_the_users_message_is_asked_again(
     memory: TieredMemory, door: str, said: str, echo: str
 ) -> None:
-    model = ScriptedChatModel(replies=[echo, "Got it: Paris.", _NOTHING])
-    result = _turn(_agent(memory, model, door), said, "t1")
+    model = ScriptedChatModel(replies=[echo, "Got it: Paris.", NOTHING])
+    result = say(agent_through(memory, model, door), said, "t1")
     assert result["messages"][-1].text == "Got it: Paris."
 
 
 @pytest.mark.parametrize("door", ["graph", "middleware"])
 def test_a_short_reply_like_the_message_is_an_answer(memory: TieredMemory, door: str) -> None:
-    model = ScriptedChatModel(replies=["Thank you!", _NOTHING])
-    result = _turn(_agent(memory, model, door), "Thank you!", "t1")
+    model = ScriptedChatModel(replies=["Thank you!", NOTHING])
+    result = say(agent_through(memory, model, door), "Thank you!", "t1")
     assert result["messages"][-1].text == "Thank you!"

@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain.agents import create_agent
+from doors import NOTHING, agent_through, say, summary
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_tiered_memory import TieredMemory, create_memory_graph
-from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
+from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory.summarization.reconcile import RECONCILE_SYSTEM_PROMPT
 from langchain_tiered_memory.summarization.summarizer import (
     SUMMARY_SYSTEM_PROMPT,
@@ -26,37 +24,11 @@ from langchain_tiered_memory.summarization.updates import same_attribute
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
-def _agent(memory: TieredMemory, model: ScriptedChatModel, door: str) -> Any:
-    if door == "graph":
-        return create_memory_graph(model, memory=memory, checkpointer=InMemorySaver())
-    saver = memory.checkpointer(InMemorySaver())
-    return create_agent(
-        model, tools=[], middleware=[TieredMemoryMiddleware(memory)], checkpointer=saver
-    )
-
-
-def _turn(agent: Any, text: str, thread: str, user: str = "ann") -> dict[str, Any]:
-    return agent.invoke(  # type: ignore[no-any-return]
-        {"messages": [HumanMessage(text)]},
-        {"configurable": {"thread_id": thread}},
-        context={"user_id": user},
-    )
-
-
-def _summary(items: list[str]) -> AIMessage:
-    call = {"name": "SummaryItems", "args": {"items": items}, "id": "s"}
-    return AIMessage(content="", tool_calls=[call])
-
-
 def _items(memory: TieredMemory, user: str = "ann") -> list[str]:
     return [d.page_content for d in memory.summaries.get_all(user)]
 
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "qwen_round4_summaries.json").read_text())
-
-_NOTHING = AIMessage(  # the after-turn extraction: nothing more stated
-    content="", tool_calls=[{"name": "user_facts", "args": {"nothing_stated": True}, "id": "x"}]
-)
 
 
 # ----- item 5: a call whose arguments do not fit the tool is refused -----
@@ -72,10 +44,10 @@ def test_a_summarize_call_with_search_arguments_is_refused(memory: TieredMemory,
         replies=[
             AIMessage(content="", tool_calls=[call]),
             "You live in Lyon.",
-            _NOTHING,
+            NOTHING,
         ]
     )
-    result = _turn(_agent(memory, model, door), "Where do I live?", "t1")
+    result = say(agent_through(memory, model, door), "Where do I live?", "t1")
     errors = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert len(errors) == 1 and errors[0].status == "error"
     assert "takes no arguments (got k, query)" in errors[0].text
@@ -113,9 +85,9 @@ def test_an_update_keeps_the_rest_of_the_item(
     session's model invented one. The rest of the item stays current, from the thread it
     was said in."""
     memory.add_session_log("ann", [HumanMessage(first), AIMessage("Noted.")], thread_id="t1")
-    memory.summarize_history("ann", ScriptedChatModel(replies=[_summary([item])]), reconcile=False)
+    memory.summarize_history("ann", ScriptedChatModel(replies=[summary([item])]), reconcile=False)
     memory.add_session_log("ann", [HumanMessage(move), AIMessage("Noted.")], thread_id="t2")
-    memory.summarize_history("ann", ScriptedChatModel(replies=[_summary([moved])]), reconcile=False)
+    memory.summarize_history("ann", ScriptedChatModel(replies=[summary([moved])]), reconcile=False)
     every = memory.summaries.get_all("ann")
     current = sorted(d.page_content for d in every if not d.metadata.get("superseded_by"))
     assert current == sorted([moved, kept])
@@ -136,11 +108,11 @@ def _by_role(summaries: list[list[str]], replies: list[Any]) -> ScriptedChatMode
     def answer(prompt: list[BaseMessage]) -> Any:
         system = prompt[0].text if prompt else ""
         if system.startswith(SUMMARY_SYSTEM_PROMPT[:30]):
-            return _summary(queues["summary"].pop(0))
+            return summary(queues["summary"].pop(0))
         if system.startswith(RECONCILE_SYSTEM_PROMPT[:30]):
             return AIMessage("NEW")
         if system.startswith("Read the user's message"):
-            return _NOTHING
+            return NOTHING
         return queues["reply"].pop(0)
 
     return ScriptedChatModel(replies=[answer])
@@ -155,10 +127,10 @@ def test_a_new_thread_still_knows_the_rest_of_an_updated_item(
         [[item], ["The user moved from Lyon to Marseille."]],
         ["Noted!", "Noted!", "Your birthday is on March 5, and you live in Marseille."],
     )
-    agent = _agent(memory, model, door)
-    _turn(agent, "My birthday is on March 5 and I live in Lyon. Please summarize.", "t1")
-    _turn(agent, "I moved from Lyon to Marseille. Please summarize.", "t2")
-    _turn(agent, "When is my birthday, and where do I live?", "t3")
+    agent = agent_through(memory, model, door)
+    say(agent, "My birthday is on March 5 and I live in Lyon. Please summarize.", "t1")
+    say(agent, "I moved from Lyon to Marseille. Please summarize.", "t2")
+    say(agent, "When is my birthday, and where do I live?", "t3")
     prompt = model.prompts[-1][0].text
     assert "The user's birthday is on March 5." in prompt
     assert "The user moved from Lyon to Marseille." in prompt
@@ -199,8 +171,8 @@ def test_a_statement_echoed_twice_is_acknowledged(memory: TieredMemory, door: st
     """The model copied the statement, and asked again copied it again: the package
     answered "Sorry, I could not come up with an answer. Could you ask again?"."""
     text = "I failed my driving test in March, it was awful."
-    model = ScriptedChatModel(replies=[text, text, _NOTHING])
-    result = _turn(_agent(memory, model, door), text, "t1")
+    model = ScriptedChatModel(replies=[text, text, NOTHING])
+    result = say(agent_through(memory, model, door), text, "t1")
     assert result["messages"][-1].text == "Thanks for telling me."
 
 
@@ -210,9 +182,9 @@ def test_a_memory_lookup_is_no_answer_to_a_statement(memory: TieredMemory, door:
     of stored items, in reply to "I have another exam tomorrow and I'm so nervous."."""
     memory.add_summaries("ann", ["The user failed the driving test in March."])
     search = {"name": "search_memory", "args": {"query": "exam"}, "id": "q1"}
-    model = ScriptedChatModel(replies=[AIMessage("", tool_calls=[search]), "", "", _NOTHING])
-    agent = _agent(memory, model, door)
-    result = _turn(agent, "I have another exam tomorrow and I'm so nervous.", "t1")
+    model = ScriptedChatModel(replies=[AIMessage("", tool_calls=[search]), "", "", NOTHING])
+    agent = agent_through(memory, model, door)
+    result = say(agent, "I have another exam tomorrow and I'm so nervous.", "t1")
     reply = result["messages"][-1].text
     assert reply == "Thanks for telling me." and "driving test" not in reply
 
@@ -232,8 +204,8 @@ def test_a_question_left_unanswered_is_answered_from_memory_or_said_so(
 ) -> None:
     if tags:
         memory.set_user_tags("ann", tags)
-    model = ScriptedChatModel(replies=["", "", _NOTHING])
-    result = _turn(_agent(memory, model, door), question, "t1")
+    model = ScriptedChatModel(replies=["", "", NOTHING])
+    result = say(agent_through(memory, model, door), question, "t1")
     assert result["messages"][-1].text.startswith(answer)
 
 
@@ -243,8 +215,8 @@ def test_a_reply_telling_to_call_a_memory_tool_is_no_reply(memory: TieredMemory,
     asked again, the model answers."""
     memory.add_summaries("ann", ["用户说：我上个月搬到了北京。"])
     narrated = "To summarize the conversation so far into long-term memory, call `summarize`."
-    model = ScriptedChatModel(replies=[narrated, "你住在北京。", _NOTHING])
-    result = _turn(_agent(memory, model, door), "我住在哪里？", "t1")
+    model = ScriptedChatModel(replies=[narrated, "你住在北京。", NOTHING])
+    result = say(agent_through(memory, model, door), "我住在哪里？", "t1")
     assert result["messages"][-1].text == "你住在北京。"
 
 
@@ -268,7 +240,7 @@ def test_an_item_never_names_whom_the_user_did_not(
     memory.add_session_log(
         "ann", [HumanMessage("I work as a nurse at the hospital."), AIMessage("Nice!")]
     )
-    model = ScriptedChatModel(replies=[_summary(answer)])
+    model = ScriptedChatModel(replies=[summary(answer)])
     memory.summarize_history(
         "ann", model, grounded=small_model, extractive_fallback=small_model, reconcile=False
     )
@@ -286,7 +258,7 @@ def test_items_in_another_language_are_not_stored(memory: TieredMemory, door: st
     """A user who wrote only Chinese got English items, also when the model was asked
     again, and nothing of theirs was a first-person statement to keep instead: the
     English items were stored. Now none is; the user's next summary tries again."""
-    english = _summary(["Wang Fang lives in Shanghai.", "Wang Fang likes green tea."])
+    english = summary(["Wang Fang lives in Shanghai.", "Wang Fang likes green tea."])
     model = ScriptedChatModel(
         replies=[
             AIMessage("", tool_calls=[{"name": "summarize", "args": {}, "id": "s1"}]),
@@ -295,13 +267,15 @@ def test_items_in_another_language_are_not_stored(memory: TieredMemory, door: st
             "好的。",
         ]
     )
-    _turn(_agent(memory, model, door), "王芳住在上海，喜欢喝绿茶。请总结一下我们的对话。", "t1")
+    say(
+        agent_through(memory, model, door), "王芳住在上海，喜欢喝绿茶。请总结一下我们的对话。", "t1"
+    )
     assert _items(memory) == []
 
 
 def test_an_item_in_the_users_language_is_kept_beside_a_rewritten_one() -> None:
-    mixed = _summary(["用户住在上海。", "The user likes green tea."])
-    model = ScriptedChatModel(replies=[mixed, _summary(["用户喜欢喝绿茶。"])])
+    mixed = summary(["用户住在上海。", "The user likes green tea."])
+    model = ScriptedChatModel(replies=[mixed, summary(["用户喜欢喝绿茶。"])])
     items = summarize_messages(model, [HumanMessage("我住在上海，喜欢喝绿茶。")])
     assert items == ["用户住在上海。", "用户喜欢喝绿茶。"]
 
@@ -322,8 +296,8 @@ def test_an_item_in_the_users_language_is_kept_beside_a_rewritten_one() -> None:
 def test_the_after_turn_extraction_runs_only_where_a_tag_can_be_stated(
     memory: TieredMemory, door: str, text: str, calls: int
 ) -> None:
-    model = ScriptedChatModel(replies=["I see.", _NOTHING])
-    _turn(_agent(memory, model, door), text, "t1")
+    model = ScriptedChatModel(replies=["I see.", NOTHING])
+    say(agent_through(memory, model, door), text, "t1")
     assert len(model.prompts) == calls
 
 
@@ -340,14 +314,14 @@ def test_summarize_with_nothing_said_asks_no_model_and_stores_nothing(
     stored, the Chinese user's in English). Now the summarizer is not
     asked, nothing is stored, and the reply says there was nothing new."""
     language = "en" if request_text.startswith("Please") else "zh"
-    invented = _summary(RECORDED[f"summarize-new-{language}"])  # the model's, verbatim
+    invented = summary(RECORDED[f"summarize-new-{language}"])  # the model's, verbatim
 
     def answer(prompt: list[BaseMessage]) -> AIMessage:
         summarizer = prompt[0].text.startswith(SUMMARY_SYSTEM_PROMPT[:30])
         return invented if summarizer else AIMessage("Done!")
 
     model = ScriptedChatModel(replies=[answer])
-    result = _turn(_agent(memory, model, door), request_text, "t1")
+    result = say(agent_through(memory, model, door), request_text, "t1")
     assert _items(memory) == []
     tool = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert tool[0].text.startswith("Nothing new to summarize")
@@ -363,7 +337,7 @@ def test_the_recorded_inventions_beside_true_items_are_dropped(
     said = "I live in Lyon and I have a cat named Tom."
     true = ["The user lives in Lyon.", "The user has a cat named Tom."]
     memory.add_session_log("ann", [HumanMessage(said), AIMessage("Nice!")])
-    model = ScriptedChatModel(replies=[_summary([*true, *RECORDED[f"summarize-new-{language}"]])])
+    model = ScriptedChatModel(replies=[summary([*true, *RECORDED[f"summarize-new-{language}"]])])
     memory.summarize_history("ann", model, reconcile=False)
     assert sorted(_items(memory)) == sorted(true)
 
@@ -380,7 +354,7 @@ def test_a_supersession_the_model_left_without_an_id_is_not_guessed(memory: Tier
     decision = {"decisions": [{"note": 0, "action": "supersedes", "stored_id": None}]}
     model = ScriptedChatModel(
         replies=[
-            _summary(["The user no longer works late on Fridays."]),
+            summary(["The user no longer works late on Fridays."]),
             AIMessage("", tool_calls=[{"name": "NoteDecisions", "args": decision, "id": "d"}]),
         ]
     )
