@@ -1,7 +1,8 @@
 """A real model's turn, round four (issue 65): nothing the user did not say becomes a
 memory, whatever the model writes. Qwen2.5-Coder-1.5B's answers, recorded live
-(``bench/data/qwen_round4_before.json``), replayed verbatim through the graph and the
-middleware with a scripted model.
+(``bench/data/qwen_round4_before.json``, ``..._after.json``; the inventions verbatim in
+``data/qwen_round4_summaries.json``) or as the issue quotes them, replayed through the
+graph and the middleware with a scripted model.
 """
 
 from __future__ import annotations
@@ -267,9 +268,8 @@ def test_items_in_another_language_are_not_stored(memory: TieredMemory, door: st
             "好的。",
         ]
     )
-    say(
-        agent_through(memory, model, door), "王芳住在上海，喜欢喝绿茶。请总结一下我们的对话。", "t1"
-    )
+    agent = agent_through(memory, model, door)
+    say(agent, "王芳住在上海，喜欢喝绿茶。请总结一下我们的对话。", "t1")
     assert _items(memory) == []
 
 
