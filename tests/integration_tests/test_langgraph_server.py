@@ -87,44 +87,8 @@ def serve(app_dir: Path, redis_server_url: str, key_prefix: str) -> Iterator[Any
     procs: list[subprocess.Popen[bytes]] = []
 
     def start() -> str:
-        port = free_port()
-        cli = Path(sys.executable).parent / "langgraph"
-        env = {**os.environ, "TM_REDIS_URL": redis_server_url, "TM_PREFIX": key_prefix}
-        env["LANGGRAPH_NO_ANALYTICS"] = "1"  # no network from a test
-        log = open(app_dir / f"server-{port}.log", "wb")  # noqa: SIM115 - closed with the process
-        proc = subprocess.Popen(
-            [
-                str(cli) if cli.exists() else "langgraph",
-                "dev",
-                "--port",
-                str(port),
-                "--host",
-                "127.0.0.1",
-                "--no-browser",
-                "--no-reload",
-            ],
-            cwd=app_dir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=like_a_terminal,  # stopped by SIGINT below, as from a terminal
-        )
-        procs.append(proc)
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                break
-            try:
-                with urllib.request.urlopen(f"{url}/ok", timeout=2) as answer:
-                    if answer.status == 200:
-                        return url
-            except OSError:
-                time.sleep(0.3)
-        logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in app_dir.glob("*.log"))
-        raise AssertionError(f"langgraph dev did not start:\n{logs}")
+        env = {"TM_REDIS_URL": redis_server_url, "TM_PREFIX": key_prefix}
+        return _start(app_dir, procs, env)
 
     def stop() -> None:
         proc = procs[-1]
@@ -219,28 +183,25 @@ def example_server(
                 proc.wait(10)
 
 
-def _start(app: Path, procs: list[subprocess.Popen[bytes]]) -> str:
+def _start(
+    app: Path, procs: list[subprocess.Popen[bytes]], env: dict[str, str] | None = None
+) -> str:
+    """``langgraph dev`` on ``app`` on a free loopback port, its log in the app's folder;
+    stopped by SIGINT, as from a terminal."""
     port = free_port()
     cli = Path(sys.executable).parent / "langgraph"
-    env = {**os.environ, "LANGGRAPH_NO_ANALYTICS": "1"}
-    log = open(app / "server.log", "wb")  # noqa: SIM115 - closed with the process
+    environ = {**os.environ, **(env or {}), "LANGGRAPH_NO_ANALYTICS": "1"}  # no network
+    log = open(app / f"server-{port}.log", "wb")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen(
-        [
-            str(cli),
-            "dev",
-            "--port",
-            str(port),
-            "--host",
-            "127.0.0.1",
-            "--no-browser",
-            "--no-reload",
-        ],
+        [str(cli) if cli.exists() else "langgraph", "dev", "--port", str(port)]
+        + ["--host", "127.0.0.1", "--no-browser", "--no-reload"],
         cwd=app,
-        env=env,
+        env=environ,
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=like_a_terminal,
     )
     procs.append(proc)
     url = f"http://127.0.0.1:{port}"
@@ -252,9 +213,8 @@ def _start(app: Path, procs: list[subprocess.Popen[bytes]]) -> str:
                     return url
         except OSError:
             time.sleep(0.3)
-    raise AssertionError(
-        f"langgraph dev did not start:\n{(app / 'server.log').read_text()[-4000:]}"
-    )
+    logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in app.glob("*.log"))
+    raise AssertionError(f"langgraph dev did not start:\n{logs}")
 
 
 def _client(url: str, user: str | None) -> Any:
