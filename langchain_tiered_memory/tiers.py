@@ -67,18 +67,28 @@ def _templates(namespaces: Sequence[tuple[str, ...]] | None) -> Templates | None
 
 def _same_keys(a: object, b: object) -> bool:
     """Whether two savers (or two stores) are the same object, or views of the same keys
-    (one Redis connection and key prefix: a ``RedisSaver`` and an ``AsyncRedisSaver`` of
-    the memory are one).
+    (one Redis server and key prefix, whatever the connection: a ``RedisSaver`` and an
+    ``AsyncRedisSaver`` of the memory are one, and so is one the app opened on the same
+    URL); a saver wrapped for ownership is the saver it wraps.
     """
+    a, b = getattr(a, "saver", a), getattr(b, "saver", b)
     if a is b:
         return True
-    connection = getattr(a, "connection", None)
+    ours, theirs = getattr(a, "connection", None), getattr(b, "connection", None)
     prefix = getattr(getattr(a, "keys", None), "prefix", None)
     return (
-        connection is not None
-        and getattr(b, "connection", None) is connection
+        ours is not None
+        and theirs is not None
+        and (ours is theirs or getattr(ours, "url", None) == getattr(theirs, "url", ""))
         and getattr(getattr(b, "keys", None), "prefix", None) == prefix
     )
+
+
+def _in_process(thing: object) -> bool:
+    """A saver or store whose data lives in this process only (LangGraph's in-memory
+    ones): it dies with the process, so no other process's erasure has anything to miss.
+    """
+    return type(getattr(thing, "saver", thing)).__name__ in ("InMemorySaver", "InMemoryStore")
 
 
 @dataclass
@@ -167,10 +177,11 @@ class Tiers:
     def _others(
         self, savers: Sequence[BaseCheckpointSaver[Any]], stores: Sequence[tuple[BaseStore, Any]]
     ) -> set[str]:
-        # a guarded saver by the class of the saver it wraps (OwnedSaver.saver)
+        # a guarded saver by the class of the saver it wraps (OwnedSaver.saver); an
+        # in-process one is not another process's to reach
         named = [("checkpointer", getattr(s, "saver", s)) for s in savers if not self._own(s)]
         named += [("store", s) for s, _ in stores if not self._own(s)]
-        return {f"{what} {type(thing).__name__}" for what, thing in named}
+        return {f"{what} {type(thing).__name__}" for what, thing in named if not _in_process(thing)}
 
     def with_recorded(
         self,

@@ -26,6 +26,7 @@ from typing import Any
 from langchain_tiered_memory.backend.server import DATA_DIR_ENV
 from langchain_tiered_memory.cli.chat import cmd_chat
 from langchain_tiered_memory.cli.commands import (
+    cmd_attachments,
     cmd_demo,
     cmd_demo_step,
     cmd_export,
@@ -391,6 +392,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _user_option(reembed, required=False)
     reembed.set_defaults(func=cmd_reembed)
+
+    attachments = sub.add_parser(
+        "attachments",
+        parents=[common],
+        formatter_class=fmt,
+        help="list (or --clear) what apps attached, as every process's erasure reads it",
+        description=_para(
+            "The checkpointers and stores apps attached to this memory, recorded beside the "
+            "data so that an erasure from any process reaches the memory's own store and says "
+            "what it cannot reach. --clear forgets the record (an app that attached something "
+            "records it again when it runs): after an app stopped using a saver, forget no "
+            "longer reports it as unreached."
+        ),
+    )
+    attachments.add_argument("--clear", action="store_true", help="forget the record")
+    attachments.set_defaults(func=cmd_attachments)
 
     reindex = sub.add_parser(
         "reindex",

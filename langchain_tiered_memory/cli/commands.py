@@ -271,6 +271,27 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_attachments(args: argparse.Namespace) -> int:
+    """``attachments [--clear]``: what apps attached, as every process's erasure reads it."""
+    console = rich_console()
+    with open_memory(args) as memory:
+        record = memory.tiers.attachment_record()
+        if record is None:
+            console.print("nothing recorded: this memory is not on Redis", highlight=False)
+            return EXIT_OK
+        if args.clear:
+            console.print(f"cleared {record.clear()} entries", highlight=False)
+            return EXIT_OK
+        found = record.read()
+    for template in found.own_store_namespaces:
+        console.print(f"own store namespace {esc(repr(template))}", highlight=False)
+    for other in sorted(found.others):
+        console.print(f"{esc(other)} (reached only by a process that holds it)", highlight=False)
+    if not found.own_store_namespaces and not found.others:
+        console.print("nothing attached", highlight=False)
+    return EXIT_OK
+
+
 def cmd_forget(args: argparse.Namespace) -> int:
     """``forget --user U``."""
     user = user_id_of(args)

@@ -76,6 +76,16 @@ class AttachmentRecord:
             with self.connection.errors():
                 self.connection.sync.sadd(self.key, *entries)
 
+    def clear(self) -> int:
+        """Forget what every process recorded (an operator's ``tiered-memory attachments
+        --clear``: the apps record again what they still attach); returns how many
+        entries there were.
+        """
+        with self.connection.errors():
+            found = int(self.connection.sync.scard(self.key))
+            self.connection.sync.delete(self.key)
+        return found
+
     @paired
     def read(self) -> Plan[Attachments]:
         """What every process recorded."""

@@ -213,7 +213,9 @@ def test_an_erasure_from_another_process_knows_what_the_app_attached(data_dir: P
     an erasure from another process (a second memory on the same data dir, as the CLI,
     the console and the MCP server open it; then the CLI itself) erases the store items
     and says what it could not reach instead of reporting a complete erasure."""
-    from langgraph.checkpoint.memory import InMemorySaver
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
 
     from langchain_tiered_memory.cli import main
 
@@ -222,11 +224,12 @@ def test_an_erasure_from_another_process_knows_what_the_app_attached(data_dir: P
     try:
         store = app.store()
         app.attach(store=store, store_namespaces=[("{user_id}",)])
-        app.attach(checkpointer=InMemorySaver())
+        # a saver whose threads outlive the process (an in-memory one is not recorded)
+        app.attach(checkpointer=SqliteSaver(sqlite3.connect(data_dir / "threads.db")))
         store.put(("ann", "health"), "d1", {"text": "Diagnosis: ZORBLAX syndrome."})
         store.put(("bob", "health"), "d1", {"text": "Bob: QUUXOL."})
         assert "ZORBLAX" in str(other.export_user("ann")["store"])
-        assert other.export_user("ann")["unreached"] == ["checkpointer InMemorySaver"]
+        assert other.export_user("ann")["unreached"] == ["checkpointer SqliteSaver"]
         removed = other.forget_user("ann")
         assert removed["store_items"] == 1 and removed["unreached"] == 1
         assert _files_with(data_dir, b"ZORBLAX") == []
@@ -261,3 +264,42 @@ def test_a_forgotten_thread_leaves_no_copy_in_the_threads_that_carried_it(
     sync = memory.connection.sync
     sync.config_set("rdbcompression", "no")
     assert [k for k in sync.scan_iter(count=1000) if SECRET.encode() in (sync.dump(k) or b"")] == []
+
+
+def test_what_died_with_its_process_or_is_the_memorys_own_is_never_unreached(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 66 item 9 (part): after one process used memory.checkpointer(InMemorySaver())
+    every later erasure from another process said "not complete" forever; a saver the app
+    opened on the memory's own Redis and prefix counted as foreign. And the operator can
+    list the record and clear it."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_tiered_memory.cli import main
+    from langchain_tiered_memory.persistence.checkpoint import RedisSaver
+
+    app = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    other = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    try:
+        app.checkpointer(InMemorySaver())
+        assert app.connection is not None
+        with RedisSaver.from_url(app.connection.url, key_prefix="tm") as own:
+            app.attach(checkpointer=own)  # its own connection, the memory's keys
+            app.add_session_log("ann", [HumanMessage("hi")])
+            assert "unreached" not in other.forget_user("ann")
+        assert main(["forget", "--user", "ann", "--yes", "--data-dir", str(data_dir)]) == 0
+        # an operator's view of the record, and its clearing
+        import sqlite3
+
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        app.attach(checkpointer=SqliteSaver(sqlite3.connect(data_dir / "t.db")))
+        capsys.readouterr()
+        assert main(["attachments", "--data-dir", str(data_dir)]) == 0
+        assert "checkpointer SqliteSaver" in capsys.readouterr().out
+        assert other.forget_user("bob")["unreached"] == 1
+        assert main(["attachments", "--clear", "--data-dir", str(data_dir)]) == 0
+        assert "unreached" not in other.forget_user("bob")
+    finally:
+        app.close()
+        other.close()
