@@ -674,6 +674,7 @@ def test_the_data_dir_and_its_files_are_private(tmp_path: Path) -> None:
     data_dir.chmod(0o755)
     with TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings()) as memory:
         memory.set_user_tags("ann", {"name": "Ann"})
+        assert memory.server is not None
         memory.server.compact()  # the AOF rewritten, a snapshot written
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
     files = [p for p in data_dir.rglob("*") if p.is_file()]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_tiered_memory import TieredMemory, TieredMemoryMiddleware, create_memory_graph
@@ -86,6 +87,7 @@ async def test_a_copied_thread_is_its_sources_owners(
     from langchain_tiered_memory.persistence.checkpoint import RedisSaver
 
     memory = embedded_memory
+    assert memory.connection is not None
     plain = RedisSaver(memory.connection, key_prefix="elsewhere")  # a saver that copies
     saver = memory.checkpointer() if kind == "redis" else memory.checkpointer(plain)
     agent = _agent(memory, "graph", saver)
@@ -129,7 +131,7 @@ def test_shared_threads_mean_the_same_on_every_saver(
     else:
         middleware = TieredMemoryMiddleware(memory, shared_threads=True)
         agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=saver)
-    config = {"configurable": {"thread_id": "family"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "family"}}
     for user in ("ann", "bob"):
         agent.invoke(
             {"messages": [HumanMessage(f"I'm {user}.")]}, config, context={"user_id": user}
@@ -164,7 +166,7 @@ def test_concurrent_turns_on_one_thread_store_each_message_once(memory: TieredMe
     graph = create_memory_graph(
         ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=saver
     )
-    config = {"configurable": {"thread_id": "t"}}
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
 
     def turns(i: int) -> None:
         for j in range(10):

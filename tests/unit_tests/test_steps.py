@@ -131,11 +131,17 @@ def test_an_interrupted_sync_plan_runs_its_finally() -> None:
     def interrupted() -> None:
         raise KeyboardInterrupt
 
+    async def ainterrupted() -> None:  # the async form, never run here
+        raise KeyboardInterrupt
+
+    async def asettle() -> None:
+        settled.append("settled")
+
     def plan() -> Any:
         try:
-            yield call(interrupted, interrupted)
+            yield call(interrupted, ainterrupted)
         finally:
-            yield call(lambda: settled.append("settled"), lambda: None)
+            yield call(lambda: settled.append("settled"), asettle)
 
     with pytest.raises(KeyboardInterrupt):
         drive(plan())
