@@ -212,9 +212,9 @@ def states_something(messages: Sequence[BaseMessage]) -> bool:
     """Whether the user said anything a memory could hold: a clause that is neither a
     question nor a request (to summarize, to answer) and speaks in the first person or has
     two content words ("Emma moved to Lyon."; "Hi!", "Thanks.", "你好" have one; a CJK
-    word is a pair of characters). When
-    not, the summarizer model is not asked: asked to summarize a conversation that was only
-    "Please summarize our conversation.", a real model wrote 15 facts of its own.
+    word is a pair of characters). When not, the summarizer model is not asked: asked to
+    summarize a conversation that was only "Please summarize our conversation.", a real
+    model wrote 15 facts of its own.
 
     Example:
         >>> states_something([HumanMessage("Please summarize our conversation."),
