@@ -17,7 +17,9 @@ from typing import Any, Protocol, TypeVar
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 
 from langchain_tiered_memory._ids import validate_count, validate_thread_id, validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, call
@@ -88,7 +90,7 @@ def _in_process(thing: object) -> bool:
     """A saver or store whose data lives in this process only (LangGraph's in-memory
     ones): it dies with the process, so no other process's erasure has anything to miss.
     """
-    return type(getattr(thing, "saver", thing)).__name__ in ("InMemorySaver", "InMemoryStore")
+    return isinstance(getattr(thing, "saver", thing), (InMemorySaver, InMemoryStore))
 
 
 @dataclass

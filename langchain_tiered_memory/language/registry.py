@@ -21,6 +21,7 @@ from langchain_tiered_memory.language.record import Language, Replies
 
 __all__ = [
     "discover",
+    "frame_words",
     "joined",
     "language_named",
     "language_of",
@@ -53,6 +54,27 @@ def discover(package: ModuleType) -> tuple[Language, ...]:
 def languages() -> tuple[Language, ...]:
     """Every language record, the first one (English) the default."""
     return discover(records)
+
+
+@cache
+def frame_words() -> str:
+    """How a summary item names the user, in every language ("The user's", "用户",
+    "The user said: ", and the nouns of the languages whose record has no such phrase:
+    "Der Nutzer", a German noun capitalised as every noun is): never evidence that an item
+    was said, never a name.
+
+    Example:
+        >>> "用户" in frame_words() and "Nutzer" in frame_words()
+        True
+    """
+    return " ".join(
+        [
+            *(language.the_user for language in languages()),
+            *(language.said or "" for language in languages()),
+            "user users Der Die Nutzer Benutzer Nutzerin L Le La Utilisateur Utilisatrice",
+            "O A Usuário Usuária Il Lo Utente",
+        ]
+    )
 
 
 def language_of(text: str) -> Language:

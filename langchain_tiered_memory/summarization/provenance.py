@@ -20,7 +20,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_tiered_memory.language.registry import languages
+from langchain_tiered_memory.language.registry import frame_words, languages
 from langchain_tiered_memory.language.rules import normalize_numbers
 from langchain_tiered_memory.language.text import is_cjk, split_sentences, tokenize
 from langchain_tiered_memory.summarization.summarizer import FRAME_GRAMS, char_grams
@@ -97,17 +97,6 @@ def item_provenance(
 # mark before it does not hide it ("'Jack'"); an apostrophe inside a word does ("user's").
 _NAMED = re.compile(r"(?<![\w-])(?<!\w['’])[A-ZÀ-ÖØ-ÞА-Я][\w'’-]*|\d+")
 
-# How the summary names the user, in every language ("The user", "用户", "El usuario", and
-# the nouns of the languages whose record has no such phrase: "Der Nutzer", a German noun
-# capitalised as every noun is): never evidence that an item was said, never a name.
-_FRAME_WORDS = " ".join(
-    [
-        *(language.the_user for language in languages()),
-        *(language.said or "" for language in languages()),
-        "user users Der Die Nutzer Benutzer Nutzerin L Le La Utilisateur Utilisatrice",
-        "O A Usuário Usuária Il Lo Utente",
-    ]
-)
 _FUNCTION_WORDS = frozenset().union(*(language.stopwords for language in languages()))
 
 
@@ -125,8 +114,9 @@ def _keys(text: str) -> set[str]:
     return {_key(t) for t in tokenize(text) if len(t) > 1}
 
 
-_FRAME_KEYS = _keys(_FRAME_WORDS)
-_FRAME_NAMES = {w.casefold() for w in re.findall(r"\w+", _FRAME_WORDS)}
+# the summary's words for the user (language.registry.frame_words): no evidence, no name
+_FRAME_KEYS = _keys(frame_words())
+_FRAME_NAMES = {w.casefold() for w in re.findall(r"\w+", frame_words())}
 
 
 def _named(item: str) -> list[str]:

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from langchain_core.documents import Document
 
-from langchain_tiered_memory.language.registry import languages
+from langchain_tiered_memory.language.registry import frame_words, languages
 from langchain_tiered_memory.language.rules import LANGUAGES, LanguageRules
 from langchain_tiered_memory.language.text import is_cjk, tokenize
 
@@ -286,6 +286,4 @@ def kept_part(new: str, old: str, languages: Sequence[LanguageRules] = LANGUAGES
 # the forms an item takes: "The user said: ..." (every language's), "The user ..."
 _SAID_FRAMES = tuple(lang.said for lang in languages() if lang.said)
 _SUBJECTS = tuple(re.sub(r"['’]s$", "", lang.the_user) for lang in languages() if lang.the_user)
-_FRAME_TERMS = {
-    t for lang in languages() for t in _terms(f"{lang.the_user} {lang.said or ''} user")
-}
+_FRAME_TERMS = _terms(frame_words())
