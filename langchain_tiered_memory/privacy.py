@@ -22,8 +22,10 @@ from langgraph.store.base import BaseStore, Item, PutOp
 
 from langchain_tiered_memory._ids import validate_thread_id, validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, call
+from langchain_tiered_memory.persistence.checkpoint.owned import OWNER_METADATA_KEY
 from langchain_tiered_memory.persistence.messages import messages_at
 from langchain_tiered_memory.persistence.store import RedisStore
+from langchain_tiered_memory.stores.attachments import Attachments
 from langchain_tiered_memory.stores.directory import RedisUserDirectory
 from langchain_tiered_memory.tiers import DEFAULT_STORE_NAMESPACES, Tiers
 
@@ -154,9 +156,7 @@ def _recorded(
     data), and what they attached that this process cannot reach.
     """
     record = tiers.attachment_record()
-    if record is None:
-        return stores, []
-    recorded = yield call(record.read, record.aread)
+    recorded = Attachments() if record is None else (yield call(record.read, record.aread))
     stores, unreached = tiers.with_recorded(savers, stores, recorded)
     if unreached:
         logger.warning(
@@ -174,7 +174,7 @@ def _forget_user_plan(
     user_id = validate_user_id(user_id)
     stores, unreached = yield from _recorded(tiers, savers, stores)
     # only the threads the user owns: another user's thread is never touched
-    threads = yield call(tiers.history.threads, tiers.history.athreads, user_id)
+    threads = yield from _threads_of(tiers, user_id, savers)
     # other stores' items are collected before anything is deleted: a read that fails
     # then leaves the user whole, not half erased
     found: list[list[Item]] = []
@@ -234,7 +234,7 @@ def _forget_thread_plan(
     user_id = validate_user_id(user_id)
     thread_id = validate_thread_id(thread_id) or ""
     checkpoints = 0
-    if thread_id in (yield call(tiers.history.threads, tiers.history.athreads, user_id)):
+    if (yield from _owns(tiers, user_id, thread_id, savers)):
         config = _thread_config(thread_id, any_namespace=True)
         for saver in savers:
             checkpoints += yield call(_count, _acount, saver, config)
@@ -271,7 +271,7 @@ def _export_plan(
     user_id = validate_user_id(user_id)
     stores, unreached = yield from _recorded(tiers, savers, stores)
     first, messages = yield call(tiers.history.since, tiers.history.asince, user_id, 0)
-    threads = yield call(tiers.history.threads, tiers.history.athreads, user_id)
+    threads = yield from _threads_of(tiers, user_id, savers)
     extra: dict[str, Any] = {}
     if savers:
         states = []
@@ -323,6 +323,46 @@ def _thread_export(savers: list[BaseCheckpointSaver], thread_id: str) -> Plan[di
                 state["values"]["messages"] = _jsonable(rebuilt)
         return state
     return _thread_state(thread_id, None)
+
+
+def _stamped(checkpointer: BaseCheckpointSaver, user_id: str) -> list[str]:
+    found = checkpointer.list(None, filter={OWNER_METADATA_KEY: user_id})
+    return list(dict.fromkeys(str(c.config["configurable"]["thread_id"]) for c in found))
+
+
+async def _astamped(checkpointer: BaseCheckpointSaver, user_id: str) -> list[str]:
+    found = checkpointer.alist(None, filter={OWNER_METADATA_KEY: user_id})
+    return list(dict.fromkeys([str(c.config["configurable"]["thread_id"]) async for c in found]))
+
+
+def _threads_of(tiers: Tiers, user_id: str, savers: list[BaseCheckpointSaver]) -> Plan[list[str]]:
+    """The threads the user owns: their record, and with ``user_ttl`` (the record may have
+    expired while a thread lives on: a read refreshed it, or a foreign saver never
+    expires) every thread a saver holds a checkpoint of theirs in (the owner stamp,
+    :data:`OWNER_METADATA_KEY`; a full read of each saver, as erasure may afford).
+    """
+    threads: list[str] = yield call(tiers.history.threads, tiers.history.athreads, user_id)
+    if tiers.user_ttl is not None:
+        for saver in savers:
+            found = yield call(_stamped, _astamped, saver, user_id)
+            threads += [t for t in found if t not in threads]
+    return threads
+
+
+def _owns(
+    tiers: Tiers, user_id: str, thread_id: str, savers: list[BaseCheckpointSaver]
+) -> Plan[bool]:
+    """Whether the user owns the thread: their record, or (``user_ttl``: the record may
+    have expired first) the owner stamp of its latest checkpoint in a saver.
+    """
+    if thread_id in (yield call(tiers.history.threads, tiers.history.athreads, user_id)):
+        return True
+    if tiers.user_ttl is not None:
+        for saver in savers:
+            latest = yield call(saver.get_tuple, saver.aget_tuple, _thread_config(thread_id))
+            if latest is not None and latest.metadata.get(OWNER_METADATA_KEY) == user_id:
+                return True
+    return False
 
 
 def _count(checkpointer: BaseCheckpointSaver, config: RunnableConfig) -> int:

@@ -10,6 +10,7 @@ stores), a turn's save with the queue note and the retention clock, and the cloc
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -93,6 +94,24 @@ def _in_process(thing: object) -> bool:
     return isinstance(getattr(thing, "saver", thing), (InMemorySaver, InMemoryStore))
 
 
+def _closed(saver: object) -> bool:
+    """Whether a saver's connection is closed (LangGraph's per-request ``async with
+    AsyncSqliteSaver.from_conn_string(...)`` leaves one behind each request): erasure skips
+    it and says its storage was not reached, instead of failing for every user.
+    """
+    conn = getattr(getattr(saver, "saver", saver), "conn", None)
+    if isinstance(conn, sqlite3.Connection):
+        try:
+            conn.in_transaction  # noqa: B018  # raises on a closed connection, nothing else does
+        except sqlite3.ProgrammingError:
+            return True
+        return False
+    if type(conn).__module__.startswith("aiosqlite"):
+        return getattr(conn, "_connection", True) is None  # aiosqlite has no public flag
+    closed = getattr(conn, "closed", False)  # psycopg's Connection and ConnectionPool
+    return closed if isinstance(closed, bool) else False
+
+
 @dataclass
 class MemorySnapshot:
     """What one turn needs from memory: tags, recent history and recalled items."""
@@ -139,6 +158,10 @@ class Tiers:
     checkpointers: list[BaseCheckpointSaver[Any]] = field(default_factory=list)
     stores: list[tuple[BaseStore, Templates]] = field(default_factory=list)
     disk: Disk | None = None
+    # what this process ever attached that another process cannot reach (by class): one
+    # that closed since is reported as not reached, as the record does across processes
+    attached_kinds: set[str] = field(default_factory=set)
+    recorded_templates: set[tuple[str, ...]] = field(default_factory=set)
 
     def attach(
         self,
@@ -160,11 +183,22 @@ class Tiers:
     def record_attachments(self) -> None:
         """Record what is attached beside the data (an app's ``attach``): every process's
         erasure and export then reaches the own store's namespaces, and says what else
-        it cannot reach. Nothing off Redis.
+        it cannot reach. What every process reads anyway (the default templates) or this
+        one recorded already is not written again: building a graph contacts nothing for
+        it. Off Redis, only this process's own note of what it attached.
         """
+        others = self._others(self.checkpointers, self.stores) - self.attached_kinds
         if (record := self.attachment_record()) is not None:
-            own = [t for s, names in self.stores if self._own(s) for t in names]
-            record.add(own, self._others(self.checkpointers, self.stores))
+            own = [
+                t
+                for s, names in self.stores
+                if self._own(s)
+                for t in names
+                if t not in DEFAULT_STORE_NAMESPACES and t not in self.recorded_templates
+            ]
+            record.add(own, others)
+            self.recorded_templates.update(own)
+        self.attached_kinds |= others
 
     def attachment_record(self) -> AttachmentRecord | None:
         """Where the attachments of every process are recorded (``None`` off Redis)."""
@@ -200,7 +234,8 @@ class Tiers:
             else (s, names)
             for s, names in stores
         ]
-        return merged, sorted(recorded.others - self._others(savers, stores))
+        held = self._others(savers, stores)
+        return merged, sorted((recorded.others | self.attached_kinds) - held)
 
     def reaching(
         self,
@@ -212,9 +247,10 @@ class Tiers:
         """The checkpointers and stores an erasure or export reaches: the attached ones and
         these, each once. A saver or store that is a view of the same keys as one already
         there (the same Redis connection and key prefix: ``memory.checkpointer()``,
-        ``memory.store()``) is that one; a store's templates are merged.
+        ``memory.store()``) is that one; a store's templates are merged. An attached saver
+        that closed since is dropped (so per-request savers stay bounded by the open ones).
         """
-        savers = list(self.checkpointers)
+        savers = [c for c in self.checkpointers if not _closed(c)]
         if checkpointer is not None:
             # the object given stands for a view of the same keys (its caches go with it)
             savers = [c for c in savers if not _same_keys(c, checkpointer)] + [checkpointer]

@@ -230,8 +230,8 @@ def create_memory_graph(
         checkpointer: any ``BaseCheckpointSaver`` for thread state; unless
             ``shared_threads``, it is used through ``memory.checkpointer(checkpointer)``:
             a run on another user's thread is refused at the saver's first read, before
-            LangGraph writes the run's input. Attach it (``memory.attach``) for erasure
-            and export to reach it.
+            LangGraph writes the run's input. It is attached (``memory.attach``): erasure
+            and export reach it while it is open.
         store: an optional LangGraph ``BaseStore`` handed to the app's tools.
         system_prompt: the base system prompt (default: :data:`DEFAULT_SYSTEM_PROMPT`;
             :data:`SMALL_MODEL_SYSTEM_PROMPT` for small models).
@@ -347,10 +347,8 @@ def create_memory_graph(
     builder.add_edge(TOOLS, MODEL)
     builder.add_edge(SAVE_MEMORY, END)
     if checkpointer is not None:
-        # ownership is checked where LangGraph writes: the saver's first read of a run
-        # (not attached: the app's saver may close before the memory; attach() says so);
-        # shared threads: no check, whichever saver it is (the memory's own checks too)
-        checkpointer = memory.checkpointer(
-            checkpointer, attach=False, shared_threads=shared_threads
-        )
+        # ownership is checked where LangGraph writes: the saver's first read of a run;
+        # attached, so erasure reaches every saver the package guards (one that closes
+        # before the memory is skipped and reported); shared threads: no owner check
+        checkpointer = memory.checkpointer(checkpointer, shared_threads=shared_threads)
     return builder.compile(checkpointer=checkpointer, store=store, name=name)

@@ -843,12 +843,12 @@ class TieredMemory:
         """Tell the memory of a checkpointer or store that holds its users' data, once:
         every erasure and export reaches it, from any entry point and (recorded beside the
         data) any process, which reports as ``unreached`` what it does not hold itself.
-        The memory's own ``checkpointer()`` and ``store()`` need no attaching. Attach one
-        that lives as long as the memory (the memory keeps it; a closed one fails the next
-        erasure, loudly). ``store_namespaces``: the templates of a user's namespaces in
-        ``store`` (default ``[("memories", "{user_id}")]``); without ``store``, of the
-        memory's own. An async-only saver (``AsyncPostgresSaver``) is erased by
-        ``aforget_user``.
+        The memory's own ``checkpointer()`` and ``store()`` need no attaching. A saver that
+        closes before the memory (a per-request one) is dropped, and an erasure while none
+        of its kind is open reports it as ``unreached``. ``store_namespaces``: the
+        templates of a user's namespaces in ``store`` (default
+        ``[("memories", "{user_id}")]``); without ``store``, of the memory's own. An
+        async-only saver (``AsyncPostgresSaver``) is erased by ``aforget_user``.
 
         Example:
             >>> memory.attach(checkpointer=PostgresSaver(conn))  # doctest: +SKIP

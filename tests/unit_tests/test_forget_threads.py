@@ -72,17 +72,18 @@ async def test_aforget_user_deletes_threads(memory_factory: Callable[..., Tiered
 def test_forget_reaches_a_checkpointer_attached_once(
     memory_factory: Callable[..., TieredMemory],
 ) -> None:
-    """A checkpointer handed to the memory once (issue 43): a forget_user from any door
-    (here without arguments) erases the user's threads there too."""
+    """A checkpointer handed to the memory once (issue 43; since issue 66 the graph's own
+    is attached when the graph is built, and attaching it again adds nothing): a
+    forget_user from any door (here without arguments) erases the user's threads there."""
     memory = memory_factory()
     saver = InMemorySaver()
     graph = create_memory_graph(
         ScriptedChatModel(replies=["ok"]), memory=memory, checkpointer=saver
     )
     _run(graph, "dave", "d1", "hello")
-    assert "hello" not in str(memory.export_user("dave").get("thread_states"))  # not told yet
-    memory.attach(checkpointer=saver)
     assert "hello" in str(memory.export_user("dave")["thread_states"])
+    memory.attach(checkpointer=saver)
+    assert len(memory.export_user("dave")["thread_states"]) == 1
     assert memory.forget_user("dave")["threads"] == 1
     assert saver.get_tuple({"configurable": {"thread_id": "d1"}}) is None
 

@@ -6,6 +6,8 @@ corrupt thread record (item 9), and the MCP server's arguments are strictly type
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -303,3 +305,99 @@ def test_what_died_with_its_process_or_is_the_memorys_own_is_never_unreached(
     finally:
         app.close()
         other.close()
+
+
+async def test_per_request_savers_stay_bounded_and_a_closed_one_fails_no_erasure(
+    memory: TieredMemory, tmp_path: Path
+) -> None:
+    """Issue 66 item 9: LangGraph's per-request ``async with AsyncSqliteSaver...`` pattern
+    attached one saver per request, and once the first closed every user's erasure
+    failed ("no active connection"). Now the closed ones are dropped, the erasure says the
+    file was not reached while none is open, and reaches it when one is."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    path = str(tmp_path / "threads.db")
+    model = ScriptedChatModel(replies=["Noted."])
+    for n in range(21):
+        async with AsyncSqliteSaver.from_conn_string(path) as saver:
+            graph = create_memory_graph(model, memory=memory, checkpointer=saver)
+            await graph.ainvoke(
+                {"messages": [HumanMessage(f"My PIN is {SECRET}, request {n}.")]},
+                {"configurable": {"thread_id": f"ann-{n % 3}"}},
+                context={"user_id": "ann"},
+            )
+    kinds = [type(getattr(c, "saver", c)) for c in memory.tiers.checkpointers]
+    held = [k for k in kinds if k is AsyncSqliteSaver]
+    assert len(held) <= 1  # before: 21
+    removed = await memory.aforget_user("bob")  # before: ValueError, no active connection
+    assert removed["unreached"] == 1
+    async with AsyncSqliteSaver.from_conn_string(path) as saver:
+        create_memory_graph(model, memory=memory, checkpointer=saver)
+        removed = await memory.aforget_user("ann")
+        assert removed["threads"] == 3 and "unreached" not in removed
+        assert [c async for c in saver.alist(None)] == []
+
+
+def test_a_saver_given_to_the_graph_is_one_erasure_reaches(
+    memory: TieredMemory, tmp_path: Path
+) -> None:
+    """Issue 66 item 9: ``create_memory_graph(checkpointer=...)`` guarded the saver but did
+    not attach it: forget_user reported its threads erased while the file kept them."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(tmp_path / "threads.db", check_same_thread=False)
+    graph = create_memory_graph(
+        ScriptedChatModel(replies=["Noted."]), memory=memory, checkpointer=SqliteSaver(conn)
+    )
+    _turn(graph, "ann", "ann-t", f"My PIN is {SECRET}.")
+    _turn(graph, "bob", "bob-t", "I keep bees.")
+    assert memory.forget_user("ann")["threads"] == 1
+    rows = conn.execute("SELECT thread_id FROM checkpoints").fetchall()
+    assert {r[0] for r in rows} == {"bob-t"}  # before: ann-t's checkpoints stayed
+    conn.close()
+
+
+def _until(done: Callable[[], bool], *, also: Callable[[], object] = lambda: None) -> None:
+    """Wait (up to a minute: never a speed assumption) until ``done``; ``also`` each poll."""
+    deadline = time.monotonic() + 60
+    while not done():
+        assert time.monotonic() < deadline, "the user's records never expired"
+        also()
+        time.sleep(0.2)
+
+
+def test_a_thread_that_outlived_its_users_records_is_still_erased(data_dir: Path) -> None:
+    """Issue 66 item 6: with user_ttl the user's record of their threads expires on its
+    own clock, while a read keeps refreshing the memory's own thread (refresh_on_read) and
+    a foreign saver never expires: forget_user then said ``threads: 0`` and the
+    conversation stayed. Each checkpoint names its user, so the erasure still finds them."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    memory = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings(), user_ttl=1)
+    try:
+        model = ScriptedChatModel(replies=["Noted."])
+        own = create_memory_graph(model, memory=memory, checkpointer=memory.checkpointer())
+        foreign_saver = InMemorySaver()
+        foreign = create_memory_graph(model, memory=memory, checkpointer=foreign_saver)
+        _turn(own, "ann", "ann-own", f"My PIN is {SECRET}.")
+        _turn(foreign, "ann", "ann-foreign", f"My PIN is {SECRET}.")
+        # the app keeps reading ann's own thread (its clock restarts), her records expire
+        _until(
+            lambda: memory.history.threads("ann") == [],
+            also=lambda: own.get_state({"configurable": {"thread_id": "ann-own"}}),
+        )
+        assert own.get_state({"configurable": {"thread_id": "ann-own"}}).values
+        removed = memory.forget_user("ann")
+        assert removed["threads"] == 2  # before: 0
+        assert foreign_saver.get_tuple({"configurable": {"thread_id": "ann-foreign"}}) is None
+        assert memory.connection is not None
+        sync = memory.connection.sync
+        sync.config_set("rdbcompression", "no")
+        holding = [
+            k for k in sync.scan_iter(count=1000) if SECRET.encode() in (sync.dump(k) or b"")
+        ]
+        assert holding == []
+    finally:
+        memory.close()

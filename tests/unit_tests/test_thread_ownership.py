@@ -423,7 +423,7 @@ def test_a_thread_whose_owner_record_expired_is_nobody_elses(
     saver = _savers(memory)[saver_kind]
     graph = _door("graph", memory, model, saver)
     graph.invoke({"messages": [HumanMessage(SECRET)]}, cfg("t1"), context={"user_id": "ann"})
-    memory.forget_user("ann", checkpointer=InMemorySaver())  # her records, not the saver's
+    memory.history.release_threads("ann", ["t1"])  # her records expired, not the saver's
     assert texts(graph, "t1")  # the saver still holds her conversation
     calls = len(model.prompts)
     with pytest.raises(ThreadOwnershipError, match="no owner record"):

@@ -50,7 +50,7 @@ from langchain_tiered_memory.backend.keys import DEFAULT_PREFIX, KeyBuilder, esc
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.persistence.checkpoint import chunks
 from langchain_tiered_memory.persistence.checkpoint.cache import DecodedValues
-from langchain_tiered_memory.persistence.checkpoint.owned import ThreadOwners, check_update
+from langchain_tiered_memory.persistence.checkpoint.owned import ThreadOwners, owned_metadata
 from langchain_tiered_memory.persistence.checkpoint.records import pack_record, unpack_record
 from langchain_tiered_memory.persistence.checkpoint.versions import next_version
 
@@ -213,10 +213,10 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         """The PUT script call. A channel value goes to a blob: sent if ``new_versions``
         gives its channel a new version (or its field is in ``resend``, named by a PUT
         that found it missing), else only named. An ``update_state`` of a saver that
-        checks owners must name its user (:func:`check_update`).
+        checks owners must name its user, and the metadata names it (:func:`owned_metadata`).
         """
         if self.thread_owners is not None:
-            check_update(config, metadata)
+            metadata = owned_metadata(config, metadata)
         where = self._where(config)
         ns = where.ns or ""
         checkpoint_id = _check_part(str(checkpoint["id"]), "checkpoint id")

@@ -38,7 +38,19 @@ from langchain_tiered_memory._ids import validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
 from langchain_tiered_memory.errors import MissingUserIdError
 
-__all__ = ["OwnedSaver", "ThreadOwners", "admission", "check_update", "is_guarded", "run_of"]
+__all__ = [
+    "OWNER_METADATA_KEY",
+    "OwnedSaver",
+    "ThreadOwners",
+    "admission",
+    "is_guarded",
+    "owned_metadata",
+    "run_of",
+]
+
+# Who wrote a checkpoint, in its metadata: erasure finds a user's threads in any saver by
+# it (``list(None, filter=...)``) when the user's own records of them expired (user_ttl)
+OWNER_METADATA_KEY = "tiered_memory_user"
 
 # LangGraph puts the run's Runtime (with its context) in the config under this key
 _RUNTIME = "__pregel_runtime"
@@ -91,22 +103,31 @@ def run_of(config: RunnableConfig | None) -> tuple[str, str] | None:
     return user, str(thread)
 
 
-def check_update(config: RunnableConfig, metadata: CheckpointMetadata) -> None:
-    """Refuse an ``update_state`` write (``metadata["source"] == "update"``) on a thread
-    that names no user: the app's edit must be the owner's (its read was admitted as
-    theirs), never a write anyone's config can make into the owner's thread.
+def owned_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> CheckpointMetadata:
+    """The metadata a saver that checks owners writes: stamped with the user of the run
+    (:data:`OWNER_METADATA_KEY`) on a thread's root namespace. An ``update_state`` write
+    (``metadata["source"] == "update"``) that names no user is refused: the app's edit
+    must be the owner's (its read was admitted as theirs), never a write anyone's config
+    can make into the owner's thread.
 
     Raises:
         MissingUserIdError: the update names no usable user.
     """
     configurable = config.get("configurable") or {}
-    if metadata.get("source") != "update" or configurable.get("checkpoint_ns"):
-        return
-    if run_of(config) is None and configurable.get("thread_id") is not None:
+    run = run_of(config)
+    if run is not None:
+        stamped: dict[str, Any] = {**metadata, OWNER_METADATA_KEY: run[0]}
+        return stamped  # type: ignore[return-value]  # CheckpointMetadata is open (total=False)
+    if (
+        metadata.get("source") == "update"
+        and not configurable.get("checkpoint_ns")
+        and configurable.get("thread_id") is not None
+    ):
         raise MissingUserIdError(
             "update_state on a thread names no user: nothing was written. Pass "
             "config={'configurable': {'thread_id': ..., 'user_id': <the thread's owner>}}."
         )
+    return metadata
 
 
 def admission(
@@ -218,8 +239,10 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        """The saver's ``put`` (an ``update_state`` must name its user: :func:`check_update`)."""
-        check_update(config, metadata)
+        """The saver's ``put``, the metadata stamped with the run's user (an
+        ``update_state`` must name one: :func:`owned_metadata`).
+        """
+        metadata = owned_metadata(config, metadata)
         return self.saver.put(config, checkpoint, metadata, new_versions)
 
     async def aput(
@@ -230,7 +253,7 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Async :meth:`put`."""
-        check_update(config, metadata)
+        metadata = owned_metadata(config, metadata)
         return await self.saver.aput(config, checkpoint, metadata, new_versions)
 
     def put_writes(
