@@ -53,6 +53,11 @@ from langchain_tiered_memory.agent.nodes import (
 from langchain_tiered_memory.agent.prompt import (
     MemoryRenderer,
 )
+from langchain_tiered_memory.agent.recalled import (
+    RecalledItems,
+    abare_or_referenced,
+    bare_or_referenced,
+)
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
 )
@@ -97,6 +102,8 @@ class MemoryState(TypedDict):
     saved_ids: NotRequired[list[str]]
     # small models only: the tags, for answering a question about one from the tag itself
     memory_tags: NotRequired[Annotated[dict[str, str], UntrackedValue(dict)]]
+    # what search_memory found this run; the thread keeps only the items' ids
+    recalled_items: NotRequired[Annotated[dict[str, str], RecalledItems()]]
 
 
 def _route_after_model(state: dict[str, Any]) -> str:
@@ -336,7 +343,12 @@ def create_memory_graph(
     nodes_by_name: dict[str, Any] = {
         LOAD_MEMORY: RunnableCallable(g.load_memory, g.aload_memory, name=LOAD_MEMORY),
         MODEL: RunnableCallable(g.call_model, g.acall_model, name=MODEL),
-        TOOLS: ToolNode(g.tools, handle_tool_errors=True),
+        TOOLS: ToolNode(
+            g.tools,
+            handle_tool_errors=True,
+            wrap_tool_call=bare_or_referenced,
+            awrap_tool_call=abare_or_referenced,
+        ),
         SAVE_MEMORY: RunnableCallable(g.save_memory, g.asave_memory, name=SAVE_MEMORY),
     }
     for node_name, node in nodes_by_name.items():

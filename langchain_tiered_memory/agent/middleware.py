@@ -38,6 +38,11 @@ from langchain_tiered_memory.agent.nodes import (
 )
 from langchain_tiered_memory.agent.policy import TagCapture
 from langchain_tiered_memory.agent.prompt import MemoryRenderer
+from langchain_tiered_memory.agent.recalled import (
+    RecalledItems,
+    abare_or_referenced,
+    bare_or_referenced,
+)
 from langchain_tiered_memory.agent.tools import (
     SEARCH_MEMORY_TOOL,
     USER_TAG_TOOL,
@@ -58,6 +63,7 @@ class TieredMemoryState(AgentState):  # type: ignore[type-arg]
     saved_count: NotRequired[int]
     saved_ids: NotRequired[list[str]]
     memory_tags: NotRequired[Annotated[dict[str, str], UntrackedValue(dict)]]
+    recalled_items: NotRequired[Annotated[dict[str, str], RecalledItems()]]
 
 
 def _config() -> RunnableConfig | None:
@@ -261,9 +267,10 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
         """Run a memory tool as the current turn built it (the agent's model's summary
-        switches); the app's tools as they are.
+        switches; ``search_memory``'s result kept by reference, ``agent/recalled.py``);
+        the app's tools as they are.
         """
-        return handler(self._current_tool(request))
+        return bare_or_referenced(self._current_tool(request), handler)
 
     async def awrap_tool_call(
         self,
@@ -271,7 +278,7 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
         """Async :meth:`wrap_tool_call`."""
-        return await handler(self._current_tool(request))
+        return await abare_or_referenced(self._current_tool(request), handler)
 
     def _current_tool(self, request: ToolCallRequest) -> ToolCallRequest:
         tool = self._turn.tool(request.tool_call["name"])

@@ -44,6 +44,7 @@ from langchain_tiered_memory.agent.memory_query import (
 )
 from langchain_tiered_memory.agent.owned import require_guarded_checkpointer
 from langchain_tiered_memory.agent.policy import ModelPolicy
+from langchain_tiered_memory.agent.recalled import RECALLED, shown_results
 from langchain_tiered_memory.agent.replies import (
     is_empty,
     no_reply,
@@ -299,8 +300,10 @@ class MemoryNodes:
         return SystemMessage(f"{base}\n\n{memory_prompt}".strip())
 
     def compose(self, state: dict[str, Any], base_prompt: str | None = None) -> list[BaseMessage]:
-        """System prompt + recent history + thread messages, trimmed; no message twice."""
-        thread: list[BaseMessage] = list(state.get("messages", []))
+        """System prompt + recent history + thread messages, trimmed; no message twice;
+        ``search_memory`` results shown with what this run found (``agent/recalled.py``).
+        """
+        thread = shown_results(state.get("messages", []), state.get(RECALLED))
         if self.settings.current_turn_only:
             last = last_human(thread)
             start = thread.index(last) if last is not None else 0

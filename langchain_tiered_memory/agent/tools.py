@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
@@ -344,6 +344,7 @@ class SearchMemoryTool(BaseTool):
         "best matches with their dates."
     )
     args_schema: type[BaseModel] = _SearchArgs
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
     memory: Any = Field(exclude=True)
     handle_tool_error: bool = True
     handle_validation_error: bool = True  # bad arguments come back as a message
@@ -360,24 +361,30 @@ class SearchMemoryTool(BaseTool):
         return query, k
 
     @staticmethod
-    def _report(docs: list[Any]) -> str:
+    def _report(docs: list[Any]) -> tuple[str, dict[str, Any]]:
+        """The text a direct call returns, and the items by id (the artifact: a turn
+        keeps the result by reference, ``agent/recalled.py``).
+        """
         if not docs:
-            return "No memories found."
-        lines = []
-        for i, doc in enumerate(docs, start=1):
+            return "No memories found.", {}
+        items = []
+        for doc in docs:
             # quoted as the system prompt quotes them (one JSON string a line): a stored
             # item holding line feeds cannot forge results or a "SYSTEM:" line here
             text = quote(doc.page_content)
             when = str(doc.metadata.get("created_at") or "")[:10]
-            lines.append(f"{i}. ({when}) {text}" if when else f"{i}. {text}")
-        return "\n".join(lines)
+            items.append({"id": str(doc.id), "line": f"({when}) {text}" if when else text})
+        report = "\n".join(f"{n}. {i['line']}" for n, i in enumerate(items, start=1))
+        return report, {"memory_items": items}
 
-    def _run(self, config: RunnableConfig, query: Any, k: Any = 5) -> str:
+    def _run(self, config: RunnableConfig, query: Any, k: Any = 5) -> tuple[str, dict[str, Any]]:
         text, n = self._query(query, k)
         user_id = _user_id(config)
         return self._report(self.memory.recall_summaries(user_id, text, n))
 
-    async def _arun(self, config: RunnableConfig, query: Any, k: Any = 5) -> str:
+    async def _arun(
+        self, config: RunnableConfig, query: Any, k: Any = 5
+    ) -> tuple[str, dict[str, Any]]:
         text, n = self._query(query, k)
         user_id = _user_id(config)
         return self._report(await self.memory.arecall_summaries(user_id, text, n))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
@@ -70,3 +71,44 @@ def queue_members(memory: TieredMemory) -> set[str]:
         return members
     finally:
         client.close()
+
+
+def _expanded(value: bytes) -> bytes:
+    """A stored value with a checkpoint record's zlib compression undone (the text inside
+    a compressed record is invisible to a plain search of DUMP's bytes)."""
+    from langchain_tiered_memory.persistence.checkpoint.records import DICTIONARY
+
+    if value[:1] != b"\x78":
+        return value
+    try:
+        expander = zlib.decompressobj(zdict=DICTIONARY) if value[1] & 0x20 else zlib.decompressobj()
+        return expander.decompress(value) + expander.flush()
+    except zlib.error:
+        return value
+
+
+def keys_holding(memory: TieredMemory, needle: str) -> list[str]:
+    """SCAN + DUMP, records decoded: every key of the memory's Redis whose value holds
+    ``needle`` (in DUMP's bytes, or inside a compressed checkpoint record)."""
+    assert memory.connection is not None
+    sync = memory.connection.sync
+    sync.config_set("rdbcompression", "no")  # DUMP's own LZF would hide it too
+    wanted = needle.encode()
+    found = []
+    for key in sync.scan_iter(count=1000):
+        kind = sync.type(key)
+        kind = kind.decode() if isinstance(kind, bytes) else kind
+        values: list[Any] = [sync.dump(key) or b""]
+        if kind == "string":
+            values.append(sync.get(key) or b"")
+        elif kind == "hash":
+            values += list(sync.hgetall(key).values())
+        elif kind == "list":
+            values += sync.lrange(key, 0, -1)
+        elif kind == "set":
+            values += list(sync.smembers(key))
+        elif kind == "zset":
+            values += sync.zrange(key, 0, -1)
+        if any(isinstance(v, bytes) and wanted in _expanded(v) for v in values):
+            found.append(key.decode() if isinstance(key, bytes) else key)
+    return sorted(found)

@@ -1,0 +1,93 @@
+"""Memory follows what its owner changes (issue 67): a deleted or edited item leaves no
+copy in what the package wrote from it, through the graph and the middleware.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage
+from support import keys_holding
+
+from langchain_tiered_memory import TieredMemory, TieredMemoryMiddleware, create_memory_graph
+from langchain_tiered_memory.mcp_server import create_mcp_server
+from langchain_tiered_memory.testing import ScriptedChatModel
+
+# an item no message says: only the search's result could carry it
+ITEM = "The user takes Zyrtexa for a heart condition."
+OLD = "Zyrtexa"
+
+
+def _search() -> AIMessage:
+    call = {"name": "search_memory", "args": {"query": "medication"}, "id": "s1"}
+    return AIMessage("", tool_calls=[call])
+
+
+def _agent(memory: TieredMemory, model: ScriptedChatModel, door: str) -> Any:
+    """The agent through ``door``, on the memory's own saver (SCAN sees its checkpoints)."""
+    if door == "graph":
+        return create_memory_graph(model, memory=memory, checkpointer=memory.checkpointer())
+    return create_agent(
+        model,
+        tools=[],
+        middleware=[TieredMemoryMiddleware(memory, search_memory=True)],
+        checkpointer=memory.checkpointer(),
+    )
+
+
+async def _say(agent: Any, text: str, thread: str) -> None:
+    await agent.ainvoke(
+        {"messages": [HumanMessage(text)]},
+        {"configurable": {"thread_id": thread}},
+        context={"user_id": "ann"},
+    )
+
+
+def _prompt_text(prompt: list[Any]) -> str:
+    return "\n".join(str(m.content) for m in prompt)
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+@pytest.mark.parametrize("change", ["delete", "edit", "mcp_delete"])
+async def test_a_search_result_leaves_no_copy_of_a_changed_item(
+    embedded_memory: TieredMemory, door: str, change: str
+) -> None:
+    """Item 2: an item the model recalled with ``search_memory`` was quoted in the
+    ToolMessage, checkpointed and saved to history: after a delete or an edit the old text
+    stayed in the keys and in the thread's next prompt. The thread keeps the items' ids;
+    their text is shown in the run that found them only."""
+    memory = embedded_memory
+    (item_id,) = await memory.aadd_summaries("ann", [ITEM])
+    model = ScriptedChatModel(replies=[_search(), "Noted.", "Sure."])
+    agent = _agent(memory, model, door)
+    await _say(agent, "Remind me what I should not forget.", "t1")
+    assert OLD in _prompt_text(model.prompts[1])  # the model was shown what it found
+    if change == "delete":
+        assert await memory.adelete_summaries("ann", [item_id]) == 1
+    elif change == "edit":
+        assert await memory.aupdate_summary("ann", item_id, "The user stopped all medication.")
+    else:
+        server = create_mcp_server(memory, user_id="ann")
+        await server.call_tool("delete_memory", {"id": item_id})
+    holding = keys_holding(memory, OLD)
+    if change == "edit":  # the item itself keeps its earlier texts (metadata["edits"])
+        holding = [k for k in holding if not k.endswith(":sum:items")]
+    assert holding == []  # before: the history and the thread's checkpoints held it
+    model.prompts.clear()
+    await _say(agent, "And what else?", "t1")
+    assert OLD not in _prompt_text(model.prompts[0])  # before: the old result, quoted
+    assert "not kept" in _prompt_text(model.prompts[0])
+
+
+async def test_a_direct_call_of_search_memory_returns_the_text(
+    embedded_memory: TieredMemory,
+) -> None:
+    """Outside a turn the tool answers with the items' text, as documented."""
+    from langchain_tiered_memory.agent.tools import SearchMemoryTool
+
+    await embedded_memory.aadd_summaries("ann", [ITEM])
+    tool = SearchMemoryTool(memory=embedded_memory)
+    found = await tool.ainvoke({"query": "medication"}, config={"configurable": {"user_id": "ann"}})
+    assert found == f'1. "{ITEM}"' or found.endswith(f'"{ITEM}"')
