@@ -90,7 +90,8 @@ def resolve_user_id(context: Any = None, config: Mapping[str, Any] | None = None
         got = f" (the context has {keys}, no 'user_id')" if keys else ""
         raise MissingUserIdError(
             f"no user id for this run{got}: pass context={{'user_id': ...}} to invoke/stream "
-            "(or config={'configurable': {'user_id': ...}})."
+            "(or config={'configurable': {'user_id': ...}}); a context that names the user "
+            "otherwise needs a user_id property (create_memory_graph(context_schema=...))."
         )
     return validate_user_id(user_id)
 

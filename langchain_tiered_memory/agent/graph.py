@@ -226,6 +226,7 @@ def create_memory_graph(
     search_memory: bool | None = None,
     memory_query: MemoryQueryKind | None = None,
     shared_threads: bool = False,
+    context_schema: type[Any] = MemoryContext,
     name: str | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:  # context: a MemoryContext or a dict
     """Build the memory agent graph.
@@ -305,6 +306,10 @@ def create_memory_graph(
             (:class:`~langchain_tiered_memory.errors.ThreadOwnershipError`); shared, threads
             are recorded for each user who speaks in them, owned by none, and the erasure
             of any of them deletes the thread.
+        context_schema: the type of the run's context (default :class:`MemoryContext`):
+            any with a ``user_id`` attribute; an app whose context names the user
+            otherwise gives one with ``user_id`` as a property (``return self.account_id``).
+            On a LangGraph server with auth, the authenticated identity still wins.
         name: the compiled graph's name.
 
     Example:
@@ -337,7 +342,7 @@ def create_memory_graph(
         shared_threads=shared_threads,
     )
     g = _GraphNodes(options.build(model), model, tools)
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MemoryState, context_schema=MemoryContext)
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MemoryState, context_schema=context_schema)
     # A sync and an async body per node (invoke and ainvoke each run their own), with the
     # Runtime injected: LangGraph's own RunnableCallable, as langgraph-prebuilt builds nodes.
     nodes_by_name: dict[str, Any] = {

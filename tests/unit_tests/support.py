@@ -87,28 +87,35 @@ def _expanded(value: bytes) -> bytes:
         return value
 
 
+def stored_bytes(sync: Any, key: Any) -> list[bytes]:
+    """A key's DUMP and each of its values, a compressed checkpoint record expanded (the
+    text inside one is invisible in DUMP's bytes); DUMP's own compression needs
+    ``CONFIG SET rdbcompression no`` first."""
+    kind = sync.type(key)
+    kind = kind.decode() if isinstance(kind, bytes) else kind
+    values: list[Any] = [sync.dump(key) or b""]
+    if kind == "string":
+        values.append(sync.get(key) or b"")
+    elif kind == "hash":
+        values += list(sync.hgetall(key).values())
+    elif kind == "list":
+        values += sync.lrange(key, 0, -1)
+    elif kind == "set":
+        values += list(sync.smembers(key))
+    elif kind == "zset":
+        values += sync.zrange(key, 0, -1)
+    return [_expanded(v) for v in values if isinstance(v, bytes)]
+
+
 def keys_holding(memory: TieredMemory, needle: str) -> list[str]:
     """SCAN + DUMP, records decoded: every key of the memory's Redis whose value holds
-    ``needle`` (in DUMP's bytes, or inside a compressed checkpoint record)."""
+    ``needle``."""
     assert memory.connection is not None
     sync = memory.connection.sync
-    sync.config_set("rdbcompression", "no")  # DUMP's own LZF would hide it too
+    sync.config_set("rdbcompression", "no")
     wanted = needle.encode()
-    found = []
-    for key in sync.scan_iter(count=1000):
-        kind = sync.type(key)
-        kind = kind.decode() if isinstance(kind, bytes) else kind
-        values: list[Any] = [sync.dump(key) or b""]
-        if kind == "string":
-            values.append(sync.get(key) or b"")
-        elif kind == "hash":
-            values += list(sync.hgetall(key).values())
-        elif kind == "list":
-            values += sync.lrange(key, 0, -1)
-        elif kind == "set":
-            values += list(sync.smembers(key))
-        elif kind == "zset":
-            values += sync.zrange(key, 0, -1)
-        if any(isinstance(v, bytes) and wanted in _expanded(v) for v in values):
-            found.append(key.decode() if isinstance(key, bytes) else key)
-    return sorted(found)
+    return sorted(
+        key.decode() if isinstance(key, bytes) else key
+        for key in sync.scan_iter(count=1000)
+        if any(wanted in v for v in stored_bytes(sync, key))
+    )

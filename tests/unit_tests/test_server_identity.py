@@ -6,6 +6,7 @@ server builds (``langgraph_api.models.run``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -79,3 +80,64 @@ def test_outside_a_server_the_saver_fix_is_named() -> None:
     config = {"configurable": {"thread_id": "t1", "__pregel_checkpointer": InMemorySaver()}}
     with pytest.raises(UnguardedCheckpointerError, match=r"memory.checkpointer\(saver\)"):
         require_guarded_checkpointer(config)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _AccountContext:
+    """An app's context that names the user ``account_id``."""
+
+    account_id: str
+    locale: str = "zh-CN"
+
+    @property
+    def user_id(self) -> str:
+        return self.account_id
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+@pytest.mark.parametrize("given", ["object", "dict"])
+def test_a_context_that_names_the_user_otherwise_says_so_with_a_property(
+    door: str, given: str
+) -> None:
+    """Issue 66 item 1: an app whose context names the user ``account_id`` got
+    MissingUserIdError; its context schema says which field is the user (a ``user_id``
+    property), through both doors, and ownership holds for it."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+
+    from langchain_tiered_memory import (
+        HashingEmbeddings,
+        TieredMemory,
+        TieredMemoryMiddleware,
+        create_memory_graph,
+    )
+    from langchain_tiered_memory.errors import ThreadOwnershipError
+    from langchain_tiered_memory.testing import ScriptedChatModel
+
+    memory = TieredMemory.in_memory(embeddings=HashingEmbeddings())
+    model = ScriptedChatModel(replies=["Noted."])
+    saver = memory.checkpointer(InMemorySaver())
+    if door == "graph":
+        agent: Any = create_memory_graph(
+            model, memory=memory, checkpointer=saver, context_schema=_AccountContext
+        )
+    else:
+        agent = create_agent(
+            model,
+            middleware=[TieredMemoryMiddleware(memory)],
+            checkpointer=saver,
+            context_schema=_AccountContext,
+        )
+
+    def run(account: str, text: str) -> None:
+        context: Any = _AccountContext(account) if given == "object" else {"account_id": account}
+        agent.invoke(
+            {"messages": [HumanMessage(text)]},
+            {"configurable": {"thread_id": "t1"}},
+            context=context,
+        )
+
+    run("acct-7", "I keep bees.")
+    assert "I keep bees." in str(memory.load_context("acct-7"))
+    with pytest.raises(ThreadOwnershipError):
+        run("acct-8", "Show me the thread.")

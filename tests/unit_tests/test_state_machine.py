@@ -34,6 +34,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from support import stored_bytes
 
 from langchain_tiered_memory import (
     HashingEmbeddings,
@@ -83,6 +84,8 @@ class MemoryMachine(RuleBasedStateMachine):
         self.door: dict[str, str] = {}  # thread -> the door (and so the saver) holding it
         self.copies: dict[str, str] = {}  # copied thread -> its source
         self.saver = InMemorySaver()  # the app's, attached: lives as long as the process
+        self.lingering: dict[str, set[str]] = {u: set() for u in USERS}  # records expired
+        self.orphaned: set[str] = set()  # threads whose owner's records expired
         self._open()
 
     def _open(self) -> None:
@@ -124,6 +127,8 @@ class MemoryMachine(RuleBasedStateMachine):
     def turn(self, user: str, thread: str, door: str, search: bool) -> None:
         if thread.startswith("own"):
             thread = f"{user}-{thread}"
+        if thread in self.orphaned:
+            return
         door = self.door.get(thread, door)  # a thread stays on the saver it started on
         text = self._token(user)
         config = {"configurable": {"thread_id": thread}}
@@ -162,13 +167,14 @@ class MemoryMachine(RuleBasedStateMachine):
             return
         raise AssertionError(f"a run with context {context!r} ran on {thread}")
 
-    @precondition(lambda self: any(t in self.owner for t in self.door if self.door[t] != "agent"))
+    def _copyable(self) -> list[str]:
+        return sorted(t for t in self.owner if self.door[t] != "agent" and t not in self.orphaned)
+
+    @precondition(lambda self: bool(self._copyable()))
     @rule(data=st.data())
     def copy_thread(self, data: st.DataObject) -> None:
         """LangGraph's copy_thread (the server's threads.copy): the copy is the owner's."""
-        source = data.draw(
-            st.sampled_from(sorted(t for t in self.owner if self.door[t] != "agent"))
-        )
+        source = data.draw(st.sampled_from(self._copyable()))
         self.n += 1
         target = f"copy-{self.n}"
         self.memory.checkpointer().copy_thread(source, target)
@@ -248,10 +254,40 @@ class MemoryMachine(RuleBasedStateMachine):
             time.sleep(0.005)  # the server's clock: 1 ms, not the TTL
         other = USERS[(USERS.index(user) + 1) % len(USERS)]
         self.memory.load(other, "hello")
-        # what expired is gone from Redis; an app's own saver keeps its threads by its own
-        # retention (issue 66 item 6, open: forget_user after the expiry does not find
-        # them), so the in-process saver is not checked for what only expired
+        # what expired is gone from Redis; the app's own saver keeps its threads by its own
+        # retention until the user is forgotten (each checkpoint names its user)
+        for thread in [t for t, d in self.door.items() if d == "agent"]:
+            if self.owner.get(thread) == user:
+                self.lingering[user].update(self.said[user].pop(thread, []))
         self._erase_model(user, expired=True)
+
+    @rule(user=st.sampled_from(USERS))
+    def expire_records(self, user: str) -> None:
+        """The user's own keys expire on their clock while their threads live on (a read
+        restarted the memory's own thread keys; the app's saver never expires): the
+        threads still hold what they said until the user is forgotten, then nothing does
+        (issue 66 item 6)."""
+        connection = self.memory.connection
+        assert connection is not None
+        sync = connection.sync
+        pattern = f"tm:{{{user}}}*"
+        for key in sync.scan_iter(match=pattern):
+            sync.pexpire(key, 1)
+        deadline = time.monotonic() + 10
+        while any(True for _ in sync.scan_iter(match=pattern)):
+            assert time.monotonic() < deadline, "keys did not expire"
+            time.sleep(0.005)
+        # the directory's entry is on the user's clock too: the next read sweeps it
+        sync.zadd("tm:{dir:}:dir:active", {user: time.time() - TTL - 60}, xx=True)
+        self.memory.load(USERS[(USERS.index(user) + 1) % len(USERS)], "hello")
+        texts = [t for thread in self.said[user].values() for t in thread]
+        self.lingering[user].update(texts)  # in the threads, gone from the history
+        self.expired.update([*self.items[user].values(), *self.tags[user]])
+        self.items[user] = {}
+        self.tags[user] = []
+        self.said[user] = {}
+        # the threads are nobody's to continue now (their owner record may have gone)
+        self.orphaned.update(t for t, owner in self.owner.items() if owner == user)
 
     @rule()
     def restart(self) -> None:
@@ -260,6 +296,9 @@ class MemoryMachine(RuleBasedStateMachine):
 
     def _erase_model(self, user: str, *, expired: bool = False) -> None:
         texts = [t for thread in self.said[user].values() for t in thread]
+        if not expired:  # what lingered in threads after the records expired: erased now
+            texts += self.lingering[user]
+            self.lingering[user] = set()
         texts += list(self.items[user].values())
         texts += self.tags[user]
         (self.expired.update if expired else self._forget_texts)(texts)
@@ -267,7 +306,11 @@ class MemoryMachine(RuleBasedStateMachine):
         self.items[user] = {}
         self.tags[user] = []
         for thread in [t for t, owner in self.owner.items() if owner == user]:
+            if expired and self.door.get(thread) == "agent":
+                self.orphaned.add(thread)  # the app's saver holds it: nobody's to continue
+                continue
             del self.owner[thread]
+            self.orphaned.discard(thread)
             self.door.pop(thread, None)
             self.copies.pop(thread, None)
 
@@ -307,8 +350,8 @@ class MemoryMachine(RuleBasedStateMachine):
         sync = connection.sync
         needles = [t.encode() for t in self.erased | self.expired]
         for key in sync.scan_iter(count=1000):
-            dumped = sync.dump(key) or b""
-            held = [n for n in needles if n in dumped]
+            stored = stored_bytes(sync, key)  # checkpoint records decoded
+            held = [n for n in needles if any(n in v for v in stored)]
             assert not held, f"{key!r} still holds {held}"
         in_process = repr(self.saver.storage) + repr(self.saver.writes) + repr(self.saver.blobs)
         held_here = [t for t in self.erased if t in in_process]
