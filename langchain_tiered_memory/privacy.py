@@ -100,10 +100,34 @@ def export_user(
     return (yield from _export_plan(tiers, user_id, savers, stores))
 
 
+def _retract_sources(tiers: Tiers, user_id: str, ids: Sequence[str]) -> Plan[None]:
+    """The messages the items were made from (their ``source_positions``), and the
+    replies to them, stop being carried into new threads as current: the user deleted or
+    edited what the memory made of them (until they say it again, in a new message).
+    """
+    wanted = {str(i) for i in ids}
+    summaries = tiers.summaries
+    items = yield call(summaries.get_all, summaries.aget_all, user_id)
+    positions = sorted(
+        {
+            p
+            for d in items
+            if str(d.id) in wanted
+            for p in (d.metadata.get("source_positions") or [])
+            if isinstance(p, int)
+        }
+    )
+    if positions:
+        yield call(tiers.history.retract, tiers.history.aretract, user_id, positions)
+
+
 def delete_items(tiers: Tiers, user_id: str, ids: Sequence[str]) -> Plan[int]:
-    """The plan of ``TieredMemory.delete_summaries``: the items, then the server's files."""
+    """The plan of ``TieredMemory.delete_summaries``: the items' source messages retracted,
+    the items, then the server's files.
+    """
     user_id = validate_user_id(user_id)
     summaries = tiers.summaries
+    yield from _retract_sources(tiers, user_id, ids)
     return int(
         (
             yield from _compacted(
@@ -119,6 +143,7 @@ def edit_item(tiers: Tiers, user_id: str, item_id: str, text: str) -> Plan[bool]
     """
     user_id = validate_user_id(user_id)
     summaries = tiers.summaries
+    yield from _retract_sources(tiers, user_id, [str(item_id)])
     update = call(summaries.update, summaries.aupdate, user_id, str(item_id), text)
     return bool((yield from _compacted(tiers, update)))
 

@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_tiered_memory.agent.replies import REPORT, only_machinery, said_by_model
 from langchain_tiered_memory.language.registry import languages
 from langchain_tiered_memory.language.text import asks_to_summarize, char_grams
+from langchain_tiered_memory.stores.history.codec import RETRACTED
 
 __all__ = ["conversation_only", "models_words"]
 
@@ -40,7 +41,8 @@ def conversation_only(
     """What of an earlier thread a new one carries: the user's and the assistant's text,
     without tool calls, tool results (also those a model wrote as its reply, and the
     package's reports of them), empty replies, the package's placeholders and the history's
-    "[not stored: ...]" notes, requests to summarize, and what the memory holds as no
+    "[not stored: ...]" notes, requests to summarize, the messages whose memory item the
+    user deleted or edited (``HistoryStore.retract``), and what the memory holds as no
     longer true: a message that says a ``superseded`` item (a real model answered "Where
     do I live?" with "Paris" from a carried "I live in Paris." while the memory held the
     move to Berlin); ids kept (the prompt is de-duplicated by id).
@@ -57,7 +59,7 @@ def conversation_only(
     out: list[BaseMessage] = []
     for message in messages:
         text = message.text.strip()
-        if not text or text.startswith("[not stored:"):
+        if not text or text.startswith("[not stored:") or message.response_metadata.get(RETRACTED):
             continue
         if old and _says_what_no_longer_holds(text, old):
             continue

@@ -148,6 +148,21 @@ class HistoryStoreConformance:
         assert [m.text for m in history_store.tail("ana", 10)] == ["in t2"]
         assert [m.text for m in history_store.tail("bo", 10)] == ["bo's"]
 
+    def test_a_retraction_marks_the_message_and_its_reply_only(
+        self, history_store: HistoryStore
+    ) -> None:
+        said = [HumanMessage("My code is A-1."), AIMessage("Noted, A-1."), HumanMessage("Hi")]
+        history_store.append("ana", said)
+        history_store.append("bo", [HumanMessage("My code is B-2.")])
+        assert history_store.retract("ana", [0]) == 2  # the message and the reply to it
+        assert history_store.retract("ana", [0, 99]) == 0  # once; a missing one skipped
+        kept = history_store.tail("ana", 5)
+        assert [m.text for m in kept] == ["My code is A-1.", "Noted, A-1.", "Hi"]
+        marked = [bool(m.response_metadata.get("tiered_memory_retracted")) for m in kept]
+        assert marked == [True, True, False]
+        (bo,) = history_store.tail("bo", 5)
+        assert not bo.response_metadata
+
     def test_clear_touches_one_user(self, history_store: HistoryStore) -> None:
         history_store.append("ana", [HumanMessage("a")])
         history_store.append("bo", [HumanMessage("b")])

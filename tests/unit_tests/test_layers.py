@@ -337,9 +337,9 @@ OVER_WITH_BASES: dict[str, int] = {
     "DeltaWalk": 520,  # an update_state names its user (issue 66 item 7)
     # the store bases' async twins are threaded(name) defaults (issue 58), and the
     # families' last hand-written pairs plans: sizes with the bases before -> after
-    "InMemoryHistoryStore": 419,  # thread_owner; a message carried twice stored once (#66)
+    "InMemoryHistoryStore": 447,  # retract: a changed item's sources not carried (#67)
     "InMemorySummaryStore": 533,  # 613 -> 533
-    "RedisHistoryStore": 537,  # thread_owner, a default of the base (#66)
+    "RedisHistoryStore": 572,  # retract: a changed item's sources not carried (#67)
     "RedisSaver": 997,  # an update names its user, a copy is its source's owner's (#66)
     "RedisStore": 546,  # 579 -> 546
     "RedisSummaryStore": 625,  # the directory written after the fence's verdict (#66)

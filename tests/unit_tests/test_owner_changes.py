@@ -91,3 +91,77 @@ async def test_a_direct_call_of_search_memory_returns_the_text(
     tool = SearchMemoryTool(memory=embedded_memory)
     found = await tool.ainvoke({"query": "medication"}, config={"configurable": {"user_id": "ann"}})
     assert found == f'1. "{ITEM}"' or found.endswith(f'"{ITEM}"')
+
+
+_EN = ("My secret code is ALPHA-123.", "The user's secret code is ALPHA-123.", "ALPHA-123")
+
+
+def _summary(items: list[str]) -> AIMessage:
+    call = {"name": "SummaryItems", "args": {"items": items}, "id": "s"}
+    return AIMessage(content="", tool_calls=[call])
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+@pytest.mark.parametrize(
+    ("said", "item", "code", "change"),
+    [
+        (
+            "My secret code is ALPHA-123.",
+            "The user's secret code is ALPHA-123.",
+            "ALPHA-123",
+            "delete",
+        ),
+        (
+            "My secret code is ALPHA-123.",
+            "The user's secret code is ALPHA-123.",
+            "ALPHA-123",
+            "edit",
+        ),
+        ("我的门禁密码是ALPHA-123。", "用户的门禁密码是ALPHA-123。", "ALPHA-123", "mcp_delete"),
+    ],
+)
+async def test_a_changed_item_is_no_longer_carried_into_new_threads(
+    memory: TieredMemory, door: str, said: str, item: str, code: str, change: str
+) -> None:
+    """Item 1: after the user deleted "The user's secret code is ALPHA-123." (the console's
+    and MCP's delete call the same), the next new thread's model input still held the
+    message "My secret code is ALPHA-123." as carried history, and the reply that echoed
+    it. The messages the item came from stop being carried; said again, it is carried."""
+    model = ScriptedChatModel(replies=["Noted, ALPHA-123.", "Hello!", "Noted.", "Hi."])
+    agent = _agent_on(memory, model, door)
+    await _say(agent, said, "t1")
+    ids = await memory.asummarize_history(
+        "ann", ScriptedChatModel(replies=[_summary([item])]), reconcile=False
+    )
+    (item_id,) = [str(d.id) for d in await memory.summaries.aget_all("ann")]
+    assert ids and (await memory.summaries.aget_all("ann"))[0].metadata["source_positions"]
+    if change == "delete":
+        await memory.adelete_summaries("ann", [item_id])
+    elif change == "edit":
+        await memory.aupdate_summary("ann", item_id, "The user has a secret code.")
+    else:
+        server = create_mcp_server(memory, user_id="ann")
+        await server.call_tool("delete_memory", {"id": item_id})
+    model.prompts.clear()
+    await _say(agent, "Hello again.", "t2")
+    assert code not in _prompt_text(model.prompts[0])  # before: carried from t1
+    assert "Hello again." in _prompt_text(model.prompts[0])
+    # said again: the new message is carried like any other
+    await _say(agent, said, "t3")
+    model.prompts.clear()
+    await _say(agent, "Hello once more.", "t4")
+    assert code in _prompt_text(model.prompts[0])
+    assert len(await memory.aload_context("ann", max=100)) >= 8  # the history kept them all
+
+
+def _agent_on(memory: TieredMemory, model: ScriptedChatModel, door: str) -> Any:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    if door == "graph":
+        return create_memory_graph(model, memory=memory, checkpointer=InMemorySaver())
+    return create_agent(
+        model,
+        tools=[],
+        middleware=[TieredMemoryMiddleware(memory)],
+        checkpointer=memory.checkpointer(InMemorySaver()),
+    )

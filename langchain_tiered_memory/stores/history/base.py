@@ -153,6 +153,16 @@ class HistoryStore(ABC):
     aforget_thread = threaded(forget_thread)
 
     @abstractmethod
+    def retract(self, user_id: str, positions: Sequence[int]) -> int:
+        """Mark the messages at these absolute positions, and the assistant's replies to
+        them, as no longer current (their memory item was deleted or edited): kept, never
+        carried into a new thread. Returns how many were marked (a position trimmed or
+        forgotten meanwhile is skipped).
+        """
+
+    aretract = threaded(retract)
+
+    @abstractmethod
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """The last ``n`` messages, oldest first, never starting with an orphan tool result."""
 

@@ -126,6 +126,60 @@ TOMBSTONE = '{"forgotten": true}'
 TOMBSTONES = frozenset({TOMBSTONE, TOMBSTONE.encode()})
 
 
+# A message whose memory item its user deleted or edited: kept in the history (the user's
+# words), no longer carried into new threads as current (``agent/shown.py``). In the
+# message's ``response_metadata``, which no chat model integration sends to a provider.
+RETRACTED = "tiered_memory_retracted"
+# how many entries after a retracted message are looked at for the assistant's reply to it
+REPLY_REACH = 4
+
+
+def retractions(entries: Sequence[bytes | str | None], sources: int) -> list[str | None]:
+    """The new stored form of each entry that a retraction marks, ``None`` for the others:
+    the first ``sources`` entries (the item's source messages), and in the rest (each
+    source's next ``REPLY_REACH`` entries, in the same order) the assistant's messages that
+    answer a retracted human one, up to the next human message. Tombstones, entries this
+    package did not write and messages already marked are left alone.
+
+    Example:
+        >>> human = dump_message(HumanMessage("My code is A-1.", id="h"), 10_000)
+        >>> reply = dump_message(AIMessage("Noted, A-1.", id="a"), 10_000)
+        >>> [r is not None for r in retractions([human, reply], 1)]
+        [True, True]
+    """
+    out: list[str | None] = []
+    answering = False
+    for i, raw in enumerate(entries):
+        if i < sources:
+            answering = True
+        entry = _entry(raw)
+        kind = entry.get("type") if entry is not None else None
+        if i >= sources and kind == "human":
+            answering = False
+        data = entry.get("data") if entry is not None else None
+        if not answering or not isinstance(data, dict) or (i >= sources and kind != "ai"):
+            out.append(None)
+            continue
+        meta = data.get("response_metadata")
+        meta = dict(meta) if isinstance(meta, dict) else {}
+        if meta.get(RETRACTED):
+            out.append(None)
+            continue
+        meta[RETRACTED] = True
+        out.append(json.dumps({**(entry or {}), "data": {**data, "response_metadata": meta}}))
+    return out
+
+
+def _entry(raw: bytes | str | None) -> dict[str, Any] | None:
+    if raw is None or raw in TOMBSTONES:
+        return None
+    try:
+        entry = json.loads(raw)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
 def thread_spans(raw: Sequence[bytes | str]) -> list[tuple[int, int, str]]:
     """Parse stored ``"start:end:thread"`` records."""
     out = []

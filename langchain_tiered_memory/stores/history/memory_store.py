@@ -24,11 +24,13 @@ from langchain_tiered_memory.stores.history.base import (
 )
 from langchain_tiered_memory.stores.history.codec import (
     DEFAULT_MAX_MESSAGE_BYTES,
+    REPLY_REACH,
     TOMBSTONE,
     TOMBSTONES,
     OnInvalid,
     parse_tail,
     positioned,
+    retractions,
 )
 
 
@@ -162,6 +164,24 @@ class InMemoryHistoryStore(HistoryStore):
         return removed
 
     aforget_thread = twin(forget_thread)
+
+    def retract(self, user_id: str, positions: Sequence[int]) -> int:
+        """Mark the messages and the replies to them (see the base class)."""
+        user_id = validate_user_id(user_id)
+        marked = 0
+        with self._lock:
+            data, base = self._data.get(user_id, []), self._base.get(user_id, 0)
+            for p in sorted({p for p in positions if isinstance(p, int) and p >= 0}):
+                span = range(p - base, min(p - base + 1 + REPLY_REACH, len(data)))
+                if p < base or not span:
+                    continue
+                for i, new in zip(span, retractions([data[i] for i in span], 1), strict=True):
+                    if new is not None:
+                        data[i] = new.encode()
+                        marked += 1
+        return marked
+
+    aretract = twin(retract)
 
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Last ``n`` messages."""

@@ -32,10 +32,12 @@ from langchain_tiered_memory.stores.history.base import (
 from langchain_tiered_memory.stores.history.codec import (
     BASE_FIELD,
     DEFAULT_MAX_MESSAGE_BYTES,
+    REPLY_REACH,
     TOMBSTONE,
     OnInvalid,
     parse_tail,
     positioned,
+    retractions,
     thread_spans,
 )
 
@@ -215,6 +217,39 @@ end
 redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1], ARGV[1] .. '\0recent')
 return removed
+"""
+
+
+# The entries from each absolute position on (ARGV: count, then positions): nil where the
+# position is trimmed or past the end. KEYS: history, meta.
+_READ_AT_LUA = """
+local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
+local n = tonumber(ARGV[1])
+local out = {}
+for i = 2, #ARGV do
+  local p = tonumber(ARGV[i])
+  for j = 0, n - 1 do
+    local entry = false
+    if p + j >= base then entry = redis.call('LINDEX', KEYS[1], p + j - base) end
+    out[#out + 1] = entry
+  end
+end
+return out
+"""
+
+# Replace entries that still hold what was read (ARGV: position, expected, new, ...): an
+# entry trimmed, forgotten or changed meanwhile is left as it is. KEYS: history, meta.
+_SWAP_AT_LUA = """
+local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
+local swapped = 0
+for i = 1, #ARGV, 3 do
+  local index = tonumber(ARGV[i]) - base
+  if index >= 0 and redis.call('LINDEX', KEYS[1], index) == ARGV[i + 1] then
+    redis.call('LSET', KEYS[1], index, ARGV[i + 2])
+    swapped = swapped + 1
+  end
+end
+return swapped
 """
 
 
@@ -449,6 +484,31 @@ class RedisHistoryStore(HistoryStore):
             return int((yield call(c.eval, c.aeval, *args)))
 
     aforget_thread = forget_thread.aio
+
+    @paired
+    def retract(self, user_id: str, positions: Sequence[int]) -> Plan[int]:
+        """Mark the messages and the replies to them (see the base class): one script
+        reads them, one replaces those that did not change meanwhile.
+        """
+        hist, meta = self._k(user_id)
+        wanted = sorted({int(p) for p in positions if isinstance(p, int) and p >= 0})
+        if not wanted:
+            return 0
+        reach = 1 + REPLY_REACH
+        c = self.connection
+        with c.errors():
+            raw = yield call(c.eval, c.aeval, _READ_AT_LUA, 2, hist, meta, reach, *wanted)
+            swaps: list[Any] = []
+            for k, position in enumerate(wanted):
+                entries = raw[k * reach : (k + 1) * reach]
+                for j, new in enumerate(retractions([e or None for e in entries], 1)):
+                    if new is not None:
+                        swaps += [position + j, entries[j], new]
+            if not swaps:
+                return 0
+            return int((yield call(c.eval, c.aeval, _SWAP_AT_LUA, 2, hist, meta, *swaps)))
+
+    aretract = retract.aio
 
     @paired
     def tail(self, user_id: str, n: int) -> Plan[list[BaseMessage]]:
