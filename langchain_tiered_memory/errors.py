@@ -19,6 +19,7 @@ __all__ = [
     "UnsafeBindError",
     "UnsupportedOperationError",
     "CorruptMemoryError",
+    "DataFormatError",
     "MissingUserIdError",
     "MemoryBackendError",
     "SummarizationError",
@@ -58,6 +59,12 @@ class CorruptMemoryError(TieredMemoryError, ValueError):
     """Stored data is not what this package writes (another writer, a bug, a migration).
 
     The message names the user and the Redis key; the user's other tiers still load.
+    """
+
+
+class DataFormatError(TieredMemoryError, RuntimeError):
+    """The stored data is in a format this package version does not know (written by a
+    newer release): upgrade the package; nothing was read or written.
     """
 
 

@@ -23,6 +23,7 @@ from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.connection import parse_url as aredis_parse_url
 from redis.cluster import RedisCluster
 
+from langchain_tiered_memory._steps import Plan, adrive, drive
 from langchain_tiered_memory.backend.sockets import (
     async_connection_class,
     client_kwargs,
@@ -160,6 +161,31 @@ class RedisConnection:
         self._owns_async = async_client is None
         self._async_loop: asyncio.AbstractEventLoop | None = None  # the one _async is bound to
         self._lock = threading.Lock()
+        # checks run once before the first command (the stored format: backend/format.py)
+        self._checks: dict[str, Callable[[Any], Plan[None]]] = {}
+        self._checked: set[str] = set()
+
+    def require(self, name: str, check: Callable[[Any], Plan[None]]) -> None:
+        """Run ``check`` (a plan on the sync or the asyncio client, as the caller's first
+        command is) once before this connection's first command; one that raises is run
+        again by the next command. No I/O here.
+        """
+        self._checks.setdefault(name, check)
+
+    def _pending(self) -> list[str]:
+        return [n for n in self._checks if n not in self._checked]
+
+    def _check(self, client: Any) -> None:
+        for name in self._pending():
+            with translate_errors(self.url):
+                drive(self._checks[name](client))
+            self._checked.add(name)
+
+    async def _acheck(self, client: Any) -> None:
+        for name in self._pending():
+            with translate_errors(self.url):
+                await adrive(self._checks[name](client))
+            self._checked.add(name)
 
     @property
     def is_cluster(self) -> bool:
@@ -197,6 +223,8 @@ class RedisConnection:
                             **kwargs,
                         )
                         self._sync = redis.Redis(connection_pool=pool)
+        if len(self._checked) < len(self._checks):
+            self._check(self._sync)
         return self._sync
 
     @property
@@ -254,6 +282,8 @@ class RedisConnection:
                 await probe.aclose()
         client = self.aio
         self._async_loop = loop
+        if len(self._checked) < len(self._checks):
+            await self._acheck(client)
         return client
 
     def errors(self) -> contextlib.AbstractContextManager[None]:

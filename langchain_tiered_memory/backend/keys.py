@@ -219,6 +219,15 @@ class KeyBuilder:
         """
         return f"{self.prefix}:{{meta:}}:attached"
 
+    def format_key(self) -> str:
+        """The stored format of the memory's data (``backend/format.py``). No user's key.
+
+        Example:
+            >>> KeyBuilder("tm").format_key()
+            'tm:{meta:}:format'
+        """
+        return f"{self.prefix}:{{meta:}}:format"
+
     def directory_key(self, kind: Literal["active", "values"] = "active") -> str:
         """A key of the console's directory (``{dir:}``: never a user's key, one slot):
         ``active``, the users by last activity (member: the escaped id, written with each

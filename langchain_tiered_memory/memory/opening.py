@@ -28,6 +28,7 @@ from langchain_tiered_memory.backend.connection import (
     DEFAULT_POOL_TIMEOUT,
     RedisConnection,
 )
+from langchain_tiered_memory.backend.format import check_format
 from langchain_tiered_memory.backend.keys import DEFAULT_PREFIX, KeyBuilder, keys_of
 from langchain_tiered_memory.backend.server import EmbeddedRedis
 from langchain_tiered_memory.persistence.checkpoint import (
@@ -110,6 +111,10 @@ def redis_parts(
 ) -> dict[str, Any]:
     """``TieredMemory``'s arguments for the three Redis stores and the queue on ``connection``."""
     keys = KeyBuilder(key_prefix)
+    # before the memory's first command: never data of a newer format (backend/format.py)
+    connection.require(
+        f"format {key_prefix}", lambda client: check_format(client, keys, connection.url)
+    )
     return {
         "history": RedisHistoryStore(connection, keys=keys),
         "tags": RedisTagStore(connection, keys=keys, schema=tag_schema or DefaultTags),

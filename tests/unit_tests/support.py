@@ -34,9 +34,11 @@ def all_keys(memory: TieredMemory) -> set[str]:
 
 def data_keys(memory: TieredMemory) -> set[str]:
     """:func:`all_keys` without the keys all users share: the summarization queue's shard
-    keys (a shard's sorted sets vanish when their last member leaves) and the console's
-    directory (:func:`directory_members` says whose entries it holds)."""
-    return {k for k in all_keys(memory) if ":{wq:" not in k and ":{dir:}" not in k}
+    keys (a shard's sorted sets vanish when their last member leaves), the console's
+    directory (:func:`directory_members` says whose entries it holds) and the memory's
+    own records (``{meta:}``: the stored format, the attachments)."""
+    shared = (":{wq:", ":{dir:}", ":{meta:}")
+    return {k for k in all_keys(memory) if not any(s in k for s in shared)}
 
 
 def directory_members(memory: TieredMemory) -> set[str]:

@@ -21,6 +21,7 @@ PACKAGE_ALL = [
     "ConcurrentEditError",
     "ConcurrentReembedError",
     "CorruptMemoryError",
+    "DataFormatError",
     "DefaultTags",
     "EmbeddedRedis",
     "EmbeddingsMismatchError",
@@ -173,6 +174,7 @@ def test_version_is_the_distribution_version() -> None:
         (errors.UnsafeBindError, ValueError),
         (errors.UnsupportedOperationError, ValueError),
         (errors.CorruptMemoryError, ValueError),
+        (errors.DataFormatError, RuntimeError),
         (errors.SummaryLimitError, ValueError),
     ],
 )
