@@ -2,9 +2,9 @@
 command.
 
 Every release that changes what it stores raises :data:`FORMAT` and gives an upgrade
-(``TieredMemory.upgrade``, ``tiered-memory upgrade``). The data records its format in one
-key beside it (``<prefix>:{meta:}:format``): a new, empty memory gets the package's; data
-with no record was written by a release before formats were recorded (0.1.x: format 1).
+(``langchain_tiered_memory.upgrade``, ``tiered-memory upgrade``). The data records its
+format in one key beside it (``<prefix>:{meta:}:format``): a new, empty memory gets the
+package's; data with no record was written before formats were recorded (0.1.x: 1).
 Opening data of a newer format than the package knows fails before anything is read or
 written, with one line that names both; data of an older format is read as before and
 the log says which command upgrades it.
@@ -112,7 +112,8 @@ def check_format(client: Any, keys: KeyBuilder, where: str) -> Plan[None]:
         logger.warning(
             "the memory at %s (key prefix %r) is in format %d, written by an earlier "
             "release: it is read as before, but run `tiered-memory upgrade` (or "
-            "memory.upgrade()) so that every guarantee holds on it",
+            "langchain_tiered_memory.upgrade.upgrade(memory)) so that every guarantee "
+            "holds on it",
             where,
             keys.prefix,
             found,

@@ -37,6 +37,7 @@ from langchain_tiered_memory.cli.commands import (
     cmd_reindex,
     cmd_summarize,
     cmd_ui,
+    cmd_upgrade,
     cmd_worker,
 )
 from langchain_tiered_memory.cli.common import CHAT_HELP, EXIT_ERROR, EXIT_INTERRUPTED
@@ -421,6 +422,22 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     reindex.set_defaults(func=cmd_reindex)
+
+    upgrade = sub.add_parser(
+        "upgrade",
+        parents=[common],
+        formatter_class=fmt,
+        help="bring data written by an earlier release to this one's stored format",
+        description=_para(
+            "Strip what releases before 0.2 kept in checkpoints and no reader needs (the "
+            "memory section, the carried history), index every user in the console's "
+            "directory, rewrite the embedded server's files, then record the format. Safe "
+            "to run again (an interrupted upgrade is finished by running it again) and "
+            "beside running processes of this version; --dry-run only reports."
+        ),
+    )
+    upgrade.add_argument("--dry-run", action="store_true", help="report, write nothing")
+    upgrade.set_defaults(func=cmd_upgrade)
 
     export = sub.add_parser(
         "export",

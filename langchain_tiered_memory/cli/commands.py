@@ -271,6 +271,28 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    """``upgrade [--dry-run]``: data of an earlier format brought to this release's."""
+    from langchain_tiered_memory.upgrade import upgrade
+
+    console = rich_console()
+    with open_memory(args) as memory:
+        report = upgrade(memory, dry_run=args.dry_run)
+    found = report["from_format"]
+    if found is None:
+        console.print(f"no data yet: recorded as format {report['to_format']}", highlight=False)
+        return EXIT_OK
+    verb = "would strip" if args.dry_run else "stripped"
+    console.print(
+        f"format {found} -> {report['to_format']}: {verb} {report['fields']} stored values "
+        f"no reader needs from {report['threads']} threads; indexed "
+        f"{report['users_indexed']} users"
+        + (" (dry run: nothing written)" if args.dry_run else ""),
+        highlight=False,
+    )
+    return EXIT_OK
+
+
 def cmd_attachments(args: argparse.Namespace) -> int:
     """``attachments [--clear]``: what apps attached, as every process's erasure reads it."""
     console = rich_console()

@@ -57,6 +57,10 @@ from langchain_tiered_memory.persistence.checkpoint.versions import next_version
 __all__ = ["BaseRedisSaver", "CheckpointTTL"]
 
 SEP = "\x00"
+# Channels the package's graphs checkpointed before 0.2 and no longer do (retired.py
+# strips their old values; a reader racing that skips what it finds gone)
+RETIRED_CHANNELS = frozenset({"memory_prompt", "recent_history", "memory_tags"})
+
 # ``list`` reads members in pages of this size when a metadata filter or ``before`` across
 # namespaces means it cannot know in advance how many it will skip.
 PAGE = 100
@@ -357,6 +361,8 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
             if (channels is not None and channel not in channels) or chunks.is_chunk_field(field):
                 continue  # a chunk is read with the snapshot that names it
             if blob is None:
+                if channel in RETIRED_CHANNELS:
+                    continue  # an upgrade stripped it (retired.py); restored empty anyway
                 raise missing(field)
             vtype, vbytes = ormsgpack.unpackb(blob)
             if vtype == chunks.CHUNKED:

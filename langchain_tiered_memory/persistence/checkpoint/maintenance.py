@@ -12,6 +12,7 @@ from urllib.parse import unquote
 from langchain_tiered_memory._steps import adrive, drive
 from langchain_tiered_memory.backend.connection import as_text
 from langchain_tiered_memory.backend.keys import escape_id
+from langchain_tiered_memory.persistence.checkpoint import retired
 from langchain_tiered_memory.persistence.checkpoint.base import DELETE_CHUNK, SEP, BaseRedisSaver
 from langchain_tiered_memory.persistence.checkpoint.scripts import COPY, DELETE, READ_ALL
 
@@ -62,6 +63,15 @@ def stale_runs(runs: Iterable[Any], keep: set[str]) -> list[str]:
 
 class SaverMaintenance(BaseRedisSaver):
     """Deletes, copies and pruning of threads, on the I/O ``RedisSaver`` provides."""
+
+    def strip_retired(self, thread_id: str, *, dry_run: bool = False) -> int:
+        """Remove from a thread what releases before 0.2 checkpointed and no reader needs
+        (``retired.py``); return how many stored values changed (or would, ``dry_run``).
+        """
+        args = retired.changes(self, self._eval(READ_ALL, str(thread_id)))
+        if dry_run or not args:
+            return len(args) // 4
+        return int(self._eval(retired.STRIP, str(thread_id), *args))
 
     # ----- deletes and copies -----
 

@@ -1,0 +1,72 @@
+"""Data of an earlier stored format brought to the package's (:func:`upgrade`,
+``tiered-memory upgrade``).
+
+Format 1 (0.1.x) differs in what its checkpoints hold: the memory section, the history a
+new thread carried and the tags, in every thread that loaded them, which no 0.2 reader
+needs and erasure would not reach. The upgrade strips them from every thread of the
+memory's own saver, indexes every user in the console's directory (so the users page
+lists users no 0.2 turn has touched yet), rewrites the embedded server's files, and then
+records the format. Each step can run again and only changes what still holds what it
+read, so an upgrade interrupted is finished by running it again, beside running
+processes of this version. ``dry_run`` reports what it would change and writes nothing.
+
+Example:
+    >>> from langchain_tiered_memory.upgrade import upgrade
+    >>> upgrade(memory, dry_run=True)["from_format"]  # doctest: +SKIP
+    1
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langchain_tiered_memory import privacy
+from langchain_tiered_memory._steps import drive
+from langchain_tiered_memory.backend.format import FORMAT, read_format, write_format
+from langchain_tiered_memory.backend.keys import keys_of
+from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.stores.directory import RedisUserDirectory
+
+__all__ = ["aupgrade", "upgrade"]
+
+
+def upgrade(memory: TieredMemory, *, dry_run: bool = False) -> dict[str, Any]:
+    """Upgrade the memory's data to :data:`FORMAT`; return what changed (or would):
+    ``from_format`` (``None``: no data yet), ``to_format``, ``threads``, ``fields`` (the
+    stored values stripped), ``users_indexed``, ``dry_run``.
+
+    Raises:
+        DataFormatError: the data is in a newer format than this package knows.
+        UnsupportedOperationError: the memory is not on Redis (nothing to upgrade).
+    """
+    connection = memory.tiers.require_redis("upgrade", "hold nothing to upgrade")
+    keys = keys_of(memory.history)
+    found = drive(read_format(connection.sync, keys))
+    report: dict[str, Any] = {
+        "from_format": found,
+        "to_format": FORMAT,
+        "threads": 0,
+        "fields": 0,
+        "users_indexed": 0,
+        "dry_run": dry_run,
+    }
+    if found is not None and found < FORMAT:
+        saver = memory.checkpointer()
+        for thread_id in saver.list_threads():
+            changed = saver.strip_retired(thread_id, dry_run=dry_run)
+            report["threads"] += bool(changed)
+            report["fields"] += changed
+        directory = RedisUserDirectory.of(memory.history)
+        if directory is not None and not dry_run:
+            report["users_indexed"] = directory.reindex()
+    if not dry_run:
+        if report["fields"]:
+            drive(privacy.compact(memory.tiers))  # the stripped values off disk too
+        drive(write_format(connection.sync, keys))
+    return report
+
+
+async def aupgrade(memory: TieredMemory, *, dry_run: bool = False) -> dict[str, Any]:
+    """Async :func:`upgrade` (an operator's rare call: run in a worker thread)."""
+    return await asyncio.to_thread(upgrade, memory, dry_run=dry_run)
