@@ -10,7 +10,17 @@ from pydantic import BaseModel, ConfigDict
 from langchain_tiered_memory.backend.keys import validate_thread_id, validate_user_id
 from langchain_tiered_memory.errors import MissingUserIdError, UserIdMismatchError
 
-__all__ = ["MemoryContext", "authenticated_user", "resolve_user_id", "thread_of"]
+__all__ = [
+    "CHECKPOINTER",
+    "MemoryContext",
+    "authenticated_user",
+    "resolve_user_id",
+    "saved_position",
+    "thread_of",
+]
+
+# where LangGraph puts the run's checkpointer in the config (langgraph._internal._constants)
+CHECKPOINTER = "__pregel_checkpointer"
 
 
 class MemoryContext(BaseModel):
@@ -105,6 +115,18 @@ def thread_of(config: Mapping[str, Any] | None) -> str | None:
         return None
     # "" is refused like any bad id: savers keep it as an ordinary thread every user shares
     return validate_thread_id(str(thread_id))  # the one check every door makes
+
+
+def saved_position(config: Mapping[str, Any] | None, saved: int) -> int | None:
+    """The thread position a turn's messages are saved at: ``saved`` (what the thread's
+    state counts) in a run with a checkpointer, ``None`` in one without (or outside a
+    run: the app's own call), whose state starts empty every run, so a position would
+    make each turn look like a fork of the one before.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    if config is not None and configurable.get(CHECKPOINTER) is None:
+        return None
+    return saved
 
 
 def _context_keys(context: Any) -> list[str]:

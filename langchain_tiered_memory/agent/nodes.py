@@ -26,6 +26,7 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import RunnableConfig
 
 from langchain_tiered_memory._portable import check_portable
 from langchain_tiered_memory.agent.capture import (
@@ -36,6 +37,7 @@ from langchain_tiered_memory.agent.capture import (
     summary_reply,
     tag_answer,
 )
+from langchain_tiered_memory.agent.context import saved_position
 from langchain_tiered_memory.agent.memory_query import (
     MEMORY_QUERY_TURNS,
     MemoryQueryKind,
@@ -328,9 +330,14 @@ class MemoryNodes:
     # ----- save -----
 
     def save(
-        self, state: dict[str, Any], user_id: str, thread_id: str | None = None
+        self,
+        state: dict[str, Any],
+        user_id: str,
+        thread_id: str | None = None,
+        config: RunnableConfig | None = None,
     ) -> dict[str, Any]:
-        """Append the turn's unsaved messages to the history (one atomic write).
+        """Append the turn's unsaved messages to the history (one atomic write; at the
+        thread's saved position in a run with a checkpointer: ``saved_position``).
 
         Idempotent per thread position, so a save that timed out after Redis applied it is
         not stored twice by the next turn; a message the history refuses is stored as a
@@ -338,20 +345,34 @@ class MemoryNodes:
         """
         new, saved, update = unsaved(state)
         if new:
+            position = saved_position(config, saved)
             self.memory.add_session_log(
-                user_id, new, thread_id=thread_id, thread_position=saved, on_invalid="placeholder"
+                user_id,
+                new,
+                thread_id=thread_id,
+                thread_position=position,
+                on_invalid="placeholder",
             )
             self._maybe_summarize(user_id)
         return update
 
     async def asave(
-        self, state: dict[str, Any], user_id: str, thread_id: str | None = None
+        self,
+        state: dict[str, Any],
+        user_id: str,
+        thread_id: str | None = None,
+        config: RunnableConfig | None = None,
     ) -> dict[str, Any]:
         """Async :meth:`save`."""
         new, saved, update = unsaved(state)
         if new:
+            position = saved_position(config, saved)
             await self.memory.aadd_session_log(
-                user_id, new, thread_id=thread_id, thread_position=saved, on_invalid="placeholder"
+                user_id,
+                new,
+                thread_id=thread_id,
+                thread_position=position,
+                on_invalid="placeholder",
             )
             self._maybe_summarize(user_id)
         return update

@@ -14,14 +14,18 @@ from __future__ import annotations
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
-from langchain_tiered_memory.agent.context import AUTH_USER_ID, authenticated_user, thread_of
+from langchain_tiered_memory.agent.context import (
+    AUTH_USER_ID,
+    CHECKPOINTER,
+    authenticated_user,
+    thread_of,
+)
 from langchain_tiered_memory.errors import UnguardedCheckpointerError
 from langchain_tiered_memory.memory import is_guarded
 
 __all__ = ["OWNER", "require_guarded_checkpointer", "served_to_owner"]
 
-# where LangGraph puts the run's checkpointer in the config (langgraph._internal._constants)
-_CHECKPOINTER = "__pregel_checkpointer"
+_CHECKPOINTER = CHECKPOINTER
 
 
 def _run_config() -> RunnableConfig | None:

@@ -26,7 +26,7 @@ from langchain_core.tools import BaseTool, ToolException
 from langchain_core.tools.base import InjectedToolArg
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from langchain_tiered_memory.agent.context import resolve_user_id, thread_of
+from langchain_tiered_memory.agent.context import resolve_user_id, saved_position, thread_of
 from langchain_tiered_memory.agent.prompt import quote
 from langchain_tiered_memory.agent.unsaved import unsaved
 from langchain_tiered_memory.errors import InvalidTagError, SummarizationError
@@ -219,7 +219,7 @@ def _no_arguments(kwargs: dict[str, Any]) -> None:
         )
 
 
-def _turn_so_far(runtime: Any, config: RunnableConfig) -> tuple[list[Any], int, str | None]:
+def _turn_so_far(runtime: Any, config: RunnableConfig) -> tuple[list[Any], int | None, str | None]:
     """The run's messages the history does not hold yet (the turn the tool is called in),
     their position and the thread: saved before summarizing, so that "Please summarize"
     in the same message as the facts summarizes them. Outside a ``ToolNode``, or in a run
@@ -231,7 +231,7 @@ def _turn_so_far(runtime: Any, config: RunnableConfig) -> tuple[list[Any], int, 
     if not isinstance(state, dict) or "messages" not in state or thread is None:
         return [], 0, None
     new, saved, _ = unsaved(state)
-    return new, saved, thread
+    return new, saved_position(config, saved), thread
 
 
 class SummarizeTool(BaseTool):

@@ -198,6 +198,6 @@ class MemoryTurn:
         if (capture := self.capture) is not None:
             yield call(capture.run, capture.arun, state["messages"], user_id, thread_id, config)
         nodes = self.nodes
-        return (yield call(nodes.save, nodes.asave, state, user_id, thread_id))
+        return (yield call(nodes.save, nodes.asave, state, user_id, thread_id, config))
 
     asave = save.aio

@@ -327,7 +327,7 @@ class RedisTiers:
         connection = self.history.connection
         with connection.errors():
             replies = yield call(connection.run_all, connection.arun_all, calls)
-            return self.history.appended_length(replies[0])
+            return (yield from self.history.after_append(user_id, thread_id, replies[0]))
 
     asave = save.aio
 

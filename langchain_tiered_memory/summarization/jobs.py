@@ -29,6 +29,7 @@ from langchain_tiered_memory.errors import (
     WatermarkConflict,
 )
 from langchain_tiered_memory.stores.directory import RedisUserDirectory
+from langchain_tiered_memory.stores.history.codec import RETRACTED
 from langchain_tiered_memory.stores.queue import QueueEntry
 from langchain_tiered_memory.summarization.provenance import grounded_in_user, item_provenance
 from langchain_tiered_memory.summarization.reconcile import areconcile_items, reconcile_items
@@ -160,6 +161,9 @@ class Summarization:
             watermark,
             max_messages,
         )
+        # a message whose item the user deleted or edited, or of a branch the thread left,
+        # is no longer what the user says (HistoryStore.retract): never summarized again
+        found = [(p, m) for p, m in found if not m.response_metadata.get(RETRACTED)]
         messages = [m for _, m in found]
         if end == first:
             return []

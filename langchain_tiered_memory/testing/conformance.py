@@ -163,6 +163,23 @@ class HistoryStoreConformance:
         (bo,) = history_store.tail("bo", 5)
         assert not bo.response_metadata
 
+    def test_a_fork_marks_the_branch_the_thread_left(self, history_store: HistoryStore) -> None:
+        def turn(text: str, n: int, position: int) -> None:
+            said = [HumanMessage(text, id=f"h{n}"), AIMessage("ok", id=f"a{n}")]
+            history_store.append("ana", said, thread_id="t1", thread_position=position)
+
+        turn("hello", 1, 0)
+        turn("code ALPHA", 2, 2)
+        turn("code ALPHA", 2, 2)  # a replay: nothing left
+        turn("code BRAVO", 3, 2)  # a run from the checkpoint before ALPHA
+        left = [
+            m.text
+            for m in history_store.tail("ana", 10)
+            if m.response_metadata.get("tiered_memory_retracted") == "abandoned"
+        ]
+        assert left == ["code ALPHA", "ok"]
+        assert history_store.length("ana") == 6  # kept, only marked
+
     def test_clear_touches_one_user(self, history_store: HistoryStore) -> None:
         history_store.append("ana", [HumanMessage("a")])
         history_store.append("bo", [HumanMessage("b")])

@@ -165,3 +165,44 @@ def _agent_on(memory: TieredMemory, model: ScriptedChatModel, door: str) -> Any:
         middleware=[TieredMemoryMiddleware(memory)],
         checkpointer=memory.checkpointer(InMemorySaver()),
     )
+
+
+def _noted(prompt: list[Any]) -> AIMessage:
+    return AIMessage("Noted.")
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+async def test_a_fork_leaves_the_branch_it_abandoned_out_of_memory(
+    memory: TieredMemory, door: str
+) -> None:
+    """Item 4: editing a message as a fork (a new message at the parent checkpoint, as
+    agent-chat-ui does), ALPHA-123 -> BRAVO-456, then summarizing stored both as current
+    notes and a new thread showed both. The history marks the branch the thread left:
+    kept, neither summarized nor carried."""
+    model = ScriptedChatModel(replies=[_noted])
+    agent = _agent_on(memory, model, door)
+    await _say(agent, "Hello.", "t1")
+    await _say(agent, "My secret code is ALPHA-123.", "t1")
+    history = [s async for s in agent.aget_state_history(_as_ann("t1"))]
+    parent = next(s for s in history if len(s.values.get("messages", [])) == 2 and not s.next)
+    await agent.ainvoke(
+        {"messages": [HumanMessage("My secret code is BRAVO-456.")]},
+        parent.config,
+        context={"user_id": "ann"},
+    )
+    current = (await agent.aget_state(_as_ann("t1"))).values["messages"]
+    assert "ALPHA" not in _prompt_text(current)  # the thread's own branch
+    summarizer = ScriptedChatModel(replies=[_summary(["The user's secret code is BRAVO-456."])])
+    await memory.asummarize_history("ann", summarizer, reconcile=False)
+    assert "BRAVO-456" in _prompt_text(summarizer.prompts[0])
+    assert "ALPHA-123" not in _prompt_text(summarizer.prompts[0])  # before: summarized too
+    model.prompts.clear()
+    await _say(agent, "Hello again.", "t2")
+    assert "ALPHA-123" not in _prompt_text(model.prompts[0])  # before: carried as current
+    assert "BRAVO-456" in _prompt_text(model.prompts[0])
+    kept = [m.text for m in await memory.aload_context("ann", max=100)]
+    assert "My secret code is ALPHA-123." in kept  # the history keeps what was said
+
+
+def _as_ann(thread: str) -> Any:
+    return {"configurable": {"thread_id": thread, "user_id": "ann"}}

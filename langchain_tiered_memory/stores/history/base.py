@@ -22,7 +22,10 @@ from langchain_tiered_memory.errors import (
     ThreadOwnershipError,
 )
 from langchain_tiered_memory.stores.history.codec import (
+    ABANDONED,
+    CHANGED,
     DEFAULT_MAX_MESSAGE_BYTES,
+    RETRACTED,
     OnInvalid,
     dump_message,
     placeholder_for,
@@ -153,14 +156,37 @@ class HistoryStore(ABC):
     aforget_thread = threaded(forget_thread)
 
     @abstractmethod
-    def retract(self, user_id: str, positions: Sequence[int]) -> int:
+    def retract(self, user_id: str, positions: Sequence[int], reason: str = CHANGED) -> int:
         """Mark the messages at these absolute positions, and the assistant's replies to
-        them, as no longer current (their memory item was deleted or edited): kept, never
-        carried into a new thread. Returns how many were marked (a position trimmed or
-        forgotten meanwhile is skipped).
+        them, as no longer current (``reason``: their memory item was deleted or edited,
+        or a fork left their branch): kept, never carried into a new thread or summarized
+        again. Returns how many were marked (one trimmed or forgotten is skipped).
         """
 
     aretract = threaded(retract)
+
+    def left_branch(self, user_id: str, thread_id: str, start: int, end: int) -> Plan[int]:
+        """The plan that marks the thread's messages at thread positions ``[start, end)``
+        as a branch the thread left (a run from an earlier checkpoint, LangGraph's fork
+        or an edit as a new message): the append found a batch below what the thread
+        saved that is not a replay. Messages of earlier left branches do not count.
+        """
+        spans = yield call(self.spans, self.aspans, user_id)
+        owned = [p for s, e, t in spans if t == thread_id for p in range(s, e)]
+        if not owned:
+            return 0
+        _, _, found = yield call(
+            self.window_positions,
+            self.awindow_positions,
+            user_id,
+            owned[0],
+            owned[-1] - owned[0] + 1,
+        )
+        live = {p for p, m in found if m.response_metadata.get(RETRACTED) != ABANDONED}
+        left = [p for p in owned if p in live][start:end]
+        if not left:
+            return 0
+        return int((yield call(self.retract, self.aretract, user_id, left, ABANDONED)))
 
     @abstractmethod
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:

@@ -130,11 +130,15 @@ TOMBSTONES = frozenset({TOMBSTONE, TOMBSTONE.encode()})
 # words), no longer carried into new threads as current (``agent/shown.py``). In the
 # message's ``response_metadata``, which no chat model integration sends to a provider.
 RETRACTED = "tiered_memory_retracted"
+# its value: why (a deleted or edited item's source, or a branch a fork left)
+CHANGED, ABANDONED = "changed", "abandoned"
 # how many entries after a retracted message are looked at for the assistant's reply to it
 REPLY_REACH = 4
 
 
-def retractions(entries: Sequence[bytes | str | None], sources: int) -> list[str | None]:
+def retractions(
+    entries: Sequence[bytes | str | None], sources: int, reason: str = CHANGED
+) -> list[str | None]:
     """The new stored form of each entry that a retraction marks, ``None`` for the others:
     the first ``sources`` entries (the item's source messages), and in the rest (each
     source's next ``REPLY_REACH`` entries, in the same order) the assistant's messages that
@@ -165,7 +169,7 @@ def retractions(entries: Sequence[bytes | str | None], sources: int) -> list[str
         if meta.get(RETRACTED):
             out.append(None)
             continue
-        meta[RETRACTED] = True
+        meta[RETRACTED] = reason
         out.append(json.dumps({**(entry or {}), "data": {**data, "response_metadata": meta}}))
     return out
 

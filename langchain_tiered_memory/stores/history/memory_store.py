@@ -9,7 +9,7 @@ from langchain_core.messages import (
     BaseMessage,
 )
 
-from langchain_tiered_memory._steps import twin
+from langchain_tiered_memory._steps import drive, twin
 from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
@@ -23,6 +23,7 @@ from langchain_tiered_memory.stores.history.base import (
     thread_arg,
 )
 from langchain_tiered_memory.stores.history.codec import (
+    CHANGED,
     DEFAULT_MAX_MESSAGE_BYTES,
     REPLY_REACH,
     TOMBSTONE,
@@ -70,9 +71,13 @@ class InMemoryHistoryStore(HistoryStore):
         position = position_arg(thread_id, thread_position)
         payload = self._dump_all(messages, on_invalid)
         ids = message_ids(messages)
+        fork: tuple[int, int] | None = None
         with self._lock:
             marks = self._marks.setdefault(user_id, {})
-            skip = replayed_prefix(marks.get(thread), int(position), ids) if position else 0
+            mark = marks.get(thread) if position else None
+            skip = replayed_prefix(mark, int(position), ids) if position else 0
+            if mark is not None and skip < len(ids) and int(position) + skip < mark[0]:
+                fork = (int(position) + skip, mark[0])  # as the append script tells it
             recent = self._recent.setdefault(user_id, {})
             stored, kept = fresh(ids[skip:], recent.get(thread, ()) if thread else ())
             if stored:
@@ -86,7 +91,10 @@ class InMemoryHistoryStore(HistoryStore):
                     self._spans.setdefault(user_id, []).append((start, end, thread))
                 if position:
                     marks[thread] = (int(position) + len(payload), tuple(ids[-MARK_IDS:]))
-            return len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
+            length = len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
+        if fork is not None:
+            drive(self.left_branch(user_id, thread, *fork))
+        return length
 
     aappend = twin(append)
 
@@ -165,7 +173,7 @@ class InMemoryHistoryStore(HistoryStore):
 
     aforget_thread = twin(forget_thread)
 
-    def retract(self, user_id: str, positions: Sequence[int]) -> int:
+    def retract(self, user_id: str, positions: Sequence[int], reason: str = CHANGED) -> int:
         """Mark the messages and the replies to them (see the base class)."""
         user_id = validate_user_id(user_id)
         marked = 0
@@ -175,7 +183,8 @@ class InMemoryHistoryStore(HistoryStore):
                 span = range(p - base, min(p - base + 1 + REPLY_REACH, len(data)))
                 if p < base or not span:
                     continue
-                for i, new in zip(span, retractions([data[i] for i in span], 1), strict=True):
+                marked_span = retractions([data[i] for i in span], 1, reason)
+                for i, new in zip(span, marked_span, strict=True):
                     if new is not None:
                         data[i] = new.encode()
                         marked += 1

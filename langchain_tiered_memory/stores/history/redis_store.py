@@ -31,6 +31,7 @@ from langchain_tiered_memory.stores.history.base import (
 )
 from langchain_tiered_memory.stores.history.codec import (
     BASE_FIELD,
+    CHANGED,
     DEFAULT_MAX_MESSAGE_BYTES,
     REPLY_REACH,
     TOMBSTONE,
@@ -40,6 +41,7 @@ from langchain_tiered_memory.stores.history.codec import (
     retractions,
     thread_spans,
 )
+from langchain_tiered_memory.stores.history.retraction import READ_AT, SWAP_AT
 
 # Erasure releases a thread only if the record still names the user; a record of another
 # type (not one this package writes) goes too: it names no one, and only the user's own
@@ -121,12 +123,13 @@ local MARK_IDS = @MARK_IDS@
 local RECENT_IDS = @RECENT_IDS@
 local n = tonumber(ARGV[3])
 local skip = 0
+local saved = -1
 local tracked = ARGV[1] ~= '' and ARGV[2] ~= ''
 if tracked then
   local mark = redis.call('HGET', KEYS[4], ARGV[1])
   if mark then
     local sep = string.find(mark, ':', 1, true)
-    local saved = tonumber(string.sub(mark, 1, sep - 1))
+    saved = tonumber(string.sub(mark, 1, sep - 1))
     local ids, at = {}, sep + 1
     while true do
       local nul = string.find(mark, '\0', at, true)
@@ -159,6 +162,10 @@ if ARGV[1] ~= '' then
     for id in string.gmatch(held, '[^%z]+') do recent[#recent + 1] = id; seen[id] = true end
   end
 end
+-- a batch that is not a replay, below what the thread saved: the thread was forked (a run
+-- from an earlier checkpoint); its positions [from, saved) are a branch it left
+local from = tracked and tonumber(ARGV[2]) + skip or 0
+local forked = tracked and skip < n and from < saved
 local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
 local before = redis.call('LLEN', KEYS[1])
 local len, pushed = before, 0
@@ -188,6 +195,7 @@ if tracked and pushed > 0 then
   for i = math.max(1, n - MARK_IDS + 1), n do kept[#kept + 1] = ARGV[3 + i] end
   redis.call('HSET', KEYS[4], ARGV[1], (tonumber(ARGV[2]) + n) .. ':' .. table.concat(kept, '\0'))
 end
+if forked then return {len + base, skip, from, saved} end
 return {len + base, skip}
 """.replace("@MARK_IDS@", str(MARK_IDS)).replace("@RECENT_IDS@", str(RECENT_IDS))
 
@@ -217,39 +225,6 @@ end
 redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1], ARGV[1] .. '\0recent')
 return removed
-"""
-
-
-# The entries from each absolute position on (ARGV: count, then positions): nil where the
-# position is trimmed or past the end. KEYS: history, meta.
-_READ_AT_LUA = """
-local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
-local n = tonumber(ARGV[1])
-local out = {}
-for i = 2, #ARGV do
-  local p = tonumber(ARGV[i])
-  for j = 0, n - 1 do
-    local entry = false
-    if p + j >= base then entry = redis.call('LINDEX', KEYS[1], p + j - base) end
-    out[#out + 1] = entry
-  end
-end
-return out
-"""
-
-# Replace entries that still hold what was read (ARGV: position, expected, new, ...): an
-# entry trimmed, forgotten or changed meanwhile is left as it is. KEYS: history, meta.
-_SWAP_AT_LUA = """
-local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
-local swapped = 0
-for i = 1, #ARGV, 3 do
-  local index = tonumber(ARGV[i]) - base
-  if index >= 0 and redis.call('LINDEX', KEYS[1], index) == ARGV[i + 1] then
-    redis.call('LSET', KEYS[1], index, ARGV[i + 2])
-    swapped = swapped + 1
-  end
-end
-return swapped
 """
 
 
@@ -323,6 +298,14 @@ class RedisHistoryStore(HistoryStore):
         """The history's length after an append, from the append script's reply."""
         return int(reply[0])
 
+    def after_append(self, user_id: str, thread_id: str | None, reply: Any) -> Plan[int]:
+        """What an append's reply asks for after it: a fork's left branch marked
+        (:meth:`left_branch`); returns the history's length.
+        """
+        if len(reply) > 2 and thread_id is not None:
+            yield from self.left_branch(user_id, thread_id, int(reply[2]), int(reply[3]))
+        return self.appended_length(reply)
+
     @paired
     def append(
         self,
@@ -349,7 +332,7 @@ class RedisHistoryStore(HistoryStore):
         with c.errors():
             # the append and the console directory's entry, in one round trip
             replies = yield call(c.run_all, c.arun_all, [script, self._active(user_id)])
-            return self.appended_length(replies[0])
+            return (yield from self.after_append(user_id, thread_id, replies[0]))
 
     aappend = append.aio
 
@@ -486,7 +469,7 @@ class RedisHistoryStore(HistoryStore):
     aforget_thread = forget_thread.aio
 
     @paired
-    def retract(self, user_id: str, positions: Sequence[int]) -> Plan[int]:
+    def retract(self, user_id: str, positions: Sequence[int], reason: str = CHANGED) -> Plan[int]:
         """Mark the messages and the replies to them (see the base class): one script
         reads them, one replaces those that did not change meanwhile.
         """
@@ -497,16 +480,16 @@ class RedisHistoryStore(HistoryStore):
         reach = 1 + REPLY_REACH
         c = self.connection
         with c.errors():
-            raw = yield call(c.eval, c.aeval, _READ_AT_LUA, 2, hist, meta, reach, *wanted)
+            raw = yield call(c.eval, c.aeval, READ_AT, 2, hist, meta, reach, *wanted)
             swaps: list[Any] = []
             for k, position in enumerate(wanted):
                 entries = raw[k * reach : (k + 1) * reach]
-                for j, new in enumerate(retractions([e or None for e in entries], 1)):
+                for j, new in enumerate(retractions([e or None for e in entries], 1, reason)):
                     if new is not None:
                         swaps += [position + j, entries[j], new]
             if not swaps:
                 return 0
-            return int((yield call(c.eval, c.aeval, _SWAP_AT_LUA, 2, hist, meta, *swaps)))
+            return int((yield call(c.eval, c.aeval, SWAP_AT, 2, hist, meta, *swaps)))
 
     aretract = retract.aio
 
