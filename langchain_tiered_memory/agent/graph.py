@@ -43,6 +43,7 @@ from langchain_tiered_memory.agent.capture import (
 )
 from langchain_tiered_memory.agent.context import MemoryContext, resolve_user_id, thread_of
 from langchain_tiered_memory.agent.memory_query import MemoryQueryKind
+from langchain_tiered_memory.agent.model_errors import naming_the_server
 from langchain_tiered_memory.agent.nodes import (
     DEFAULT_CONTEXT_TOKEN_BUDGET,
     DEFAULT_MAX_TOOL_ROUNDS,
@@ -162,6 +163,14 @@ class _GraphNodes:
         return {"messages": [reply, *invalid_call_errors(reply)]}
 
     def call_model(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        with naming_the_server(self.model):  # a server that is down: named in the error
+            return self._call_model(state, config)
+
+    async def acall_model(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        with naming_the_server(self.model):
+            return await self._acall_model(state, config)
+
+    def _call_model(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         if (scripted := self._scripted(state)) is not None:
             return scripted
         step, messages = self.turn.step, self.turn.nodes.compose(state)
@@ -176,7 +185,7 @@ class _GraphNodes:
             reply = step.finish(self.model.invoke(messages, config), state["messages"], True)
         return self._final(reply, state)
 
-    async def acall_model(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+    async def _acall_model(self, state: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         if (scripted := self._scripted(state)) is not None:
             return scripted
         step, messages = self.turn.step, self.turn.nodes.compose(state)

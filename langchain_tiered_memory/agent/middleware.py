@@ -30,6 +30,7 @@ from typing_extensions import NotRequired
 
 from langchain_tiered_memory.agent.context import resolve_user_id, thread_of
 from langchain_tiered_memory.agent.memory_query import MemoryQueryKind
+from langchain_tiered_memory.agent.model_errors import naming_the_server
 from langchain_tiered_memory.agent.nodes import (
     DEFAULT_CONTEXT_TOKEN_BUDGET,
     DEFAULT_MAX_TOOL_ROUNDS,
@@ -217,6 +218,12 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         """Put memory into the system prompt and recent history before the thread; force
         tag capture for small models; stop the tool loop after ``max_tool_rounds``.
         """
+        with naming_the_server(request.model):  # a server that is down: named in the error
+            return self._wrap_model_call(request, handler)
+
+    def _wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
         call = self._plan(request)
         if (scripted := call.step.scripted(call.thread, call.tags)) is not None:
             return ModelResponse(result=[scripted])
@@ -236,6 +243,14 @@ class TieredMemoryMiddleware(AgentMiddleware[TieredMemoryState, Any]):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse:
         """Async :meth:`wrap_model_call`."""
+        with naming_the_server(request.model):
+            return await self._awrap_model_call(request, handler)
+
+    async def _awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse:
         call = self._plan(request)
         if (scripted := call.step.scripted(call.thread, call.tags)) is not None:
             return ModelResponse(result=[scripted])

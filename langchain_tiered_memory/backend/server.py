@@ -207,7 +207,15 @@ class EmbeddedRedis:
         # for until the caller's deadline, not forever.
         # private, as a database's data dir is: the append-only and snapshot files hold
         # every user's memory (another local account read a stored PIN from them)
-        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:  # a read-only HOME: say where else the data can go
+            raise OSError(
+                exc.errno,
+                f"cannot create the embedded server's data dir {self.data_dir} "
+                f"({exc.strerror}): give a writable one (--data-dir, TieredMemory.embedded"
+                f"(data_dir=...), or ${DATA_DIR_ENV})",
+            ) from exc
         if self.data_dir.stat().st_uid == os.getuid():
             self.data_dir.chmod(0o700)
         fd = self._lock_file(START_LOCK)

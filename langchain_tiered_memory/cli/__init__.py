@@ -495,7 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a model server that is down, or a wrong URL or key: one line, not 50 frames
         where = os.environ.get("OPENAI_BASE_URL") or "the OpenAI API"
         print(
-            f"{PROG}: error: the chat model at {where} failed: {_one_line(exc)}. Check "
+            f"{PROG}: error: the chat model at {where} failed: {_one_line(exc).rstrip('.')}. Check "
             "OPENAI_BASE_URL, OPENAI_API_KEY and --model, and that the server is running.",
             file=sys.stderr,
         )

@@ -54,6 +54,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             f"[bold]user[/bold] {esc(repr(user))} on {esc(str(memory.redis_url))}",
             highlight=False,
         )
+        if not (tags or total or items):
+            console.print(
+                "no memory of this user here: no tags, messages or summary items (check "
+                "the user id, --data-dir / --redis-url and --key-prefix)",
+                highlight=False,
+            )
+            return EXIT_OK
         console.print(tags_table(tags))
         console.print(
             messages_table(

@@ -55,23 +55,24 @@ def run_block(code: str) -> str:
 
 def test_readme_has_the_examples() -> None:
     blocks = python_blocks()
-    # the first page: the memory, the graph, a capable model, the middleware, the store
+    # the first screen: the graph in an app; then the memory, a capable model, the
+    # middleware, the store
     assert len(blocks) == 5
     assert len(python_blocks(GUIDE)) == 2  # the guide: knowledge updates, langgraph dev
-    memory_example, graph_example, *_ = blocks
+    graph_example, memory_example, *_ = blocks  # the first screen shows the graph in an app
     assert len(memory_example.strip().splitlines()) <= 15
     assert len(graph_example.strip().splitlines()) < 20
 
 
 def test_tiered_memory_example_runs(offline: Path) -> None:
-    out = run_block(python_blocks()[0])
+    out = run_block(python_blocks()[1])
     assert "{'name': 'Alice', 'age': '30'}" in out
     assert "Alice's birthday is on May 8." in out
     assert (offline / "appendonly.aof").exists() or any(offline.iterdir())
 
 
 def test_graph_example_runs(offline: Path) -> None:
-    out = run_block(python_blocks()[1])
+    out = run_block(python_blocks()[0])
     assert "You are 30 years old." in out  # thread-2 answered from the tags in memory
 
 
