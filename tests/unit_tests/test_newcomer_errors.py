@@ -30,7 +30,9 @@ async def test_a_model_server_that_is_down_is_named_in_the_error(door: str) -> N
     from langchain_openai import ChatOpenAI
 
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    model = ChatOpenAI(base_url=url, api_key="unused", model="qwen", max_retries=0)
+    from pydantic import SecretStr
+
+    model = ChatOpenAI(base_url=url, api_key=SecretStr("unused"), model="qwen", max_retries=0)
     memory = TieredMemory.in_memory(embeddings=HashingEmbeddings())
     agent: Any
     if door == "graph":
