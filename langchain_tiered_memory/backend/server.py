@@ -79,6 +79,21 @@ def default_data_dir() -> Path:
     return Path(base) / "langchain-tiered-memory"
 
 
+def _make_private_dir(data_dir: Path) -> None:
+    """Create the data dir (0700); one that cannot be made (a read-only HOME) names where
+    else the data can go.
+    """
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise OSError(
+            exc.errno,
+            f"cannot create the embedded server's data dir {data_dir} ({exc.strerror}): "
+            f"give a writable one (--data-dir, TieredMemory.embedded(data_dir=...), or "
+            f"${DATA_DIR_ENV})",
+        ) from exc
+
+
 class EmbeddedRedis:
     """A real redis-server on a unix socket, persisting append-only under ``data_dir``.
 
@@ -207,15 +222,7 @@ class EmbeddedRedis:
         # for until the caller's deadline, not forever.
         # private, as a database's data dir is: the append-only and snapshot files hold
         # every user's memory (another local account read a stored PIN from them)
-        try:
-            self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as exc:  # a read-only HOME: say where else the data can go
-            raise OSError(
-                exc.errno,
-                f"cannot create the embedded server's data dir {self.data_dir} "
-                f"({exc.strerror}): give a writable one (--data-dir, TieredMemory.embedded"
-                f"(data_dir=...), or ${DATA_DIR_ENV})",
-            ) from exc
+        _make_private_dir(self.data_dir)
         if self.data_dir.stat().st_uid == os.getuid():
             self.data_dir.chmod(0o700)
         fd = self._lock_file(START_LOCK)

@@ -67,9 +67,14 @@ TURNS = [
 ]
 
 
-def check_memory_after_turns(memory: TieredMemory, model: ScriptedChatModel) -> None:
+def check_memory_after_turns(
+    memory: TieredMemory, model: ScriptedChatModel, exported: dict[str, Any] | None = None
+) -> None:
+    """``exported``: the user's export, when it must be made with ``aexport_user`` (an
+    async-only saver is attached: a sync export on the loop's thread cannot reach it)."""
     assert memory.get_user_tags("alice") == {"name": "Alice", "age": "30"}
-    assert [s["text"] for s in memory.export_user("alice")["summaries"]] == [BIRTHDAY_ITEM]
+    exported = memory.export_user("alice") if exported is None else exported
+    assert [s["text"] for s in exported["summaries"]] == [BIRTHDAY_ITEM]
     assert memory.history.length("alice") == 4 + 4 + 2
     system = model.prompts[-1][0]
     assert isinstance(system, SystemMessage)
@@ -193,7 +198,9 @@ async def test_async_postgres_saver(
     await arun_turns(graph)
     state = await graph.aget_state(cfg("t2"))
     assert [m.text for m in state.values["messages"]] == ["When is my birthday?", "On May 8."]
-    check_memory_after_turns(embedded_memory, model)
+    exported = await embedded_memory.aexport_user("alice")
+    assert "When is my birthday?" in str(exported["thread_states"])  # the graph's saver
+    check_memory_after_turns(embedded_memory, model, exported)
 
 
 # --------------------------------------------------------------------------- Redis servers

@@ -55,7 +55,7 @@ def test_detects_cluster_and_keeps_each_user_on_one_slot(
     by_user: dict[str, set[int]] = {}
     keybuilder = memory.history.keys  # type: ignore[attr-defined]
     for key in keys:
-        if b":{wq:" in key or b":{dir:}" in key:
+        if b":{wq:" in key or b":{dir:}" in key or b":{meta:}" in key:
             continue  # the queue's shards and the console's directory: shared by all users
         user = keybuilder.user_from_key(key)
         assert user in USERS, key
@@ -69,7 +69,8 @@ def test_detects_cluster_and_keeps_each_user_on_one_slot(
     assert len(nodes) == 3, f"users landed on {nodes} only"
     for user in USERS:
         memory.forget_user(user)
-    assert keys_of(cluster, key_prefix) == []
+    # what is left is the memory's, no user's: its stored format
+    assert keys_of(cluster, key_prefix) == [f"{key_prefix}:{{meta:}}:format".encode()]
 
 
 def test_history_tags_summaries_and_snapshot(memory: TieredMemory) -> None:
@@ -163,7 +164,8 @@ def test_export_forget_leave_no_key(
     }
     kb = memory.history.keys  # type: ignore[attr-defined]
     keys = keys_of(cluster, key_prefix)
-    shared = (b":{wq:", b":{dir:")  # the queue's and the console directory's keys
+    # the queue's, the console directory's and the memory's own records (its format)
+    shared = (b":{wq:", b":{dir:", b":{meta:}")
     assert {kb.user_from_key(k) for k in keys if not any(m in k for m in shared)} == {"carol"}
     # the directory (its own slot): bob's member went with him, carol's stays
     assert [m for m, _ in cluster.zscan_iter(kb.directory_key())] == [b"carol"]
@@ -274,4 +276,4 @@ def test_reembed_on_cluster_converts_users_on_every_node(
             assert "bees" in new.recall_summaries(user, "bees roof", n=1)[0].page_content
         for user in users:
             new.forget_user(user)
-    assert keys_of(cluster, key_prefix) == []
+    assert keys_of(cluster, key_prefix) == [f"{key_prefix}:{{meta:}}:format".encode()]
