@@ -484,7 +484,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        if args.command != "demo-step":  # a demo's step: the demo itself says it once
+            print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (TieredMemoryError, ValueError, OSError, ImportError) as exc:
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)

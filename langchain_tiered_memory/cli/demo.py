@@ -176,6 +176,10 @@ def _verdict(console: Console, ok: bool, step: int, text: str) -> bool:
     return ok
 
 
+# a step's exit status when it ran and a memory check failed (1: it could not run)
+EXIT_CHECKS_FAILED = 3
+
+
 def run_demo_step(
     step: int,
     *,
@@ -187,7 +191,9 @@ def run_demo_step(
     console: Console | None = None,
     seed: int | None = None,
 ) -> int:
-    """Run step ``step`` (1-3) of the demo in this process; 0 if its memory checks pass."""
+    """Run step ``step`` (1-3) of the demo in this process; 0 if its memory checks pass,
+    :data:`EXIT_CHECKS_FAILED` if one fails.
+    """
     console = console or Console()
     if step not in STEP_MESSAGES:
         raise ValueError(f"demo step must be 1, 2 or 3, not {step}.")
@@ -229,7 +235,7 @@ def run_demo_step(
         ok = {1: _check_step1, 2: _check_step2, 3: _check_step3}[step](
             console, memory, model, user_id, turns, tags_before
         )
-    return 0 if ok else 1
+    return 0 if ok else EXIT_CHECKS_FAILED
 
 
 def _tags_ok(tags: dict[str, str]) -> bool:
@@ -445,6 +451,9 @@ def run_demo(
             started = time.monotonic()
             code = _run_step(cmd)
             results[step] = (code, time.monotonic() - started)
+            if code not in (0, EXIT_CHECKS_FAILED):  # an error, not a check: it would repeat
+                line(console, f"step {step} could not run (above); the later steps are skipped")
+                break
     finally:
         if temporary and not keep:
             EmbeddedRedis(path).shutdown_leftover()  # a crashed step's server

@@ -68,7 +68,8 @@ def test_demo_with_the_fake_model_passes_every_step() -> None:
 
 
 def test_demo_fails_loudly_when_a_step_fails(tmp_path: Path) -> None:
-    # step 2 and 3 on a data dir nobody ran step 1 on: the tags are missing -> FAIL, exit 1
+    # step 3 on a data dir nobody ran step 1 on: the tags are missing -> FAIL, exit 3 (a
+    # check failed; 1 is a step that could not run)
     proc = subprocess.run(
         [
             sys.executable,
@@ -87,7 +88,7 @@ def test_demo_fails_loudly_when_a_step_fails(tmp_path: Path) -> None:
         text=True,
         timeout=FAKE_TIMEOUT,
     )
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "FAIL" in proc.stdout
     assert "Traceback" not in proc.stderr
     from langchain_tiered_memory import EmbeddedRedis
@@ -170,3 +171,33 @@ def test_chat_in_chinese_on_the_small_model_across_a_restart(tmp_path: Path) -> 
         assert memory.get_user_tags("liming") == {"name": "李明", "age": "28"}
         items = [d.page_content for d in memory.summaries.get_all("liming")]
     assert any("3月5日" in item for item in items), items
+
+
+def test_a_demo_that_cannot_reach_its_server_says_so_once(tmp_path: Path) -> None:
+    """Issue 68 item 4: an unreachable server made each of the three steps print the same
+    error; the first step's error ends the demo."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens once the block ends
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "langchain_tiered_memory.cli",
+            "demo",
+            "--model",
+            "fake",
+            "--embeddings",
+            "hashing",
+            "--redis-url",
+            f"redis://127.0.0.1:{port}/0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=FAKE_TIMEOUT,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.count("unreachable") == 1, proc.stderr
+    assert "later steps are skipped" in proc.stdout
