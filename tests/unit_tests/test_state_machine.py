@@ -184,6 +184,30 @@ class MemoryMachine(RuleBasedStateMachine):
         self.copies[target] = source
         self.said[user][target] = []  # its texts are the source's, in its checkpoints
 
+    def _forkable(self) -> list[str]:
+        return sorted(
+            t
+            for t, door in self.door.items()
+            if door == "graph" and t in self.owner and t not in self.orphaned
+        )
+
+    @precondition(lambda self: bool(self._forkable()))
+    @rule(data=st.data())
+    def fork(self, data: st.DataObject) -> None:
+        """A run from the checkpoint before the thread's last turn (time travel, an edit
+        as a new message): the branch left stays in the history, marked, and is erased
+        with the thread or the user like any of its messages."""
+        thread = data.draw(st.sampled_from(self._forkable()))
+        user = self.owner[thread]
+        as_owner = {"configurable": {"thread_id": thread, "user_id": user}}
+        ended = [s for s in self.graph.get_state_history(as_owner) if not s.next]
+        if len(ended) < 2:
+            return
+        text = self._token(user)
+        said = {"messages": [HumanMessage(f"note {text}")]}
+        self.graph.invoke(said, ended[1].config, context={"user_id": user})
+        self.said[user][thread].append(text)
+
     @rule(user=st.sampled_from(USERS))
     def tag_write(self, user: str) -> None:
         value = self._token(user)
