@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import (
@@ -21,11 +22,10 @@ from langchain_tiered_memory.errors import (
     InvalidMessageError,
     ThreadOwnershipError,
 )
+from langchain_tiered_memory.stores.history import revisions
 from langchain_tiered_memory.stores.history.codec import (
-    ABANDONED,
     CHANGED,
     DEFAULT_MAX_MESSAGE_BYTES,
-    RETRACTED,
     OnInvalid,
     dump_message,
     placeholder_for,
@@ -156,37 +156,47 @@ class HistoryStore(ABC):
     aforget_thread = threaded(forget_thread)
 
     @abstractmethod
-    def retract(self, user_id: str, positions: Sequence[int], reason: str = CHANGED) -> int:
+    def read_at(self, user_id: str, positions: Sequence[int], reach: int = 1) -> list[Any]:
+        """The stored entries (as stored) from each absolute position on, ``reach`` each,
+        ``None`` where there is none: what :meth:`swap_at` compares against.
+        """
+
+    aread_at = threaded(read_at)
+
+    @abstractmethod
+    def swap_at(self, user_id: str, swaps: Sequence[tuple[int, Any, str]]) -> int:
+        """Replace each ``(position, entry read, new entry)`` whose entry is still the one
+        read, atomically; return how many were replaced.
+        """
+
+    aswap_at = threaded(swap_at)
+
+    @paired
+    def retract(self, user_id: str, positions: Sequence[int], reason: str = CHANGED) -> Plan[int]:
         """Mark the messages at these absolute positions, and the assistant's replies to
         them, as no longer current (``reason``: their memory item was deleted or edited,
         or a fork left their branch): kept, never carried into a new thread or summarized
         again. Returns how many were marked (one trimmed or forgotten is skipped).
         """
+        return (yield from revisions.retract(self, user_id, positions, reason))
 
-    aretract = threaded(retract)
+    aretract = retract.aio
 
-    def left_branch(self, user_id: str, thread_id: str, start: int, end: int) -> Plan[int]:
-        """The plan that marks the thread's messages at thread positions ``[start, end)``
-        as a branch the thread left (a run from an earlier checkpoint, LangGraph's fork
-        or an edit as a new message): the append found a batch below what the thread
-        saved that is not a replay. Messages of earlier left branches do not count.
+    @paired
+    def replace(
+        self, user_id: str, thread_id: str, message: BaseMessage
+    ) -> Plan[tuple[int, BaseMessage] | None]:
+        """Store ``message`` in place of the thread's stored message with its id (an edit
+        in place: ``update_state`` with the same id); return the position and the message
+        it replaced, or ``None`` when the thread holds none with that id.
+
+        Raises:
+            InvalidMessageError: ``message`` cannot be stored.
         """
-        spans = yield call(self.spans, self.aspans, user_id)
-        owned = [p for s, e, t in spans if t == thread_id for p in range(s, e)]
-        if not owned:
-            return 0
-        _, _, found = yield call(
-            self.window_positions,
-            self.awindow_positions,
-            user_id,
-            owned[0],
-            owned[-1] - owned[0] + 1,
-        )
-        live = {p for p, m in found if m.response_metadata.get(RETRACTED) != ABANDONED}
-        left = [p for p in owned if p in live][start:end]
-        if not left:
-            return 0
-        return int((yield call(self.retract, self.aretract, user_id, left, ABANDONED)))
+        new = self._dump_all([message])[0].decode()
+        return (yield from revisions.replace(self, user_id, thread_id, message, new))
+
+    areplace = replace.aio
 
     @abstractmethod
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:

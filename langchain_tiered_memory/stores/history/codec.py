@@ -174,6 +174,14 @@ def retractions(
     return out
 
 
+def stored_id(raw: bytes | str | None) -> str | None:
+    """The message id of a stored entry (``None``: none, a tombstone, not one of ours)."""
+    entry = _entry(raw)
+    data = entry.get("data") if entry is not None else None
+    found = data.get("id") if isinstance(data, dict) else None
+    return found if isinstance(found, str) else None
+
+
 def _entry(raw: bytes | str | None) -> dict[str, Any] | None:
     if raw is None or raw in TOMBSTONES:
         return None

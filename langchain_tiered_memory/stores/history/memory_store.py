@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import (
     BaseMessage,
@@ -11,6 +12,7 @@ from langchain_core.messages import (
 
 from langchain_tiered_memory._steps import drive, twin
 from langchain_tiered_memory.backend.keys import validate_user_id
+from langchain_tiered_memory.stores.history import revisions
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
     HistoryStore,
@@ -23,15 +25,12 @@ from langchain_tiered_memory.stores.history.base import (
     thread_arg,
 )
 from langchain_tiered_memory.stores.history.codec import (
-    CHANGED,
     DEFAULT_MAX_MESSAGE_BYTES,
-    REPLY_REACH,
     TOMBSTONE,
     TOMBSTONES,
     OnInvalid,
     parse_tail,
     positioned,
-    retractions,
 )
 
 
@@ -93,7 +92,7 @@ class InMemoryHistoryStore(HistoryStore):
                     marks[thread] = (int(position) + len(payload), tuple(ids[-MARK_IDS:]))
             length = len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
         if fork is not None:
-            drive(self.left_branch(user_id, thread, *fork))
+            drive(revisions.left_branch(self, user_id, thread, *fork))
         return length
 
     aappend = twin(append)
@@ -173,24 +172,33 @@ class InMemoryHistoryStore(HistoryStore):
 
     aforget_thread = twin(forget_thread)
 
-    def retract(self, user_id: str, positions: Sequence[int], reason: str = CHANGED) -> int:
-        """Mark the messages and the replies to them (see the base class)."""
+    def read_at(self, user_id: str, positions: Sequence[int], reach: int = 1) -> list[Any]:
+        """The stored entries from each absolute position on, ``reach`` each."""
         user_id = validate_user_id(user_id)
-        marked = 0
         with self._lock:
             data, base = self._data.get(user_id, []), self._base.get(user_id, 0)
-            for p in sorted({p for p in positions if isinstance(p, int) and p >= 0}):
-                span = range(p - base, min(p - base + 1 + REPLY_REACH, len(data)))
-                if p < base or not span:
-                    continue
-                marked_span = retractions([data[i] for i in span], 1, reason)
-                for i, new in zip(span, marked_span, strict=True):
-                    if new is not None:
-                        data[i] = new.encode()
-                        marked += 1
-        return marked
+            return [
+                data[p + j - base] if 0 <= p + j - base < len(data) else None
+                for p in positions
+                for j in range(reach)
+            ]
 
-    aretract = twin(retract)
+    aread_at = twin(read_at)
+
+    def swap_at(self, user_id: str, swaps: Sequence[tuple[int, Any, str]]) -> int:
+        """Replace each entry that still holds what was read."""
+        user_id = validate_user_id(user_id)
+        swapped = 0
+        with self._lock:
+            data, base = self._data.get(user_id, []), self._base.get(user_id, 0)
+            for position, expected, new in swaps:
+                i = position - base
+                if 0 <= i < len(data) and data[i] == expected:
+                    data[i] = new.encode()
+                    swapped += 1
+        return swapped
+
+    aswap_at = twin(swap_at)
 
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
         """Last ``n`` messages."""

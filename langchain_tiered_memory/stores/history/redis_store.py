@@ -16,6 +16,7 @@ from langchain_tiered_memory._steps import Plan, call, paired
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall
 from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.stores.directory import activity_call
+from langchain_tiered_memory.stores.history import revisions
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
     RECENT_IDS,
@@ -31,14 +32,11 @@ from langchain_tiered_memory.stores.history.base import (
 )
 from langchain_tiered_memory.stores.history.codec import (
     BASE_FIELD,
-    CHANGED,
     DEFAULT_MAX_MESSAGE_BYTES,
-    REPLY_REACH,
     TOMBSTONE,
     OnInvalid,
     parse_tail,
     positioned,
-    retractions,
     thread_spans,
 )
 from langchain_tiered_memory.stores.history.retraction import READ_AT, SWAP_AT
@@ -300,10 +298,10 @@ class RedisHistoryStore(HistoryStore):
 
     def after_append(self, user_id: str, thread_id: str | None, reply: Any) -> Plan[int]:
         """What an append's reply asks for after it: a fork's left branch marked
-        (:meth:`left_branch`); returns the history's length.
+        (``revisions.left_branch``); returns the history's length.
         """
         if len(reply) > 2 and thread_id is not None:
-            yield from self.left_branch(user_id, thread_id, int(reply[2]), int(reply[3]))
+            yield from revisions.left_branch(self, user_id, thread_id, int(reply[2]), int(reply[3]))
         return self.appended_length(reply)
 
     @paired
@@ -469,29 +467,26 @@ class RedisHistoryStore(HistoryStore):
     aforget_thread = forget_thread.aio
 
     @paired
-    def retract(self, user_id: str, positions: Sequence[int], reason: str = CHANGED) -> Plan[int]:
-        """Mark the messages and the replies to them (see the base class): one script
-        reads them, one replaces those that did not change meanwhile.
-        """
+    def read_at(self, user_id: str, positions: Sequence[int], reach: int = 1) -> Plan[list[Any]]:
+        """The stored entries from each absolute position on, ``reach`` each (one script)."""
         hist, meta = self._k(user_id)
-        wanted = sorted({int(p) for p in positions if isinstance(p, int) and p >= 0})
-        if not wanted:
-            return 0
-        reach = 1 + REPLY_REACH
         c = self.connection
         with c.errors():
-            raw = yield call(c.eval, c.aeval, READ_AT, 2, hist, meta, reach, *wanted)
-            swaps: list[Any] = []
-            for k, position in enumerate(wanted):
-                entries = raw[k * reach : (k + 1) * reach]
-                for j, new in enumerate(retractions([e or None for e in entries], 1, reason)):
-                    if new is not None:
-                        swaps += [position + j, entries[j], new]
-            if not swaps:
-                return 0
-            return int((yield call(c.eval, c.aeval, SWAP_AT, 2, hist, meta, *swaps)))
+            raw = yield call(c.eval, c.aeval, READ_AT, 2, hist, meta, reach, *positions)
+        return [e or None for e in raw]
 
-    aretract = retract.aio
+    aread_at = read_at.aio
+
+    @paired
+    def swap_at(self, user_id: str, swaps: Sequence[tuple[int, Any, str]]) -> Plan[int]:
+        """Replace each entry that still holds what was read (one script)."""
+        hist, meta = self._k(user_id)
+        flat = [part for swap in swaps for part in swap]
+        c = self.connection
+        with c.errors():
+            return int((yield call(c.eval, c.aeval, SWAP_AT, 2, hist, meta, *flat)))
+
+    aswap_at = swap_at.aio
 
     @paired
     def tail(self, user_id: str, n: int) -> Plan[list[BaseMessage]]:

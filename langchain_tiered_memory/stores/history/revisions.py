@@ -1,0 +1,125 @@
+"""What changes a stored message after it was appended, on any history store: the plans
+built on its two primitives, ``read_at`` (entries by absolute position, as stored) and
+``swap_at`` (replace those still holding what was read), so that both families, and an
+app's own store, do each the same way.
+
+- :func:`retract`: messages no longer current (their item was deleted or edited, or a
+  fork left their branch), marked, never carried or summarized again;
+- :func:`left_branch`: a thread's positions a fork left, marked ``abandoned``;
+- :func:`replace`: a message edited in place (``update_state`` with the same id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from langchain_core.messages import BaseMessage
+
+from langchain_tiered_memory._steps import Plan, call
+from langchain_tiered_memory.stores.history.codec import (
+    ABANDONED,
+    REPLY_REACH,
+    RETRACTED,
+    load_messages,
+    retractions,
+    stored_id,
+)
+
+__all__ = ["HistoryStore", "left_branch", "replace", "retract"]
+
+
+class HistoryStore(Protocol):
+    """What the plans here use of a ``HistoryStore`` (each with its ``a``-twin)."""
+
+    def read_at(self, user_id: str, positions: Sequence[int], reach: int = 1) -> Any:
+        """The entries from each absolute position on, ``reach`` each, as stored."""
+
+    async def aread_at(self, user_id: str, positions: Sequence[int], reach: int = 1) -> Any:
+        """Async :meth:`read_at`."""
+
+    def swap_at(self, user_id: str, swaps: Sequence[tuple[int, Any, str]]) -> Any:
+        """Replace each entry that still holds what was read."""
+
+    async def aswap_at(self, user_id: str, swaps: Sequence[tuple[int, Any, str]]) -> Any:
+        """Async :meth:`swap_at`."""
+
+    def spans(self, user_id: str) -> Any:
+        """``(start, end, thread)`` of every turn appended with a thread."""
+
+    async def aspans(self, user_id: str) -> Any:
+        """Async :meth:`spans`."""
+
+    def window_positions(self, user_id: str, start: int, limit: int | None = None) -> Any:
+        """``(first, end, [(position, message)])`` from ``start``."""
+
+    async def awindow_positions(self, user_id: str, start: int, limit: int | None = None) -> Any:
+        """Async :meth:`window_positions`."""
+
+
+def retract(store: HistoryStore, user_id: str, positions: Sequence[int], reason: str) -> Plan[int]:
+    """The plan of ``HistoryStore.retract``: the entries and the replies after each, then
+    one swap of those to mark.
+    """
+    wanted = sorted({int(p) for p in positions if isinstance(p, int) and p >= 0})
+    if not wanted:
+        return 0
+    reach = 1 + REPLY_REACH
+    raw = yield call(store.read_at, store.aread_at, user_id, wanted, reach)
+    swaps: list[tuple[int, Any, str]] = []
+    for k, position in enumerate(wanted):
+        entries = raw[k * reach : (k + 1) * reach]
+        for j, new in enumerate(retractions(entries, 1, reason)):
+            if new is not None:
+                swaps.append((position + j, entries[j], new))
+    if not swaps:
+        return 0
+    return int((yield call(store.swap_at, store.aswap_at, user_id, swaps)))
+
+
+def _owned(spans: Sequence[tuple[int, int, str]], thread_id: str) -> list[int]:
+    return [p for s, e, t in spans if t == thread_id for p in range(s, e)]
+
+
+def left_branch(
+    store: HistoryStore, user_id: str, thread_id: str, start: int, end: int
+) -> Plan[int]:
+    """Mark the thread's messages at thread positions ``[start, end)`` as a branch the
+    thread left (a run from an earlier checkpoint: LangGraph's fork, an edit as a new
+    message): the append found a batch below what the thread saved that is not a replay.
+    Messages of earlier left branches do not count.
+    """
+    owned = _owned((yield call(store.spans, store.aspans, user_id)), thread_id)
+    if not owned:
+        return 0
+    _, _, found = yield call(
+        store.window_positions,
+        store.awindow_positions,
+        user_id,
+        owned[0],
+        owned[-1] - owned[0] + 1,
+    )
+    live = {p for p, m in found if m.response_metadata.get(RETRACTED) != ABANDONED}
+    left = [p for p in owned if p in live][start:end]
+    if not left:
+        return 0
+    return int((yield from retract(store, user_id, left, ABANDONED)))
+
+
+def replace(
+    store: HistoryStore, user_id: str, thread_id: str, message: BaseMessage, new: str
+) -> Plan[tuple[int, BaseMessage] | None]:
+    """Store ``new`` (``message`` as stored) in place of the thread's stored message with
+    its id; return the position and the message it replaced, or ``None`` when the thread
+    holds none with that id (or it changed meanwhile).
+    """
+    if message.id is None:
+        return None
+    owned = _owned((yield call(store.spans, store.aspans, user_id)), thread_id)
+    raws = (yield call(store.read_at, store.aread_at, user_id, owned)) if owned else []
+    for position, raw in zip(reversed(owned), reversed(raws), strict=True):
+        if stored_id(raw) == message.id:
+            old = load_messages([raw])[0]
+            done = yield call(store.swap_at, store.aswap_at, user_id, [(position, raw, new)])
+            return (position, old) if done else None
+    return None
