@@ -10,6 +10,7 @@ stores), a turn's save with the queue note and the retention clock, and the cloc
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
@@ -365,6 +366,37 @@ class Tiers:
         if self.user_ttl is not None:
             yield call(self.touch_user, self.atouch_user, user_id)
 
+    def edited(self, user_id: str, thread_id: str, messages: Sequence[BaseMessage]) -> Plan[int]:
+        """The plan that follows messages edited in place (``update_state`` with the same
+        id; the save step finds them): the history holds the new text; the items made
+        from the old one are deleted and the summarization watermark moves back to it, so
+        they are made again from the new; a tag whose value the old text said and the
+        new one does not is deleted (its change log keeps it). Returns how many changed.
+        """
+        changed = 0
+        history, summaries, tags = self.history, self.summaries, self.tags
+        for message in messages:
+            found = yield call(history.replace, history.areplace, user_id, thread_id, message)
+            if found is None:
+                continue
+            position, old = found
+            changed += 1
+            items = yield call(summaries.get_all, summaries.aget_all, user_id)
+            made = [str(d.id) for d in items if position in d.metadata.get("source_positions", ())]
+            if made:
+                yield call(summaries.delete, summaries.adelete, user_id, made)
+            mark = yield call(summaries.get_watermark, summaries.aget_watermark, user_id)
+            if position < mark:
+                back = (mark, position)
+                yield call(summaries.add, summaries.aadd, user_id, [], watermark=back)
+            held = yield call(tags.get_all, tags.aget_all, user_id)
+            stale = [
+                n for n, v in held.items() if _says(old.text, v) and not _says(message.text, v)
+            ]
+            if stale:
+                yield call(tags.delete, tags.adelete, user_id, stale)
+        return changed
+
     def load(
         self,
         user_id: str,
@@ -444,6 +476,14 @@ class Tiers:
                     user_id, "summaries", list[str](), redis.superseded(user_id, replies)
                 )
         return MemorySnapshot(tags=tags, history=history, recalled=recalled, superseded=superseded)
+
+
+def _says(text: str, value: str) -> bool:
+    """Whether ``text`` states ``value`` as a whole (not "30" inside "300"; CJK text has no
+    spaces, so only letters and digits bound it).
+    """
+    pattern = rf"(?<![0-9A-Za-z]){re.escape(value)}(?![0-9A-Za-z])"
+    return bool(value) and re.search(pattern, text, flags=re.IGNORECASE) is not None
 
 
 def _tier(user_id: str, tier: str, empty: _T, read: Step | Plan[_T] | Callable[[], _T]) -> Plan[_T]:

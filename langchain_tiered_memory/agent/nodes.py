@@ -29,6 +29,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableConfig
 
 from langchain_tiered_memory._portable import check_portable
+from langchain_tiered_memory._steps import adrive, drive
 from langchain_tiered_memory.agent.capture import (
     CAPTURE_NOTE,
     capture_reply,
@@ -59,7 +60,7 @@ from langchain_tiered_memory.agent.shown import conversation_only, models_words
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
 )
-from langchain_tiered_memory.agent.unsaved import last_human, unsaved
+from langchain_tiered_memory.agent.unsaved import edited, last_human, unsaved
 from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.language.attribution import ground_tags, stated_tags, states_a_fact
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
@@ -344,6 +345,8 @@ class MemoryNodes:
         short note (and logged) so that it cannot fail every later turn of the thread.
         """
         new, saved, update = unsaved(state)
+        if thread_id is not None and (changed := edited(state)):
+            drive(self.memory.tiers.edited(user_id, thread_id, changed))
         if new:
             position = saved_position(config, saved)
             self.memory.add_session_log(
@@ -365,6 +368,8 @@ class MemoryNodes:
     ) -> dict[str, Any]:
         """Async :meth:`save`."""
         new, saved, update = unsaved(state)
+        if thread_id is not None and (changed := edited(state)):
+            await adrive(self.memory.tiers.edited(user_id, thread_id, changed))
         if new:
             position = saved_position(config, saved)
             await self.memory.aadd_session_log(

@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-__all__ = ["last_human", "unsaved"]
+__all__ = ["edited", "last_human", "unsaved"]
 
 # Ids of the last saved messages kept in the state: what is new is after the newest of
 # them still in the thread (a few ids: the state is stored with every turn's checkpoint).
@@ -24,6 +24,35 @@ def mark(message_id: str) -> str:
     700 bytes of each turn's checkpoint data.
     """
     return hashlib.sha1(message_id.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
+def _digest(message: BaseMessage) -> str:
+    # 6 hex digits of the text: enough to tell an edit of one saved message
+    return hashlib.sha1(message.text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+
+
+def _anchor(message: BaseMessage) -> str:
+    """A saved message as the state keeps it: the mark of its id, then of its text."""
+    return mark(str(message.id)) + _digest(message)
+
+
+def edited(state: dict[str, Any]) -> list[BaseMessage]:
+    """The recently saved messages whose text changed since (``update_state`` with the
+    same message id: an edit in place). Anchors saved before texts were kept tell none.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> saved = {"messages": [HumanMessage("I am 30.", id="h1")]}
+        >>> saved["saved_ids"] = unsaved(saved)[2]["saved_ids"]
+        >>> [m.text for m in edited({**saved, "messages": [HumanMessage("I am 31.", id="h1")]})]
+        ['I am 31.']
+    """
+    texts = {a[:10]: a[10:] for a in state.get("saved_ids") or [] if len(a) == 16}
+    return [
+        m
+        for m in state.get("messages", [])
+        if m.id and texts.get(mark(m.id)) not in (None, _digest(m))
+    ]
 
 
 def last_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
@@ -52,7 +81,7 @@ def unsaved(state: dict[str, Any]) -> tuple[list[BaseMessage], int, dict[str, An
     anchors = list(state.get("saved_ids") or [])
     start = min(saved, len(messages))
     if anchors:
-        known = set(anchors)
+        known = {a[:10] if len(a) == 16 else a for a in anchors}
         for i in range(len(messages) - 1, -1, -1):  # the anchor is near the end
             msg_id = messages[i].id
             # a short mark of the id (a thread saved before marks holds whole ids)
@@ -68,5 +97,8 @@ def unsaved(state: dict[str, Any]) -> tuple[list[BaseMessage], int, dict[str, An
             last = last_human(messages)
             start = messages.index(last) if last is not None else 0
     new = messages[start:]
-    kept = [*anchors, *(mark(m.id) for m in new if m.id)][-SAVED_IDS:]
+    # each anchor with the text its message has now: an edit is told once (``edited``)
+    now = {mark(m.id): _anchor(m) for m in messages if m.id}
+    kept = [now.get(a[:10], a) for a in anchors] + [_anchor(m) for m in new if m.id]
+    kept = kept[-SAVED_IDS:]
     return new, saved, {"saved_count": saved + len(new), "saved_ids": kept}

@@ -206,3 +206,39 @@ async def test_a_fork_leaves_the_branch_it_abandoned_out_of_memory(
 
 def _as_ann(thread: str) -> Any:
     return {"configurable": {"thread_id": thread, "user_id": "ann"}}
+
+
+def _tag(**args: Any) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": "user_tag", "args": args, "id": "t1"}])
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+async def test_an_edit_in_place_is_followed_by_the_memory(memory: TieredMemory, door: str) -> None:
+    """Item 3: ``update_state`` with the same message id ("I am 30 years old." -> "I am 31
+    years old.") was never saved: the history kept 30, the tag stayed 30 and a new thread
+    answered from it. Now the history holds the edit, the item made from the old words
+    goes and is made again from the new ones, and the tag the old words stated and the
+    new ones do not is dropped (its change log keeps it)."""
+    model = ScriptedChatModel(replies=[_tag(age=30), "Noted.", "Hello!", "Hi."])
+    agent = _agent_on(memory, model, door)
+    await _say(agent, "I am 30 years old.", "t1")
+    assert (await memory.aget_user_tags("ann")).get("age") == "30"
+    summarizer = ScriptedChatModel(replies=[_summary(["The user is 30 years old."])])
+    await memory.asummarize_history("ann", summarizer, reconcile=False)
+    thread = (await agent.aget_state(_as_ann("t1"))).values["messages"]
+    said = next(m for m in thread if m.type == "human")
+    await agent.aupdate_state(
+        _as_ann("t1"), {"messages": [HumanMessage("I am 31 years old.", id=said.id)]}
+    )
+    await _say(agent, "Hello.", "t1")  # the turn after the edit saves it
+    kept = [m.text for m in await memory.aload_context("ann", max=100)]
+    assert "I am 31 years old." in kept and "I am 30 years old." not in kept  # before: 30
+    assert "age" not in await memory.aget_user_tags("ann")  # before: age=30
+    assert [d.page_content for d in await memory.summaries.aget_all("ann")] == []
+    again = ScriptedChatModel(replies=[_summary(["The user is 31 years old."])])
+    await memory.asummarize_history("ann", again, reconcile=False)
+    assert "I am 31 years old." in _prompt_text(again.prompts[0])  # made again, from the edit
+    assert "30 years" not in _prompt_text(again.prompts[0])
+    model.prompts.clear()
+    await _say(agent, "How old am I?", "t2")
+    assert "30" not in _prompt_text(model.prompts[0])  # before: the tag and the history
