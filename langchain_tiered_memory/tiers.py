@@ -395,6 +395,8 @@ class Tiers:
             ]
             if stale:
                 yield call(tags.delete, tags.adelete, user_id, stale)
+        if changed and self.disk is not None:  # the replaced words off disk, as a delete's
+            yield call(self.disk.compact, self.disk.acompact)
         return changed
 
     def load(
