@@ -188,12 +188,10 @@ class HistoryStore(ABC):
     ) -> Plan[tuple[int, BaseMessage] | None]:
         """Store ``message`` in place of the thread's stored message with its id (an edit
         in place: ``update_state`` with the same id); return the position and the message
-        it replaced, or ``None`` when the thread holds none with that id.
-
-        Raises:
-            InvalidMessageError: ``message`` cannot be stored.
+        it replaced, or ``None`` when the thread holds none with that id. A message that
+        cannot be stored is stored as a short note, as a turn's save does.
         """
-        new = self._dump_all([message])[0].decode()
+        new = self._dump_all([message], "placeholder")[0].decode()
         return (yield from revisions.replace(self, user_id, thread_id, message, new))
 
     areplace = replace.aio
