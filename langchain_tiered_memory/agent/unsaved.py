@@ -36,6 +36,21 @@ def _anchor(message: BaseMessage) -> str:
     return mark(str(message.id)) + _digest(message)
 
 
+def _anchored(messages: Sequence[BaseMessage], anchors: Sequence[str]) -> dict[str, BaseMessage]:
+    """The thread's messages the anchors name, by the mark of their id: read from the
+    newest back until every anchor is found (they are the last saved ones), so the cost
+    of a turn is not the length of its thread.
+    """
+    wanted = {a[:10] for a in anchors}
+    found: dict[str, BaseMessage] = {}
+    for message in reversed(messages):
+        if len(found) == len(wanted):
+            break
+        if message.id and (key := mark(message.id)) in wanted:
+            found.setdefault(key, message)
+    return found
+
+
 def edited(state: dict[str, Any]) -> list[BaseMessage]:
     """The recently saved messages whose text changed since (``update_state`` with the
     same message id: an edit in place). Anchors saved before texts were kept tell none.
@@ -48,11 +63,8 @@ def edited(state: dict[str, Any]) -> list[BaseMessage]:
         ['I am 31.']
     """
     texts = {a[:10]: a[10:] for a in state.get("saved_ids") or [] if len(a) == 16}
-    return [
-        m
-        for m in state.get("messages", [])
-        if m.id and texts.get(mark(m.id)) not in (None, _digest(m))
-    ]
+    found = _anchored(state.get("messages", []), list(texts))
+    return [m for key, m in found.items() if texts[key] != _digest(m)]
 
 
 def last_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
@@ -98,7 +110,7 @@ def unsaved(state: dict[str, Any]) -> tuple[list[BaseMessage], int, dict[str, An
             start = messages.index(last) if last is not None else 0
     new = messages[start:]
     # each anchor with the text its message has now: an edit is told once (``edited``)
-    now = {mark(m.id): _anchor(m) for m in messages if m.id}
+    now = {key: _anchor(m) for key, m in _anchored(messages, anchors).items()}
     kept = [now.get(a[:10], a) for a in anchors] + [_anchor(m) for m in new if m.id]
     kept = kept[-SAVED_IDS:]
     return new, saved, {"saved_count": saved + len(new), "saved_ids": kept}
