@@ -373,31 +373,38 @@ class Tiers:
         they are made again from the new; a tag whose value the old text said and the
         new one does not is deleted (its change log keeps it). Returns how many changed.
         """
-        changed = 0
         history, summaries, tags = self.history, self.summaries, self.tags
+        replaced: list[tuple[int, BaseMessage, BaseMessage]] = []
         for message in messages:
             found = yield call(history.replace, history.areplace, user_id, thread_id, message)
-            if found is None:
-                continue
-            position, old = found
-            changed += 1
-            items = yield call(summaries.get_all, summaries.aget_all, user_id)
-            made = [str(d.id) for d in items if position in d.metadata.get("source_positions", ())]
-            if made:
-                yield call(summaries.delete, summaries.adelete, user_id, made)
-            mark = yield call(summaries.get_watermark, summaries.aget_watermark, user_id)
-            if position < mark:
-                back = (mark, position)
-                yield call(summaries.add, summaries.aadd, user_id, [], watermark=back)
-            held = yield call(tags.get_all, tags.aget_all, user_id)
-            stale = [
-                n for n, v in held.items() if _says(old.text, v) and not _says(message.text, v)
-            ]
-            if stale:
-                yield call(tags.delete, tags.adelete, user_id, stale)
-        if changed and self.disk is not None:  # the replaced words off disk, as a delete's
+            if found is not None:
+                replaced.append((found[0], found[1], message))
+        if not replaced:
+            return 0
+        positions = {position for position, _, _ in replaced}
+        items = yield call(summaries.get_all, summaries.aget_all, user_id)
+        made = [
+            str(d.id) for d in items if positions & set(d.metadata.get("source_positions") or ())
+        ]
+        if made:
+            yield call(summaries.delete, summaries.adelete, user_id, made)
+        mark = yield call(summaries.get_watermark, summaries.aget_watermark, user_id)
+        if (first := min(positions)) < mark:
+            back = (mark, first)
+            yield call(summaries.add, summaries.aadd, user_id, [], watermark=back)
+        held = yield call(tags.get_all, tags.aget_all, user_id)
+        stale = [
+            name
+            for name, value in held.items()
+            if any(
+                _says(old.text, value) and not _says(new.text, value) for _, old, new in replaced
+            )
+        ]
+        if stale:
+            yield call(tags.delete, tags.adelete, user_id, stale)
+        if self.disk is not None:  # the replaced words off disk, as a delete's
             yield call(self.disk.compact, self.disk.acompact)
-        return changed
+        return len(replaced)
 
     def load(
         self,
