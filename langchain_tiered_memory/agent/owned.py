@@ -25,8 +25,6 @@ from langchain_tiered_memory.memory import is_guarded
 
 __all__ = ["OWNER", "require_guarded_checkpointer", "served_to_owner"]
 
-_CHECKPOINTER = CHECKPOINTER
-
 
 def _run_config() -> RunnableConfig | None:
     try:
@@ -59,7 +57,7 @@ def require_guarded_checkpointer(config: RunnableConfig | None = None) -> None:
     config = _run_config() if config is None else config
     if config is None or thread_of(config) is None:
         return
-    saver = (config.get("configurable") or {}).get(_CHECKPOINTER)
+    saver = (config.get("configurable") or {}).get(CHECKPOINTER)
     if saver is None or is_guarded(saver) or served_to_owner(config):
         return
     if AUTH_USER_ID in (config.get("configurable") or {}):
