@@ -332,7 +332,7 @@ class Tiers:
         redis = self.redis
         if messages and redis is not None and redis.saves_with(self.queue):
             # the append, the clock and the queue note: one round trip, as the load is
-            yield call(
+            appended = yield call(
                 redis.save,
                 redis.asave,
                 user_id,
@@ -344,16 +344,18 @@ class Tiers:
                 threshold=self.summarize_after,
                 ttl_ms=self.ttl_ms(),
             )
+            yield from self._unmade(user_id, appended.left)
             return
-        yield call(
-            self.history.append,
-            self.history.aappend,
+        appended = yield call(
+            self.history.append_turn,
+            self.history.aappend_turn,
             user_id,
             messages,
             thread_id=thread_id,
             thread_position=thread_position,
             on_invalid=on_invalid,
         )
+        yield from self._unmade(user_id, appended.left)
         if self.queue is not None and messages:
             yield call(
                 self.queue.note,
@@ -368,12 +370,12 @@ class Tiers:
 
     def edited(self, user_id: str, thread_id: str, messages: Sequence[BaseMessage]) -> Plan[int]:
         """The plan that follows messages edited in place (``update_state`` with the same
-        id; the save step finds them): the history holds the new text; the items made
-        from the old one are deleted and the summarization watermark moves back to it, so
-        they are made again from the new; a tag whose value the old text said and the
-        new one does not is deleted (its change log keeps it). Returns how many changed.
+        id; the save step finds them): the history holds the new text; what was made
+        from the old one is unmade (:meth:`_unmade`); a tag whose value the old text said
+        and the new one does not is deleted (its change log keeps it). Returns how many
+        changed.
         """
-        history, summaries, tags = self.history, self.summaries, self.tags
+        history, tags = self.history, self.tags
         replaced: list[tuple[int, BaseMessage, BaseMessage]] = []
         for message in messages:
             found = yield call(history.replace, history.areplace, user_id, thread_id, message)
@@ -381,17 +383,7 @@ class Tiers:
                 replaced.append((found[0], found[1], message))
         if not replaced:
             return 0
-        positions = {position for position, _, _ in replaced}
-        items = yield call(summaries.get_all, summaries.aget_all, user_id)
-        made = [
-            str(d.id) for d in items if positions & set(d.metadata.get("source_positions") or ())
-        ]
-        if made:
-            yield call(summaries.delete, summaries.adelete, user_id, made)
-        mark = yield call(summaries.get_watermark, summaries.aget_watermark, user_id)
-        if (first := min(positions)) < mark:
-            back = (mark, first)
-            yield call(summaries.add, summaries.aadd, user_id, [], watermark=back)
+        yield from self._unmade(user_id, [position for position, _, _ in replaced], compact=False)
         held = yield call(tags.get_all, tags.aget_all, user_id)
         stale = [
             name
@@ -405,6 +397,27 @@ class Tiers:
         if self.disk is not None:  # the replaced words off disk, as a delete's
             yield call(self.disk.compact, self.disk.acompact)
         return len(replaced)
+
+    def _unmade(
+        self, user_id: str, positions: Sequence[int], *, compact: bool = True
+    ) -> Plan[None]:
+        """Unmake what was made from the history's messages at ``positions`` (edited, or
+        on a branch a fork left): the items made from them (by ``source_positions``) are
+        deleted and the summarization watermark moves back to the first, so the items are
+        made again from what the thread now says (marked messages are skipped).
+        """
+        if not positions:
+            return
+        summaries, wanted = self.summaries, set(positions)
+        items = yield call(summaries.get_all, summaries.aget_all, user_id)
+        made = [str(d.id) for d in items if wanted & set(d.metadata.get("source_positions") or ())]
+        if made:
+            yield call(summaries.delete, summaries.adelete, user_id, made)
+        mark = yield call(summaries.get_watermark, summaries.aget_watermark, user_id)
+        if (first := min(wanted)) < mark:
+            yield call(summaries.add, summaries.aadd, user_id, [], watermark=(mark, first))
+        if made and compact and self.disk is not None:  # the deleted items off disk
+            yield call(self.disk.compact, self.disk.acompact)
 
     def load(
         self,

@@ -37,7 +37,7 @@ from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.retrieval.conversation import recall
 from langchain_tiered_memory.stores.directory import activity_call
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, RedisHistoryStore
-from langchain_tiered_memory.stores.history.base import owned_elsewhere
+from langchain_tiered_memory.stores.history.base import Appended, owned_elsewhere
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryStore
 from langchain_tiered_memory.stores.summaries.index import superseded_of
 from langchain_tiered_memory.stores.tags import RedisTagStore, TagStore
@@ -306,9 +306,9 @@ class RedisTiers:
         queue: SummaryQueue | None = None,
         threshold: int | None = None,
         ttl_ms: int | None = None,
-    ) -> Plan[int]:
+    ) -> Plan[Appended]:
         """Append a turn, restart the user's clock (``ttl_ms``) and note ``queue``, in one
-        pipelined round trip; returns the history's length.
+        pipelined round trip; returns what the append did (``HistoryStore.append_turn``).
 
         Raises:
             InvalidMessageError: a message cannot be stored; nothing was sent.

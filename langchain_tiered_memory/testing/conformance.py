@@ -171,7 +171,12 @@ class HistoryStoreConformance:
         turn("hello", 1, 0)
         turn("code ALPHA", 2, 2)
         turn("code ALPHA", 2, 2)  # a replay: nothing left
-        turn("code BRAVO", 3, 2)  # a run from the checkpoint before ALPHA
+        said = [HumanMessage("code BRAVO", id="h3"), AIMessage("ok", id="a3")]
+        # a run from the checkpoint before ALPHA: append_turn tells the memory which
+        # positions it left, so the items made from them are unmade
+        appended = history_store.append_turn("ana", said, thread_id="t1", thread_position=2)
+        assert appended.left == (2, 3)
+        assert appended.length == 6
         left = [
             m.text
             for m in history_store.tail("ana", 10)

@@ -204,6 +204,55 @@ async def test_a_fork_leaves_the_branch_it_abandoned_out_of_memory(
     assert "My secret code is ALPHA-123." in kept  # the history keeps what was said
 
 
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+@pytest.mark.parametrize(
+    ("said", "item", "fixed", "code"),
+    [
+        (
+            "My secret code is ALPHA-123.",
+            "The user's secret code is ALPHA-123.",
+            "My secret code is BRAVO-456.",
+            "ALPHA-123",
+        ),
+        (
+            "我的门禁密码是ALPHA-123。",
+            "用户的门禁密码是ALPHA-123。",
+            "我的门禁密码是BRAVO-456。",
+            "ALPHA-123",
+        ),
+    ],
+)
+async def test_a_fork_unmakes_the_items_made_from_the_branch_it_left(
+    memory: TieredMemory, door: str, said: str, item: str, fixed: str, code: str
+) -> None:
+    """Item 4, summarized before the fork: the item made from the message the fork
+    replaced stayed current (recalled and listed beside the new one). The fork unmakes
+    it and moves the summarization back, so the items are made again from the branch the
+    thread now has."""
+    model = ScriptedChatModel(replies=[_noted])
+    agent = _agent_on(memory, model, door)
+    await _say(agent, "Hello.", "t1")
+    await _say(agent, said, "t1")
+    first = ScriptedChatModel(replies=[_summary([item])])
+    await memory.asummarize_history("ann", first, reconcile=False)
+    assert [d.page_content for d in await memory.summaries.aget_all("ann")] == [item]
+    history = [s async for s in agent.aget_state_history(_as_ann("t1"))]
+    parent = next(s for s in history if len(s.values.get("messages", [])) == 2 and not s.next)
+    await agent.ainvoke(
+        {"messages": [HumanMessage(fixed)]}, parent.config, context={"user_id": "ann"}
+    )
+    assert await memory.summaries.aget_all("ann") == []  # before: the ALPHA item stayed
+    again = ScriptedChatModel(replies=[_summary([item.replace(code, "BRAVO-456")])])
+    await memory.asummarize_history("ann", again, reconcile=False)
+    assert "BRAVO-456" in _prompt_text(again.prompts[0]) and code not in _prompt_text(
+        again.prompts[0]
+    )
+    model.prompts.clear()
+    await _say(agent, fixed, "t2")
+    assert code not in _prompt_text(model.prompts[0])  # neither recalled nor carried
+    assert "BRAVO-456" in _prompt_text(model.prompts[0])
+
+
 def _as_ann(thread: str) -> Any:
     return {"configurable": {"thread_id": thread, "user_id": "ann"}}
 

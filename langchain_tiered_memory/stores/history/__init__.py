@@ -11,6 +11,7 @@ retention trimming; the summarizer's watermark is such a position.
 
 from langchain_tiered_memory._portable import MAX_NESTING, check_portable
 from langchain_tiered_memory.stores.history.base import (
+    Appended,
     HistoryStore,
     UserChatMessageHistory,
     replayed_prefix,
@@ -28,6 +29,7 @@ from langchain_tiered_memory.stores.history.redis_store import RedisHistoryStore
 
 __all__ = [
     "ThreadGuard",
+    "Appended",
     "HistoryStore",
     "RedisHistoryStore",
     "InMemoryHistoryStore",

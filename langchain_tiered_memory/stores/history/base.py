@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import (
@@ -35,6 +35,16 @@ logger = logging.getLogger(__name__)
 
 # a user id no app gives (a control character): thread_record's owner part is anyone's
 _NOBODY = "\x00owner-lookup"
+
+
+class Appended(NamedTuple):
+    """What :meth:`HistoryStore.append_turn` did: the history's new length, and the
+    absolute positions of the branch a fork left (marked ``abandoned``), if the turn was
+    a fork.
+    """
+
+    length: int
+    left: tuple[int, ...] = ()
 
 
 class HistoryStore(ABC):
@@ -87,6 +97,32 @@ class HistoryStore(ABC):
         """
 
     aappend = threaded(append)
+
+    def append_turn(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+    ) -> Appended:
+        """:meth:`append`, also telling the positions of the branch a fork left (what the
+        memory then unmakes: the items made from them). This default tells none: a store
+        that marks forks (``revisions.left_branch``, as both shipped families do)
+        overrides it, and its :meth:`append` returns this method's ``length``.
+        """
+        return Appended(
+            self.append(
+                user_id,
+                messages,
+                thread_id=thread_id,
+                thread_position=thread_position,
+                on_invalid=on_invalid,
+            )
+        )
+
+    aappend_turn = threaded(append_turn)
 
     @abstractmethod
     def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:

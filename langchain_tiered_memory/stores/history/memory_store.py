@@ -15,6 +15,7 @@ from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.stores.history import revisions
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
+    Appended,
     HistoryStore,
     fresh,
     message_ids,
@@ -65,6 +66,26 @@ class InMemoryHistoryStore(HistoryStore):
         on_invalid: OnInvalid = "raise",
     ) -> int:
         """Append atomically, idempotent per thread position (as on Redis)."""
+        return self.append_turn(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        ).length
+
+    aappend = twin(append)
+
+    def append_turn(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+    ) -> Appended:
+        """:meth:`append`, telling the branch a fork left (``HistoryStore.append_turn``)."""
         user_id = validate_user_id(user_id)
         thread = thread_arg(thread_id)
         position = position_arg(thread_id, thread_position)
@@ -91,11 +112,11 @@ class InMemoryHistoryStore(HistoryStore):
                 if position:
                     marks[thread] = (int(position) + len(payload), tuple(ids[-MARK_IDS:]))
             length = len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
-        if fork is not None:
-            drive(revisions.left_branch(self, user_id, thread, *fork))
-        return length
+        if fork is None:
+            return Appended(length)
+        return Appended(length, drive(revisions.left_branch(self, user_id, thread, *fork)))
 
-    aappend = twin(append)
+    aappend_turn = twin(append_turn)
 
     def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
         """Claim the thread for the user (first turn) and add it to the user's threads.

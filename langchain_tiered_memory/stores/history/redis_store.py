@@ -20,6 +20,7 @@ from langchain_tiered_memory.stores.history import revisions
 from langchain_tiered_memory.stores.history.base import (
     MARK_IDS,
     RECENT_IDS,
+    Appended,
     HistoryStore,
     decoded_members,
     limit_arg,
@@ -276,7 +277,7 @@ class RedisHistoryStore(HistoryStore):
         thread_position: int | None = None,
         on_invalid: OnInvalid = "raise",
     ) -> ScriptCall:
-        """The script call of :meth:`append` (its reply: :meth:`appended_length`), for a
+        """The script call of :meth:`append` (its reply: :meth:`after_append`), for a
         caller that sends it with others. Validates and serializes the messages first.
         """
         hist, meta = self._k(user_id)
@@ -284,25 +285,22 @@ class RedisHistoryStore(HistoryStore):
         position = position_arg(thread_id, thread_position)
         payload = self._dump_all(messages, on_invalid)
         keys = (hist, meta, *self._records(user_id))
-        now = int(time.time())
-        args = (thread, position, len(payload), *message_ids(messages), *payload, now)
+        ids = message_ids(messages)
+        args = (thread, position, len(payload), *ids, *payload, int(time.time()))
         return ScriptCall(_APPEND_LUA, len(keys), (*keys, *args))
-
-    def _active(self, user_id: str) -> ScriptCall:
-        return activity_call(self.keys, user_id, time.time())
 
     @staticmethod
     def appended_length(reply: Any) -> int:
         """The history's length after an append, from the append script's reply."""
         return int(reply[0])
 
-    def after_append(self, user_id: str, thread_id: str | None, reply: Any) -> Plan[int]:
-        """What an append's reply asks for after it: a fork's left branch marked
-        (``revisions.left_branch``); returns the history's length.
-        """
+    def after_append(self, user_id: str, thread_id: str | None, reply: Any) -> Plan[Appended]:
+        """What an append's reply asks for after it: a fork's left branch marked."""
+        left: tuple[int, ...] = ()
         if len(reply) > 2 and thread_id is not None:
-            yield from revisions.left_branch(self, user_id, thread_id, int(reply[2]), int(reply[3]))
-        return self.appended_length(reply)
+            start, end = int(reply[2]), int(reply[3])
+            left = yield from revisions.left_branch(self, user_id, thread_id, start, end)
+        return Appended(self.appended_length(reply), left)
 
     @paired
     def append(
@@ -314,8 +312,32 @@ class RedisHistoryStore(HistoryStore):
         thread_position: int | None = None,
         on_invalid: OnInvalid = "raise",
     ) -> Plan[int]:
+        """Append a turn (:meth:`append_turn`); return the history's length."""
+        appended = yield call(
+            self.append_turn,
+            self.aappend_turn,
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        )
+        return int(appended.length)
+
+    aappend = append.aio
+
+    @paired
+    def append_turn(
+        self,
+        user_id: str,
+        messages: Sequence[BaseMessage],
+        *,
+        thread_id: str | None = None,
+        thread_position: int | None = None,
+        on_invalid: OnInvalid = "raise",
+    ) -> Plan[Appended]:
         """Append a turn in one script: atomic, contiguous, in order, idempotent per
-        thread position.
+        thread position; tell the branch a fork left (``HistoryStore.append_turn``).
         """
         script = self.append_call(
             user_id,
@@ -325,14 +347,15 @@ class RedisHistoryStore(HistoryStore):
             on_invalid=on_invalid,
         )
         if not messages:
-            return (yield call(self.length, self.alength, user_id))
+            return Appended((yield call(self.length, self.alength, user_id)))
         c = self.connection
         with c.errors():
             # the append and the console directory's entry, in one round trip
-            replies = yield call(c.run_all, c.arun_all, [script, self._active(user_id)])
+            active = activity_call(self.keys, user_id, time.time())
+            replies = yield call(c.run_all, c.arun_all, [script, active])
             return (yield from self.after_append(user_id, thread_id, replies[0]))
 
-    aappend = append.aio
+    aappend_turn = append_turn.aio
 
     # ----- the user's threads: each owned by the user of its first turn -----
 

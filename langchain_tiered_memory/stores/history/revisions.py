@@ -83,15 +83,15 @@ def _owned(spans: Sequence[tuple[int, int, str]], thread_id: str) -> list[int]:
 
 def left_branch(
     store: HistoryStore, user_id: str, thread_id: str, start: int, end: int
-) -> Plan[int]:
+) -> Plan[tuple[int, ...]]:
     """Mark the thread's messages at thread positions ``[start, end)`` as a branch the
     thread left (a run from an earlier checkpoint: LangGraph's fork, an edit as a new
     message): the append found a batch below what the thread saved that is not a replay.
-    Messages of earlier left branches do not count.
+    Messages of earlier left branches do not count. Returns their absolute positions.
     """
     owned = _owned((yield call(store.spans, store.aspans, user_id)), thread_id)
     if not owned:
-        return 0
+        return ()
     _, _, found = yield call(
         store.window_positions,
         store.awindow_positions,
@@ -100,10 +100,10 @@ def left_branch(
         owned[-1] - owned[0] + 1,
     )
     live = {p for p, m in found if m.response_metadata.get(RETRACTED) != ABANDONED}
-    left = [p for p in owned if p in live][start:end]
-    if not left:
-        return 0
-    return int((yield from retract(store, user_id, left, ABANDONED)))
+    left = tuple([p for p in owned if p in live][start:end])
+    if left:
+        yield from retract(store, user_id, left, ABANDONED)
+    return left
 
 
 def replace(
