@@ -72,10 +72,16 @@ class ThreadGuard:
             history.thread_record, history.athread_record, user_id, thread_id
         )
         verdict = _admitted(owner, user_id, recorded)
+        if verdict is None and (yield has_state):
+            # a guarded run claims before it writes: state seen now whose writer claimed
+            # after the read above (the user's own first runs, at once) has a record now
+            owner, recorded = yield call(
+                history.thread_record, history.athread_record, user_id, thread_id
+            )
+            if (verdict := _admitted(owner, user_id, recorded)) is None:
+                raise _no_owner(thread_id)
         if verdict is False:
             raise owned_elsewhere(thread_id)
-        if verdict is None and (yield has_state):
-            raise _no_owner(thread_id)
         if owner is None and claim:
             yield call(history.record_thread, history.arecord_thread, user_id, thread_id)
 
