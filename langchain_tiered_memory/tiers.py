@@ -490,9 +490,8 @@ class Tiers:
         if history:  # a thread's first turn: what the carried messages may say as current
             summaries = self.summaries
             if redis is None:
-                get_all = call(summaries.get_all, summaries.aget_all, user_id)
-                items = yield from _tier(user_id, "summaries", list[Document](), get_all)
-                superseded = [d.page_content for d in items if d.metadata.get("superseded_by")]
+                texts_of = call(summaries.superseded_texts, summaries.asuperseded_texts, user_id)
+                superseded = yield from _tier(user_id, "summaries", list[str](), texts_of)
             else:  # the index recall read: no round trip of its own
                 superseded = yield from _tier(
                     user_id, "summaries", list[str](), redis.superseded(user_id, replies)

@@ -200,7 +200,15 @@ class SummaryStore(ABC):
         supersedes: Mapping[int, Sequence[str]] | None = None,
         fence: str | None = None,
     ) -> list[str]:
-        """Store items (near-duplicates of stored ones are skipped); return the new ids.
+        """Store items; return the new ids (in order, one per stored item).
+
+        An item that restates a stored one or an earlier one of the call is skipped: a
+        restatement is as similar as ``DEDUP_THRESHOLD`` (cosine 0.95) *and* says the
+        same words, never the cosine alone ("My father lives in Hangzhou." and "My
+        mother lives in Hangzhou." are two facts). Call
+        :func:`~langchain_tiered_memory.stores.summaries.kept_items` rather than writing
+        the rule again; check the texts with ``validate_items`` and the user's limit with
+        ``limit_error`` (``max_items``) before anything is written.
 
         ``watermark=(expected, new)`` makes the write conditional: it happens, together
         with moving the user's summarization watermark to ``new``, only if the watermark
@@ -217,6 +225,8 @@ class SummaryStore(ABC):
             WatermarkConflict: the watermark moved, or the user's memory was erased,
                 meanwhile; nothing was written.
             InvalidSummaryError: an item is empty or too long; nothing was written.
+            SummaryLimitError: the items would pass the store's ``max_items``; nothing
+                was written.
 
         """
 
@@ -330,6 +340,18 @@ class SummaryStore(ABC):
         return len((yield call(self.get_all, self.aget_all, user_id)))
 
     aget_all_count = get_all_count.aio
+
+    @paired
+    def superseded_texts(self, user_id: str) -> Plan[list[str]]:
+        """The texts of the user's superseded items: what a message carried into a new
+        thread may no longer present as current (read on a thread's first turns). This
+        default reads every item; a store with an index of its own overrides it (both
+        shipped families do).
+        """
+        items = yield call(self.get_all, self.aget_all, user_id)
+        return [d.page_content for d in items if d.metadata.get("superseded_by")]
+
+    asuperseded_texts = superseded_texts.aio
 
     def as_retriever(self, user_id: str, *, k: int = 3, **kwargs: Any) -> SummaryRetriever:
         """A LangChain retriever over one user's items.

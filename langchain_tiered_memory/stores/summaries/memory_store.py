@@ -32,6 +32,7 @@ from langchain_tiered_memory.stores.summaries.index import (
     edited_record,
     limit_error,
     superseded,
+    superseded_of,
     unit_rows,
     validate_items,
 )
@@ -205,6 +206,14 @@ class InMemorySummaryStore(SummaryStore):
             return [as_document(r) for r in index.records] if index else []
 
     aget_all = twin(get_all)
+
+    def superseded_texts(self, user_id: str) -> list[str]:
+        """The superseded items' texts, from the user's index (not a copy of every item)."""
+        with self._lock:
+            index = self._indexes.get(user_id)
+        return superseded_of(index)
+
+    asuperseded_texts = twin(superseded_texts)
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:
         """Delete items by id (rebuilds the user's index)."""

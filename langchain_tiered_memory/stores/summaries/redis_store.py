@@ -51,6 +51,7 @@ from langchain_tiered_memory.stores.summaries.index import (
     parse_item_id,
     stored_int,
     superseded,
+    superseded_of,
     superseding_json,
     unit_rows,
     validate_items,
@@ -310,6 +311,13 @@ class RedisSummaryStore(SummaryStore):
         return int((yield call(c.command, c.acommand, "HLEN", self._k(user_id)[0])))
 
     aget_all_count = get_all_count.aio
+
+    @paired
+    def superseded_texts(self, user_id: str) -> Plan[list[str]]:
+        """The superseded items' texts, from the cached index (what changed is fetched)."""
+        return superseded_of((yield call(self.index_for, self.aindex_for, user_id)))
+
+    asuperseded_texts = superseded_texts.aio
 
     @paired
     def delete(self, user_id: str, ids: Sequence[str]) -> Plan[int]:
