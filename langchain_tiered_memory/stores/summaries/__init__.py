@@ -3,7 +3,9 @@
 One room per concern: :mod:`.base` (the :class:`SummaryStore` interface and
 :class:`SummaryRetriever`), :mod:`.index` (records, the per-user search index,
 de-duplication and the limits), :mod:`.redis_store` (:class:`RedisSummaryStore`: every Redis
-command of the tier) and :mod:`.memory_store` (:class:`InMemorySummaryStore`).
+command of the tier) and :mod:`.memory_store` (:class:`InMemorySummaryStore`). What an app's
+own store must not write again is exported: :func:`kept_items` (the de-duplication rule),
+:func:`validate_items`, :func:`normalize_created_at` and :func:`limit_error`.
 
 Example:
     >>> from langchain_tiered_memory import HashingEmbeddings
@@ -15,7 +17,14 @@ Example:
 """
 
 from langchain_tiered_memory.stores.summaries.base import SummaryRetriever, SummaryStore
-from langchain_tiered_memory.stores.summaries.index import DEDUP_THRESHOLD, MAX_SUMMARY_CHARS
+from langchain_tiered_memory.stores.summaries.index import (
+    DEDUP_THRESHOLD,
+    MAX_SUMMARY_CHARS,
+    kept_items,
+    limit_error,
+    normalize_created_at,
+    validate_items,
+)
 from langchain_tiered_memory.stores.summaries.memory_store import InMemorySummaryStore
 from langchain_tiered_memory.stores.summaries.redis_store import RedisSummaryStore
 
@@ -26,4 +35,8 @@ __all__ = [
     "SummaryRetriever",
     "MAX_SUMMARY_CHARS",
     "DEDUP_THRESHOLD",
+    "kept_items",
+    "limit_error",
+    "normalize_created_at",
+    "validate_items",
 ]

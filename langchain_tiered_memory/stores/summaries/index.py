@@ -41,6 +41,8 @@ __all__ = [
     "DEFAULT_MAX_CACHE_BYTES",
     "DEFAULT_MAX_ITEMS",
     "MAX_SUMMARY_CHARS",
+    "kept_items",
+    "limit_error",
     "normalize_created_at",
     "validate_items",
 ]
@@ -369,43 +371,51 @@ class UserIndex:
         return out
 
 
-# How many stored neighbours of a new item are checked for a restatement.
-_DEDUP_NEIGHBOURS = 4
-
-
-def dedup(
-    new: np.ndarray, texts: Sequence[str], existing: UserIndex | None, threshold: float
+def kept_items(
+    texts: Sequence[str],
+    vectors: np.ndarray,
+    neighbours: Sequence[Sequence[tuple[str, float]]] | None = None,
+    *,
+    threshold: float = DEDUP_THRESHOLD,
 ) -> list[int]:
-    """Positions of rows in ``new`` that restate neither a stored item nor an earlier row.
+    """Positions of the new items a :meth:`SummaryStore.add` stores: those that restate
+    neither a stored item nor an earlier new one. What every store does, so an app's
+    own store calls it rather than writing the rule again.
 
     A restatement is as similar as ``threshold`` (cosine) *and* says the same words
     (:func:`~langchain_tiered_memory.language.text.restatement_key`): the cosine alone merges facts
     that differ in one word, the more so for models whose cosines are all high (the
     multilingual-e5 vectors of "用户的妈妈住在杭州" and "用户的爸爸住在杭州": 0.99).
+
+    Args:
+        texts: the new items.
+        vectors: their embeddings, one unit row each.
+        neighbours: for each new item, ``(text, cosine)`` of the stored items nearest it
+            (a few are enough; none for an empty store).
+        threshold: the cosine from which the same words count as a restatement.
+
+    Example:
+        >>> import numpy as np
+        >>> rows = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])
+        >>> said = ["Mom lives in Hangzhou.", "Dad lives in Hangzhou.", "Mom lives in Hangzhou"]
+        >>> kept_items(said, rows)  # the same vector; only the third says the same words
+        [0, 1]
+        >>> kept_items(["Dad lives in Hangzhou."], rows[:1], [[("Dad lives in Hangzhou!", 0.99)]])
+        []
     """
-    if existing is not None and len(new) and existing.dim != new.shape[1]:
-        raise EmbeddingsMismatchError(
-            f"stored items have {existing.dim}-dimensional embeddings, these {new.shape[1]}: "
-            "use the same embeddings model, or forget the user's summaries first."
-        )
     keys = [restatement_key(t) for t in texts]
-    stored: list[set[tuple[str, ...]]] = [set() for _ in texts]
-    if existing is not None and len(existing.records):
-        scores, positions = existing.nearest(new, min(_DEDUP_NEIGHBOURS, len(existing.records)))
-        for i in range(len(texts)):
-            stored[i] = {
-                restatement_key(existing.records[int(p)].text)
-                for s, p in zip(scores[i], positions[i])
-                if p >= 0 and s >= threshold
-            }
+    stored = [
+        {restatement_key(text) for text, score in near if score >= threshold}
+        for near in (neighbours or [()] * len(texts))
+    ]
     # Rows restating an earlier kept row: similarities a block of rows at a time, then a
     # greedy pass in order (the same result as comparing each row with every kept one).
     keep: list[int] = []
-    kept = np.zeros(len(new), dtype=bool)
+    kept = np.zeros(len(vectors), dtype=bool)
     block = 256
-    for start in range(0, len(new), block):
-        stop = min(start + block, len(new))
-        close = (new[start:stop] @ new[:stop].T) >= threshold
+    for start in range(0, len(vectors), block):
+        stop = min(start + block, len(vectors))
+        close = (vectors[start:stop] @ vectors[:stop].T) >= threshold
         for i in range(start, stop):
             if keys[i] in stored[i]:
                 continue
@@ -415,6 +425,29 @@ def dedup(
             keep.append(i)
             kept[i] = True
     return keep
+
+
+# How many stored neighbours of a new item are checked for a restatement.
+_DEDUP_NEIGHBOURS = 4
+
+
+def dedup(
+    new: np.ndarray, texts: Sequence[str], existing: UserIndex | None, threshold: float
+) -> list[int]:
+    """:func:`kept_items` against a user's index (its nearest few items to each row)."""
+    if existing is not None and len(new) and existing.dim != new.shape[1]:
+        raise EmbeddingsMismatchError(
+            f"stored items have {existing.dim}-dimensional embeddings, these {new.shape[1]}: "
+            "use the same embeddings model, or forget the user's summaries first."
+        )
+    neighbours: list[list[tuple[str, float]]] | None = None
+    if existing is not None and len(existing.records):
+        scores, positions = existing.nearest(new, min(_DEDUP_NEIGHBOURS, len(existing.records)))
+        neighbours = [
+            [(existing.records[int(p)].text, float(s)) for s, p in zip(row, at) if p >= 0]
+            for row, at in zip(scores, positions)
+        ]
+    return kept_items(texts, new, neighbours, threshold=threshold)
 
 
 def as_document(record: Record) -> Document:
@@ -506,6 +539,9 @@ def superseding_json(updates: list[tuple[Record, int]]) -> list[tuple[str, str]]
 
 
 def limit_error(have: int, adding: int, limit: int | None) -> SummaryLimitError:
+    """The error an ``add`` raises when ``adding`` items would take the user's ``have``
+    past ``limit`` (a store's ``max_items``): nothing is stored.
+    """
     return SummaryLimitError(
         f"the user has {have} summary items and {adding} more would pass the limit of "
         f"{limit} (max_items); nothing was stored. Delete old items "
