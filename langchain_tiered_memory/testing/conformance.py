@@ -25,12 +25,23 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from langchain_tiered_memory.errors import InvalidTagError, ThreadOwnershipError
-from langchain_tiered_memory.stores.history import HistoryStore
-from langchain_tiered_memory.stores.summaries import SummaryStore
+from langchain_tiered_memory.errors import (
+    InvalidMessageError,
+    InvalidSummaryError,
+    InvalidTagError,
+    ThreadOwnershipError,
+    WatermarkConflict,
+)
+from langchain_tiered_memory.stores.history import HistoryStore, dump_message
+from langchain_tiered_memory.stores.summaries import (
+    DEDUP_THRESHOLD,
+    MAX_SUMMARY_CHARS,
+    SummaryStore,
+)
 from langchain_tiered_memory.stores.tags import TagStore
 
 __all__ = ["HistoryStoreConformance", "SummaryStoreConformance", "TagStoreConformance"]
@@ -76,6 +87,12 @@ class TagStoreConformance:
         changes = tag_store.history("ana", "age")
         assert [(c["value"], c["previous"]) for c in changes] == [("30", None), ("31", "30")]
         assert changes[-1]["thread_id"] == "t2"
+
+    def test_validate_checks_without_writing(self, tag_store: TagStore) -> None:
+        assert tag_store.validate({"age": 31}) == {"age": "31"}
+        with pytest.raises(InvalidTagError):
+            tag_store.validate({"no_such_tag": "x"})
+        assert tag_store.get_all("ana") == {}
 
     def test_delete_and_clear_touch_one_user(self, tag_store: TagStore) -> None:
         tag_store.set("ana", {"name": "Ana", "age": 30})
@@ -185,6 +202,90 @@ class HistoryStoreConformance:
         assert left == ["code ALPHA", "ok"]
         assert history_store.length("ana") == 6  # kept, only marked
 
+    def test_a_refused_message_writes_nothing_or_a_note(self, history_store: HistoryStore) -> None:
+        big = HumanMessage("x" * (history_store.max_message_bytes + 1))
+        with pytest.raises(InvalidMessageError):
+            history_store.append("ana", [HumanMessage("fine"), big])
+        assert history_store.length("ana") == 0  # all or nothing
+        assert (
+            history_store.append("ana", [HumanMessage("fine"), big], on_invalid="placeholder") == 2
+        )
+        note = history_store.tail("ana", 1)[0]
+        assert note.type == "human" and "x" * 100 not in note.text
+
+    def test_trim_keeps_the_newest_and_never_passes_the_watermark(
+        self, history_store: HistoryStore
+    ) -> None:
+        history_store.append("ana", [HumanMessage(f"m{i}") for i in range(6)])
+        history_store.append("bo", [HumanMessage("bo's")])
+        assert history_store.trim("ana", keep_last=2, not_after=3) == 3  # 0-2, not 3
+        assert history_store.length("ana") == 6  # positions keep counting
+        first, end, messages = history_store.window("ana", 0)
+        assert (first, end, [m.text for m in messages]) == (3, 6, ["m3", "m4", "m5"])
+        assert history_store.trim("ana", keep_last=2, not_after=6) == 1
+        assert [m.text for m in history_store.tail("ana", 9)] == ["m4", "m5"]
+        assert [m.text for m in history_store.tail("bo", 9)] == ["bo's"]
+
+    def test_positions_tell_each_messages_thread_and_skip_a_forgotten_one(
+        self, history_store: HistoryStore
+    ) -> None:
+        history_store.append(
+            "ana", [HumanMessage("a"), AIMessage("b")], thread_id="t1", thread_position=0
+        )
+        history_store.append("ana", [HumanMessage("c")], thread_id="t2", thread_position=0)
+        history_store.append("ana", [HumanMessage("d")], thread_id="t1", thread_position=2)
+        assert history_store.spans("ana") == [(0, 2, "t1"), (2, 3, "t2"), (3, 4, "t1")]
+        history_store.forget_thread("ana", "t2")
+        first, end, found = history_store.window_positions("ana", 0)
+        assert (first, end) == (0, 4)
+        assert [(p, m.text) for p, m in found] == [(0, "a"), (1, "b"), (3, "d")]
+        assert [m.text for m in history_store.window("ana", 1, 2)[2]] == ["b"]  # 1 and 2
+        assert history_store.threads("ana") == ["t1"]
+
+    def test_a_swap_replaces_only_what_was_read(self, history_store: HistoryStore) -> None:
+        history_store.append("ana", [HumanMessage("I am 30."), HumanMessage("Hi")])
+        (read,) = history_store.read_at("ana", [0])
+        assert history_store.read_at("ana", [5]) == [None]
+        new = dump_message(HumanMessage("I am 31."), history_store.max_message_bytes).decode()
+        assert history_store.swap_at("ana", [(0, read, new)]) == 1
+        assert history_store.swap_at("ana", [(0, read, new)]) == 0  # no longer what was read
+        assert [m.text for m in history_store.tail("ana", 5)] == ["I am 31.", "Hi"]
+
+    def test_an_edit_in_place_replaces_the_threads_message_with_its_id(
+        self, history_store: HistoryStore
+    ) -> None:
+        said = [HumanMessage("I am 30.", id="h1"), AIMessage("ok", id="a1")]
+        history_store.append("ana", said, thread_id="t1", thread_position=0)
+        found = history_store.replace("ana", "t1", HumanMessage("I am 31.", id="h1"))
+        assert found is not None and found[0] == 0 and found[1].text == "I am 30."
+        assert history_store.replace("ana", "t1", HumanMessage("?", id="nope")) is None
+        assert history_store.replace("ana", "t2", HumanMessage("?", id="h1")) is None
+        assert [m.text for m in history_store.tail("ana", 5)] == ["I am 31.", "ok"]
+
+    def test_release_leaves_another_users_thread_alone(self, history_store: HistoryStore) -> None:
+        history_store.record_thread("ana", "t1")
+        history_store.record_thread("bo", "t2")
+        history_store.release_threads("ana", ["t1", "t2"])
+        assert history_store.thread_record("ana", "t1")[0] is None  # no owner now
+        assert history_store.thread_record("bo", "t2") == ("bo", True)
+        history_store.record_thread("bo", "t1")  # released: anyone's to claim
+        assert history_store.thread_owner("t1") == "bo"
+
+    def test_users_and_clear_keep_positions_counting(self, history_store: HistoryStore) -> None:
+        history_store.append("ana", [HumanMessage("a"), HumanMessage("b")])
+        history_store.append("bo", [HumanMessage("c")])
+        assert sorted(history_store.users()) == ["ana", "bo"]
+        assert history_store.clear("ana") == 2
+        assert history_store.length("ana") == 2  # the watermark stays valid
+        assert history_store.append("ana", [HumanMessage("d")]) == 3
+        assert history_store.window("ana", 0)[2][0].text == "d"
+
+    def test_since_reads_from_a_position(self, history_store: HistoryStore) -> None:
+        history_store.append("ana", [HumanMessage(f"m{i}") for i in range(4)])
+        first, messages = history_store.since("ana", 2)
+        assert (first, [m.text for m in messages]) == (2, ["m2", "m3"])
+        assert history_store.since("ana", 9)[1] == []
+
     def test_clear_touches_one_user(self, history_store: HistoryStore) -> None:
         history_store.append("ana", [HumanMessage("a")])
         history_store.append("bo", [HumanMessage("b")])
@@ -237,6 +338,89 @@ class SummaryStoreConformance:
         summary_store.add("ana", ["Ana's birthday is on May 8."])
         assert len(summary_store.get_all("ana")) == 1
 
+    def test_distinct_facts_with_close_vectors_are_both_stored(
+        self, summary_store: SummaryStore
+    ) -> None:
+        # one word apart in many: close under any embeddings model (checked below)
+        tail = (
+            " lives in Hangzhou, near the West Lake, in a flat on the third floor of an old "
+            "building with a small garden, a red door and a view of the hills and the water."
+        )
+        father, mother = f"The user's father{tail}", f"The user's mother{tail}"
+        vectors = np.asarray(summary_store.embeddings.embed_documents([father, mother]))
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        assert float(vectors[0] @ vectors[1]) >= DEDUP_THRESHOLD, "the case needs close vectors"
+        assert len(summary_store.add("ana", [father])) == 1
+        assert len(summary_store.add("ana", [mother, mother.upper()])) == 1  # one restated
+        assert summary_store.add("ana", [f"  {father}  "]) == []  # the same words again
+        assert sorted(d.page_content for d in summary_store.get_all("ana")) == [father, mother]
+
+    def test_the_watermark_moves_only_from_what_was_read(self, summary_store: SummaryStore) -> None:
+        assert summary_store.get_watermark("ana") == 0
+        assert summary_store.add("ana", [], watermark=(0, 4)) == []
+        assert summary_store.get_watermark("ana") == 4
+        with pytest.raises(WatermarkConflict):
+            summary_store.add("ana", ["Ana likes tea."], watermark=(0, 6))
+        assert summary_store.get_watermark("ana") == 4
+        assert summary_store.get_all("ana") == []  # nothing written
+        assert len(summary_store.add("ana", ["Ana likes tea."], watermark=(4, 6))) == 1
+        assert summary_store.get_watermark("ana") == 6
+        assert summary_store.get_watermark("bo") == 0
+
+    def test_an_erasure_fence_refuses_a_write_read_before_it(
+        self, summary_store: SummaryStore
+    ) -> None:
+        summary_store.add("ana", ["Ana plays chess."])  # a user with memory to erase
+        mark, fence = summary_store.get_fence("ana")
+        summary_store.rotate_fence("ana")
+        with pytest.raises(WatermarkConflict):
+            summary_store.add("ana", ["Ana likes tea."], watermark=(mark, mark + 2), fence=fence)
+        assert [d.page_content for d in summary_store.get_all("ana")] == ["Ana plays chess."]
+        assert summary_store.get_watermark("ana") == mark
+        mark, fence = summary_store.get_fence("ana")  # read after the erasure: it goes
+        assert (
+            len(summary_store.add("ana", ["Ana likes tea."], watermark=(mark, 2), fence=fence)) == 1
+        )
+
+    def test_a_superseded_item_is_kept_marked_and_left_out_of_recall(
+        self, summary_store: SummaryStore
+    ) -> None:
+        (old,) = summary_store.add("ana", ["Ana lives in Paris."], created_at="2024-01-01")
+        (new,) = summary_store.add(
+            "ana", ["Ana lives in Lyon now."], created_at="2025-03-01", supersedes={0: [old]}
+        )
+        items = {d.id: d.metadata for d in summary_store.get_all("ana")}
+        assert items[old].get("superseded_by") == new
+        assert str(items[old]["valid_until"]).startswith("2025-03-01")
+        assert not items[new].get("superseded_by")
+        found = summary_store.search("ana", "Where does Ana live?", 5)
+        assert [d.id for d in found] == [new]
+        every = summary_store.search("ana", "Where does Ana live?", 5, include_superseded=True)
+        assert {d.id for d in every} == {old, new}
+        assert summary_store.superseded_texts("ana") == ["Ana lives in Paris."]
+        assert summary_store.superseded_texts("bo") == []
+
+    def test_a_refused_item_writes_nothing(self, summary_store: SummaryStore) -> None:
+        for bad in (["Ana likes tea.", "  "], "Ana likes tea.", ["x" * (MAX_SUMMARY_CHARS + 1)]):
+            with pytest.raises(InvalidSummaryError):
+                summary_store.add("ana", bad)  # type: ignore[arg-type]
+        assert summary_store.get_all("ana") == []
+
+    def test_per_item_metadata_and_dates_round_trip(self, summary_store: SummaryStore) -> None:
+        meta: list[dict[str, Any]] = [{"source_positions": [0, 1]}, {"source_positions": [2]}]
+        ids = summary_store.add(
+            "ana", ["Ana likes tea.", "Ana plays chess."], created_at="2024-05-08", metadata=meta
+        )
+        items = {d.id: d for d in summary_store.get_all("ana")}
+        assert [items[i].metadata["source_positions"] for i in ids] == [[0, 1], [2]]
+        assert all(str(items[i].metadata["created_at"]).startswith("2024-05-08") for i in ids)
+        with pytest.raises(InvalidSummaryError):
+            summary_store.update("ana", "no-such-id", "x")
+        assert summary_store.update("ana", ids[0], "Ana likes green tea.")
+        edited = {d.id: d for d in summary_store.get_all("ana")}[ids[0]]
+        assert edited.metadata["source_positions"] == [0, 1]  # same id, date, provenance
+        assert str(edited.metadata["created_at"]).startswith("2024-05-08")
+
     def test_delete_update_and_clear_touch_one_user(self, summary_store: SummaryStore) -> None:
         (ana,) = summary_store.add("ana", ["Ana likes green tea."])
         summary_store.add("bo", ["Bo likes black coffee."])
@@ -272,6 +456,21 @@ class SummaryStoreConformance:
         assert bo.metadata["source_threads"] == ["t1"]
         assert summary_store.drop_thread("ana", "t1") == 0
         assert _run(lambda: summary_store.adrop_thread("ana", "t2")) == 2
+
+    def test_the_provided_methods_work_on_the_store(self, summary_store: SummaryStore) -> None:
+        texts = ["Ana failed her driving test in spring.", "Ana's birthday is on May 8."]
+        summary_store.add("ana", texts)
+        assert summary_store.get_all_count("ana") == 2
+        assert summary_store.get_all_count("bo") == 0
+        conversation = ["I have an exam next week.", "It is the driving test again."]
+        found = summary_store.search_conversation("ana", conversation, 1)
+        assert [d.page_content for d in found] == [texts[0]]
+        assert summary_store.search_conversation("bo", conversation, 1) == []
+        (near,) = summary_store.similar("ana", ["Ana failed the driving test."], 1)
+        assert [d.page_content for d in near] == [texts[0]]
+        assert len(summary_store.embed_query("birthday")) == len(
+            summary_store.embed_conversation(conversation)
+        )
 
     def test_the_async_twins_return_what_the_sync_methods_do(
         self, summary_store: SummaryStore

@@ -56,3 +56,60 @@ def test_the_suite_fails_a_store_that_clears_every_user() -> None:
     store = Leaky()
     with pytest.raises(AssertionError):
         _LeakyTags().test_delete_and_clear_touch_one_user(store)
+
+
+def _ignoring(name: str) -> type:
+    """An in-memory summary store whose ``add`` drops the ``name`` argument (issue 69: such a
+    store passed the whole suite and broke the guarantees' "Summaries")."""
+    from langchain_tiered_memory.stores.summaries import InMemorySummaryStore
+
+    def add(self: InMemorySummaryStore, user_id: str, items: object, **kwargs: object) -> object:
+        kwargs.pop(name, None)
+        return InMemorySummaryStore.add(self, user_id, items, **kwargs)  # type: ignore[arg-type]
+
+    return type(f"Ignoring{name.title()}", (InMemorySummaryStore,), {"add": add})
+
+
+@pytest.mark.parametrize(
+    ("ignored", "case"),
+    [
+        ("watermark", "test_the_watermark_moves_only_from_what_was_read"),
+        ("fence", "test_an_erasure_fence_refuses_a_write_read_before_it"),
+        ("supersedes", "test_a_superseded_item_is_kept_marked_and_left_out_of_recall"),
+    ],
+)
+def test_the_suite_fails_a_store_that_ignores_a_guarantee(ignored: str, case: str) -> None:
+    from langchain_tiered_memory import HashingEmbeddings
+
+    store = _ignoring(ignored)(embeddings=HashingEmbeddings())
+    with pytest.raises((AssertionError, pytest.fail.Exception)):
+        getattr(SummaryStoreConformance(), case)(store)
+
+
+def test_the_suite_fails_a_store_that_dedups_by_the_cosine_alone() -> None:
+    """``add``'s old docstring said near-duplicates (cosine >= 0.95) are skipped; a store
+    following it merged "father lives in Hangzhou" into "mother..."."""
+    from langchain_tiered_memory import HashingEmbeddings
+    from langchain_tiered_memory.stores.summaries import InMemorySummaryStore, index
+
+    class ByCosine(InMemorySummaryStore):
+        def add(self, user_id: str, items: object, **kwargs: object) -> list[str]:  # type: ignore[override]
+            texts = list(items)  # type: ignore[call-overload]
+            vectors = index.unit_rows(self.embeddings.embed_documents(texts))
+            stored = self.get_all(user_id)
+            olds = (
+                index.unit_rows(self.embeddings.embed_documents([d.page_content for d in stored]))
+                if stored
+                else None
+            )
+            keep = [
+                t
+                for i, t in enumerate(texts)
+                if (olds is None or float((olds @ vectors[i]).max()) < 0.95)
+                and all(float(vectors[i] @ vectors[j]) < 0.95 for j in range(i))
+            ]
+            return super().add(user_id, keep, **kwargs) if keep else []  # type: ignore[arg-type]
+
+    store = ByCosine(embeddings=HashingEmbeddings())
+    with pytest.raises(AssertionError):
+        SummaryStoreConformance().test_distinct_facts_with_close_vectors_are_both_stored(store)
