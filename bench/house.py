@@ -3,18 +3,29 @@
 Prints: modules; abstract methods of the store bases; hand-written sync/async pairs (a
 class body that defines both ``name`` and ``aname`` as functions, per folder); generated
 pairs (``aname = name.aio``); pipelines built outside ``backend/connection.py``; the
-facade's lines and methods.
+facade's lines and methods; the conformance suite's tests per contract method; and a
+warm turn's load at 10,000 items, in memory and on the embedded server.
 
-    python bench/house.py
+    python bench/house.py                    # this checkout
+    python bench/house.py --compare 411ec09  # and an earlier revision, side by side
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "langchain_tiered_memory"
+ROOT = Path(__file__).resolve().parents[1]
+# the package measured: this checkout's, or (the --compare child) an earlier revision's
+PACKAGE = Path(os.environ.get("HOUSE_PACKAGE", ROOT / "langchain_tiered_memory"))
 STORE_BASES = {
     "stores/history/base.py": "HistoryStore",
     "stores/summaries/base.py": "SummaryStore",
@@ -54,8 +65,81 @@ def _is_abstract(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     )
 
 
-def main() -> None:
-    """Print the table."""
+def _contract(rel: str, name: str) -> list[str]:
+    """The public sync methods of a store base: its contract (async twins aside)."""
+    tree = ast.parse((PACKAGE / rel).read_text())
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        if cls.name == name:
+            return sorted(n for n in _functions(cls) if not n.startswith("_"))
+    return []
+
+
+def _suite_calls() -> Counter[str]:
+    """For each ``Base.method``, how many conformance tests call it on the store."""
+    fixtures = {"tag_store": "TagStore", "history_store": "HistoryStore"}
+    fixtures["summary_store"] = "SummaryStore"
+    path = PACKAGE / "testing" / "conformance.py"
+    calls: Counter[str] = Counter()
+    if not path.exists():
+        return calls
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(fn, ast.FunctionDef) and fn.name.startswith("test_")):
+            continue
+        seen = set()
+        for node in ast.walk(fn):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in fixtures
+            ):
+                name = node.attr[1:] if node.attr.startswith("a") else node.attr
+                seen.add(f"{fixtures[node.value.id]}.{name}")
+                seen.add(f"{fixtures[node.value.id]}.{node.attr}")
+        calls.update(seen)
+    return calls
+
+
+def _load_at(items: int) -> dict[str, float]:
+    """p50 ms of a warm ``TieredMemory.load`` (20 messages, top 3 of ``items`` items) on
+    the in-memory family and on the embedded server, with the hashing embeddings.
+    """
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from langchain_tiered_memory import HashingEmbeddings, TieredMemory
+
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="tm-house-") as tmp:
+        for family in ("in memory", "Redis (embedded)"):
+            emb = HashingEmbeddings()
+            memory = (
+                TieredMemory.in_memory(embeddings=emb)
+                if family == "in memory"
+                else TieredMemory.embedded(tmp, embeddings=emb, appendfsync="no")
+            )
+            memory.summaries.max_items = None
+            texts = [
+                f"Item {i}: the user mentioned topic {i % 97} on day {i}." for i in range(items)
+            ]
+            for i in range(0, items, 2000):
+                memory.add_summaries("u", texts[i : i + 2000])
+            memory.add_session_log(
+                "u", [HumanMessage("I failed my driving test."), AIMessage("Sorry!")]
+            )
+            query = "Do you remember my exam?"
+            for _ in range(5):
+                memory.load("u", query, max_messages=20, k=3)
+            times = []
+            for _ in range(60):
+                start = time.perf_counter()
+                memory.load("u", query, max_messages=20, k=3)
+                times.append((time.perf_counter() - start) * 1000)
+            out[family] = sorted(times)[len(times) // 2]
+            memory.close()
+    return out
+
+
+def measure(items: int) -> dict[str, object]:
+    """Every row of the table, for this checkout's package."""
     modules = sorted(PACKAGE.rglob("*.py"))
     hand: Counter[str] = Counter()
     generated: Counter[str] = Counter()
@@ -81,20 +165,74 @@ def main() -> None:
         for p in modules
         if p.parent.name == "memory" and p.name not in ("__init__.py", "opening.py")
     ]
-    facade_lines = sum(len(p.read_text().splitlines()) for p in facade)
-    print("| measure | count |")
-    print("|---|---:|")
-    print(f"| modules | {len(modules)} |")
-    print(f"| abstract methods of the three store bases | {abstract} |")
-    print(f"| hand-written sync/async pairs | {sum(hand.values())} |")
-    for folder, count in sorted(hand.items()):
-        if count:
-            print(f"| ... in {folder}/ | {count} |")
-    once = sum(generated.values())
-    print(f"| pairs written once (`name.aio`, `twin(name)`, `threaded(name)`) | {once} |")
-    print(f"| pipelines built outside backend/connection.py | {pipelines} |")
-    print(f"| facade modules (memory/) | {len(facade)} |")
-    print(f"| facade lines (memory/, without opening.py's) | {facade_lines} |")
+    rows: dict[str, object] = {
+        "modules": len(modules),
+        "abstract methods of the three store bases": abstract,
+        "hand-written sync/async pairs": sum(hand.values()),
+        "pairs written once (`name.aio`, `twin(name)`, `threaded(name)`)": sum(generated.values()),
+        "pipelines built outside backend/connection.py": pipelines,
+        "facade modules (memory/)": len(facade),
+        "facade lines (memory/, without opening.py's)": sum(
+            len(p.read_text().splitlines()) for p in facade
+        ),
+    }
+    calls = _suite_calls()
+    tests = sum(
+        1
+        for n in ast.walk(ast.parse((PACKAGE / "testing" / "conformance.py").read_text()))
+        if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")
+    )
+    rows["conformance tests"] = tests
+    untested = []
+    for rel, name in STORE_BASES.items():
+        methods = [m for m in _contract(rel, name) if m not in {"session", "as_retriever"}]
+        covered = [m for m in methods if calls[f"{name}.{m}"]]
+        rows[f"{name}: contract methods a conformance test calls"] = (
+            f"{len(covered)} of {len(methods)}"
+        )
+        untested += [f"{name}.{m}" for m in methods if not calls[f"{name}.{m}"]]
+    rows["contract methods no conformance test calls"] = ", ".join(untested) or "none"
+    if items:
+        for family, ms in _load_at(items).items():
+            rows[f"warm load at {items:,} items, {family} (p50 ms)"] = round(ms, 2)
+    return rows
+
+
+def _args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--compare", metavar="REV", help="also measure this git revision")
+    p.add_argument("--items", type=int, default=10_000, help="items for the load (0: skip)")
+    p.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # the --compare child
+    return p.parse_args()
+
+
+def main() -> None:
+    """Print the table (with ``--compare``, a column per revision)."""
+    args = _args()
+    rows = measure(args.items)
+    if args.json:
+        print(json.dumps(rows))
+        return
+    columns = {"this checkout": rows}
+    if args.compare:
+        with tempfile.TemporaryDirectory(prefix="tm-house-rev-") as tmp:
+            tree = Path(tmp) / "tree"
+            git = ["git", "-C", str(ROOT), "worktree"]
+            subprocess.run([*git, "add", "-q", "--detach", str(tree), args.compare], check=True)
+            try:  # the earlier revision's package, measured by this script
+                package = tree / "langchain_tiered_memory"
+                env = {**os.environ, "PYTHONPATH": str(tree), "HOUSE_PACKAGE": str(package)}
+                argv = [sys.executable, __file__, "--json", "--items", str(args.items)]
+                child = subprocess.run(argv, env=env, check=True, capture_output=True, text=True)
+                before = json.loads(child.stdout.strip().splitlines()[-1])
+                columns = {args.compare: before, **columns}
+            finally:
+                subprocess.run([*git, "remove", "--force", str(tree)], check=True)
+    names = list(columns)
+    print("| measure | " + " | ".join(names) + " |")
+    print("|---|" + "---:|" * len(names))
+    for key in rows:
+        print(f"| {key} | " + " | ".join(str(columns[n].get(key, "-")) for n in names) + " |")
 
 
 if __name__ == "__main__":
