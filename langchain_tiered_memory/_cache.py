@@ -32,5 +32,12 @@ def cache_root(kind: str) -> Path:
         uid = os.getuid() if hasattr(os, "getuid") else "user"
         root = Path(tempfile.gettempdir()) / f"langchain-tiered-memory-{kind}-{uid}"
         root.mkdir(parents=True, exist_ok=True)
-        logger.warning("the cache is not writable; using %s", root)
+        # what it costs, and where it goes: the local models' files are ~0.5 GB, left there
+        logger.warning(
+            "%s is not writable; the derived model files (about 0.5 GB for the local "
+            "models) go to %s, which stays until removed: set XDG_CACHE_HOME to a writable "
+            "directory to keep them there instead",
+            Path(base),
+            root,
+        )
     return root

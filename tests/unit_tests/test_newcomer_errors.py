@@ -66,3 +66,24 @@ def test_inspect_of_a_user_with_no_memory_says_so(
 
     assert main(["inspect", "--user", "nobody", "--data-dir", str(tmp_path / "d")]) == 0
     assert "no memory of this user here" in capsys.readouterr().out
+
+
+def test_a_cache_that_falls_back_to_tmp_says_its_size_and_how_to_move_it(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 68 item 4: a read-only cache home sent the ~0.5 GB of derived model files to
+    the temporary directory with no word of their size or how to keep them elsewhere."""
+    import logging
+    import tempfile
+
+    from langchain_tiered_memory._cache import cache_root
+
+    blocked = tmp_path / "cache"
+    blocked.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    with caplog.at_level(logging.WARNING, logger="langchain_tiered_memory"):
+        root = cache_root("probe")
+    assert root.parent == tmp_path / "tmp" and root.is_dir()
+    assert "0.5 GB" in caplog.text and "XDG_CACHE_HOME" in caplog.text and str(root) in caplog.text
