@@ -27,7 +27,8 @@ from langchain_tiered_memory._ids import validate_count, validate_thread_id, val
 from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.backend.connection import RedisConnection
 from langchain_tiered_memory.backend.keys import keys_of
-from langchain_tiered_memory.errors import CorruptMemoryError, UnsupportedOperationError
+from langchain_tiered_memory.capabilities import Capability, lists_users, missing
+from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.stores import turn
 from langchain_tiered_memory.stores.attachments import AttachmentRecord, Attachments
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid
@@ -273,21 +274,36 @@ class Tiers:
         ttl = self.user_ttl
         if ttl is not None and not (isinstance(ttl, (int, float)) and ttl > 0):
             raise ValueError(f"user_ttl must be a positive number of seconds, got {ttl!r}.")
-        if ttl is not None:  # never accepted and then silently not applied
-            self.require_redis("user_ttl", "never expire anything")
+        # never accepted and then silently not applied
+        if ttl is not None:
+            self.require(Capability.EXPIRY, "user_ttl")
+        if after is not None:
+            self.require(Capability.QUEUE, "summarize_after")
 
-    def require_redis(self, what: str, instead: str) -> RedisConnection:
-        """The memory's Redis connection, for ``what``, which only Redis does.
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What the stores can do beyond the contract (see ``capabilities``)."""
+        have: set[Capability] = set()
+        if self.connection is not None:
+            have |= {Capability.EXPIRY, Capability.REEMBED, Capability.SAVER, Capability.UPGRADE}
+            have.add(Capability.USER_DIRECTORY)  # the directory every turn writes
+        elif lists_users(self.tags) and lists_users(self.summaries):
+            have.add(Capability.USER_DIRECTORY)  # each store lists its own users
+        if self.queue is not None:
+            have.add(Capability.QUEUE)
+        if self.redis is not None:
+            have.add(Capability.ONE_ROUND_TRIP_TURN)
+        return frozenset(have)
+
+    def require(self, capability: Capability, what: str) -> RedisConnection:
+        """The memory's Redis connection, for ``what``, which needs ``capability``.
 
         Raises:
-            UnsupportedOperationError: the memory is not on Redis; the message says what
-                the in-process stores do ``instead``.
+            UnsupportedOperationError: the stores lack it; the message names them and
+                what to do instead.
         """
-        if self.connection is None:
-            raise UnsupportedOperationError(
-                f"{what} needs memory on Redis (TieredMemory.from_url() or .embedded()); "
-                f"the in-process stores of TieredMemory.in_memory() {instead}."
-            )
+        if capability not in self.capabilities or self.connection is None:
+            raise missing(capability, what, (self.history, self.tags, self.summaries))
         return self.connection
 
     @property

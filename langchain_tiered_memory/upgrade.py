@@ -25,6 +25,7 @@ from langchain_tiered_memory import privacy
 from langchain_tiered_memory._steps import drive
 from langchain_tiered_memory.backend.format import FORMAT, read_format, write_format
 from langchain_tiered_memory.backend.keys import keys_of
+from langchain_tiered_memory.capabilities import Capability
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.stores.directory import RedisUserDirectory
 
@@ -40,7 +41,7 @@ def upgrade(memory: TieredMemory, *, dry_run: bool = False) -> dict[str, Any]:
         DataFormatError: the data is in a newer format than this package knows.
         UnsupportedOperationError: the memory is not on Redis (nothing to upgrade).
     """
-    connection = memory.tiers.require_redis("upgrade", "hold nothing to upgrade")
+    connection = memory.tiers.require(Capability.UPGRADE, "upgrade")
     keys = keys_of(memory.history)
     found = drive(read_format(connection.sync, keys))
     report: dict[str, Any] = {

@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_tiered_memory.agent.nodes import DEFAULT_MEMORY_TOKEN_BUDGET
 from langchain_tiered_memory.agent.prompt import quote, render_memory_section
+from langchain_tiered_memory.capabilities import listed_users
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.retrieval.conversation import DEFAULT_CONTEXT_TURNS, recent_user_texts
 from langchain_tiered_memory.stores.directory import (
@@ -95,10 +96,9 @@ def list_users(memory: TieredMemory, cursor: str | None, contains: str | None) -
             and not memory.history.length(u)  # a user with history is in the directory
         ]
         return replace(page, users=[*page.users, *extra]) if extra else page
-    # the process-local stores: small by nature, listed whole
-    summary_users: list[str] = getattr(memory.summaries, "users", list)()
-    tag_users: list[str] = getattr(memory.tags, "users", list)()
-    users = sorted(set(history.users()) | set(summary_users) | set(tag_users))
+    # stores not on Redis: each lists its own users (an app's tag or summary store may
+    # not: Capability.USER_DIRECTORY says whether every user is listed), listed whole
+    users = listed_users((history, memory.tags, memory.summaries))
     if contains:  # the id or a tag value, as the Redis directory searches
         needle = contains.casefold()
         users = [
@@ -549,14 +549,16 @@ def store_label(memory: TieredMemory) -> str:
     """
     if memory.data_dir is not None:
         return f"embedded server, data dir {memory.data_dir}"
-    connection = getattr(memory.history, "connection", None)
-    url = getattr(connection, "url", None)
-    if isinstance(url, str) and url:
-        parts = urlsplit(url)
+    connection = memory.tiers.connection
+    if connection is not None and connection.url:
+        parts = urlsplit(connection.url)
         host = parts.hostname or ""
         port = f":{parts.port}" if parts.port else ""
         return f"{parts.scheme}://{host}{port}{parts.path}"
-    return "this process only (in memory)"
+    stores = (memory.history, memory.tags, memory.summaries)
+    if all(type(s).__module__.startswith("langchain_tiered_memory.") for s in stores):
+        return "this process only (in memory)"
+    return "the app's stores (" + ", ".join(dict.fromkeys(type(s).__name__ for s in stores)) + ")"
 
 
 def when(epoch: float | None) -> str:

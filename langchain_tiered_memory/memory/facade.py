@@ -32,6 +32,7 @@ from langchain_tiered_memory import embeddings as _embeddings
 from langchain_tiered_memory import privacy
 from langchain_tiered_memory._ids import validate_count, validate_user_id
 from langchain_tiered_memory._steps import Plan, call, paired
+from langchain_tiered_memory.capabilities import Capability
 from langchain_tiered_memory.errors import UnsupportedOperationError
 from langchain_tiered_memory.memory import opening
 from langchain_tiered_memory.memory.opening import (
@@ -124,6 +125,7 @@ class TieredMemory:
     user_ttl = _OnTiers[float | None]()
     history_retention = _OnTiers[int | None]()
     summarize_after = _OnTiers[int | None]()
+    capabilities = _OnTiers[frozenset[Capability]]()  # read only: what the stores can do
 
     def __init__(
         self,
@@ -147,11 +149,10 @@ class TieredMemory:
             summaries: the long-term fuzzy store of summary items.
             history_retention: after each summarization keep at most this many messages
                 of a user's history (never dropping unsummarized ones); ``None`` keeps all.
-            summarize_after: on Redis, a turn that leaves a user with this many
-                unsummarized messages puts the user on the summarization queue, for
-                ``tiered-memory worker`` (``None``: no queue; the pending index is kept).
-            user_ttl: data minimisation: seconds after a user's last write or load that
-                all of the user's keys expire together (``None``: never). Unsummarized
+            summarize_after: a turn that leaves a user with this many unsummarized
+                messages queues the user for ``tiered-memory worker`` (``Capability.QUEUE``).
+            user_ttl: seconds after a user's last write or load that all of the user's
+                keys expire together (``Capability.EXPIRY``; ``None``: never). Unsummarized
                 messages expire with the rest: pick it longer than the worker's lag.
             redis_url: the URL of the Redis in use, for a checkpointer or another process.
 
@@ -427,7 +428,7 @@ class TieredMemory:
         return self._server
 
     def _redis(self, what: str) -> opening.RedisConnection:
-        return self.tiers.require_redis(f"{what}()", "have none: use LangGraph's InMemorySaver")
+        return self.tiers.require(Capability.SAVER, f"{what}()")
 
     # ----- short-term -----
 
@@ -820,7 +821,7 @@ class TieredMemory:
             >>> new.reembed()  # doctest: +SKIP
             {'alice': 12, 'bob': 3}
         """
-        self.tiers.require_redis("reembed()", "embed in the running process: nothing to convert")
+        self.tiers.require(Capability.REEMBED, "reembed()")
         store = self.tiers.summaries
         if not isinstance(store, RedisSummaryStore):  # an app swapped in its own
             raise UnsupportedOperationError(

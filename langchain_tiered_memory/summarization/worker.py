@@ -24,6 +24,7 @@ from langchain_core.language_models import BaseChatModel
 
 from langchain_tiered_memory._steps import adrive
 from langchain_tiered_memory.backend.keys import validate_user_id
+from langchain_tiered_memory.capabilities import Capability
 from langchain_tiered_memory.errors import (
     InvalidUserIdError,
     MemoryBackendError,
@@ -106,7 +107,7 @@ class SummaryWorker:
             raise ValueError(f"concurrency must be at least 1, got {concurrency!r}.")
         queue = self.tiers.queue
         if queue is None:  # a memory on Redis has one (opening.py)
-            self.tiers.require_redis("the worker", "have no queue: use summarize_pending()")
+            self.tiers.require(Capability.QUEUE, "the worker")
             raise UnsupportedOperationError("the worker needs the memory's summarization queue.")
         self.queue = queue
         self.model = model

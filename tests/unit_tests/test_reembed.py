@@ -196,7 +196,7 @@ def test_forget_user_removes_staged_vectors_and_nothing_else(open_memory: Any) -
 
 def test_reembed_needs_redis() -> None:
     memory = TieredMemory.in_memory(embeddings=HashingEmbeddings())
-    with pytest.raises(ValueError, match=r"reembed\(\) needs memory on Redis"):
+    with pytest.raises(ValueError, match=r"reembed\(\) needs the 'reembed' capability"):
         memory.reembed()
 
 
