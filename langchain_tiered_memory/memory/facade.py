@@ -303,8 +303,8 @@ class TieredMemory:
 
     @paired
     def close(self) -> Plan[None]:
-        """Wait for background summaries, close the connection (the async form closes the
-        asyncio client too), stop an embedded server this object started.
+        """Wait for background summaries; close what this object made (its connection and
+        asyncio client, an embedded server it started), never stores or savers handed to it.
         """
         self.summarization.shutdown()
         if self._connection is not None:

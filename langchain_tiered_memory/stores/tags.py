@@ -97,7 +97,9 @@ class TagStore(ABC):
     """Per-user typed tags validated by a pydantic ``schema``; sync and async pairs.
 
     A backend implements the abstract (sync) methods; each async twin defaults to running
-    its sync method in a worker thread, and a backend with async I/O overrides it.
+    its sync method in a worker thread, and a backend with async I/O overrides it. So sync
+    methods run concurrently, from several threads, and to their end even when the awaiting
+    caller is cancelled: a backend locks what needs it and keeps each write atomic.
 
     Example:
         >>> store = InMemoryTagStore()

@@ -18,7 +18,8 @@ from langchain_tiered_memory.agent.turn import MemoryOptions
 
 # what a door has of its own, not an option of the memory turn (force_tag_capture: the
 # graph's older spelling of tag_capture, kept for compatibility)
-GRAPH_ONLY = {"model", "tools", "checkpointer", "store", "context_schema", "name"} | {"force_tag_capture"}
+GRAPH_ONLY = {"model", "tools", "checkpointer", "store", "context_schema", "name"}
+GRAPH_ONLY.add("force_tag_capture")
 MIDDLEWARE_ONLY = {"self", "context_schema"}
 
 

@@ -52,7 +52,9 @@ class HistoryStore(ABC):
 
     Sync and async methods form pairs with the same signature. A backend implements the
     abstract (sync) methods; each async twin defaults to running its sync method in a
-    worker thread, and a backend with async I/O overrides it.
+    worker thread, and a backend with async I/O overrides it. So sync methods run
+    concurrently, from several threads, and to their end even when the awaiting caller is
+    cancelled: a backend locks what needs it and keeps each write atomic.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage

@@ -58,7 +58,9 @@ class SummaryStore(ABC):
     """Per-user summary items with embedding search; sync and async pairs.
 
     A backend implements the abstract (sync) methods; each async twin defaults to running
-    its sync method in a worker thread, and a backend with async I/O overrides it.
+    its sync method in a worker thread, and a backend with async I/O overrides it. So sync
+    methods run concurrently, from several threads, and to their end even when the awaiting
+    caller is cancelled: a backend locks what needs it and keeps each write atomic.
 
     A store is given its embeddings model; it never builds one (the package's default is
     :func:`langchain_tiered_memory.defaults.default_embeddings`, which
