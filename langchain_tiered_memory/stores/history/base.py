@@ -406,6 +406,50 @@ def fresh(ids: Sequence[str], recent: Sequence[str]) -> tuple[list[int], list[st
     return out, kept[-RECENT_IDS:]
 
 
+class ThreadAppend(NamedTuple):
+    """What an append of a thread's batch stores (:func:`thread_append`)."""
+
+    stored: list[int]
+    """Indexes of the batch's messages to store, in order."""
+    recent: list[str]
+    """The thread's recent ids after the append (keep them for the next)."""
+    mark: tuple[int, tuple[str, ...]] | None
+    """The thread's new mark, ``None``: keep the one it has."""
+    fork: tuple[int, int] | None
+    """Thread positions ``[start, end)`` the batch left: a fork (``revisions.left_branch``)."""
+
+
+def thread_append(
+    mark: tuple[int, Sequence[str]] | None,
+    recent: Sequence[str],
+    position: int,
+    ids: Sequence[str],
+) -> ThreadAppend:
+    """The rule of an append with a thread position, for a store that keeps, per thread,
+    its mark (``(saved position, ids of the last saved messages)``) and its recent ids:
+    what the batch at thread position ``position`` (``ids``: :func:`message_ids`) replays,
+    what two concurrent runs both carry, and whether it forks the thread. The store
+    writes the messages at ``stored`` and keeps ``recent`` and ``mark`` in the same atomic
+    write; with ``fork`` it marks the branch left (``revisions.left_branch``) after it.
+
+    Example:
+        >>> thread_append((2, ("h1", "a1")), ["h1", "a1"], 2, ["h2", "a2"]).stored
+        [0, 1]
+        >>> saved = ("h1", "a1", "h2", "a2")
+        >>> thread_append((4, saved), saved, 2, ["h3", "a3"]).fork  # a run from position 2
+        (2, 4)
+    """
+    skip = replayed_prefix(mark, position, ids)
+    fork = None
+    if mark is not None and skip < len(ids) and position + skip < mark[0]:
+        fork = (position + skip, mark[0])
+    fresh_at, kept = fresh(ids[skip:], recent)
+    if not fresh_at:
+        return ThreadAppend([], list(recent), None, fork)
+    saved = (position + len(ids), tuple(ids[-MARK_IDS:]))
+    return ThreadAppend([skip + i for i in fresh_at], kept, saved, fork)
+
+
 def message_ids(messages: Sequence[BaseMessage]) -> list[str]:
     """Each message's id (``""`` for none): what the replay check compares."""
     ids = []

@@ -10,19 +10,17 @@ from langchain_core.messages import (
     BaseMessage,
 )
 
-from langchain_tiered_memory._steps import drive, twin
+from langchain_tiered_memory._steps import twin
 from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.stores.history import revisions
 from langchain_tiered_memory.stores.history.base import (
-    MARK_IDS,
     Appended,
     HistoryStore,
-    fresh,
     message_ids,
     owned_elsewhere,
     owned_threads,
     position_arg,
-    replayed_prefix,
+    thread_append,
     thread_arg,
 )
 from langchain_tiered_memory.stores.history.codec import (
@@ -91,30 +89,26 @@ class InMemoryHistoryStore(HistoryStore):
         position = position_arg(thread_id, thread_position)
         payload = self._dump_all(messages, on_invalid)
         ids = message_ids(messages)
-        fork: tuple[int, int] | None = None
         with self._lock:
             marks = self._marks.setdefault(user_id, {})
-            mark = marks.get(thread) if position else None
-            skip = replayed_prefix(mark, int(position), ids) if position else 0
-            if mark is not None and skip < len(ids) and int(position) + skip < mark[0]:
-                fork = (int(position) + skip, mark[0])  # as the append script tells it
             recent = self._recent.setdefault(user_id, {})
-            stored, kept = fresh(ids[skip:], recent.get(thread, ()) if thread else ())
-            if stored:
+            mark = marks.get(thread) if position else None  # no position: nothing replays
+            plan = thread_append(mark, recent.get(thread, ()), int(position or 0), ids)
+            if plan.stored:
                 data = self._data.setdefault(user_id, [])
                 start = len(data) + self._base.get(user_id, 0)
-                data.extend(payload[skip + i] for i in stored)
+                data.extend(payload[i] for i in plan.stored)
                 if thread:
-                    recent[thread] = kept
+                    recent[thread] = plan.recent
                     self._threads.setdefault(user_id, set()).add(thread)
-                    end = start + len(stored)
+                    end = start + len(plan.stored)
                     self._spans.setdefault(user_id, []).append((start, end, thread))
-                if position:
-                    marks[thread] = (int(position) + len(payload), tuple(ids[-MARK_IDS:]))
+                if position and plan.mark is not None:
+                    marks[thread] = plan.mark
             length = len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
-        if fork is None:
+        if plan.fork is None:
             return Appended(length)
-        return Appended(length, drive(revisions.left_branch(self, user_id, thread, *fork)))
+        return Appended(length, revisions.mark_left_branch(self, user_id, thread, *plan.fork))
 
     aappend_turn = twin(append_turn)
 

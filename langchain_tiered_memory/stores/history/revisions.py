@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
-from langchain_tiered_memory._steps import Plan, call
+from langchain_tiered_memory._steps import Plan, call, drive
 from langchain_tiered_memory.stores.history.codec import (
     ABANDONED,
     REPLY_REACH,
@@ -26,7 +26,7 @@ from langchain_tiered_memory.stores.history.codec import (
     stored_id,
 )
 
-__all__ = ["HistoryStore", "left_branch", "replace", "retract"]
+__all__ = ["HistoryStore", "left_branch", "mark_left_branch", "replace", "retract"]
 
 
 class HistoryStore(Protocol):
@@ -104,6 +104,15 @@ def left_branch(
     if left:
         yield from retract(store, user_id, left, ABANDONED)
     return left
+
+
+def mark_left_branch(
+    store: HistoryStore, user_id: str, thread_id: str, start: int, end: int
+) -> tuple[int, ...]:
+    """:func:`left_branch` run with the store's sync methods: what an app's store calls
+    after an append whose ``thread_append`` found a fork (outside the append's write).
+    """
+    return drive(left_branch(store, user_id, thread_id, start, end))
 
 
 def replace(
