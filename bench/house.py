@@ -16,6 +16,7 @@ import argparse
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -176,6 +177,15 @@ def measure(items: int) -> dict[str, object]:
             len(p.read_text().splitlines()) for p in facade
         ),
     }
+    capabilities = PACKAGE / "capabilities.py"
+    member = re.compile(r'^    [A-Z_]+ = "', re.MULTILINE)  # the enum's members
+    declared = len(member.findall(capabilities.read_text())) if capabilities.exists() else 0
+    asked = sum(p.read_text().count("Capability.") for p in modules if p != capabilities)
+    rows["capabilities declared"] = declared
+    rows["places a capability is asked by name"] = asked
+    # a store's kind guessed from its attributes, not asked: getattr on a memory's store
+    guessed = re.compile(r"getattr\((memory|self)\.(history|tags|summaries),")
+    rows["duck-typed store checks"] = sum(len(guessed.findall(p.read_text())) for p in modules)
     calls = _suite_calls()
     tests = sum(
         1

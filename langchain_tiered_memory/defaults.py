@@ -170,9 +170,8 @@ def open_memory(
     else:
         memory = TieredMemory.embedded(data_dir, **options)
     try:
-        connection = getattr(memory.history, "connection", None)
-        if connection is not None:
-            connection.ping()
+        if memory.tiers.connection is not None:  # from_url and embedded: always
+            memory.tiers.connection.ping()
     except BaseException:
         memory.close()
         raise

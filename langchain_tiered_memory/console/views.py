@@ -27,6 +27,7 @@ from langchain_tiered_memory.stores.directory import (
     UserRow,
 )
 from langchain_tiered_memory.stores.history import RedisHistoryStore
+from langchain_tiered_memory.stores.summaries import RedisSummaryStore
 from langchain_tiered_memory.stores.summaries.index import as_document
 from langchain_tiered_memory.stores.tags import TagChange
 
@@ -274,9 +275,8 @@ def _all_items(memory: TieredMemory, user_id: str) -> tuple[list[Any], Callable[
     the records of the store's cached search index (version-checked in one round trip):
     a 10k-item user's page then parses no JSON (reading them all again took 300 ms).
     """
-    index_for = getattr(memory.summaries, "index_for", None)
-    if index_for is not None:
-        index = index_for(user_id)
+    if isinstance(memory.summaries, RedisSummaryStore):
+        index = memory.summaries.index_for(user_id)
         records = list(index.records) if index is not None else []
         return sorted(records, key=lambda r: int(r.id)), as_document
     return memory.summaries.get_all(user_id), lambda doc: doc
