@@ -25,14 +25,6 @@ import pytest
 
 from langchain_tiered_memory import EmbeddedRedis, HashingEmbeddings, TieredMemory
 
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests that load a real model first (up to 80 s each): the workers run them beside
-    the rest from the start, instead of one worker running the last of them alone.
-    """
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 _prefixes = itertools.count()
 
 # No orphan watchdog beside the hundreds of servers the suite starts (half a second of
