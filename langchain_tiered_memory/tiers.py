@@ -28,7 +28,7 @@ from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.backend.connection import RedisConnection
 from langchain_tiered_memory.backend.keys import keys_of
 from langchain_tiered_memory.capabilities import Capability, lists_users, missing
-from langchain_tiered_memory.errors import CorruptMemoryError
+from langchain_tiered_memory.errors import CorruptMemoryError, WatermarkConflict
 from langchain_tiered_memory.stores import turn
 from langchain_tiered_memory.stores.attachments import AttachmentRecord, Attachments
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid
@@ -43,6 +43,9 @@ __all__ = ["DEFAULT_STORE_NAMESPACES", "Disk", "MemorySnapshot", "Tiers"]
 DEFAULT_STORE_NAMESPACES: tuple[tuple[str, ...], ...] = (("memories", "{user_id}"),)
 
 logger = logging.getLogger(__name__)
+
+# reads of the summarization watermark an edit's or a fork's rewind makes (each compare-and-set)
+_REWIND_TRIES = 3
 
 _T = TypeVar("_T")
 
@@ -429,9 +432,18 @@ class Tiers:
         made = [str(d.id) for d in items if wanted & set(d.metadata.get("source_positions") or ())]
         if made:
             yield call(summaries.delete, summaries.adelete, user_id, made)
-        mark = yield call(summaries.get_watermark, summaries.aget_watermark, user_id)
-        if (first := min(wanted)) < mark:
-            yield call(summaries.add, summaries.aadd, user_id, [], watermark=(mark, first))
+        first = min(wanted)
+        for _ in range(_REWIND_TRIES):  # a summarizer may move the watermark meanwhile
+            mark = yield call(summaries.get_watermark, summaries.aget_watermark, user_id)
+            if first >= mark:
+                break
+            try:
+                yield call(summaries.add, summaries.aadd, user_id, [], watermark=(mark, first))
+                break
+            except WatermarkConflict:
+                continue
+        else:  # the turn is saved; what was unmade is made again from the next watermark on
+            logger.warning("the summarization watermark of %r kept moving; not rewound", user_id)
         if made and compact and self.disk is not None:  # the deleted items off disk
             yield call(self.disk.compact, self.disk.acompact)
 

@@ -291,3 +291,31 @@ async def test_an_edit_in_place_is_followed_by_the_memory(memory: TieredMemory, 
     model.prompts.clear()
     await _say(agent, "How old am I?", "t2")
     assert "30" not in _prompt_text(model.prompts[0])  # before: the tag and the history
+
+
+def test_a_rewind_that_meets_a_moving_watermark_reads_it_again() -> None:
+    """An edit's or a fork's rewind is a compare-and-set on the summarization watermark: a
+    summarizer moving it meanwhile raised ``WatermarkConflict`` out of the turn's save."""
+    from langchain_tiered_memory import HashingEmbeddings
+    from langchain_tiered_memory._steps import drive
+    from langchain_tiered_memory.errors import WatermarkConflict
+    from langchain_tiered_memory.stores import InMemorySummaryStore
+
+    class Racing(InMemorySummaryStore):
+        raced = False
+
+        def add(self, user_id: str, items: Any, **kwargs: Any) -> list[str]:  # type: ignore[override]
+            if kwargs.get("watermark") and not self.raced:  # a summarizer got there first
+                self.raced = True
+                super().add(user_id, [], watermark=(self.get_watermark(user_id), 9))
+                raise WatermarkConflict("moved")
+            return super().add(user_id, items, **kwargs)
+
+    memory = TieredMemory.in_memory(embeddings=HashingEmbeddings())
+    memory.summaries = store = Racing(embeddings=HashingEmbeddings())
+    store.raced = True  # the item made from positions 2-3, with the watermark at 6
+    store.add("ann", ["The user is 30."], watermark=(0, 6), metadata={"source_positions": [2]})
+    store.raced = False
+    drive(memory.tiers._unmade("ann", [2, 3]))  # before: WatermarkConflict
+    assert memory.summaries.get_watermark("ann") == 2
+    assert memory.summaries.get_all("ann") == []
