@@ -323,9 +323,25 @@ NO_COMPILER_PATH="$(compiler_free_path)"
 # runs it in this process (a debugger, pdb).
 CORES="$("${PYTHON}" -c 'import os; print(len(os.sched_getaffinity(0)))')"
 WORKERS="${TEST_WORKERS:-$((CORES < 4 ? CORES : 4))}"
+mkdir -p build
 phase "pytest (no C/C++ compiler on PATH, ${WORKERS} workers)" env PATH="${NO_COMPILER_PATH}" \
   TIERED_MEMORY_NO_COMPILER=1 "${PYTHON_EXE}" -m pytest tests -q -ra --durations=15 \
-  -n "${WORKERS}" "$@"
+  -n "${WORKERS}" --junitxml=build/junit.xml "$@"
+
+# What the README says of the suite's size, against what a whole run ran (within 10%).
+readme_figures() {
+  "${PYTHON}" - build/junit.xml <<'PY'
+import re, sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suite = root if root.tag == "testsuite" else root[0]
+ran = int(suite.get("tests")) - int(suite.get("skipped"))
+said = int(re.search(r"([\d,]+) tests", open("README.md").read()).group(1).replace(",", ""))
+if abs(ran - said) > said / 10:
+    sys.exit(f"README.md says {said:,} tests and {ran:,} ran: update its figure")
+print(f"  README.md says {said:,} tests; {ran:,} ran")
+PY
+}
+if [[ $# -eq 0 ]]; then phase "the README's figures" readme_figures; fi
 
 printf -v SUMMARY '%s, ' "${TIMINGS[@]}"
 echo "==> all passed (${SUMMARY%, })"
