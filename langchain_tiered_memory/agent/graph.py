@@ -29,14 +29,13 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph._internal._runnable import RunnableCallable
-from langgraph.channels import DeltaChannel, UntrackedValue
+from langgraph.channels import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
-from typing_extensions import NotRequired, TypedDict
 
 from langchain_tiered_memory.agent.capture import (
     TagCapture,
@@ -55,10 +54,10 @@ from langchain_tiered_memory.agent.prompt import (
     MemoryRenderer,
 )
 from langchain_tiered_memory.agent.recalled import (
-    RecalledItems,
     abare_or_referenced,
     bare_or_referenced,
 )
+from langchain_tiered_memory.agent.state import MemoryChannels
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
 )
@@ -87,24 +86,14 @@ TOOLS = "tools"
 SAVE_MEMORY = "save_memory"
 
 
-class MemoryState(TypedDict):
-    """Graph state: the thread's messages plus what memory loaded for this turn.
+class MemoryState(MemoryChannels):
+    """Graph state: the thread's messages plus the memory's channels (``MemoryChannels``).
 
     ``messages`` is a ``DeltaChannel``: a checkpoint stores what a step added, not the
     whole thread again, so a thread's checkpoints grow with the thread, not its square.
     """
 
     messages: Annotated[list[AnyMessage], DeltaChannel(add_message_batches)]
-    # the memory section and tags: loaded each turn, never checkpointed (a deleted or
-    # edited memory leaves no copy in the checkpoints of threads that recalled it)
-    memory_prompt: NotRequired[Annotated[str, UntrackedValue(str)]]
-    recent_history: NotRequired[Annotated[list[AnyMessage], UntrackedValue(list)]]
-    saved_count: NotRequired[int]
-    saved_ids: NotRequired[list[str]]
-    # small models only: the tags, for answering a question about one from the tag itself
-    memory_tags: NotRequired[Annotated[dict[str, str], UntrackedValue(dict)]]
-    # what search_memory found this run; the thread keeps only the items' ids
-    recalled_items: NotRequired[Annotated[dict[str, str], RecalledItems()]]
 
 
 def _route_after_model(state: dict[str, Any]) -> str:

@@ -15,18 +15,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Any
+from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain.agents.middleware.types import ModelResponse, ToolCallRequest
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, SystemMessage, ToolMessage
+from langchain_core.messages import SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.channels import UntrackedValue
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from typing_extensions import NotRequired
 
 from langchain_tiered_memory.agent.context import resolve_user_id, thread_of
 from langchain_tiered_memory.agent.memory_query import MemoryQueryKind
@@ -40,10 +38,10 @@ from langchain_tiered_memory.agent.nodes import (
 from langchain_tiered_memory.agent.policy import TagCapture
 from langchain_tiered_memory.agent.prompt import MemoryRenderer
 from langchain_tiered_memory.agent.recalled import (
-    RecalledItems,
     abare_or_referenced,
     bare_or_referenced,
 )
+from langchain_tiered_memory.agent.state import MemoryChannels
 from langchain_tiered_memory.agent.tools import (
     SEARCH_MEMORY_TOOL,
     USER_TAG_TOOL,
@@ -55,16 +53,8 @@ from langchain_tiered_memory.retrieval.conversation import DEFAULT_CONTEXT_TURNS
 __all__ = ["TieredMemoryMiddleware", "TieredMemoryState"]
 
 
-class TieredMemoryState(AgentState):  # type: ignore[type-arg]
-    """Agent state plus what memory loaded for the current turn."""
-
-    # loaded each turn, never checkpointed (see the graph's MemoryState)
-    memory_prompt: NotRequired[Annotated[str, UntrackedValue(str)]]
-    recent_history: NotRequired[Annotated[list[AnyMessage], UntrackedValue(list)]]
-    saved_count: NotRequired[int]
-    saved_ids: NotRequired[list[str]]
-    memory_tags: NotRequired[Annotated[dict[str, str], UntrackedValue(dict)]]
-    recalled_items: NotRequired[Annotated[dict[str, str], RecalledItems()]]
+class TieredMemoryState(AgentState, MemoryChannels):  # type: ignore[type-arg]
+    """Agent state plus the memory's channels (``MemoryChannels``, the graph's too)."""
 
 
 def _config() -> RunnableConfig | None:

@@ -57,3 +57,22 @@ def test_each_option_is_documented_once_where_the_middleware_points() -> None:
     missing = [n for n in _options() if f"    {n}:" not in doc]
     assert not missing, f"options create_memory_graph does not document: {missing}"
     assert "documented there" in (inspect.getdoc(TieredMemoryMiddleware) or "")
+
+
+def test_both_state_schemas_take_the_memorys_channels_from_one_definition() -> None:
+    """Issue 69 item 5: the graph's and the middleware's state declared the six memory
+    channels twice. Each now extends ``MemoryChannels``: the same channel objects, so one
+    change reaches both doors."""
+    from typing import get_type_hints
+
+    from langchain_tiered_memory.agent.graph import MemoryState
+    from langchain_tiered_memory.agent.middleware import TieredMemoryState
+    from langchain_tiered_memory.agent.state import MemoryChannels
+
+    channels = get_type_hints(MemoryChannels, include_extras=True)
+    for schema in (MemoryState, TieredMemoryState):
+        hints = get_type_hints(schema, include_extras=True)
+        assert {n: hints[n] for n in channels} == channels
+        body = inspect.getsource(schema)  # a TypedDict's annotations merge its bases'
+        again = [n for n in channels if f"{n}:" in body]
+        assert not again, f"{schema.__name__} declares {again} again"
