@@ -37,6 +37,7 @@ from langchain_tiered_memory.stores.history import (
 from langchain_tiered_memory.stores.summaries import (
     kept_items,
     limit_error,
+    metadata_without_thread,
     normalize_created_at,
     validate_items,
 )
@@ -568,15 +569,8 @@ class SQLiteSummaryStore(SummaryStore):
         changed = 0
         with self.db.write() as conn:
             for item_id, _, _, raw, _ in self._items(conn, user_id):
-                meta = json.loads(raw)
-                new = dict(meta)
-                for key in ("source_threads", "threads"):
-                    threads = meta.get(key)
-                    if isinstance(threads, list) and thread_id in threads:
-                        new[key] = [t for t in threads if t != thread_id]
-                    elif threads == thread_id:
-                        new[key] = []
-                if new != meta:
+                new = metadata_without_thread(json.loads(raw), thread_id)
+                if new is not None:
                     conn.execute(
                         "UPDATE items SET meta=? WHERE user=? AND id=?",
                         (json.dumps(new), user_id, item_id),

@@ -5,7 +5,8 @@ One room per concern: :mod:`.base` (the :class:`SummaryStore` interface and
 de-duplication and the limits), :mod:`.redis_store` (:class:`RedisSummaryStore`: every Redis
 command of the tier) and :mod:`.memory_store` (:class:`InMemorySummaryStore`). What an app's
 own store must not write again is exported: :func:`kept_items` (the de-duplication rule),
-:func:`validate_items`, :func:`normalize_created_at` and :func:`limit_error`.
+:func:`validate_items`, :func:`normalize_created_at`, :func:`limit_error` and
+:func:`metadata_without_thread` (``drop_thread``'s rule).
 
 Example:
     >>> from langchain_tiered_memory import HashingEmbeddings
@@ -27,6 +28,7 @@ from langchain_tiered_memory.stores.summaries.index import (
 )
 from langchain_tiered_memory.stores.summaries.memory_store import InMemorySummaryStore
 from langchain_tiered_memory.stores.summaries.redis_store import RedisSummaryStore
+from langchain_tiered_memory.stores.summaries.sources import metadata_without_thread
 
 __all__ = [
     "SummaryStore",
@@ -37,6 +39,7 @@ __all__ = [
     "DEDUP_THRESHOLD",
     "kept_items",
     "limit_error",
+    "metadata_without_thread",
     "normalize_created_at",
     "validate_items",
 ]

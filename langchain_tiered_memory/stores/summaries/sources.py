@@ -16,10 +16,29 @@ from langchain_tiered_memory.errors import ConcurrentEditError
 from langchain_tiered_memory.stores.summaries import scripts
 from langchain_tiered_memory.stores.summaries.index import Record
 
-__all__ = ["REWRITE_ROUNDS", "drop_thread_plan", "without_thread"]
+__all__ = ["REWRITE_ROUNDS", "drop_thread_plan", "metadata_without_thread", "without_thread"]
 
 # rounds of read-and-rewrite before giving up on items that keep changing meanwhile
 REWRITE_ROUNDS = 5
+
+
+def metadata_without_thread(metadata: dict[str, Any], thread_id: str) -> dict[str, Any] | None:
+    """An item's ``metadata`` with ``thread_id`` gone from its threads (``source_threads``,
+    or ``threads`` on older items), or ``None`` when it names none: the rule of
+    ``SummaryStore.drop_thread``, for every store.
+
+    Example:
+        >>> metadata_without_thread({"source_threads": ["a", "b"]}, "a")
+        {'source_threads': ['b']}
+    """
+    new = dict(metadata)
+    for key in ("source_threads", "threads"):
+        threads = new.get(key)
+        if isinstance(threads, list) and thread_id in threads:
+            new[key] = [t for t in threads if t != thread_id]
+        elif threads == thread_id:
+            new[key] = []
+    return None if new == metadata else new
 
 
 def without_thread(record: Record, thread_id: str) -> Record | None:
@@ -30,16 +49,8 @@ def without_thread(record: Record, thread_id: str) -> Record | None:
         >>> without_thread(r, "a").metadata
         {'source_threads': ['b']}
     """
-    metadata = dict(record.metadata)
-    for key in ("source_threads", "threads"):
-        threads = metadata.get(key)
-        if isinstance(threads, list) and thread_id in threads:
-            metadata[key] = [t for t in threads if t != thread_id]
-        elif threads == thread_id:
-            metadata[key] = []
-    if metadata == record.metadata:
-        return None
-    return Record(record.id, record.text, record.created_at, metadata)
+    metadata = metadata_without_thread(record.metadata, thread_id)
+    return None if metadata is None else Record(record.id, record.text, record.created_at, metadata)
 
 
 def drop_thread_plan(
