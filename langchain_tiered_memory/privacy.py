@@ -230,9 +230,7 @@ def _forget_user_plan(
         removed["store_items"] = store_items
     if unreached:  # not a complete erasure: said, not hidden
         removed["unreached"] = len(unreached)
-    redis = tiers.redis
-    if redis is not None:
-        yield call(redis.purge, redis.apurge, user_id)
+    yield from tiers.turn.forget(user_id)
     # the user's member of the console's directory, on each Redis that indexed them
     for directory in _directories(tiers):
         yield call(directory.forget, directory.aforget, user_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -29,13 +29,15 @@ from langchain_tiered_memory.backend.connection import RedisConnection
 from langchain_tiered_memory.backend.keys import keys_of
 from langchain_tiered_memory.capabilities import Capability, lists_users, missing
 from langchain_tiered_memory.errors import CorruptMemoryError, WatermarkConflict
-from langchain_tiered_memory.stores import turn
+from langchain_tiered_memory.persistence.checkpoint.owned import aholds_thread, holds_thread
+from langchain_tiered_memory.stores import redis_turn
 from langchain_tiered_memory.stores.attachments import AttachmentRecord, Attachments
-from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid
+from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, ThreadGuard
 from langchain_tiered_memory.stores.queue import SummaryQueue
+from langchain_tiered_memory.stores.redis_turn import RedisTurn
 from langchain_tiered_memory.stores.summaries import SummaryStore
 from langchain_tiered_memory.stores.tags import TagStore
-from langchain_tiered_memory.stores.turn import RedisTiers
+from langchain_tiered_memory.stores.turn import ComposedTurn, Read, TurnStorage
 
 __all__ = ["DEFAULT_STORE_NAMESPACES", "Disk", "MemorySnapshot", "Tiers"]
 
@@ -133,7 +135,7 @@ class Tiers:
     """A memory's stores and settings, as the services use them.
 
     The stores are plain attributes (an app may swap one on its ``TieredMemory``, which
-    keeps them here); :attr:`redis` is decided at each use for that reason.
+    keeps them here); :attr:`turn` is chosen again when one is swapped, for that reason.
 
     Example:
         >>> from langchain_tiered_memory.stores import InMemoryHistoryStore, InMemoryTagStore
@@ -144,8 +146,8 @@ class Tiers:
         ...     tags=InMemoryTagStore(),
         ...     summaries=InMemorySummaryStore(embeddings=HashingEmbeddings()),
         ... )
-        >>> tiers.redis is None
-        True
+        >>> tiers.turn.one_round_trip
+        False
     """
 
     history: HistoryStore
@@ -167,6 +169,9 @@ class Tiers:
     # that closed since is reported as not reached, as the record does across processes
     attached_kinds: set[str] = field(default_factory=set)
     recorded_templates: set[tuple[str, ...]] = field(default_factory=set)
+    _turn: tuple[tuple[object, ...], TurnStorage] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def attach(
         self,
@@ -294,7 +299,7 @@ class Tiers:
             have.add(Capability.USER_DIRECTORY)  # each store lists its own users
         if self.queue is not None:
             have.add(Capability.QUEUE)
-        if self.redis is not None:
+        if self.turn.one_round_trip:
             have.add(Capability.ONE_ROUND_TRIP_TURN)
         return frozenset(have)
 
@@ -310,11 +315,20 @@ class Tiers:
         return self.connection
 
     @property
-    def redis(self) -> RedisTiers | None:
-        """The three Redis tiers as one unit (a turn's read and save in one round trip
-        each, a user's purge), or ``None`` when a store is not on Redis.
+    def turn(self) -> TurnStorage:
+        """The storage every turn's read and write go through: one round trip each way
+        when the three stores are the Redis ones on one connection, else composed of the
+        stores' own methods. Chosen once for a set of stores.
         """
-        return RedisTiers.of(self.history, self.tags, self.summaries)
+        stores = (self.history, self.tags, self.summaries)
+        chosen = self._turn
+        if chosen is None or any(a is not b for a, b in zip(chosen[0], stores, strict=True)):
+            storage = RedisTurn.of(*stores) or ComposedTurn(*stores, clock=self._clock)
+            chosen = self._turn = (stores, storage)
+        return chosen[1]
+
+    def _clock(self, user_id: str) -> Step:
+        return call(self.touch_user, self.atouch_user, user_id)
 
     def ttl_ms(self) -> int | None:
         """``user_ttl`` in milliseconds, as the Redis scripts take it."""
@@ -328,13 +342,13 @@ class Tiers:
         """
         ttl_ms = self.ttl_ms()
         if self.connection is not None and ttl_ms is not None:
-            turn.touch_user(self.connection, keys_of(self.history), user_id, ttl_ms)
+            redis_turn.touch_user(self.connection, keys_of(self.history), user_id, ttl_ms)
 
     async def atouch_user(self, user_id: str) -> None:
         """Async :meth:`touch_user`."""
         ttl_ms = self.ttl_ms()
         if self.connection is not None and ttl_ms is not None:
-            await turn.atouch_user(self.connection, keys_of(self.history), user_id, ttl_ms)
+            await redis_turn.atouch_user(self.connection, keys_of(self.history), user_id, ttl_ms)
 
     # ----- one turn (plans: run them with _steps.drive or adrive) -----
 
@@ -348,44 +362,18 @@ class Tiers:
     ) -> Plan[None]:
         """The plan of ``TieredMemory.add_session_log``."""
         thread_id = validate_thread_id(thread_id)
-        redis = self.redis
-        if messages and redis is not None and redis.saves_with(self.queue):
-            # the append, the clock and the queue note: one round trip, as the load is
-            appended = yield call(
-                redis.save,
-                redis.asave,
-                user_id,
-                messages,
-                thread_id=thread_id,
-                thread_position=thread_position,
-                on_invalid=on_invalid,
-                queue=self.queue,
-                threshold=self.summarize_after,
-                ttl_ms=self.ttl_ms(),
-            )
-            yield from self._unmade(user_id, appended.left)
-            return
-        appended = yield call(
-            self.history.append_turn,
-            self.history.aappend_turn,
+        storage = self.turn
+        appended = yield from storage.write(
             user_id,
             messages,
             thread_id=thread_id,
             thread_position=thread_position,
             on_invalid=on_invalid,
+            queue=self.queue,
+            threshold=self.summarize_after,
+            ttl_ms=self.ttl_ms(),
         )
         yield from self._unmade(user_id, appended.left)
-        if self.queue is not None and messages:
-            yield call(
-                self.queue.note,
-                self.queue.anote,
-                user_id,
-                added=len(messages),
-                threshold=self.summarize_after,
-                ttl_ms=self.ttl_ms(),
-            )
-        if self.user_ttl is not None:
-            yield call(self.touch_user, self.atouch_user, user_id)
 
     def edited(self, user_id: str, thread_id: str, messages: Sequence[BaseMessage]) -> Plan[int]:
         """The plan that follows messages edited in place (``update_state`` with the same
@@ -462,69 +450,55 @@ class Tiers:
         user_id = validate_user_id(user_id)
         max_messages, k = validate_count(max_messages, "max_messages"), validate_count(k, "k")
         texts = [t for t in (*context, query) if t.strip()] if query else []
-        redis = self.redis
-        tags: dict[str, str]
-        history: list[BaseMessage]
+        storage = self.turn
+        read = yield from storage.read(
+            user_id,
+            max_messages,
+            thread_id=thread_id,
+            touch_ms=self.ttl_ms() if touch else None,
+        )
+        if thread_id is not None and read.thread is not None:
+            yield from self._admitted(user_id, thread_id, read.thread, claim_thread, touch)
+        tags = yield from _tier(user_id, "tags", {}, read.tags)
+        history = yield from _tier(user_id, "history", [], read.history)
         recalled: list[Document] = []
-        search: Step | Plan[list[Document]]
-        if redis is None:
-            if thread_id is not None:
-                yield call(
-                    self.history.record_thread,
-                    self.history.arecord_thread,
-                    user_id,
-                    thread_id,
-                    claim=claim_thread,
-                )
-            if self.user_ttl is not None and touch:
-                yield call(self.touch_user, self.atouch_user, user_id)
-            tags = yield from _tier(
-                user_id, "tags", {}, call(self.tags.get_all, self.tags.aget_all, user_id)
-            )
-            history = yield from _tier(
-                user_id,
-                "history",
-                [],
-                call(self.history.tail, self.history.atail, user_id, max_messages),
-            )
-            search = call(
-                self.summaries.search_conversation,
-                self.summaries.asearch_conversation,
-                user_id,
-                texts,
-                k,
-            )
-        else:
-            replies = yield call(
-                redis.fetch,
-                redis.afetch,
-                user_id,
-                max_messages,
-                touch_ms=self.ttl_ms() if touch else None,
-                thread_id=thread_id,
-                claim=claim_thread,
-            )
-            # replies already fetched: parsed here, each tier on its own
-            tags = yield from _tier(
-                user_id, "tags", dict[str, str](), lambda: redis.tags(user_id, replies)
-            )
-            history = yield from _tier(
-                user_id, "history", list[BaseMessage](), lambda: redis.messages(user_id, replies)
-            )
-            search = redis.recall(user_id, replies, texts, k)
         if texts and k > 0:
-            recalled = yield from _tier(user_id, "summaries", list[Document](), search)
+            recalled = yield from _tier(user_id, "summaries", [], read.recall(texts, k))
         superseded: list[str] = []
         if history:  # a thread's first turn: what the carried messages may say as current
-            summaries = self.summaries
-            if redis is None:
-                texts_of = call(summaries.superseded_texts, summaries.asuperseded_texts, user_id)
-                superseded = yield from _tier(user_id, "summaries", list[str](), texts_of)
-            else:  # the index recall read: no round trip of its own
-                superseded = yield from _tier(
-                    user_id, "summaries", list[str](), redis.superseded(user_id, replies)
-                )
+            superseded = yield from _tier(user_id, "summaries", [], read.superseded())
         return MemorySnapshot(tags=tags, history=history, recalled=recalled, superseded=superseded)
+
+    def _admitted(
+        self,
+        user_id: str,
+        thread_id: str,
+        record: tuple[str | None, bool],
+        claim: bool,
+        touch: bool,
+    ) -> Plan[None]:
+        """Who may use the thread: :class:`ThreadGuard`'s rule, the one every saver's
+        guard applies, on the record the turn's read returned (a thread with no owner is
+        claimed, unless an attached checkpointer holds state of it the user never
+        recorded). The thread is recorded as the user's at once, so an erasure finds it
+        even if the turn never reaches its save; ``claim=False`` (shared threads): recorded,
+        neither judged nor claimed.
+        """
+        history = self.history
+        owner, recorded = record
+        if claim:
+            savers = self.reaching()[0]
+            has_state = call(holds_thread, aholds_thread, savers, thread_id)
+            yield from ThreadGuard(history).admission(
+                user_id, thread_id, has_state, claim=True, record=record
+            )
+        if recorded:
+            return
+        if not (claim and owner is None):  # else the admission's claim recorded it
+            record_thread = history.record_thread, history.arecord_thread
+            yield call(*record_thread, user_id, thread_id, claim=False)
+        if touch and self.user_ttl is not None:  # the new record keeps the user's clock
+            yield self._clock(user_id)
 
 
 def _says(text: str, value: str) -> bool:
@@ -535,17 +509,12 @@ def _says(text: str, value: str) -> bool:
     return bool(value) and re.search(pattern, text, flags=re.IGNORECASE) is not None
 
 
-def _tier(user_id: str, tier: str, empty: _T, read: Step | Plan[_T] | Callable[[], _T]) -> Plan[_T]:
-    """What ``read`` gives (a step, a plan, or a parse of replies already fetched), or
-    ``empty`` if the tier's stored data is corrupt (logged): the other tiers still reach
-    the model.
+def _tier(user_id: str, tier: str, empty: _T, read: Read[_T]) -> Plan[_T]:
+    """What ``read`` gives, or ``empty`` if the tier's stored data is corrupt (logged):
+    the other tiers still reach the model.
     """
     try:
-        if isinstance(read, Step):
-            return (yield read)  # type: ignore[no-any-return]
-        if isinstance(read, Generator):
-            return (yield from read)
-        return read()
+        return (yield from read.run())
     except CorruptMemoryError:
         logger.exception("the %s of user %r are unreadable; loading the other tiers", tier, user_id)
         return empty

@@ -429,3 +429,62 @@ def test_a_thread_whose_owner_record_expired_is_nobody_elses(
     with pytest.raises(ThreadOwnershipError, match="no owner record"):
         graph.invoke({"messages": [HumanMessage(INJECTION)]}, cfg("t1"), context={"user_id": "bob"})
     assert len(model.prompts) == calls  # no model call of bob's run
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_the_load_judges_a_thread_by_the_guards_rule(
+    memory: TieredMemory, asynchronous: bool
+) -> None:
+    """Issue 69 item 5: who may use a thread is decided once, by ``ThreadGuard``, for the
+    saver and the memory's load alike. A thread an attached checkpointer holds, with no
+    owner record, is nobody's to take over through ``load`` either (before, the load's own
+    claim took it: it lacked the guard's has-state rule)."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = InMemorySaver()
+    where: Any = {"configurable": {"thread_id": "legacy", "checkpoint_ns": ""}}
+    saver.put(where, empty_checkpoint(), {}, {})  # kept before owner records existed
+    memory.attach(checkpointer=saver)
+    memory.history.record_thread("ann", "legacy", claim=False)  # ann recorded it
+
+    async def load(user: str, thread: str) -> Any:
+        if asynchronous:
+            return await memory.aload(user, "hi", thread_id=thread)
+        return memory.load(user, "hi", thread_id=thread)
+
+    with pytest.raises(ThreadOwnershipError, match="no owner record"):
+        await load("bob", "legacy")
+    assert memory.history.thread_owner("legacy") is None
+    assert memory.history.threads("bob") == []  # nothing recorded for the refused user
+    await load("ann", "legacy")  # its recorder claims it back
+    assert memory.history.thread_owner("legacy") == "ann"
+    await load("bob", "fresh")  # a thread nobody holds: claimed by its first user
+    assert memory.history.thread_owner("fresh") == "bob"
+    with pytest.raises(ThreadOwnershipError, match="belongs to another user"):
+        await load("ann", "fresh")
+
+
+def test_an_owner_record_keeps_its_owners_clock_only(embedded_server: Any) -> None:
+    """The owner record names its user, so it expires with their data (``user_ttl``): the
+    owner's turn restarts its clock, also when the load made the claim; another user's
+    refused load does not (before, the load's round trip restarted it for anyone)."""
+    from langchain_tiered_memory import HashingEmbeddings
+
+    memory = TieredMemory.embedded(
+        embedded_server.data_dir, embeddings=HashingEmbeddings(), key_prefix="own3", user_ttl=600
+    )
+    try:
+        memory.load("ann", "hi", thread_id="t1")
+        memory.add_session_log("ann", [HumanMessage("hi")], thread_id="t1", thread_position=0)
+        assert memory.connection is not None
+        sync = memory.connection.sync
+        owner = memory.history.keys.thread_owner_key("t1")  # type: ignore[attr-defined]
+        assert 0 < sync.pttl(owner) <= 600_000
+        sync.pexpire(owner, 5_000)  # 595 s have passed
+        with pytest.raises(ThreadOwnershipError):
+            memory.load("bob", "hi", thread_id="t1")
+        assert 0 < sync.pttl(owner) <= 5_000  # bob's read left ann's clock alone
+        memory.load("ann", "hi", thread_id="t1")
+        assert sync.pttl(owner) > 500_000
+    finally:
+        memory.close()

@@ -1,4 +1,4 @@
-"""``stores.turn.RedisTiers``: a turn's read of the three Redis tiers in one round trip."""
+"""A turn's storage (``stores.turn``): one interface, the Redis one a round trip each way."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from langchain_tiered_memory import (
     TieredMemory,
 )
 from langchain_tiered_memory._steps import adrive, drive
-from langchain_tiered_memory.stores.turn import RedisTiers
+from langchain_tiered_memory.stores.redis_turn import RedisTurn
+from langchain_tiered_memory.stores.turn import ComposedTurn
 
 
 def test_only_three_redis_stores_on_one_connection_are_read_together(
@@ -24,15 +25,17 @@ def test_only_three_redis_stores_on_one_connection_are_read_together(
 ) -> None:
     memory = TieredMemory.embedded(embedded_server.data_dir, embeddings=HashingEmbeddings())
     try:
-        assert RedisTiers.of(memory.history, memory.tags, memory.summaries) is not None
+        assert RedisTurn.of(memory.history, memory.tags, memory.summaries) is not None
+        assert isinstance(memory.tiers.turn, RedisTurn)
         in_memory = InMemorySummaryStore(embeddings=HashingEmbeddings())
-        assert RedisTiers.of(memory.history, memory.tags, in_memory) is None
+        assert RedisTurn.of(memory.history, memory.tags, in_memory) is None
         other = RedisSummaryStore(
             RedisConnection(embedded_server.url, cluster=False), embeddings=HashingEmbeddings()
         )
-        assert RedisTiers.of(memory.history, memory.tags, other) is None
-        memory.summaries = in_memory  # an app swapping a store: load takes the per-store path
-        assert memory.tiers.redis is None
+        assert RedisTurn.of(memory.history, memory.tags, other) is None
+        memory.summaries = in_memory  # an app swapping a store: the turn is composed again
+        assert isinstance(memory.tiers.turn, ComposedTurn)
+        assert memory.tiers.turn is memory.tiers.turn  # chosen once for these stores
     finally:
         memory.close()
 
@@ -45,22 +48,22 @@ def test_one_round_trip_reads_what_each_store_reads(embedded_server: EmbeddedRed
         memory.set_user_tags("alice", {"name": "Alice", "age": 30})
         memory.add_session_log("alice", [HumanMessage("I have a cat."), AIMessage("Nice!")])
         memory.add_summaries("alice", ["Alice has a cat named Tom."])
-        tiers = RedisTiers.of(memory.history, memory.tags, memory.summaries)
-        assert tiers is not None
-        replies = tiers.fetch("alice", max_messages=1)
-        assert tiers.tags("alice", replies) == memory.get_user_tags("alice")
-        assert [m.text for m in tiers.messages("alice", replies)] == ["Nice!"]
-        recalled = drive(tiers.recall("alice", replies, ["cat named Tom"], 1))
+        storage = RedisTurn.of(memory.history, memory.tags, memory.summaries)
+        assert storage is not None
+        read = drive(storage.read("alice", 1))
+        assert drive(read.tags.run()) == memory.get_user_tags("alice")
+        assert [m.text for m in drive(read.history.run())] == ["Nice!"]
+        recalled = drive(read.recall(["cat named Tom"], 1).run())
         assert [d.page_content for d in recalled] == ["Alice has a cat named Tom."]
-        assert tiers.messages("alice", tiers.fetch("alice", max_messages=0)) == []
+        assert drive(drive(storage.read("alice", 0)).history.run()) == []
         # user_ttl: the same round trip restarts the clock of every key the user has
-        touched = tiers.fetch("alice", max_messages=0, touch_ms=60_000)
-        assert touched.history is None and tiers.tags("alice", touched)["name"] == "Alice"
-        raw = tiers.history.connection.sync
-        live = [k for k in tiers.history.keys.all_keys("alice") if raw.exists(k)]
+        touched = drive(storage.read("alice", 0, touch_ms=60_000))
+        assert drive(touched.tags.run())["name"] == "Alice"
+        raw = storage.history.connection.sync
+        live = [k for k in storage.history.keys.all_keys("alice") if raw.exists(k)]
         assert live and all(0 < raw.pttl(k) <= 60_000 for k in live)
         memory.forget_user("alice")
-        scan = list(tiers.history.connection.sync.scan_iter(match="turn:*alice*"))
+        scan = list(storage.history.connection.sync.scan_iter(match="turn:*alice*"))
         assert scan == []  # purge left no key of the user
     finally:
         memory.close()
@@ -73,16 +76,39 @@ async def test_async_round_trip_matches(embedded_server: EmbeddedRedis) -> None:
     try:
         await memory.aset_user_tags("bob", {"name": "Bob"})
         await memory.aadd_summaries("bob", ["Bob lives in Oslo."])
-        tiers = memory.tiers.redis
-        assert tiers is not None
-        replies = await tiers.afetch("bob", max_messages=5)
-        assert tiers.tags("bob", replies) == {"name": "Bob"}
-        recalled = await adrive(tiers.recall("bob", replies, ["Oslo"], 1))
+        storage = memory.tiers.turn
+        read = await adrive(storage.read("bob", 5, thread_id="t-bob"))
+        assert await adrive(read.tags.run()) == {"name": "Bob"}
+        assert read.thread == (None, False)
+        recalled = await adrive(read.recall(["Oslo"], 1).run())
         assert [d.page_content for d in recalled] == ["Bob lives in Oslo."]
-        await memory.aforget_user("bob")
-        assert await tiers.afetch("bob", max_messages=5) == tiers.fetch("bob", max_messages=5)
     finally:
         await memory.aclose()
+
+
+def test_the_turn_read_names_the_thread_record_it_judged_on(
+    embedded_server: EmbeddedRedis,
+) -> None:
+    """The record comes back by name, whatever else the round trip holds (before: the
+    claim's reply was read by its position, which moved with ``max_messages``)."""
+    memory = TieredMemory.embedded(
+        embedded_server.data_dir, embeddings=HashingEmbeddings(), key_prefix="rec", user_ttl=600
+    )
+    try:
+        memory.load("ann", "hi", thread_id="t-ann")
+        storage = memory.tiers.turn
+        for max_messages in (0, 5):
+            for touch_ms in (None, 60_000):
+                read = drive(
+                    storage.read("ann", max_messages, thread_id="t-ann", touch_ms=touch_ms)
+                )
+                assert read.thread == ("ann", True)
+                assert drive(storage.read("bo", max_messages, thread_id="t-ann")).thread == (
+                    "ann",
+                    False,
+                )
+    finally:
+        memory.close()
 
 
 def test_facade_sends_no_redis_command_itself() -> None:
@@ -96,10 +122,11 @@ def test_facade_sends_no_redis_command_itself() -> None:
 def test_fetch_sends_only_what_is_asked(embedded_server: EmbeddedRedis, max_messages: int) -> None:
     memory = TieredMemory.embedded(embedded_server.data_dir, embeddings=HashingEmbeddings())
     try:
-        tiers = memory.tiers.redis
-        assert tiers is not None
-        replies = tiers.fetch("carol", max_messages=max_messages)
-        assert (replies.history is None) == (max_messages == 0)
+        storage = memory.tiers.turn
+        assert isinstance(storage, RedisTurn)
+        commands = storage._commands("carol", max_messages, None, None)
+        assert ("history" in commands) == (max_messages > 0)
+        assert drive(drive(storage.read("carol", max_messages)).history.run()) == []
     finally:
         memory.close()
 
@@ -158,6 +185,29 @@ def test_a_saved_turn_is_one_round_trip_as_its_load_is(
         memory.close()
 
 
+def test_the_owners_turn_on_a_thread_is_one_round_trip_each_way(
+    embedded_server: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The thread's owner record comes in the read's round trip, judged by the guard
+    without another; only a thread's first turn sends more: the memory's checkpointer asked
+    whether it holds the thread, the claim, the new record's clock (``user_ttl``)."""
+    memory = TieredMemory.embedded(
+        embedded_server.data_dir, embeddings=HashingEmbeddings(), key_prefix="tsave", user_ttl=60
+    )
+    try:
+        turn = [HumanMessage("I have a cat."), AIMessage("Nice!")]
+        memory.load("bob", "cat", thread_id="warm")  # the server caches the scripts
+        sends = _Sends(monkeypatch)
+        memory.load("alice", "cat", thread_id="t")
+        assert sends.count == 4
+        memory.add_session_log("alice", turn, thread_id="t", thread_position=0)
+        assert sends.count == 5
+        memory.load("alice", "cat", thread_id="t")
+        assert sends.count == 6  # her own thread: the read alone
+    finally:
+        memory.close()
+
+
 async def test_an_async_saved_turn_is_one_round_trip(
     embedded_server: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -202,3 +252,29 @@ async def test_a_save_after_the_server_lost_its_scripts_stores_the_turn_once(
         assert memory.queue is not None and memory.queue.pending_users(3) == ["alice"]
     finally:
         memory.close()
+
+
+def test_a_queue_on_another_connection_is_noted_after_the_round_trip(
+    embedded_server: EmbeddedRedis,
+) -> None:
+    """The queue an app gave its own connection cannot ride the save's pipeline: its note
+    follows it; the turn is stored and queued all the same."""
+    from langchain_tiered_memory.stores.queue import SummaryQueue
+
+    memory = TieredMemory.embedded(
+        embedded_server.data_dir,
+        embeddings=HashingEmbeddings(),
+        key_prefix="apart",
+        summarize_after=2,
+    )
+    own = RedisConnection(embedded_server.url, cluster=False)
+    try:
+        assert memory.queue is not None
+        memory.queue = SummaryQueue(own, keys=memory.queue.keys)
+        memory.add_session_log("alice", [HumanMessage("one"), AIMessage("two")])
+        assert isinstance(memory.tiers.turn, RedisTurn)
+        assert [m.text for m in memory.load_context("alice")] == ["one", "two"]
+        assert memory.queue.pending_users(2) == ["alice"]
+    finally:
+        memory.close()
+        own.close()

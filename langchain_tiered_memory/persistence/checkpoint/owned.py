@@ -43,6 +43,8 @@ __all__ = [
     "OwnedSaver",
     "ThreadOwners",
     "admission",
+    "aholds_thread",
+    "holds_thread",
     "is_guarded",
     "owned_metadata",
     "run_of",
@@ -60,7 +62,13 @@ class ThreadOwners(Protocol):
     """Who owns a thread (a ``ThreadGuard``): the plan that admits a run or raises."""
 
     def admission(
-        self, user_id: str, thread_id: str, has_state: Step, *, claim: bool = True
+        self,
+        user_id: str,
+        thread_id: str,
+        has_state: Step,
+        *,
+        claim: bool = True,
+        record: tuple[str | None, bool] | None = None,
     ) -> Plan[None]:
         """Raise ``ThreadOwnershipError`` unless the user's run may use the thread."""
 
@@ -148,7 +156,24 @@ def admission(
 
 
 def _latest(thread_id: str) -> RunnableConfig:
+    # names no user: a guarded saver reads it without admitting anyone (run_of)
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+
+
+def holds_thread(savers: Sequence[BaseCheckpointSaver[Any]], thread_id: str) -> bool:
+    """Whether any of ``savers`` holds state of the thread: the ``has_state`` of
+    ``ThreadGuard.admission`` (a guard asks its saver; the memory's load, its attached
+    checkpointers).
+    """
+    return any(saver.get_tuple(_latest(thread_id)) is not None for saver in savers)
+
+
+async def aholds_thread(savers: Sequence[BaseCheckpointSaver[Any]], thread_id: str) -> bool:
+    """Async :func:`holds_thread`."""
+    for saver in savers:
+        if await saver.aget_tuple(_latest(thread_id)) is not None:
+            return True
+    return False
 
 
 class OwnedSaver(BaseCheckpointSaver[Any]):
@@ -185,10 +210,10 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
     # ----- the check -----
 
     def _has_state(self, thread_id: str) -> bool:
-        return self.saver.get_tuple(_latest(thread_id)) is not None
+        return holds_thread([self.saver], thread_id)
 
     async def _ahas_state(self, thread_id: str) -> bool:
-        return await self.saver.aget_tuple(_latest(thread_id)) is not None
+        return await aholds_thread([self.saver], thread_id)
 
     def _admission(self, config: RunnableConfig | None, *, claim: bool) -> Plan[None]:
         return admission(self.owners, config, self._has_state, self._ahas_state, claim=claim)

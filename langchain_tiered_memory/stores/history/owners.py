@@ -61,16 +61,23 @@ class ThreadGuard:
     history: HistoryStore
 
     def admission(
-        self, user_id: str, thread_id: str, has_state: Step, *, claim: bool = True
+        self,
+        user_id: str,
+        thread_id: str,
+        has_state: Step,
+        *,
+        claim: bool = True,
+        record: tuple[str | None, bool] | None = None,
     ) -> Plan[None]:
         """The plan that lets the run go on, claiming the thread if nobody owns it, or
         raises :class:`ThreadOwnershipError` (``CorruptMemoryError`` for an unreadable
-        record); ``drive`` or ``adrive`` runs it.
+        record); ``drive`` or ``adrive`` runs it. ``record``: the thread's record
+        (``HistoryStore.thread_record``) as a turn's read already fetched it.
         """
         history = self.history
-        owner, recorded = yield call(
-            history.thread_record, history.athread_record, user_id, thread_id
-        )
+        if record is None:
+            record = yield call(history.thread_record, history.athread_record, user_id, thread_id)
+        owner, recorded = record
         verdict = _admitted(owner, user_id, recorded)
         if verdict is None and (yield has_state):
             # a guarded run claims before it writes: state seen now whose writer claimed

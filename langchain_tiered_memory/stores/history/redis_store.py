@@ -56,9 +56,15 @@ return 0
 
 # A thread's owner record as stored, or ``{type}`` for a key of another type (which a GET
 # would fail on): read, it raises CorruptMemoryError naming the key, and blocks no erasure.
+# A turn's read passes its user and ``user_ttl`` (ARGV): the record restarts its clock if it
+# names that user (it names them: it expires with their data), never another user's.
 OWNER_LUA = """
 local kind = redis.call('TYPE', KEYS[1]).ok
-if kind == 'string' then return redis.call('GET', KEYS[1]) end
+if kind == 'string' then
+  local owner = redis.call('GET', KEYS[1])
+  if owner == ARGV[1] and tonumber(ARGV[2]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+  return owner
+end
 if kind == 'none' then return false end
 return {kind}
 """
@@ -359,46 +365,40 @@ class RedisHistoryStore(HistoryStore):
 
     # ----- the user's threads: each owned by the user of its first turn -----
 
-    def record_thread_commands(
-        self, user_id: str, thread_id: str, ttl_ms: int | None = None, *, claim: bool = True
-    ) -> list[tuple[Any, ...]]:
-        """The commands of :meth:`record_thread`, for a caller batching a pipeline: the
-        claim (``SET NX``, then the ``GET`` whose reply goes to :meth:`claimed`: no one
-        else can change an owner record but its owner's erasure), the ``SADD`` and, with
-        ``ttl_ms``, the owner record's expiry (it names the user: it goes with the user's
-        data). ``claim=False``: the ``SADD`` alone.
+    def _claims(self, user_id: str, thread_id: str, *, claim: bool) -> list[tuple[Any, ...]]:
+        # the claim (SET NX, then the GET whose reply goes to _claimed: no one else can
+        # change an owner record but its owner's erasure) and the SADD; else the SADD alone
+        mine = ("SADD", self.keys.key(user_id, "threads"), thread_id)
+        if not claim:
+            return [mine]
+        owner = self.keys.thread_owner_key(thread_arg(thread_id))
+        return [("SET", owner, validate_user_id(user_id), "NX"), ("GET", owner), mine]
+
+    def _claimed(self, user_id: str, thread_id: str, reply: Any) -> bool:
+        # whether the claim's GET lets the user use the thread (no owner before, or them)
+        key = self.keys.thread_owner_key(thread_arg(thread_id))
+        return owner_text(reply, key) in (None, user_id)
+
+    def thread_record_calls(
+        self, user_id: str, thread_id: str, ttl_ms: int | None = None
+    ) -> list[ScriptCall]:
+        """The calls of :meth:`thread_record` (their replies: :meth:`parse_record`), for a
+        caller that sends them with others (a turn's read). With ``ttl_ms``, an owner record
+        that names the user restarts its clock.
         """
         owner = self.keys.thread_owner_key(thread_arg(thread_id))
-        if not claim:
-            return [("SADD", self.keys.key(user_id, "threads"), thread_id)]
-        commands: list[tuple[Any, ...]] = [
-            ("SET", owner, validate_user_id(user_id), "NX"),
-            ("GET", owner),
-            ("SADD", self.keys.key(user_id, "threads"), thread_id),
+        mine = self.keys.key(validate_user_id(user_id), "threads")
+        return [
+            ScriptCall(OWNER_LUA, 1, (owner, user_id, ttl_ms or 0)),
+            ScriptCall(RECORDED_LUA, 1, (mine, thread_id)),
         ]
-        if ttl_ms:
-            commands.append(("PEXPIRE", owner, ttl_ms))
-        return commands
 
-    def claimed(self, user_id: str, thread_id: str, reply: Any) -> bool:
-        """Whether the claim's reply lets ``user_id`` use the thread (no owner before, or
-        the user); ``False`` means the pipeline's ``SADD`` must be undone
-        (:meth:`unrecord_command`) and the turn refused.
+    def parse_record(self, thread_id: str, replies: Sequence[Any]) -> tuple[str | None, bool]:
+        """``(owner, recorded)`` from the replies of :meth:`thread_record_calls`.
 
         Raises:
             CorruptMemoryError: the owner record is not one this package writes.
         """
-        if isinstance(reply, Exception):  # a key of another type: GET failed
-            reply = [str(reply)]
-        key = self.keys.thread_owner_key(thread_arg(thread_id))
-        return owner_text(reply, key) in (None, user_id)
-
-    def _record_calls(self, user_id: str, thread_id: str) -> list[ScriptCall]:
-        owner = self.keys.thread_owner_key(thread_arg(thread_id))
-        mine = self.keys.key(validate_user_id(user_id), "threads")
-        return [ScriptCall(OWNER_LUA, 1, (owner,)), ScriptCall(RECORDED_LUA, 1, (mine, thread_id))]
-
-    def _record(self, thread_id: str, replies: Sequence[Any]) -> tuple[str | None, bool]:
         key = self.keys.thread_owner_key(thread_arg(thread_id))
         return owner_text(replies[0], key), bool(replies[1])
 
@@ -407,14 +407,11 @@ class RedisHistoryStore(HistoryStore):
         """The owner and whether the user recorded the thread (one round trip)."""
         c = self.connection
         with c.errors():
-            replies = yield call(c.run_all, c.arun_all, self._record_calls(user_id, thread_id))
-        return self._record(thread_id, replies)
+            calls = self.thread_record_calls(user_id, thread_id)
+            replies = yield call(c.run_all, c.arun_all, calls)
+        return self.parse_record(thread_id, replies)
 
     athread_record = thread_record.aio
-
-    def unrecord_command(self, user_id: str, thread_id: str) -> tuple[Any, ...]:
-        """Undo a refused claim's ``SADD`` (the thread is not the user's)."""
-        return ("SREM", self.keys.key(user_id, "threads"), thread_id)
 
     @paired
     def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> Plan[None]:
@@ -424,10 +421,13 @@ class RedisHistoryStore(HistoryStore):
             ThreadOwnershipError: another user's turns started the thread.
         """
         c = self.connection
-        commands = self.record_thread_commands(user_id, thread_id, claim=claim)
+        commands = self._claims(user_id, thread_id, claim=claim)
         replies = yield call(c.pipelined, c.apipelined, commands)
-        if claim and not self.claimed(user_id, thread_id, replies[1]):
-            yield call(c.command, c.acommand, *self.unrecord_command(user_id, thread_id))
+        if claim and not self._claimed(user_id, thread_id, replies[1]):
+            # the SADD went with the claim: undone, so that the user's export and erasure
+            # never list the other user's thread
+            undo = ("SREM", self.keys.key(user_id, "threads"), thread_id)
+            yield call(c.command, c.acommand, *undo)
             raise owned_elsewhere(thread_id)
 
     arecord_thread = record_thread.aio
@@ -436,7 +436,7 @@ class RedisHistoryStore(HistoryStore):
         return [self.keys.thread_owner_key(m) for m in members]
 
     def _owner_calls(self, members: Sequence[str]) -> list[ScriptCall]:
-        return [ScriptCall(OWNER_LUA, 1, (key,)) for key in self._owner_keys(members)]
+        return [ScriptCall(OWNER_LUA, 1, (key, "", 0)) for key in self._owner_keys(members)]
 
     @paired
     def threads(self, user_id: str) -> Plan[list[str]]:
