@@ -186,6 +186,39 @@ def measure(items: int) -> dict[str, object]:
     # a store's kind guessed from its attributes, not asked: getattr on a memory's store
     guessed = re.compile(r"getattr\((memory|self)\.(history|tags|summaries),")
     rows["duck-typed store checks"] = sum(len(guessed.findall(p.read_text())) for p in modules)
+    # issue 69 item 5: one turn interface, one judge of a thread's owner
+    tiers = (PACKAGE / "tiers.py").read_text()
+    rows["per-call branches in tiers.py between the Redis and the per-store turn"] = len(
+        re.findall(r"redis is (?:not )?None", tiers)
+    )
+    storages = [
+        cls.name
+        for p in modules
+        for cls in ast.walk(ast.parse(p.read_text()))
+        if isinstance(cls, ast.ClassDef)
+        and {"read", "write", "forget"} <= set(_functions(cls))
+        and not any(getattr(b, "id", "") == "Protocol" for b in cls.bases)  # the interface
+    ]
+    rows["turn storages behind one interface (`TurnStorage`)"] = ", ".join(storages) or "none"
+    judges = sorted(
+        p.relative_to(PACKAGE).as_posix()
+        for p in modules
+        if "owned_elsewhere(" in p.read_text()
+        and not p.name.endswith("_store.py")  # a store's atomic claim, which the judge calls
+        and p.name != "base.py"  # where the error is made
+    )
+    rows["modules that judge who may use a thread"] = (
+        f"{len(judges)}: " + ", ".join(judges) if judges else "0"
+    )
+    # item 6: the agent options' three signatures held to MemoryOptions by a test
+    options = 0
+    for node in ast.walk(ast.parse((PACKAGE / "agent" / "turn.py").read_text())):
+        if isinstance(node, ast.ClassDef) and node.name == "MemoryOptions":
+            options = sum(isinstance(n, ast.AnnAssign) for n in node.body)
+    checked = (PACKAGE.parent / "tests" / "unit_tests" / "test_options_declared_once.py").exists()
+    rows["agent options held to one source (MemoryOptions) by a test"] = (
+        f"{options} of {options}" if checked else f"0 of {options}"
+    )
     calls = _suite_calls()
     tests = sum(
         1
