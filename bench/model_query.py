@@ -127,7 +127,7 @@ def main() -> int:
         _key(texts): texts
         for user in data["users"]
         for kind in ("talks", "asks")
-        for _, texts in _queries(user, kind, args.split)
+        for _, _, texts in _queries(user, kind, args.split)
     }
     for kind in MEMORY_QUERY_KINDS:
         missing = [key for key in conversations if key not in answers[kind]]
@@ -174,7 +174,8 @@ def main() -> int:
                     if user["lang"] != lang:
                         continue
                     ids = {e["text"]: e["id"] for e in user["events"]}
-                    for n, (target, texts) in enumerate(_queries(user, what, args.split)):
+                    for n, targets, texts in _queries(user, what, args.split):
+                        target = targets[0]  # one target each in the sets this reads
                         line = answers[asked][_key(texts)]["line"] if asked else None
                         found = rank(store, user["user"], texts, line, max(KS))
                         ranked = [ids.get(d.page_content) for d in found]

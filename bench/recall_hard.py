@@ -125,6 +125,17 @@ def _joined_alone(
     return store.search(user, " ".join(recent), k, vector=store.embed_conversation(recent))
 
 
+def _joined_ranking(
+    store: InMemorySummaryStore, user: str, recent: list[str], vector: Any, k: int
+) -> list[Document]:
+    """The package's ranking of the turns joined, with another query ``vector`` (dates
+    from the latest message), the latest message's best item kept."""
+    joined = store.search(
+        user, " ".join(recent), conversation_depth(k), vector=vector, dates_from=recent[-1]
+    )
+    return keep_latest_best(joined, store.search(user, recent[-1], 1), k)
+
+
 def _dates_from_all(
     store: InMemorySummaryStore, user: str, texts: list[str], k: int
 ) -> list[Document]:
@@ -149,10 +160,7 @@ def _split_query(
         np.stack([store.embed_query(" ".join(recent[:-1])), store.embed_query(recent[-1])]),
         decay=1.0,
     )
-    joined = store.search(
-        user, " ".join(recent), conversation_depth(k), vector=vector, dates_from=recent[-1]
-    )
-    return keep_latest_best(joined, store.search(user, recent[-1], 1), k)
+    return _joined_ranking(store, user, recent, vector, k)
 
 
 def _earlier_ranking(
@@ -165,10 +173,26 @@ def _earlier_ranking(
     if len(recent) < 2:
         return store.search_conversation(user, recent, k)
     vector = store.embed_query(" ".join(recent[:-1]))
+    return _joined_ranking(store, user, recent, vector, k)
+
+
+def _latest_lexical(
+    store: InMemorySummaryStore, user: str, texts: list[str], k: int
+) -> list[Document]:
+    """Issue 70 item 5's candidate: the package's recall with the latest message's best
+    item found by BM25 alone (no second text for the engine on the critical path)."""
+    recent = texts[-3:]
+    if len(recent) < 2:
+        return store.search_conversation(user, recent, k)
+    vector = store.embed_conversation(recent)
     joined = store.search(
         user, " ".join(recent), conversation_depth(k), vector=vector, dates_from=recent[-1]
     )
-    return keep_latest_best(joined, store.search(user, recent[-1], 1), k)
+    lexical = stores["BM25, last 3 turns"]  # the same items, ranked by BM25 alone
+    zero = np.zeros_like(vector)
+    best = lexical.search(user, recent[-1], 1, vector=zero)
+    ids = {d.page_content: d for d in joined}
+    return keep_latest_best(joined, [ids.get(d.page_content, d) for d in best], k)
 
 
 def _before(store: InMemorySummaryStore, user: str, texts: list[str], k: int) -> list[Document]:
@@ -179,6 +203,16 @@ def _before(store: InMemorySummaryStore, user: str, texts: list[str], k: int) ->
     together = store.search(user, " ".join(recent), max(2 * k, 10), vector=vector)
     return fuse(store.search(user, recent[-1], max(2 * k, 10)), together, k=k)
 
+
+def _decayed(store: InMemorySummaryStore, user: str, texts: list[str], k: int) -> list[Document]:
+    """Every turn's vector summed, each older one weighted half the next (a decayed window);
+    the lexical side reads the last 3 turns; the latest message's best item kept."""
+    vector = combine(np.stack([store.embed_query(t) for t in texts]))
+    recent = texts[-3:]
+    return _joined_ranking(store, user, recent, vector, k)
+
+
+ALL = 10_000  # every turn of the conversation
 
 DENSE = RetrievalConfig.dense_only()
 BM25 = RetrievalConfig(lexical_weight=1000.0, centering=0.0, time_weight=0.0, diversity=0.0)
@@ -204,6 +238,7 @@ def systems(rrf_parts: dict[str, System]) -> list[System]:
         System("dates from all 3 turns (before 57.2)", _dates_from_all, DEFAULT),
         System("earlier turns + latest, two vectors summed", _split_query, DEFAULT),
         System("earlier turns' vector, latest's best kept", _earlier_ranking, DEFAULT),
+        System("latest's best by BM25 alone (one engine text)", _latest_lexical, DEFAULT),
         System(
             "+ MMR diversity 0.2 (the default before)", package, replace(DEFAULT, diversity=0.2)
         ),
@@ -211,6 +246,14 @@ def systems(rrf_parts: dict[str, System]) -> list[System]:
         System("- all of the hybrid (dense only)", package, DENSE),
         System("2 turns", _package(2), DEFAULT),
         System("4 turns", _package(4), DEFAULT),
+        # issue 70 items 1-2: the depth, on conversations long enough to choose it
+        *(System(f"{n} turns", _package(n), DEFAULT) for n in (1, 5, 6, 8)),
+        System("all turns", _package(ALL), DEFAULT),
+        System("all turns' vectors, decay 0.5, latest's best kept", _decayed, DEFAULT),
+        *(
+            System(f"{name} - centering", _package(n), replace(DEFAULT, centering=0.0))
+            for name, n in (("4 turns", 4), ("6 turns", 6), ("all turns", ALL))
+        ),
     ]
 
 
@@ -286,7 +329,7 @@ def main() -> int:
                     if user["lang"] != lang:
                         continue
                     ids = {e["text"]: e["id"] for e in user["events"]}
-                    for n, (targets, texts) in enumerate(_queries(user, kind, args.split)):
+                    for n, targets, texts in _queries(user, kind, args.split):
                         found = system.rank(store, user["user"], texts, max(KS))
                         ranked = [ids.get(d.page_content) for d in found]
                         for k in KS:
@@ -341,16 +384,22 @@ def _paired(
     print()
 
 
-def _queries(user: dict[str, Any], kind: str, split: str) -> list[tuple[list[str], list[str]]]:
-    """(the target events, the user's turns) of each query: one target, or several (the
-    multi set's ``targets``)."""
+def _queries(user: dict[str, Any], kind: str, split: str) -> list[tuple[int, list[str], list[str]]]:
+    """(the conversation, the target events, the user's turns) of each query: one target,
+    or several (the multi set's ``targets``), or a long conversation's probes (the long
+    set's ``probes``: the turns up to each, its targets; one conversation, one sample)."""
     talks = [t for t in user["talks"] if t["split"] == split]
     if kind == "talks":
-        return [(t.get("targets") or [t["target"]], t["turns"]) for t in talks]
+        out = []
+        for n, t in enumerate(talks):
+            for probe in t.get("probes") or [{"at": len(t["turns"]) - 1}]:
+                targets = probe.get("targets") or t.get("targets") or [t["target"]]
+                out.append((n, targets, t["turns"][: probe["at"] + 1]))
+        return out
     out = []
     for n, ask in enumerate(user["asks"]):
         before = talks[n % len(talks)]["turns"][-2:]  # a change of topic
-        out.append(([ask["target"]], [*before, ask["question"]]))
+        out.append((n, [ask["target"]], [*before, ask["question"]]))
     return out
 
 
