@@ -144,10 +144,10 @@ def library(
             start = stop
         text_group = {t: g for t, g in zip(user.items, user.groups)}
         for q in user.questions:
-            docs = memory.recall_summaries(user.user_id, q.text, n=max(KS))
-            groups = [text_group[d.page_content] for d in docs]
-            for k in KS:
-                out[k].append(hit(groups[:k], q.evidence))
+            for k in KS:  # asked at each k, as an app asks for its fixed n
+                docs = memory.recall_summaries(user.user_id, q.text, n=k)
+                groups = [text_group[d.page_content] for d in docs]
+                out[k].append(hit(groups, q.evidence))
         memory.forget_user(user.user_id)
     connection.close()
     return {k: float(np.mean(v)) for k, v in out.items()}, (given, kept)
