@@ -5,9 +5,9 @@ the last message: "There's a big test on Friday." ... "I keep worrying I'll mess
 again." should bring up "The user failed their driving test last spring". The query is
 built from the last few user turns (:func:`recent_user_texts`), joined into one text that
 is embedded once and read by the lexical side too: the turns before the latest message
-say what the conversation is about. The latest message's own best item is kept near the
-top (:func:`keep_latest_best`), so a question that names its fact still finds it after a
-change of topic.
+say what the conversation is about. The latest message's own best item by its words is
+kept near the top (:func:`keep_latest_best`), so a question that names its fact still
+finds it after a change of topic.
 
 Example:
     >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -156,9 +156,13 @@ def keep_latest_best(
 #: vector and reads dates from the query when given no other text.
 Search = Callable[[str, int, "np.ndarray | None", "str | None"], Plan[list[Document]]]
 
+#: ``query text -> plan of the best item by its words`` (``SummaryStore.search_words``).
+Words = Callable[[str], Plan[list[Document]]]
+
 
 def recall(
     search: Search,
+    words: Words,
     embed: Callable[[Sequence[str]], Step],
     texts: Sequence[str],
     k: int,
@@ -166,27 +170,30 @@ def recall(
     """The one conversation recall every reader runs (a turn's load, ``recall_summaries``,
     the search tool, the console's playground), for either store family: the
     conversation's ranking (its turns joined into one text, embedded once), with the
-    latest message's own best item kept near the top (:func:`keep_latest_best`).
+    latest message's own best item by its words kept near the top
+    (:func:`keep_latest_best`).
 
     On the hard associative dev set (``bench/recall_hard.py``: 80 events a user, ten on
     each topic) the turns' text embedded as one beat their vectors summed (recall@5 0.55
     vs 0.34 English, 0.59 vs 0.48 Chinese), and a reciprocal-rank fusion with the latest
-    message's whole ranking cost most of that gain.
+    message's whole ranking cost most of that gain. The latest message's best is found by
+    its words (BM25), not by a second embedding: the engine embeds one text a turn, and
+    the dev sets tied (issue 70, ``bench/README.md``).
 
     Args:
         search: one store's search (its ranking is the store's index's: ``index.py``).
+        words: one store's words-only search, for the latest message's best item.
         embed: the step that embeds the conversation's texts into one vector.
         texts: the conversation's user texts, oldest first, the latest message last.
         k: how many items.
 
     Example:
-        >>> from langchain_tiered_memory._steps import call, drive
+        >>> from langchain_tiered_memory._steps import drive
         >>> docs = {t: Document(page_content=t, id=t) for t in "abc"}
         >>> def search(query, depth, vector, dates_from):
         ...     return [docs[c] for c in query if c in docs][:depth]
         ...     yield  # a plan with no step
-        >>> def embed(texts): return call(len, len, texts)  # doctest: +SKIP
-        >>> [d.id for d in drive(recall(search, lambda t: None, ["b"], 2))]
+        >>> [d.id for d in drive(recall(search, None, None, ["b"], 2))]
         ['b']
     """
     if len(texts) < 2:
@@ -195,7 +202,7 @@ def recall(
     # the dates the latest message names: "last time" or "next month" turns ago named a
     # date of their own, not the one the question is about
     joined = yield from search(" ".join(texts), conversation_depth(k), vector, texts[-1])
-    latest = yield from search(texts[-1], 1, None, None)
+    latest = yield from words(texts[-1])
     return keep_latest_best(joined, latest, k)
 
 

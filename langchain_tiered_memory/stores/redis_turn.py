@@ -197,11 +197,15 @@ class RedisTurn:
                     vector = yield call(summaries.embed_query, summaries.aembed_query, query)
                 return index.search(vector, depth, query=query, dates_from=dates_from)
 
+            def words(query: str) -> Plan[list[Document]]:
+                return index.search_words(query, 1)  # the index read: no round trip
+                yield  # a plan with no step
+
             def embed(conversation: Sequence[str]) -> Step:
                 embed = summaries.embed_conversation, summaries.aembed_conversation
                 return call(*embed, conversation)
 
-            return (yield from recall(search, embed, texts, k))
+            return (yield from recall(search, words, embed, texts, k))
 
         def superseded_plan() -> Plan[list[str]]:
             # the index recall read, on the version the round trip saw: no round trip

@@ -400,6 +400,22 @@ class SummaryStoreConformance:
         assert summary_store.superseded_texts("ana") == ["Ana lives in Paris."]
         assert summary_store.superseded_texts("bo") == []
 
+    def test_words_find_the_item_that_names_them(self, summary_store: SummaryStore) -> None:
+        texts = ["Ana scored 7.5 on the IELTS.", "Ana plays chess.", "Ana lives in Lyon."]
+        (ielts, *_) = summary_store.add("ana", texts)
+        found = summary_store.search_words("ana", "What was my IELTS score?", 1)
+        assert [d.page_content for d in found] == [texts[0]]
+        retake = "Ana scored 8 on the IELTS retake."
+        summary_store.add("ana", [retake], supersedes={0: [ielts]})
+        found = summary_store.search_words("ana", "IELTS", 3)
+        assert found[0].page_content == retake  # the superseded score is left out
+        assert texts[0] not in [d.page_content for d in found]
+        every = summary_store.search_words("ana", "IELTS", 3, include_superseded=True)
+        assert {texts[0], retake} <= {d.page_content for d in every}
+        assert summary_store.search_words("bo", "IELTS", 1) == []
+        again = _run(lambda: summary_store.asearch_words("ana", "IELTS", 1))
+        assert [d.page_content for d in again] == [retake]
+
     def test_a_refused_item_writes_nothing(self, summary_store: SummaryStore) -> None:
         for bad in (["Ana likes tea.", "  "], "Ana likes tea.", ["x" * (MAX_SUMMARY_CHARS + 1)]):
             with pytest.raises(InvalidSummaryError):

@@ -113,31 +113,52 @@ def test_recall_context_turns_1_is_the_latest_message_alone(embedded_memory: Tie
     assert embeddings.asked == ["one", "two", "three"]
 
 
-def test_a_turn_embeds_its_conversation_once_and_its_message(
-    embedded_memory: TieredMemory,
-) -> None:
+def test_a_turn_embeds_its_conversation_once(embedded_memory: TieredMemory) -> None:
+    """Issue 70 item 5: one text for the engine a turn; the latest message's best item is
+    found by its words, so the question that names its fact after a change of topic still
+    finds it."""
     embeddings = Counting()
     memory = embedded_memory
     memory.summaries.embeddings = embeddings
-    memory.add_summaries("u", ["The user plays chess."])
+    memory.add_summaries("u", ["The user plays chess.", "The user scored 7.5 on the IELTS."])
     model = ScriptedChatModel(replies=["ok"])
     # 3 turns by default; a checkpointer, so the thread holds the earlier turns
     graph = create_memory_graph(model, memory=memory, checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "t"}}
-    for text in ["one", "two", "three", "four"]:
+    texts = ["one", "two", "three", "What did I score on the IELTS?"]
+    for text in texts:
         graph.invoke({"messages": [HumanMessage(text)]}, config, context={"user_id": "u"})
-    # the turns joined (the conversation's ranking), then the latest alone (its best item)
-    assert embeddings.asked == [
-        "one",
-        "one two",
-        "two",
-        "one two three",
-        "three",
-        "two three four",
-        "four",
-    ]
+    # the turns joined (the conversation's ranking), nothing else
+    assert embeddings.asked == ["one", "one two", "one two three", " ".join(texts[1:])]
+    assert "7.5 on the IELTS" in reply_prompt(model)
     assert recent_user_texts(["a", "b", "c", "d"], 3) == ["b", "c", "d"]
     assert recent_user_texts(["a", " ", "b"], 0) == []
+
+
+def test_the_latest_messages_words_find_its_item_in_either_family(
+    embedded_memory: TieredMemory,
+) -> None:
+    """The words-only search (``search_words``) of both families: the item the latest
+    message names is kept at rank 2 although the conversation leads elsewhere; a message
+    sharing no word with any item keeps the conversation's ranking as it is."""
+    items = [
+        "The user failed the driving test in spring.",
+        "The user booked a new driving lesson.",
+        "The user's driving instructor is patient.",
+        "The user scored 7.5 on the IELTS.",
+    ]
+    talk = ["My driving lesson is tomorrow.", "The driving instructor is strict."]
+    in_memory = InMemorySummaryStore(embeddings=HashingEmbeddings())
+    for store in (in_memory, embedded_memory.summaries):
+        store.add("u", items)
+        found = store.search_conversation("u", [*talk, "And my IELTS score?"], 3)
+        assert found[1].page_content == items[3], type(store).__name__
+        assert found[1].metadata["ranks"]["latest"] == 0
+        assert store.search_words("u", "IELTS", 3)[0].page_content == items[3]
+        assert store.search_words("u", "xylophone", 3) == []
+        plain = store.search("u", " ".join([*talk, "Hmm."]), 3)
+        kept = store.search_conversation("u", [*talk, "Hmm."], 3)
+        assert [d.id for d in kept] == [d.id for d in plain]
 
 
 def test_the_latest_messages_best_item_is_kept_near_the_top() -> None:

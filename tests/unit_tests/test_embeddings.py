@@ -156,23 +156,3 @@ def test_an_engine_error_reaches_every_caller_of_its_batch() -> None:
     with pytest.raises(RuntimeError, match="engine failed"):
         embeddings.embed_queries(["a", "b"])
     assert embeddings._queued == []
-
-
-def test_a_conversation_recall_embeds_its_two_queries_in_one_call() -> None:
-    from langchain_tiered_memory import InMemorySummaryStore
-
-    class Batching(HashingEmbeddings):
-        def __init__(self) -> None:
-            super().__init__(dim=64)
-            self.batches: list[list[str]] = []
-
-        def embed_queries(self, texts: list[str]) -> list[list[float]]:
-            self.batches.append(list(texts))
-            return [self.embed_query(t) for t in texts]
-
-    embeddings = Batching()
-    store = InMemorySummaryStore(embeddings=embeddings)
-    store.add("u", ["The user failed the driving test.", "The user likes tea."])
-    found = store.search_conversation("u", ["I booked another test.", "I'm nervous."], 1)
-    assert embeddings.batches == [["I booked another test. I'm nervous.", "I'm nervous."]]
-    assert found

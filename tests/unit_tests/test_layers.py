@@ -339,13 +339,15 @@ OVER_WITH_BASES: dict[str, int] = {
     # families' last hand-written pairs plans: sizes with the bases before -> after
     # read_at/swap_at: retractions, forks, edits; append_turn: a fork's items unmade (#67)
     "InMemoryHistoryStore": 543,  # and the bases say how their sync methods run (#69)
-    # 613 -> 533; add's contract written out, superseded_texts from the index (#69)
-    "InMemorySummaryStore": 565,
+    # 613 -> 533; add's contract written out, superseded_texts from the index (#69);
+    # search_words: a turn's latest message found by its words, not a second embedding (#70)
+    "InMemorySummaryStore": 586,
     "RedisHistoryStore": 658,  # as InMemoryHistoryStore (#67, #69)
     "RedisSaver": 1008,  # strip_retired, the upgrade of format 1 (#67)
     "RedisStore": 546,  # 579 -> 546
-    # the directory written after the fence's verdict (#66); as InMemorySummaryStore (#69)
-    "RedisSummaryStore": 656,
+    # the directory written after the fence's verdict (#66); as InMemorySummaryStore (#69,
+    # #70)
+    "RedisSummaryStore": 674,
     "SaverMaintenance": 493,  # strip_retired, the upgrade of format 1 (#67)
     "TieredMemory": 898,  # each pair written once (#58: was 1034); shared_threads= (#66)
 }

@@ -233,9 +233,15 @@ def test_a_conversation_reads_dates_from_its_latest_message() -> None:
         return []
         yield  # a plan with no step
 
+    def words(query: str) -> Any:
+        asked.append((query, "words"))
+        return []
+        yield  # a plan with no step
+
     texts = ["Last May I failed my driving test.", "I have an exam tomorrow."]
-    drive(recall(search, lambda t: call(len, _alen, t), texts, 3))
-    assert asked == [(" ".join(texts), texts[-1]), (texts[-1], None)]
+    drive(recall(search, words, lambda t: call(len, _alen, t), texts, 3))
+    # the latest message's best item by its words alone: no second embedding
+    assert asked == [(" ".join(texts), texts[-1]), (texts[-1], "words")]
 
 
 def test_diversity_skips_a_restatement_of_a_chosen_item() -> None:

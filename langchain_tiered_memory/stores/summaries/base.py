@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import numpy as np
 from langchain_core.callbacks import (
@@ -15,7 +15,6 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict
 
 from langchain_tiered_memory._steps import Plan, Step, call, paired, threaded
@@ -39,19 +38,6 @@ __all__ = ["ItemMetadata", "SummaryRetriever", "SummaryStore"]
 
 # One mapping for every item of an add, or one mapping per item (in order).
 ItemMetadata = Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
-
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _in_thread(fn: Callable[_P, _R]) -> Callable[_P, Awaitable[_R]]:
-    """``fn``'s async form for a plan's step: run in LangChain's executor, off the loop."""
-
-    async def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        return await run_in_executor(None, fn, *args, **kwargs)
-
-    return run
 
 
 class SummaryStore(ABC):
@@ -102,32 +88,12 @@ class SummaryStore(ABC):
 
     aembed_query = embed_query.aio
 
-    def _missing(self, texts: Sequence[str]) -> list[str]:
-        """Query texts not in the cache, if the embedder can embed them in one call."""
-        if not hasattr(self._embedder(), "embed_queries"):
-            return []
-        cache = self._vectors()
-        missing = [t for t in dict.fromkeys(texts) if cache.get(self._embedder(), t) is None]
-        return missing if len(missing) > 1 else []
-
-    def _keep(self, texts: Sequence[str], raw: Sequence[Sequence[float]]) -> None:
-        cache = self._vectors()
-        for text, vector in zip(texts, unit_rows(raw)):
-            cache.put(self._embedder(), text, vector)
-
     @paired
     def embed_conversation(self, texts: Sequence[str]) -> Plan[np.ndarray]:
         """One query vector for a conversation's texts, oldest first: their text joined,
         embedded once (:func:`~langchain_tiered_memory.retrieval.conversation.recall`).
-        The latest text, which recall searches too, is embedded in the same call when the
-        embedder takes several queries at once (``embed_queries``, as the default does).
         """
-        joined = " ".join(texts)
-        if missing := self._missing([joined, texts[-1]]):
-            # a batch call no Embeddings declares async: off the event loop in a thread
-            embed = self._embedder().embed_queries  # type: ignore[attr-defined]
-            self._keep(missing, (yield call(embed, _in_thread(embed), missing)))
-        return (yield call(self.embed_query, self.aembed_query, joined))
+        return (yield call(self.embed_query, self.aembed_query, " ".join(texts)))
 
     aembed_conversation = embed_conversation.aio
 
@@ -162,10 +128,21 @@ class SummaryStore(ABC):
                 )
             )
 
+        def words(query: str) -> Plan[list[Document]]:
+            found = yield call(
+                self.search_words,
+                self.asearch_words,
+                user_id,
+                query,
+                1,
+                include_superseded=include_superseded,
+            )
+            return found  # type: ignore[no-any-return]
+
         def embed(conversation: Sequence[str]) -> Step:
             return call(self.embed_conversation, self.aembed_conversation, conversation)
 
-        return recall(search, embed, texts, k)
+        return recall(search, words, embed, texts, k)
 
     def _prepare(
         self,
@@ -254,6 +231,23 @@ class SummaryStore(ABC):
         """
 
     asearch = threaded(search)
+
+    @paired
+    def search_words(
+        self, user_id: str, query: str, k: int = 1, *, include_superseded: bool = False
+    ) -> Plan[list[Document]]:
+        """The ``k`` items sharing most of ``query``'s words (BM25), best first; an item
+        sharing none is left out. A conversation's recall finds its latest message's own
+        best item this way, so that a turn embeds one text, not two. This default is
+        :meth:`search` (meaning and words: the query is embedded, items sharing no word may
+        come); a store with a words index overrides it (both shipped families do).
+        """
+        found = yield call(
+            self.search, self.asearch, user_id, query, k, include_superseded=include_superseded
+        )
+        return found  # type: ignore[no-any-return]
+
+    asearch_words = search_words.aio
 
     @abstractmethod
     def get_fence(self, user_id: str) -> tuple[int, str]:

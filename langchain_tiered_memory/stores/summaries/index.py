@@ -20,7 +20,7 @@ from langchain_tiered_memory.errors import (
     InvalidSummaryError,
     SummaryLimitError,
 )
-from langchain_tiered_memory.language.text import restatement_key
+from langchain_tiered_memory.language.text import restatement_key, tokenize
 from langchain_tiered_memory.retrieval import HybridIndex, RetrievalConfig, to_epoch
 
 MAX_SUMMARY_CHARS = 2000
@@ -367,6 +367,33 @@ class UserIndex:
                 "lexical": hit.lexical,
                 "time": hit.time,
             }
+            out.append(doc)
+        return out
+
+    def search_words(
+        self, query: str, k: int, *, include_superseded: bool = False
+    ) -> list[Document]:
+        """The ``k`` items sharing most of ``query``'s words (BM25), best first, none that
+        shares no word (:meth:`SummaryStore.search_words`): no embedding.
+        ``metadata["score"]`` is the BM25 score relative to a match of the whole query, the
+        hybrid's lexical part.
+        """
+        terms = tokenize(query)
+        if k <= 0 or not terms:
+            return []
+        with self.lock:
+            lexical = self.hybrid.lexical
+            scores = lexical.scores(terms)
+            if not include_superseded:
+                scores[self.superseded] = 0.0
+            whole = max(float(scores.max(initial=0.0)), lexical.query_score(terms))
+            top = [int(i) for i in np.argsort(-scores, kind="stable")[:k] if scores[i] > 0]
+            found = [(self.records[i], float(scores[i]) / whole) for i in top]
+        out = []
+        for record, score in found:
+            doc = as_document(record)
+            doc.metadata["score"] = score
+            doc.metadata["score_parts"] = {"dense": 0.0, "lexical": score, "time": 0.0}
             out.append(doc)
         return out
 

@@ -179,6 +179,19 @@ class InMemorySummaryStore(SummaryStore):
 
     asearch = search.aio
 
+    def search_words(
+        self, user_id: str, query: str, k: int = 1, *, include_superseded: bool = False
+    ) -> list[Document]:
+        """Top-``k`` items by their words alone (see :meth:`SummaryStore.search_words`)."""
+        with self._lock:
+            index = self._indexes.get(user_id)
+            ranked = index.configure(self.retrieval) if index else None  # BM25's k1 and b
+        return (
+            ranked.search_words(query, k, include_superseded=include_superseded) if ranked else []
+        )
+
+    asearch_words = twin(search_words)
+
     def get_watermark(self, user_id: str) -> int:
         """Summarization watermark."""
         return self._watermarks.get(user_id, 0)

@@ -267,6 +267,16 @@ class RedisSummaryStore(SummaryStore):
     asearch = search.aio
 
     @paired
+    def search_words(
+        self, user_id: str, query: str, k: int = 1, *, include_superseded: bool = False
+    ) -> Plan[list[Document]]:
+        """Top-``k`` items by their words alone (see :meth:`SummaryStore.search_words`)."""
+        index = yield call(self.index_for, self.aindex_for, user_id)
+        return index.search_words(query, k, include_superseded=include_superseded) if index else []
+
+    asearch_words = search_words.aio
+
+    @paired
     def get_watermark(self, user_id: str) -> Plan[int]:
         """Summarization watermark."""
         c = self.connection
