@@ -22,7 +22,9 @@ Rows, all in one run on the same vectors:
   part removed or changed: the kept item, BM25 (weight 0 or doubled), the centering, the
   time signal, MMR diversity added (0.2, the default before issue 57), newer-first
   ordering, the whole hybrid (dense only), 2 or 4 turns; the dates read from all turns;
-  two ways to embed at the load only the latest message (issue 57 item 4).
+  two ways to embed at the load only the latest message (issue 57 item 4); the latest
+  message's best item by its own embedding (the package before issue 70 item 5, which
+  finds it by its words).
 
 Reported per language: recall@1/3/5/10 of the conversation's event (talks) and of the
 named fact (asks); with several target events (``associative_multi.json``,
@@ -176,23 +178,15 @@ def _earlier_ranking(
     return _joined_ranking(store, user, recent, vector, k)
 
 
-def _latest_lexical(
+def _latest_embedded(
     store: InMemorySummaryStore, user: str, texts: list[str], k: int
 ) -> list[Document]:
-    """Issue 70 item 5's candidate: the package's recall with the latest message's best
-    item found by BM25 alone (no second text for the engine on the critical path)."""
+    """The package's recall before issue 70 item 5: the latest message's best item by its
+    own embedding (the hybrid), a second text for the engine each turn."""
     recent = texts[-3:]
     if len(recent) < 2:
         return store.search_conversation(user, recent, k)
-    vector = store.embed_conversation(recent)
-    joined = store.search(
-        user, " ".join(recent), conversation_depth(k), vector=vector, dates_from=recent[-1]
-    )
-    lexical = stores["BM25, last 3 turns"]  # the same items, ranked by BM25 alone
-    zero = np.zeros_like(vector)
-    best = lexical.search(user, recent[-1], 1, vector=zero)
-    ids = {d.page_content: d for d in joined}
-    return keep_latest_best(joined, [ids.get(d.page_content, d) for d in best], k)
+    return _joined_ranking(store, user, recent, store.embed_conversation(recent), k)
 
 
 def _before(store: InMemorySummaryStore, user: str, texts: list[str], k: int) -> list[Document]:
@@ -238,7 +232,7 @@ def systems(rrf_parts: dict[str, System]) -> list[System]:
         System("dates from all 3 turns (before 57.2)", _dates_from_all, DEFAULT),
         System("earlier turns + latest, two vectors summed", _split_query, DEFAULT),
         System("earlier turns' vector, latest's best kept", _earlier_ranking, DEFAULT),
-        System("latest's best by BM25 alone (one engine text)", _latest_lexical, DEFAULT),
+        System("latest's best by its embedding (before 70.5)", _latest_embedded, DEFAULT),
         System(
             "+ MMR diversity 0.2 (the default before)", package, replace(DEFAULT, diversity=0.2)
         ),
