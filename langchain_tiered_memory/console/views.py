@@ -478,7 +478,8 @@ def explain(
     turns = shown.turns or turns
     joined = " ".join(turns)
     ranking = memory.summaries.search(user_id, joined, depth)
-    latest = memory.summaries.search(user_id, turns[-1], depth)
+    # the latest message's ranking as recall reads it: by its words (search_words)
+    latest = memory.summaries.search_words(user_id, turns[-1], depth)
     by_score = sorted(ranking, key=lambda d: -float(d.metadata.get("score", 0.0)))
     out.by_score = next((i for i, d in enumerate(by_score) if str(d.id) == item_id), None)
     out.latest = next((i for i, d in enumerate(latest) if str(d.id) == item_id), None)

@@ -249,6 +249,23 @@ def test_the_explanation_ranks_the_turns_the_playground_recalled_with(
     assert explained.verdict.startswith("Recalled at #1")
 
 
+def test_the_explanation_places_an_item_in_the_latest_messages_ranking_by_words(
+    memory: TieredMemory,
+) -> None:
+    """Issue 70 item 5: recall finds the latest message's own best item by its words, so
+    the explanation says where an item is in that ranking, not in an embedding's."""
+    from langchain_tiered_memory.console import views
+
+    ielts, bees = "The user scored 7.5 on the IELTS.", "The user keeps bees on the roof."
+    memory.add_summaries("y", [ielts, bees])
+    ids = {d.page_content: str(d.id) for d in memory.summaries.get_all("y")}
+    turns = ["bees are busy", "honey season", "What did I score on the IELTS?"]
+    shown = views.playground(memory, "y", turns, 2)
+    assert views.explain(memory, "y", turns, 2, ids[ielts], shown).latest == 0
+    # it shares no word with the latest message: not in that ranking at all
+    assert views.explain(memory, "y", turns, 2, ids[bees], shown).latest is None
+
+
 @pytest.mark.parametrize("n_turns", [1, 3, 5])
 def test_the_playground_shows_what_a_graph_turn_recalls(memory: TieredMemory, n_turns: int) -> None:
     """Issue 57 item 5: the playground read every typed line while the graph reads the last
