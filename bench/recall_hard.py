@@ -189,6 +189,21 @@ def _latest_embedded(
     return _joined_ranking(store, user, recent, store.embed_conversation(recent), k)
 
 
+def _words_of_all(
+    store: InMemorySummaryStore, user: str, texts: list[str], k: int
+) -> list[Document]:
+    """Issue 70 item 1's bounded whole conversation at no engine cost: the lexical side
+    reads every turn, the embedding the last 3 (dates from the latest message)."""
+    recent = texts[-3:]
+    if len(recent) < 2:
+        return store.search_conversation(user, recent, k)
+    vector = store.embed_conversation(recent)
+    joined = store.search(
+        user, " ".join(texts), conversation_depth(k), vector=vector, dates_from=recent[-1]
+    )
+    return keep_latest_best(joined, store.search_words(user, recent[-1], 1), k)
+
+
 def _before(store: InMemorySummaryStore, user: str, texts: list[str], k: int) -> list[Document]:
     """The query before issue 45: 3 turn vectors summed (decay 0.5), hybrid, fused with
     the latest message's ranking."""
@@ -233,6 +248,7 @@ def systems(rrf_parts: dict[str, System]) -> list[System]:
         System("earlier turns + latest, two vectors summed", _split_query, DEFAULT),
         System("earlier turns' vector, latest's best kept", _earlier_ranking, DEFAULT),
         System("latest's best by its embedding (before 70.5)", _latest_embedded, DEFAULT),
+        System("words of all turns, meaning of the last 3", _words_of_all, DEFAULT),
         System(
             "+ MMR diversity 0.2 (the default before)", package, replace(DEFAULT, diversity=0.2)
         ),
