@@ -204,6 +204,27 @@ def _words_of_all(
     return keep_latest_best(joined, store.search_words(user, recent[-1], 1), k)
 
 
+def _topic_back(store: InMemorySummaryStore, user: str, texts: list[str], k: int) -> list[Document]:
+    """Issue 70 item 1's next candidate, back to the last change of topic: the last 3 turns,
+    and each earlier turn while its vector is as close to the turns after it (their mean
+    direction) as the conversation's turns are, on average, to the whole conversation's (no
+    constant; each turn's own vector, one short text for the engine a turn); then the
+    package's recall of those turns. On every dev set it never reads past 3 turns; the
+    looser rule (closer than the mean pair of turns) always read them all."""
+    if len(texts) <= 3:
+        return store.search_conversation(user, texts, k)
+    vecs = np.stack([store.embed_query(t) for t in texts])
+    whole = vecs.sum(0) / np.linalg.norm(vecs.sum(0))
+    typical = float(np.mean(vecs @ whole))
+    start = len(texts) - 3
+    while start > 0:
+        after = vecs[start:].sum(0)
+        if float(vecs[start - 1] @ after) / float(np.linalg.norm(after)) < typical:
+            break
+        start -= 1
+    return store.search_conversation(user, texts[start:], k)
+
+
 def _before(store: InMemorySummaryStore, user: str, texts: list[str], k: int) -> list[Document]:
     """The query before issue 45: 3 turn vectors summed (decay 0.5), hybrid, fused with
     the latest message's ranking."""
@@ -249,6 +270,7 @@ def systems(rrf_parts: dict[str, System]) -> list[System]:
         System("earlier turns' vector, latest's best kept", _earlier_ranking, DEFAULT),
         System("latest's best by its embedding (before 70.5)", _latest_embedded, DEFAULT),
         System("words of all turns, meaning of the last 3", _words_of_all, DEFAULT),
+        System("back to the last change of topic (turn vectors)", _topic_back, DEFAULT),
         System(
             "+ MMR diversity 0.2 (the default before)", package, replace(DEFAULT, diversity=0.2)
         ),
