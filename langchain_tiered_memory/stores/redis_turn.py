@@ -128,8 +128,7 @@ class RedisTurn:
             commands["owner"], commands["recorded"] = _command(owner), _command(recorded)
         if touch_ms:  # the user's retention clock, in the same round trip (same slot)
             keys = self.history.keys
-            for i, key in enumerate(keys.all_keys(user_id)):
-                commands[f"touch {i}"] = ("PEXPIRE", key, touch_ms)
+            commands["touch"] = _command(touch_call(keys, user_id, touch_ms))
             # the directory's entry follows the clock: a sweep drops it when the keys expire
             commands["active"] = _command(_active(keys, user_id, touch_ms))
         return commands

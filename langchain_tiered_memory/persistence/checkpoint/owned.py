@@ -62,13 +62,7 @@ class ThreadOwners(Protocol):
     """Who owns a thread (a ``ThreadGuard``): the plan that admits a run or raises."""
 
     def admission(
-        self,
-        user_id: str,
-        thread_id: str,
-        has_state: Step,
-        *,
-        claim: bool = True,
-        record: tuple[str | None, bool] | None = None,
+        self, user_id: str, thread_id: str, has_state: Step, *, claim: bool = True
     ) -> Plan[None]:
         """Raise ``ThreadOwnershipError`` unless the user's run may use the thread."""
 
