@@ -246,12 +246,8 @@ class HybridIndex:
                 qc = (q - shrink * (self._sum / n)).astype(np.float32)
                 norm = float(np.linalg.norm(qc))
                 qc = qc / norm if norm > 0 else q
-            lex_all = self.lexical.scores(terms) if terms else None
-            best_lex = float(lex_all.max()) if lex_all is not None else 0.0
-            if best_lex <= 0:
-                lex_all = None
-            else:  # relative to a match of the whole query (see the module docstring)
-                best_lex = max(best_lex, self.lexical.query_score(terms))
+            words = self._word_scores(terms)
+            lex_all, best_lex = (None, 0.0) if words is None else words
             epochs = self._epochs.view
             if self._flat is not None:  # exact: every item is a candidate
                 positions = None
@@ -298,6 +294,41 @@ class HybridIndex:
                     )
                 )
             return hits
+
+    def search_words(
+        self, query: str, k: int, *, exclude: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` items sharing most of the query's words (BM25 alone), best first, as
+        ``(position, score)``, the score relative to a match of the whole query (the
+        lexical part of :meth:`search`); an item sharing none, or hidden by ``exclude``, is
+        left out. No embedding.
+        """
+        if k <= 0:
+            return []
+        terms = tokenize(query)
+        with self._lock:
+            words = self._word_scores(terms, exclude)
+        if words is None:
+            return []
+        scores, whole = words
+        return [(int(i), float(scores[i]) / whole) for i in _top(scores, k) if scores[i] > 0]
+
+    def _word_scores(
+        self, terms: Sequence[str], exclude: np.ndarray | None = None
+    ) -> tuple[np.ndarray, float] | None:
+        """Each item's BM25 score for ``terms`` (0 where ``exclude``), and the divisor that
+        makes them relative to a match of the whole query (see the module docstring);
+        ``None`` when no item shares a word.
+        """
+        if not terms or len(self) == 0:
+            return None
+        scores = self.lexical.scores(terms)
+        if exclude is not None:
+            scores[exclude] = 0.0
+        best = float(scores.max())
+        if best <= 0:
+            return None
+        return scores, max(best, self.lexical.query_score(terms))
 
     def typical_similarity(self) -> float:
         """The mean cosine of two different items of this index, in [0, 0.99].

@@ -20,7 +20,7 @@ from langchain_tiered_memory.errors import (
     InvalidSummaryError,
     SummaryLimitError,
 )
-from langchain_tiered_memory.language.text import restatement_key, tokenize
+from langchain_tiered_memory.language.text import restatement_key
 from langchain_tiered_memory.retrieval import HybridIndex, RetrievalConfig, to_epoch
 
 MAX_SUMMARY_CHARS = 2000
@@ -378,17 +378,10 @@ class UserIndex:
         ``metadata["score"]`` is the BM25 score relative to a match of the whole query, the
         hybrid's lexical part.
         """
-        terms = tokenize(query)
-        if k <= 0 or not terms:
-            return []
         with self.lock:
-            lexical = self.hybrid.lexical
-            scores = lexical.scores(terms)
-            if not include_superseded:
-                scores[self.superseded] = 0.0
-            whole = max(float(scores.max(initial=0.0)), lexical.query_score(terms))
-            top = [int(i) for i in np.argsort(-scores, kind="stable")[:k] if scores[i] > 0]
-            found = [(self.records[i], float(scores[i]) / whole) for i in top]
+            hidden = None if include_superseded else self.superseded
+            hits = self.hybrid.search_words(query, k, exclude=hidden)
+            found = [(self.records[i], score) for i, score in hits]
         out = []
         for record, score in found:
             doc = as_document(record)
