@@ -14,10 +14,11 @@ first turn). Stored items are synthetic sentences with seeded random unit vector
 Queries alternate English and Chinese and are all different (each one is embedded: the
 store's cache of recent query vectors never hits). ``--conversation`` times a turn's recall
 (``search_conversation`` on the last ``--turns`` turns, default the package's depth: the
-joined text and the latest message embedded, two searches) beside one short query in the
-same reps, and prints their ratio and the turn's p99 / p50. ``--callers N`` runs N threads
-that recall at once (the store and its embedder are shared, as in a server); ``--busy N``
-starts N processes that spin on a core each, as other work on the same machine would.
+joined text embedded and searched, the latest message's best found by its words) beside
+one short query in the same reps, and prints their ratio and the turn's p99 / p50.
+``--callers N`` runs N threads that recall at once (the store and its embedder are shared,
+as in a server); ``--busy N`` starts N processes that spin on a core each, as other work on
+the same machine would.
 ``e5`` gives each engine call the cores no other process runs on (the default);
 ``e5-all-cores`` every core (``adapt_threads=False``).
 """
@@ -148,8 +149,8 @@ def main() -> None:
     p.add_argument(
         "--conversation",
         action="store_true",
-        help="time a turn's recall (the last --turns turns joined and the latest message, as "
-        "a load runs) beside one short query, interleaved",
+        help="time a turn's recall (the last --turns turns joined, the latest message's "
+        "best by its words, as a load runs) beside one short query, interleaved",
     )
     p.add_argument(
         "--turns", type=int, default=DEFAULT_CONTEXT_TURNS, help="user turns a turn's query reads"
