@@ -135,29 +135,48 @@ def test_a_turn_embeds_its_conversation_once(embedded_memory: TieredMemory) -> N
     assert recent_user_texts(["a", " ", "b"], 0) == []
 
 
+WORDS_CASES = {
+    "en": (
+        [
+            "The user failed the driving test in spring.",
+            "The user booked a new driving lesson.",
+            "The user's driving instructor is patient.",
+            "The user scored 7.5 on the IELTS.",
+        ],
+        ["My driving lesson is tomorrow.", "The driving instructor is strict."],
+        ("And my IELTS score?", "IELTS", "xylophone", "Hmm."),
+    ),
+    "zh": (
+        [
+            "用户春天驾照考试没过。",
+            "用户约了一节新的驾驶课。",
+            "用户的驾驶教练很有耐心。",
+            "用户雅思考了7.5分。",
+        ],
+        ["我明天有驾驶课。", "驾驶教练很严格。"],
+        ("那我的雅思成绩呢？", "雅思", "钢琴", "嗯。"),
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_latest_messages_words_find_its_item_in_either_family(
-    embedded_memory: TieredMemory,
+    embedded_memory: TieredMemory, lang: str
 ) -> None:
     """The words-only search (``search_words``) of both families: the item the latest
     message names is kept at rank 2 although the conversation leads elsewhere; a message
     sharing no word with any item keeps the conversation's ranking as it is."""
-    items = [
-        "The user failed the driving test in spring.",
-        "The user booked a new driving lesson.",
-        "The user's driving instructor is patient.",
-        "The user scored 7.5 on the IELTS.",
-    ]
-    talk = ["My driving lesson is tomorrow.", "The driving instructor is strict."]
+    items, talk, (asks, named, unknown, aside) = WORDS_CASES[lang]
     in_memory = InMemorySummaryStore(embeddings=HashingEmbeddings())
     for store in (in_memory, embedded_memory.summaries):
         store.add("u", items)
-        found = store.search_conversation("u", [*talk, "And my IELTS score?"], 3)
+        found = store.search_conversation("u", [*talk, asks], 3)
         assert found[1].page_content == items[3], type(store).__name__
         assert found[1].metadata["ranks"]["latest"] == 0
-        assert store.search_words("u", "IELTS", 3)[0].page_content == items[3]
-        assert store.search_words("u", "xylophone", 3) == []
-        plain = store.search("u", " ".join([*talk, "Hmm."]), 3)
-        kept = store.search_conversation("u", [*talk, "Hmm."], 3)
+        assert store.search_words("u", named, 3)[0].page_content == items[3]
+        assert store.search_words("u", unknown, 3) == []
+        plain = store.search("u", " ".join([*talk, aside]), 3)
+        kept = store.search_conversation("u", [*talk, aside], 3)
         assert [d.id for d in kept] == [d.id for d in plain]
 
 
