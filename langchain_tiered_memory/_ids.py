@@ -102,10 +102,20 @@ def validate_count(value: object, name: str) -> int:
 
 def validate_thread_id(value: object) -> str | None:
     """``value`` as a thread id: ``None``, or a string of UTF-8-encodable text of at most
-    :data:`MAX_THREAD_ID_LENGTH` characters.
+    :data:`MAX_THREAD_ID_LENGTH` characters, with no NUL character.
+
+    A NUL is refused because no checkpointer keeps it: PostgreSQL ``text`` rejects the
+    byte and the memory's own Redis saver separates its fields with it. Every door checks
+    a thread id here, and so does every path inside that hands one to a store (the owner
+    checks of :class:`~langchain_tiered_memory.stores.history.ThreadGuard`), so a backend
+    never sees an id a door would refuse.
 
     Raises:
         InvalidArgumentError: anything else, saying what is allowed.
+
+    Example:
+        >>> validate_thread_id("t-1")
+        't-1'
     """
     if value is None:
         return None
@@ -120,4 +130,9 @@ def validate_thread_id(value: object) -> str | None:
         raise InvalidArgumentError(
             f"thread_id {value!r:.80} is not valid text (a lone surrogate): pass UTF-8 text."
         ) from exc
+    if "\x00" in value:
+        raise InvalidArgumentError(
+            f"thread_id {value!r:.80} contains a NUL character, which checkpointers cannot "
+            "store: pass printable ids."
+        )
     return value
