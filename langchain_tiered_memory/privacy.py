@@ -220,9 +220,14 @@ def _forget_user_plan(
             yield call(store.batch, store.abatch, [PutOp(i.namespace, i.key, None) for i in items])
             store_items += len(items)
     yield call(tiers.history.release_threads, tiers.history.arelease_threads, user_id, threads)
+    # the history's positions start again (no counter is left of the user): a summarizer
+    # that read positions before this erasure must not store what it made of them after
+    # it, so every fence read so far is invalidated first
+    summaries = tiers.summaries
+    yield call(summaries.rotate_fence, summaries.arotate_fence, user_id)
     removed = {
         "threads": len(threads),
-        "history": (yield call(tiers.history.clear, tiers.history.aclear, user_id)),
+        "history": (yield call(tiers.history.erase, tiers.history.aerase, user_id)),
         "tags": (yield call(tiers.tags.clear, tiers.tags.aclear, user_id)),
         "summaries": (yield call(tiers.summaries.clear, tiers.summaries.aclear, user_id)),
     }
@@ -281,9 +286,11 @@ def _forget_thread_plan(
         ),
         "checkpoints": checkpoints,
     }
-    # the items other threads said too stay, without the forgotten thread among their sources
-    summaries = tiers.summaries
+    # the items other threads said too stay, without the forgotten thread among their
+    # sources; so do the logged tag changes (forgetting a thread deletes no tag)
+    summaries, tags = tiers.summaries, tiers.tags
     yield call(summaries.drop_thread, summaries.adrop_thread, user_id, thread_id)
+    yield call(tags.drop_thread, tags.adrop_thread, user_id, thread_id)
     yield from compact(tiers)
     return removed
 

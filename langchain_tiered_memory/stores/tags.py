@@ -8,6 +8,7 @@ field's type and constraints before anything is written, and a batch is written 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -39,6 +40,8 @@ __all__ = [
 MAX_TAG_VALUE_CHARS = 2000
 # Changes kept per user (all tags together): the oldest go first.
 MAX_TAG_HISTORY = 1000
+
+logger = logging.getLogger(__name__)
 
 
 class TagChange(TypedDict):
@@ -220,6 +223,29 @@ class TagStore(ABC):
             raise InvalidTagError(f"unknown tag {unknown[0]!r}; known tags: {known}.")
         return list(dict.fromkeys(names))
 
+    def drop_thread(self, user_id: str, thread_id: str) -> int:
+        """Remove ``thread_id`` from the logged changes that name it (their ``thread_id``
+        becomes ``None``), keeping the changes: the tags stay the user's (forgetting a
+        thread deletes no tag), so what they were set to stays in their history, without
+        the forgotten thread among its sources. Returns how many changes named it.
+
+        A backend that logs the thread of a change overrides this. This default only
+        reads the log: it cannot rewrite it, so it logs a warning naming the store when
+        a change still names the thread (the erasure runs on) and returns 0.
+        """
+        named = sum(1 for change in self.history(user_id) if change["thread_id"] == thread_id)
+        if named:
+            logger.warning(
+                "%s does not implement drop_thread: %d logged tag changes of user %r still "
+                "name the forgotten thread",
+                type(self).__name__,
+                named,
+                user_id,
+            )
+        return 0
+
+    adrop_thread = threaded(drop_thread)
+
     @abstractmethod
     def clear(self, user_id: str) -> int:
         """Delete every tag of the user and their history; return how many tags."""
@@ -285,6 +311,22 @@ for i = 4, #ARGV do
 end
 redis.call('LTRIM', KEYS[2], -tonumber(ARGV[3]), -1)
 return deleted
+"""
+
+
+# Drop a thread from the logged changes that name it, in place (their order and the list's
+# expiry unchanged), atomically. KEYS: the log. ARGV: the thread id. Returns how many.
+_DROP_THREAD_LUA = """
+local n = 0
+for i, entry in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+  local ok, change = pcall(cjson.decode, entry)
+  if ok and type(change) == 'table' and change.thread_id == ARGV[1] then
+    change.thread_id = ''
+    redis.call('LSET', KEYS[1], i - 1, cjson.encode(change))
+    n = n + 1
+  end
+end
+return n
 """
 
 
@@ -414,6 +456,16 @@ class RedisTagStore(TagStore):
     ahistory = history.aio
 
     @paired
+    def drop_thread(self, user_id: str, thread_id: str) -> Plan[int]:
+        """One script: each logged change from ``thread_id`` is rewritten without it."""
+        key = self.keys.key(user_id, "tags:log")
+        c = self.connection
+        with c.errors():
+            return int((yield call(c.eval, c.aeval, _DROP_THREAD_LUA, 1, key, thread_id)))
+
+    adrop_thread = drop_thread.aio
+
+    @paired
     def clear(self, user_id: str) -> Plan[int]:
         """Delete the tag hash."""
         # one key per DEL: cluster pipelines refuse multi-key DEL
@@ -524,6 +576,18 @@ class InMemoryTagStore(TagStore):
             return [c for c in self._log.get(user_id, []) if tag is None or c["tag"] == tag]
 
     ahistory = twin(history)
+
+    def drop_thread(self, user_id: str, thread_id: str) -> int:
+        """Each logged change from ``thread_id`` without it (see :meth:`TagStore.drop_thread`)."""
+        user_id = validate_user_id(user_id)
+        with self._lock:
+            log = self._log.get(user_id, [])
+            named = [i for i, change in enumerate(log) if change["thread_id"] == thread_id]
+            for i in named:
+                log[i] = TagChange(**{**log[i], "thread_id": None})
+            return len(named)
+
+    adrop_thread = twin(drop_thread)
 
     def clear(self, user_id: str) -> int:
         """Delete every tag of the user."""

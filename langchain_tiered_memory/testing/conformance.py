@@ -88,6 +88,23 @@ class TagStoreConformance:
         assert [(c["value"], c["previous"]) for c in changes] == [("30", None), ("31", "30")]
         assert changes[-1]["thread_id"] == "t2"
 
+    def test_dropping_a_thread_keeps_its_changes_without_it(self, tag_store: TagStore) -> None:
+        # forget_thread: the tags stay, their log no longer names the forgotten thread
+        tag_store.set("ana", {"age": 30}, thread_id="t1")
+        tag_store.set("ana", {"name": "Ana"}, thread_id="t2")
+        tag_store.delete("ana", ["age"], thread_id="t1")
+        tag_store.set("bo", {"age": 41}, thread_id="t1")
+        assert tag_store.drop_thread("ana", "t1") == 2
+        changes = tag_store.history("ana")
+        assert [(c["tag"], c["value"], c["thread_id"]) for c in changes] == [
+            ("age", "30", None),
+            ("name", "Ana", "t2"),
+            ("age", "", None),
+        ]
+        assert tag_store.drop_thread("ana", "t1") == 0
+        assert [c["thread_id"] for c in tag_store.history("bo")] == ["t1"]
+        assert _run(lambda: tag_store.adrop_thread("ana", "t2")) == 1
+
     def test_validate_checks_without_writing(self, tag_store: TagStore) -> None:
         assert tag_store.validate({"age": 31}) == {"age": "31"}
         with pytest.raises(InvalidTagError):
@@ -279,6 +296,26 @@ class HistoryStoreConformance:
         assert history_store.length("ana") == 2  # the watermark stays valid
         assert history_store.append("ana", [HumanMessage("d")]) == 3
         assert history_store.window("ana", 0)[2][0].text == "d"
+
+    def test_erase_leaves_nothing_of_the_user(self, history_store: HistoryStore) -> None:
+        # forget_user: no counter either (the erasure fence, not the counter, keeps a
+        # summarizer that read before it from writing after it; see HistoryStore.erase)
+        history_store.append("ana", [HumanMessage("a"), AIMessage("b")], thread_id="t1")
+        history_store.forget_thread("ana", "t1")
+        history_store.append("ana", [HumanMessage("c")], thread_id="t2", thread_position=0)
+        history_store.record_thread("ana", "t3")
+        history_store.trim("ana", keep_last=0, not_after=1)
+        history_store.append("bo", [HumanMessage("bo's")], thread_id="t4")
+        assert history_store.erase("ana") == 1  # the forgotten ones are not counted again
+        assert history_store.length("ana") == 0  # positions start again
+        assert history_store.tail("ana", 5) == []
+        assert history_store.threads("ana") == [] and history_store.spans("ana") == []
+        assert "ana" not in history_store.users()
+        assert history_store.append("ana", [HumanMessage("new")]) == 1
+        assert history_store.window("ana", 0)[:2] == (0, 1)
+        assert history_store.length("bo") == 1 and history_store.threads("bo") == ["t4"]
+        assert _run(lambda: history_store.aerase("ana")) == 1
+        assert history_store.length("ana") == 0
 
     def test_since_reads_from_a_position(self, history_store: HistoryStore) -> None:
         history_store.append("ana", [HumanMessage(f"m{i}") for i in range(4)])

@@ -154,6 +154,20 @@ class SQLiteTagStore(TagStore):
                 gone += 1
         return gone
 
+    def drop_thread(self, user_id: str, thread_id: str) -> int:
+        dropped = 0
+        with self.db.write() as conn:
+            rows = conn.execute("SELECT seq, change FROM tag_log WHERE user=?", (user_id,))
+            for seq, raw in rows.fetchall():
+                change = json.loads(raw)
+                if change.get("thread_id") == thread_id:
+                    change["thread_id"] = None
+                    conn.execute(
+                        "UPDATE tag_log SET change=? WHERE seq=?", (json.dumps(change), seq)
+                    )
+                    dropped += 1
+        return dropped
+
     def clear(self, user_id: str) -> int:
         with self.db.write() as conn:
             n = conn.execute("DELETE FROM tags WHERE user=?", (user_id,)).rowcount
@@ -369,6 +383,12 @@ class SQLiteHistoryStore(HistoryStore):
         return [r[0] for r in self.db.rows("SELECT DISTINCT user FROM msgs ORDER BY user")]
 
     def clear(self, user_id: str) -> int:
+        return self._cleared(user_id, erase=False)
+
+    def erase(self, user_id: str) -> int:
+        return self._cleared(user_id, erase=True)
+
+    def _cleared(self, user_id: str, *, erase: bool) -> int:
         with self.db.write() as conn:
             length, _ = self._len(conn, user_id)
             n = conn.execute(
@@ -377,7 +397,10 @@ class SQLiteHistoryStore(HistoryStore):
             conn.execute("DELETE FROM msgs WHERE user=?", (user_id,))
             for table in ("spans", "threads", "marks"):
                 conn.execute(f"DELETE FROM {table} WHERE user=?", (user_id,))  # noqa: S608
-            conn.execute("UPDATE lens SET base=? WHERE user=?", (length, user_id))
+            if erase:  # the counter too: positions start again
+                conn.execute("DELETE FROM lens WHERE user=?", (user_id,))
+            else:
+                conn.execute("UPDATE lens SET base=? WHERE user=?", (length, user_id))
         return int(n)
 
 
@@ -582,7 +605,11 @@ class SQLiteSummaryStore(SummaryStore):
         with self.db.write() as conn:
             n = conn.execute("DELETE FROM items WHERE user=?", (user_id,)).rowcount
             mark, era, next_id = self._state(conn, user_id)
-            conn.execute("INSERT OR REPLACE INTO sums VALUES (?, 0, ?, ?)", (user_id, era, next_id))
+            # a new era: a summarizer that read before this clear must not write after it
+            conn.execute(
+                "INSERT OR REPLACE INTO sums VALUES (?, 0, ?, ?)",
+                (user_id, str(int(era) + 1), next_id),
+            )
         return int(n)
 
     def users(self) -> list[str]:

@@ -303,11 +303,38 @@ class HistoryStore(ABC):
         """Delete the user's kept messages and thread records; return how many messages
         (those already forgotten with their thread are not counted again).
 
-        Positions keep counting (:meth:`length` is unchanged), so the summarizer's
-        watermark stays valid for messages appended afterwards.
+        Positions keep counting (:meth:`length` is unchanged): this clears the history
+        alone (``UserChatMessageHistory.clear``), and the summarizer's watermark, kept by
+        the summary store, stays valid for messages appended afterwards. The erasure of the
+        whole user is :meth:`erase`.
         """
 
     aclear = threaded(clear)
+
+    def erase(self, user_id: str) -> int:
+        """Delete everything the store keeps of the user, the position counter included
+        (an erasure: ``forget_user`` leaves no byte of the user); return how many messages,
+        as :meth:`clear` counts them. Positions start again at 0.
+
+        Why a counter may restart here and not in :meth:`clear`: positions are what the
+        summarizer's watermark and the items' ``source_positions`` refer to. The erasure
+        deletes those with the history (the summary store's ``clear``), and rotates the
+        user's erasure fence first, so a summarizer that read positions before it cannot
+        store what it made of them after it (``SummaryStore.add`` with ``fence=``). So no
+        record is left that a reused position could be mistaken by.
+
+        This default is :meth:`clear` (the counter stays): a backend written before this
+        method keeps running, and the conformance suite's erasure test tells it to
+        override this.
+        """
+        logger.warning(
+            "%s does not implement erase: the position counter of user %r is kept",
+            type(self).__name__,
+            user_id,
+        )
+        return self.clear(user_id)
+
+    aerase = threaded(erase)
 
     def session(self, user_id: str) -> UserChatMessageHistory:
         """A ``BaseChatMessageHistory`` view of one user's history.

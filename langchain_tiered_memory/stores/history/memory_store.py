@@ -265,6 +265,17 @@ class InMemoryHistoryStore(HistoryStore):
 
     def clear(self, user_id: str) -> int:
         """Delete the user's history; positions keep counting, as on Redis."""
+        return self._cleared(user_id, erase=False)
+
+    aclear = twin(clear)
+
+    def erase(self, user_id: str) -> int:
+        """Delete everything of the user, the position counter too (see
+        :meth:`HistoryStore.erase`).
+        """
+        return self._cleared(user_id, erase=True)
+
+    def _cleared(self, user_id: str, *, erase: bool) -> int:
         user_id = validate_user_id(user_id)
         with self._lock:
             self._threads.pop(user_id, None)
@@ -272,11 +283,12 @@ class InMemoryHistoryStore(HistoryStore):
             self._recent.pop(user_id, None)
             self._spans.pop(user_id, None)
             data = self._data.pop(user_id, [])
-            if data:
-                self._base[user_id] = self._base.get(user_id, 0) + len(data)
+            base = self._base.pop(user_id, 0)
+            if not erase and (base or data):
+                self._base[user_id] = base + len(data)
             return sum(1 for raw in data if raw not in TOMBSTONES)
 
-    aclear = twin(clear)
+    aerase = twin(erase)
 
     def users(self) -> list[str]:
         """Users with a history (the in-memory answer to a SCAN)."""

@@ -96,8 +96,11 @@ return drop
 """
 
 # Clearing keeps positions counting: the summarizer's watermark (an absolute position)
-# stays meaningful, so messages added after a clear are summarized, not skipped.
-# Returns the messages deleted: forgotten ones (tombstones) are not counted again.
+# stays meaningful, so messages added after a clear are summarized, not skipped. An
+# erasure (ARGV[3] = 'erase') deletes the history's fields of the meta hash instead (its
+# position base and last write; the hash is shared with the summary store's fields):
+# positions start again. Returns the messages deleted: forgotten ones (tombstones) are
+# not counted again.
 _CLEAR_LUA = """
 local n = redis.call('LLEN', KEYS[1])
 local kept = n
@@ -105,9 +108,10 @@ if n > 0 then
   for _, entry in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
     if entry == ARGV[2] then kept = kept - 1 end
   end
-  redis.call('HINCRBY', KEYS[2], ARGV[1], n)
+  if ARGV[3] ~= 'erase' then redis.call('HINCRBY', KEYS[2], ARGV[1], n) end
   redis.call('DEL', KEYS[1])
 end
+if ARGV[3] == 'erase' then redis.call('HDEL', KEYS[2], ARGV[1], 'last_at') end
 redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 return kept
 """
@@ -582,6 +586,20 @@ class RedisHistoryStore(HistoryStore):
     @paired
     def clear(self, user_id: str) -> Plan[int]:
         """Delete the list; positions keep counting (:meth:`length` is unchanged)."""
+        return (yield from self._cleared(user_id, "clear"))
+
+    aclear = clear.aio
+
+    @paired
+    def erase(self, user_id: str) -> Plan[int]:
+        """One script: the list, the thread records and the position counter (see
+        :meth:`HistoryStore.erase`).
+        """
+        return (yield from self._cleared(user_id, "erase"))
+
+    aerase = erase.aio
+
+    def _cleared(self, user_id: str, how: str) -> Plan[int]:
         hist, meta = self._k(user_id)
         args: list[Any] = [
             _CLEAR_LUA,
@@ -591,9 +609,8 @@ class RedisHistoryStore(HistoryStore):
             *self._records(user_id),
             BASE_FIELD,
             TOMBSTONE,
+            how,
         ]
         c = self.connection
         with c.errors():
             return int((yield call(c.eval, c.aeval, *args)))
-
-    aclear = clear.aio
