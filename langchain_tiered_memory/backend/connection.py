@@ -355,8 +355,13 @@ class RedisConnection:
 
     def run_all(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """Run script calls in one pipelined round trip (no transaction); replies in
-        order. On a Redis Cluster, whose redis-py pipeline refuses scripts, one by one.
-        A script the server has not cached yet is sent again by its source, once.
+        order, and the server runs the calls in that order. On a Redis Cluster, whose
+        redis-py pipeline refuses scripts, one by one.
+
+        Each call is sent by its source (``EVAL``), never by its SHA1: a pipelined
+        ``EVALSHA`` the server has not cached fails while the calls behind it run, and
+        sending it again afterwards ran it after them (a turn's append after the touch
+        that was to give its keys their TTL: issue 76 item 1). A few KB a batch.
 
         Raises:
             redis.exceptions.ResponseError: a script failed (the first such reply).
@@ -365,12 +370,8 @@ class RedisConnection:
             return [self.run(call) for call in calls]
         pipe = self.sync.pipeline(transaction=False)
         for call in calls:
-            pipe.evalsha(_sha1(call.script), call.numkeys, *call.args)
-        replies = pipe.execute(raise_on_error=False)
-        return [
-            reply if self._cached(reply) else self.run(call)
-            for call, reply in zip(calls, replies, strict=True)
-        ]
+            pipe.eval(call.script, call.numkeys, *call.args)
+        return [_ran(reply) for reply in pipe.execute(raise_on_error=False)]
 
     async def arun_all(self, calls: Sequence[ScriptCall]) -> list[Any]:
         """Async :meth:`run_all`."""
@@ -379,12 +380,8 @@ class RedisConnection:
             return [await self.arun(call) for call in calls]
         pipe = client.pipeline(transaction=False)
         for call in calls:
-            pipe.evalsha(_sha1(call.script), call.numkeys, *call.args)
-        replies = await pipe.execute(raise_on_error=False)
-        return [
-            reply if self._cached(reply) else await self.arun(call)
-            for call, reply in zip(calls, replies, strict=True)
-        ]
+            pipe.eval(call.script, call.numkeys, *call.args)
+        return [_ran(reply) for reply in await pipe.execute(raise_on_error=False)]
 
     def pipelined(
         self, commands: Sequence[Sequence[Any]], *, raise_on_error: bool = True
@@ -420,17 +417,6 @@ class RedisConnection:
             for command in commands:
                 pipe.execute_command(*command)
             return list(await pipe.execute(raise_on_error=raise_on_error))
-
-    @staticmethod
-    def _cached(reply: Any) -> bool:
-        """Whether a pipelined ``EVALSHA`` ran (``False``: the server lacked the script,
-        send its source); a script's own error is raised.
-        """
-        if isinstance(reply, redis.exceptions.NoScriptError):
-            return False
-        if isinstance(reply, Exception):
-            raise reply
-        return True
 
     def close(self) -> None:
         """Close the sync client if this object created it."""
@@ -516,6 +502,13 @@ class ConnectionOwner:
         """Async :meth:`close`."""
         if self._owns_connection:
             await self.connection.aclose()
+
+
+def _ran(reply: Any) -> Any:
+    """A pipelined script's reply; its error raised (the calls after it have run)."""
+    if isinstance(reply, Exception):
+        raise reply
+    return reply
 
 
 @functools.lru_cache(maxsize=64)

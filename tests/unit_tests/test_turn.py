@@ -233,8 +233,8 @@ async def test_an_async_saved_turn_is_one_round_trip(
 async def test_a_save_after_the_server_lost_its_scripts_stores_the_turn_once(
     embedded_server: EmbeddedRedis,
 ) -> None:
-    """``SCRIPT FLUSH`` (a restarted or failed-over server): the pipelined EVALSHAs are
-    refused and each is sent again by its source, once; the turn is stored once."""
+    """``SCRIPT FLUSH`` (a restarted or failed-over server): a batch sends its scripts by
+    source, so nothing is refused or sent twice; the turn is stored once."""
     memory = TieredMemory.embedded(
         embedded_server.data_dir,
         embeddings=HashingEmbeddings(),
