@@ -50,7 +50,11 @@ from langchain_tiered_memory.backend.keys import DEFAULT_PREFIX, KeyBuilder, esc
 from langchain_tiered_memory.errors import CorruptMemoryError
 from langchain_tiered_memory.persistence.checkpoint import chunks
 from langchain_tiered_memory.persistence.checkpoint.cache import DecodedValues
-from langchain_tiered_memory.persistence.checkpoint.owned import ThreadOwners, owned_metadata
+from langchain_tiered_memory.persistence.checkpoint.owned import (
+    ThreadOwners,
+    owned_put,
+    run_of,
+)
 from langchain_tiered_memory.persistence.checkpoint.records import pack_record, unpack_record
 from langchain_tiered_memory.persistence.checkpoint.versions import next_version
 
@@ -217,10 +221,10 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
         """The PUT script call. A channel value goes to a blob: sent if ``new_versions``
         gives its channel a new version (or its field is in ``resend``, named by a PUT
         that found it missing), else only named. An ``update_state`` of a saver that
-        checks owners must name its user, and the metadata names it (:func:`owned_metadata`).
+        checks owners must name its user, and the metadata names it (:func:`owned_put`).
         """
         if self.thread_owners is not None:
-            metadata = owned_metadata(config, metadata)
+            config, metadata = owned_put(config, metadata)
         where = self._where(config)
         ns = where.ns or ""
         checkpoint_id = _check_part(str(checkpoint["id"]), "checkpoint id")
@@ -314,14 +318,33 @@ class BaseRedisSaver(BaseCheckpointSaver[str]):
 
     # ----- read plans and decoding -----
 
-    def _load_latest_args(self, where: Where) -> list[Any]:
+    def _refresh(self, config: RunnableConfig | None) -> list[Any]:
+        """LOAD's ``[ttl, reader]`` for a read of ``config``: whose read restarts the
+        thread's clock (``refresh_on_read``). A read of every thread (``list(None)``:
+        maintenance, an export's or an erasure's search by owner stamp) and a read with
+        no config restart none. A saver that checks owners restarts a thread only on
+        its owner's read (:func:`run_of`; LOAD compares the owner record): one user's
+        export or refused run never keeps another user's thread alive (issue 76 item 2).
+        Any other saver restarts on every read of a thread, as LangGraph's savers do.
+
+        Raises:
+            MissingUserIdError: a run on a thread names no usable user (:func:`run_of`).
+        """
+        if not self._read_ttl_ms or config is None:
+            return [0, ""]
+        if self.thread_owners is None:
+            return [self._read_ttl_ms, ""]
+        run = run_of(config)
+        return [self._read_ttl_ms, run[0]] if run is not None else [0, ""]
+
+    def _load_latest_args(self, where: Where, refresh: Sequence[Any]) -> list[Any]:
         if where.checkpoint_id is not None:
             member = f"{where.ns or ''}{SEP}{where.checkpoint_id}"
-            return [self._read_ttl_ms, "members", member]
-        return [self._read_ttl_ms, "latest", where.ns or ""]
+            return [*refresh, "members", member]
+        return [*refresh, "latest", where.ns or ""]
 
-    def _load_members_args(self, members: Sequence[str]) -> list[Any]:
-        return [self._read_ttl_ms, "members", *members]
+    def _load_members_args(self, members: Sequence[str], refresh: Sequence[Any]) -> list[Any]:
+        return [*refresh, "members", *members]
 
     def _decode(self, thread_id: str, entry: Sequence[Any]) -> CheckpointTuple:
         """One loaded checkpoint; a record this saver did not write is a

@@ -67,7 +67,9 @@ class DeltaWalk(BaseRedisSaver):
             return {}
         where = self._where(config)
         thread = where.thread_id
-        reply = yield call(self._eval, self._aeval, LOAD, thread, *self._load_latest_args(where))
+        refresh = self._refresh(config)
+        load = self._load_latest_args(where, refresh)
+        reply = yield call(self._eval, self._aeval, LOAD, thread, *load)
         collected: dict[str, list[PendingWrite]] = {c: [] for c in channels}
         seeds: dict[str, Any] = {}
         remaining = set(channels)
@@ -106,7 +108,7 @@ class DeltaWalk(BaseRedisSaver):
                 members = yield call(self._members, self._amembers, where, high, low, 0, batch)
                 entries = []
                 if members:
-                    load = self._load_members_args(members)
+                    load = self._load_members_args(members, refresh)
                     entries = yield call(self._eval, self._aeval, LOAD, thread, *load)
                 batch = DELTA_BATCH
                 for entry in entries:

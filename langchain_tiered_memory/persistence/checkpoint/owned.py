@@ -23,7 +23,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -46,7 +46,7 @@ __all__ = [
     "aholds_thread",
     "holds_thread",
     "is_guarded",
-    "owned_metadata",
+    "owned_put",
     "run_of",
 ]
 
@@ -105,22 +105,35 @@ def run_of(config: RunnableConfig | None) -> tuple[str, str] | None:
     return user, str(thread)
 
 
-def owned_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> CheckpointMetadata:
-    """The metadata a saver that checks owners writes: stamped with the user of the run
-    (:data:`OWNER_METADATA_KEY`) on a thread's root namespace. An ``update_state`` write
-    (``metadata["source"] == "update"``) that names no user is refused: the app's edit
-    must be the owner's (its read was admitted as theirs), never a write anyone's config
-    can make into the owner's thread.
+def owned_put(
+    config: RunnableConfig, metadata: CheckpointMetadata
+) -> tuple[RunnableConfig, CheckpointMetadata]:
+    """The config and metadata a saver that checks owners writes a checkpoint with: the
+    metadata stamped with the user of the run (:data:`OWNER_METADATA_KEY`) on a thread's
+    root namespace, and the config without that key in its ``metadata`` or
+    ``configurable``. A saver merges those into a checkpoint's metadata
+    (``get_checkpoint_metadata``): a run whose config said ``{"tiered_memory_user":
+    "alice"}`` had its subgraph checkpoints stamped as alice's, and her export listed and
+    her erasure deleted that thread (issue 76 item 7). The stamp comes from the run alone.
+
+    An ``update_state`` write (``metadata["source"] == "update"``) that names no user is
+    refused: the app's edit must be the owner's (its read was admitted as theirs), never a
+    write anyone's config can make into the owner's thread.
 
     Raises:
         MissingUserIdError: the update names no usable user.
     """
     configurable = config.get("configurable") or {}
+    stamped: dict[str, Any] = {k: v for k, v in metadata.items() if k != OWNER_METADATA_KEY}
+    clean: dict[str, Any] = {**config}
+    for part in ("metadata", "configurable"):
+        held = config.get(part)
+        if isinstance(held, Mapping) and OWNER_METADATA_KEY in held:
+            clean[part] = {k: v for k, v in held.items() if k != OWNER_METADATA_KEY}
     run = run_of(config)
     if run is not None:
-        stamped: dict[str, Any] = {**metadata, OWNER_METADATA_KEY: run[0]}
-        return stamped  # type: ignore[return-value]  # CheckpointMetadata is open (total=False)
-    if (
+        stamped[OWNER_METADATA_KEY] = run[0]
+    elif (
         metadata.get("source") == "update"
         and not configurable.get("checkpoint_ns")
         and configurable.get("thread_id") is not None
@@ -129,7 +142,7 @@ def owned_metadata(config: RunnableConfig, metadata: CheckpointMetadata) -> Chec
             "update_state on a thread names no user: nothing was written. Pass "
             "config={'configurable': {'thread_id': ..., 'user_id': <the thread's owner>}}."
         )
-    return metadata
+    return cast(RunnableConfig, clean), cast(CheckpointMetadata, stamped)
 
 
 def admission(
@@ -259,9 +272,9 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """The saver's ``put``, the metadata stamped with the run's user (an
-        ``update_state`` must name one: :func:`owned_metadata`).
+        ``update_state`` must name one: :func:`owned_put`).
         """
-        metadata = owned_metadata(config, metadata)
+        config, metadata = owned_put(config, metadata)
         return self.saver.put(config, checkpoint, metadata, new_versions)
 
     async def aput(
@@ -272,7 +285,7 @@ class OwnedSaver(BaseCheckpointSaver[Any]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Async :meth:`put`."""
-        metadata = owned_metadata(config, metadata)
+        config, metadata = owned_put(config, metadata)
         return await self.saver.aput(config, checkpoint, metadata, new_versions)
 
     def put_writes(

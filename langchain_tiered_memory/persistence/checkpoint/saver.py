@@ -169,12 +169,13 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
     # ----- reads: a run of a named user is admitted to the thread (persistence/owned.py) -----
 
     def _has_state(self, thread_id: str) -> bool:
-        where = Where(thread_id, "", None)
-        return bool(self._eval(LOAD, thread_id, *self._load_latest_args(where)))
+        where = Where(thread_id, "", None)  # a check, no one's read: no refresh
+        return bool(self._eval(LOAD, thread_id, *self._load_latest_args(where, [0, ""])))
 
     async def _ahas_state(self, thread_id: str) -> bool:
         where = Where(thread_id, "", None)
-        return bool(await self._aeval(LOAD, thread_id, *self._load_latest_args(where)))
+        load = self._load_latest_args(where, [0, ""])
+        return bool(await self._aeval(LOAD, thread_id, *load))
 
     def _admission(self, config: RunnableConfig, *, claim: bool) -> Plan[None]:
         return admission(self.thread_owners, config, self._has_state, self._ahas_state, claim=claim)
@@ -185,14 +186,16 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         One script call: O(log n) in the thread's length, plus the checkpoint's size.
         """
         where = self._where(config)
-        reply = self._eval(LOAD, where.thread_id, *self._load_latest_args(where))
+        load = self._load_latest_args(where, self._refresh(config))
+        reply = self._eval(LOAD, where.thread_id, *load)
         drive(self._admission(config, claim=True))
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
         where = self._where(config)
-        reply = await self._aeval(LOAD, where.thread_id, *self._load_latest_args(where))
+        load = self._load_latest_args(where, self._refresh(config))
+        reply = await self._aeval(LOAD, where.thread_id, *load)
         await adrive(self._admission(config, claim=True))
         return self._decode(where.thread_id, reply[0]) if reply else None
 
@@ -219,6 +222,7 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         else:
             wheres = (Where(t, None, None) for t in self.list_threads())
         before_id = self._before(before)
+        refresh = self._refresh(config)
         for where in wheres:
             high, low = self._lex_range(where, before_id)
             page = PAGE if remaining is None or filter else remaining
@@ -228,7 +232,8 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
                 offset += len(members)
                 wanted = [m for m in members if self._member_wanted(m, where, before_id)]
                 if wanted:
-                    reply = self._eval(LOAD, where.thread_id, *self._load_members_args(wanted))
+                    load = self._load_members_args(wanted, refresh)
+                    reply = self._eval(LOAD, where.thread_id, *load)
                     for entry in reply:
                         found = self._decode(where.thread_id, entry)
                         if not self._matches(found.metadata, filter):
@@ -259,6 +264,7 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         else:
             thread_ids = None
         before_id = self._before(before)
+        refresh = self._refresh(config)
         wheres = (
             _aiter_list(thread_ids)
             if thread_ids is not None
@@ -273,9 +279,8 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
                 offset += len(members)
                 wanted = [m for m in members if self._member_wanted(m, where, before_id)]
                 if wanted:
-                    reply = await self._aeval(
-                        LOAD, where.thread_id, *self._load_members_args(wanted)
-                    )
+                    load = self._load_members_args(wanted, refresh)
+                    reply = await self._aeval(LOAD, where.thread_id, *load)
                     for entry in reply:
                         found = self._decode(where.thread_id, entry)
                         if not self._matches(found.metadata, filter):

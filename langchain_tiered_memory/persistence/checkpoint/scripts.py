@@ -52,20 +52,23 @@ if ttl > 0 then for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end end
 return 1
 """
 
-# ARGV: ttl ms (0: no refresh), mode, args.
-# mode "latest": ARGV[3] is a namespace; "members": ARGV[3..] are members.
+# ARGV: ttl ms (0: no refresh), reader, mode, args.
+# mode "latest": ARGV[4] is a namespace; "members": ARGV[4..] are members.
+# The keys' clock restarts (ttl > 0) for any read when reader is "", else only if the
+# thread's owner record (KEYS[8]) names the reader: another user's read, refused after
+# this script, must not keep the owner's thread alive (issue 76 item 2).
 # Returns {member, record, write fields, write values} per member that exists, and for a
 # checkpoint with blobs also {packed refs, blob values}.
 LOAD = r"""
 local CHUNK = 1000
 local members
-if ARGV[2] == 'latest' then
-  local ns = ARGV[3]
+if ARGV[3] == 'latest' then
+  local ns = ARGV[4]
   members = redis.call('ZREVRANGEBYLEX', KEYS[1], '(' .. ns .. '\1', '[' .. ns .. '\0',
                        'LIMIT', 0, 1)
 else
   members = {}
-  for i = 3, #ARGV do members[#members + 1] = ARGV[i] end
+  for i = 4, #ARGV do members[#members + 1] = ARGV[i] end
 end
 local out = {}
 for _, m in ipairs(members) do
@@ -90,6 +93,11 @@ for _, m in ipairs(members) do
   end
 end
 local ttl = tonumber(ARGV[1])
+local reader = ARGV[2]
+if ttl > 0 and #out > 0 and reader ~= '' then
+  local kind = redis.call('TYPE', KEYS[8]).ok
+  if kind ~= 'string' or redis.call('GET', KEYS[8]) ~= reader then ttl = 0 end
+end
 if ttl > 0 and #out > 0 then
   for i = 1, #KEYS do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
