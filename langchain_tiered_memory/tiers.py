@@ -9,9 +9,13 @@ stores), a turn's save with the queue note and the retention clock, and the cloc
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import logging
+import os
 import re
 import sqlite3
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -31,7 +35,12 @@ from langchain_tiered_memory.capabilities import Capability, lists_users, missin
 from langchain_tiered_memory.errors import CorruptMemoryError, WatermarkConflict
 from langchain_tiered_memory.persistence.checkpoint.owned import aholds_thread, holds_thread
 from langchain_tiered_memory.stores import redis_turn
-from langchain_tiered_memory.stores.attachments import AttachmentRecord, Attachments
+from langchain_tiered_memory.stores.attachments import (
+    Attached,
+    AttachmentRecord,
+    Attachments,
+    entries,
+)
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, ThreadGuard
 from langchain_tiered_memory.stores.queue import SummaryQueue
 from langchain_tiered_memory.stores.redis_turn import RedisTurn
@@ -94,11 +103,95 @@ def _same_keys(a: object, b: object) -> bool:
     )
 
 
-def _in_process(thing: object) -> bool:
+def _in_process(thing: object, identity: Attached) -> bool:
     """A saver or store whose data lives in this process only (LangGraph's in-memory
-    ones): it dies with the process, so no other process's erasure has anything to miss.
+    ones, or one on an in-memory SQLite database): it dies with the process, so no other
+    process's erasure has anything to miss.
     """
-    return isinstance(getattr(thing, "saver", thing), (InMemorySaver, InMemoryStore))
+    return isinstance(thing, (InMemorySaver, InMemoryStore)) or identity.where == _IN_MEMORY
+
+
+# what _where says of a SQLite database in memory (no file): it dies with its process
+_IN_MEMORY = "\x00memory"
+# a saver or store whose storage cannot be known: told apart by the instance, in this process
+_instances = itertools.count(1)
+_identities: weakref.WeakKeyDictionary[Any, Attached] = weakref.WeakKeyDictionary()
+
+
+def _sqlite_file(name: str) -> str:
+    """A SQLite database's file as one path (``_IN_MEMORY`` for none)."""
+    if not name or name == ":memory:" or "mode=memory" in name:
+        return _IN_MEMORY
+    return name if name.startswith("file:") else os.path.realpath(name)
+
+
+def _conninfo(text: str) -> str | None:
+    """A PostgreSQL connection string without its password (``None``: not one)."""
+    try:  # a saver on PostgreSQL comes with psycopg; without it there is none to describe
+        from psycopg import Error
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    except ImportError:
+        return None
+    try:
+        params = {k: v for k, v in conninfo_to_dict(text).items() if k != "password"}
+    except Error:  # not a connection string libpq reads
+        return None
+    return make_conninfo(**{k: str(v) for k, v in sorted(params.items())})
+
+
+def _where(thing: object) -> str | None:
+    """Where a saver or store keeps its data, as far as its connection tells: a SQLite
+    file's path (``_IN_MEMORY``: a database in memory), a PostgreSQL connection string
+    without its password; ``None`` where it cannot be known (then erasure tells it by the
+    instance). Read while the connection is open: a closed one tells nothing.
+    """
+    conn = getattr(thing, "conn", None)
+    if isinstance(conn, sqlite3.Connection):
+        try:
+            rows = conn.execute("PRAGMA database_list").fetchall()
+        except sqlite3.Error:  # closed, or created in another thread
+            return None
+        return next((_sqlite_file(str(f or "")) for _, name, f in rows if name == "main"), None)
+    if type(conn).__module__.startswith("aiosqlite"):
+        # aiosqlite opens its connection in its own thread from the path it was given,
+        # which it keeps only in the opener's closure
+        try:
+            opener = getattr(conn, "_connector", None)
+            given = inspect.getclosurevars(opener).nonlocals.get("database")  # type: ignore[arg-type]
+        except TypeError:  # no opener, or not a function: another aiosqlite
+            return None
+        if isinstance(given, bytes):
+            given = given.decode(errors="replace")
+        return None if given is None else _sqlite_file(str(given))
+    info = getattr(conn, "info", None)
+    dsn = getattr(info, "dsn", None)  # psycopg's Connection (its dsn holds no password)
+    if isinstance(dsn, str):
+        return _conninfo(dsn)
+    conninfo = getattr(conn, "conninfo", None)  # psycopg_pool's ConnectionPool
+    if isinstance(conninfo, str):
+        return _conninfo(conninfo)
+    return None
+
+
+def _identity(what: str, thing: object) -> Attached:
+    """How erasure tells ``thing`` (a saver, ``what="checkpointer"``, or a store) from
+    another: its class and where it keeps its data, or else this instance. Worked out once
+    per object, while it is open (a closed one keeps the identity it had).
+    """
+    try:
+        known = _identities.get(thing)
+    except TypeError:  # not weakly referable or not hashable: worked out each time
+        known = None
+    if known is not None:
+        return known
+    kind = f"{what} {type(thing).__name__}"
+    where = _where(thing)
+    made = Attached(kind, where) if where is not None else Attached(kind, None, next(_instances))
+    try:
+        _identities[thing] = made
+    except TypeError:
+        made = Attached(kind, where, None if where is not None else id(thing))
+    return made
 
 
 def _closed(saver: object) -> bool:
@@ -165,9 +258,11 @@ class Tiers:
     checkpointers: list[BaseCheckpointSaver[Any]] = field(default_factory=list)
     stores: list[tuple[BaseStore, Templates]] = field(default_factory=list)
     disk: Disk | None = None
-    # what this process ever attached that another process cannot reach (by class): one
-    # that closed since is reported as not reached, as the record does across processes
-    attached_kinds: set[str] = field(default_factory=set)
+    # what this process ever attached that another process cannot reach (each saver and
+    # store by its class and storage, or instance): one that closed since is reported as
+    # not reached unless one open on the same storage reaches it, as the record does
+    # across processes
+    attached: set[Attached] = field(default_factory=set)
     recorded_templates: set[tuple[str, ...]] = field(default_factory=set)
     _turn: tuple[tuple[object, ...], TurnStorage] | None = field(
         default=None, init=False, repr=False, compare=False
@@ -195,20 +290,34 @@ class Tiers:
         erasure and export then reaches the own store's namespaces, and says what else
         it cannot reach. What every process reads anyway (the default templates) or this
         one recorded already is not written again: building a graph contacts nothing for
-        it. Off Redis, only this process's own note of what it attached.
+        it (a record an operator cleared since is written again by the next turn's write,
+        :meth:`save`). Off Redis, only this process's own note of what it attached.
         """
-        others = self._others(self.checkpointers, self.stores) - self.attached_kinds
+        others = self._others(self.checkpointers, self.stores) - self.attached
         if (record := self.attachment_record()) is not None:
-            own = [
-                t
-                for s, names in self.stores
-                if self._own(s)
-                for t in names
-                if t not in DEFAULT_STORE_NAMESPACES and t not in self.recorded_templates
-            ]
+            own = [t for t in self._own_templates() if t not in self.recorded_templates]
             record.add(own, others)
             self.recorded_templates.update(own)
-        self.attached_kinds |= others
+        self.attached |= others
+
+    def _own_templates(self) -> list[tuple[str, ...]]:
+        """The own store's templates other processes must be told of (not the defaults)."""
+        return [
+            t
+            for s, names in self.stores
+            if self._own(s)
+            for t in names
+            if t not in DEFAULT_STORE_NAMESPACES
+        ]
+
+    def _held_entries(self) -> list[str]:
+        """The record's entries of what this process holds open now (what a turn's write
+        adds again, so that a record cleared since lists it).
+        """
+        if self.connection is None or not (self.attached or self.recorded_templates):
+            return []  # nothing attached: a turn sends nothing for it
+        savers = [c for c in self.checkpointers if not _closed(c)]
+        return entries(self._own_templates(), self._others(savers, self.stores))
 
     def attachment_record(self) -> AttachmentRecord | None:
         """Where the attachments of every process are recorded (``None`` off Redis)."""
@@ -222,12 +331,13 @@ class Tiers:
 
     def _others(
         self, savers: Sequence[BaseCheckpointSaver[Any]], stores: Sequence[tuple[BaseStore, Any]]
-    ) -> set[str]:
-        # a guarded saver by the class of the saver it wraps (OwnedSaver.saver); an
-        # in-process one is not another process's to reach
+    ) -> set[Attached]:
+        # a guarded saver by the saver it wraps (OwnedSaver.saver); an in-process one is
+        # not another process's to reach
         named = [("checkpointer", getattr(s, "saver", s)) for s in savers if not self._own(s)]
         named += [("store", s) for s, _ in stores if not self._own(s)]
-        return {f"{what} {type(thing).__name__}" for what, thing in named if not _in_process(thing)}
+        found = [(thing, _identity(what, thing)) for what, thing in named]
+        return {identity for thing, identity in found if not _in_process(thing, identity)}
 
     def with_recorded(
         self,
@@ -236,7 +346,10 @@ class Tiers:
         recorded: Attachments,
     ) -> tuple[list[tuple[BaseStore, Templates]], list[str]]:
         """``stores`` with the templates other processes recorded for the memory's own
-        store, and what they attached that this process cannot reach (by class name).
+        store, and what was attached (by any process, or this one before) that no saver or
+        store given here reaches: each by its class and storage (a closed ``SqliteSaver``
+        on ``a.db`` is not reached by an open one on ``b.db``), by its class alone where
+        the record names no storage (an earlier version's entry).
         """
         merged = [
             (s, tuple(dict.fromkeys((*names, *recorded.own_store_namespaces))))
@@ -245,7 +358,12 @@ class Tiers:
             for s, names in stores
         ]
         held = self._others(savers, stores)
-        return merged, sorted((recorded.others | self.attached_kinds) - held)
+        missed = {
+            a for a in recorded.attached | self.attached if not any(a.reached_by(h) for h in held)
+        }
+        # this process's own saver of unknown storage, recorded by its class, is said once
+        said = {a.kind for a in missed if not a.by_class}
+        return merged, sorted(str(a) for a in missed if not (a.by_class and a.kind in said))
 
     def reaching(
         self,
@@ -258,7 +376,8 @@ class Tiers:
         these, each once. A saver or store that is a view of the same keys as one already
         there (the same Redis connection and key prefix: ``memory.checkpointer()``,
         ``memory.store()``) is that one; a store's templates are merged. An attached saver
-        that closed since is dropped (so per-request savers stay bounded by the open ones).
+        that closed since is dropped (so per-request savers stay bounded by the open ones;
+        its storage stays in :attr:`attached`, unreached until a saver on it is open).
         """
         savers = [c for c in self.checkpointers if not _closed(c)]
         if checkpointer is not None:
@@ -363,7 +482,7 @@ class Tiers:
         """The plan of ``TieredMemory.add_session_log``."""
         thread_id = validate_thread_id(thread_id)
         storage = self.turn
-        appended = yield from storage.write(
+        write = storage.write(
             user_id,
             messages,
             thread_id=thread_id,
@@ -373,7 +492,45 @@ class Tiers:
             threshold=self.summarize_after,
             ttl_ms=self.ttl_ms(),
         )
+        appended = yield from self._recording(write)
         yield from self._unmade(user_id, appended.left)
+
+    def _recording(self, write: Plan[_T]) -> Plan[_T]:
+        """``write`` (a turn's), adding again to the record beside the data what this
+        process holds attached: an operator's ``attachments --clear`` removed it, and an
+        erasure from another process would otherwise report as complete one that misses
+        this app's savers. The entries ride in the write's round trip (the Redis turn's
+        write is one ``run_all`` on the memory's connection); a write of another shape
+        sends them in a round trip of their own. Nothing is sent for an app that attached
+        nothing, and re-adding what is there changes nothing.
+        """
+        found = self._held_entries()
+        record = self.attachment_record() if found else None
+        if record is None or self.connection is None:
+            return (yield from write)
+        ride, rode = record.add_call(found), False
+        run_all = self.connection.run_all
+        advance, reply = write.send, None
+        while True:
+            try:
+                step = advance(reply)
+            except StopIteration as done:
+                result: _T = done.value
+                break
+            riding = not rode and step.sync == run_all and len(step.args) == 1
+            if riding:
+                rode = True
+                step = Step(step.sync, step.aio, ([*step.args[0], ride],), step.kwargs)
+            try:
+                reply, advance = (yield step), write.send
+            except BaseException as exc:  # thrown into the write, as ``yield from`` does
+                reply, advance = exc, write.throw
+                continue
+            if riding:
+                reply = reply[:-1]  # the write sees its own replies only
+        if not rode:
+            yield call(self.connection.run_all, self.connection.arun_all, [ride])
+        return result
 
     def edited(self, user_id: str, thread_id: str, messages: Sequence[BaseMessage]) -> Plan[int]:
         """The plan that follows messages edited in place (``update_state`` with the same

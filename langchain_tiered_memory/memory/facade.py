@@ -846,7 +846,8 @@ class TieredMemory:
         data) any process, which reports as ``unreached`` what it does not hold itself.
         The memory's own ``checkpointer()`` and ``store()`` need no attaching. A saver that
         closes before the memory (a per-request one) is dropped, and an erasure while none
-        of its kind is open reports it as ``unreached``. ``store_namespaces``: the
+        on its storage (its class and SQLite file or database) is open reports it as
+        ``unreached``. ``store_namespaces``: the
         templates of a user's namespaces in ``store`` (default
         ``[("memories", "{user_id}")]``); without ``store``, of the memory's own. An
         async-only saver (``AsyncPostgresSaver``) is erased by ``aforget_user``.
