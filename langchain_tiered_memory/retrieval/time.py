@@ -84,22 +84,28 @@ def parse_time_windows(text: str, now: datetime | None = None) -> list[TimeWindo
         [5]
 
     """
-    out: list[TimeWindow] = []
-    taken: list[tuple[int, int]] = []
+    out: dict[TimeWindow, None] = {}  # a date named again adds nothing: one window each
+    # the characters a date already taken covers (1), so a later pattern's match over them
+    # is skipped: checked and marked per match in time linear in its length (a list of the
+    # taken spans, scanned per match, made a pasted document with thousands of dates
+    # quadratic: minutes for one 1 MB message)
+    taken: bytearray | None = None
     today: date | None = None
     for grammar in _GRAMMARS:
         if not grammar.hint_pattern.search(text):
             continue  # most queries name no date at all
         today = today or (now or datetime.now(timezone.utc)).date()
+        taken = taken if taken is not None else bytearray(len(text))
         for kind, pattern in grammar.compiled:
             for m in pattern.finditer(text):
-                if any(m.start() < e and s < m.end() for s, e in taken):
+                start, end = m.span()
+                if taken.find(1, start, end) >= 0:
                     continue
                 window = _window_of(kind, m.groupdict(), grammar, today)
                 if window is not None:
-                    out.append(window)
-                    taken.append(m.span())
-    return out
+                    out[window] = None
+                    taken[start:end] = b"\x01" * (end - start)
+    return list(out)
 
 
 _GRAMMARS = tuple(language.dates for language in languages() if language.dates is not None)
