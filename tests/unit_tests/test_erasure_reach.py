@@ -219,6 +219,27 @@ async def test_an_async_turn_records_its_attachments_again(data_dir: Path) -> No
         await app.aclose()
 
 
+def test_a_turn_of_composed_stores_records_its_attachments_on_its_own(data_dir: Path) -> None:
+    """Item 4 where the turn's write is not one pipelined call (a Redis memory with a
+    tag store of the app's): the entries go in a round trip of their own."""
+    from langchain_tiered_memory.stores import InMemoryTagStore
+
+    app = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings())
+    try:
+        app.tags = InMemoryTagStore()
+        assert not app.tiers.turn.one_round_trip
+        path = data_dir.parent / "composed.db"
+        app.checkpointer(SqliteSaver(sqlite3.connect(path, check_same_thread=False)))
+        record = app.tiers.attachment_record()
+        assert record is not None
+        record.clear()
+        app.add_session_log("ann", [HumanMessage("hi")])
+        assert [o for o in record.read().others if path.name in o]
+        assert app.history.length("ann") == 1
+    finally:
+        app.close()
+
+
 # ----- item 5: no counter left
 
 
