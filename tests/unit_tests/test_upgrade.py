@@ -144,3 +144,41 @@ async def test_a_newer_format_fails_at_once_naming_both(data_dir: Path) -> None:
         assert code != 0
     finally:
         writer.close()
+
+
+def test_a_second_upgrade_strips_what_a_0_1_process_wrote_after_the_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 76 item 10: a 0.1 process that writes after the upgrade (a rollback, a worker
+    left running) puts back what the upgrade stripped, under a format record that already
+    says 2; running the upgrade again finds it and strips it, and says why it was there."""
+    data = _data("format1", tmp_path)
+    memory = TieredMemory.embedded(data, embeddings=HashingEmbeddings())
+    try:
+        assert memory.connection is not None
+        sync = memory.connection.sync
+        # t3's checkpoints as a 0.1 process writes them: the recalled section in them
+        as_written: dict[Any, bytes] = {}
+        for key in sync.scan_iter("tm:{cp:t3}:*"):
+            dumped = sync.dump(key)
+            assert isinstance(dumped, bytes)
+            as_written[key] = dumped
+        first = upgrade(memory)
+        assert first["from_format"] == 1 and first["fields"] > 0
+        assert not [k for k in keys_holding(memory, CODE) if "cp:t3" in k]
+        for key, value in as_written.items():  # the 0.1 process writes t3 again
+            sync.restore(key, 0, value, replace=True)
+        assert "tm:{cp:t3}:cp:blobs" in keys_holding(memory, CODE)
+        again = upgrade(memory, dry_run=True)
+        assert again["from_format"] == 2  # the record says 2: the data does not
+        assert again["fields"] > 0 and again["threads"] == 1
+        capsys.readouterr()
+        with caplog.at_level(logging.WARNING):
+            assert main(["upgrade", "--data-dir", str(data)]) == 0
+        out = capsys.readouterr().out
+        assert f"stripped {again['fields']} stored values" in out and "from 1 threads" in out
+        assert "written by a release before 0.2" in caplog.text  # the log says why
+        assert not [k for k in keys_holding(memory, CODE) if "cp:t3" in k]
+        assert upgrade(memory, dry_run=True)["fields"] == 0  # nothing left
+    finally:
+        memory.close()
