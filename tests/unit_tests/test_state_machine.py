@@ -8,6 +8,13 @@ restarts of the memory and reads from each door, on a real embedded server, and 
 the invariants after every step:
 
 - no user's export, prompt or thread state holds another user's text;
+- every key of a user served with ``user_ttl`` (theirs, their threads') expires within
+  ``user_ttl`` (SCAN + PTTL), and no operation on behalf of one user (a turn, a refused
+  turn, an export, an erasure, a delete, an edit, a copy) changes another user's keys,
+  their values (DUMP) or their clocks (PTTL), dan's included: a bystander served by a
+  second memory *without* ``user_ttl`` on the same Redis, whose keys never expire
+  (issue 76: a clean-up left a user's history without a TTL, and one user's export
+  restarted every other user's thread clocks, and no test failed);
 - after an erasure, a delete or an expiry, no key of the keyspace (SCAN + DUMP) and no
   attached in-process saver holds the erased text; nothing a run with no user sent is
   held anywhere;
@@ -24,6 +31,8 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +53,12 @@ from langchain_tiered_memory import (
     TieredMemoryMiddleware,
     create_memory_graph,
 )
+from langchain_tiered_memory.backend.keys import KeyBuilder
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 USERS = ("ann", "bob", "cyd")
+BYSTANDER = "dan"  # served by a memory without user_ttl, on the same Redis and prefix
+KEYS = KeyBuilder("tm")
 SHARED = ("room-1", "room-2")  # thread ids several users try
 DOORS = ("graph", "async", "agent")  # agent: the middleware, on an attached InMemorySaver
 
@@ -65,6 +77,23 @@ EXAMPLES = int(os.environ.get("TM_STATE_MACHINE_EXAMPLES", "10"))
 # the run is bounded by its examples, not by a clock: beside a busy process it may take
 # longer than the suite's default per-test timeout
 pytestmark = pytest.mark.timeout(1800)
+
+
+def _read(pipe: Any, key: bytes, kind: bytes) -> None:
+    """Queue the command that reads a key of ``kind`` whole."""
+    reads = {
+        b"string": ("GET",),
+        b"hash": ("HGETALL",),
+        b"list": ("LRANGE", 0, -1),
+        b"set": ("SMEMBERS",),
+        b"zset": ("ZRANGE", 0, -1, "WITHSCORES"),
+        b"stream": ("XRANGE", "-", "+"),
+    }
+    command = reads.get(kind)
+    if command is None:  # gone since the SCAN ("none"), or a type no store writes
+        pipe.dump(key)
+    else:
+        pipe.execute_command(command[0], key, *command[1:])
 
 
 class MemoryMachine(RuleBasedStateMachine):
@@ -86,12 +115,21 @@ class MemoryMachine(RuleBasedStateMachine):
         self.saver = InMemorySaver()  # the app's, attached: lives as long as the process
         self.lingering: dict[str, set[str]] = {u: set() for u in USERS}  # records expired
         self.orphaned: set[str] = set()  # threads whose owner's records expired
+        self.dan_threads: set[str] = set()
         self._open()
 
     def _open(self) -> None:
         self.memory = TieredMemory.embedded(self.dir, embeddings=HashingEmbeddings(), user_ttl=TTL)
         assert self.memory.connection is not None
         self.memory.connection.sync.config_set("rdbcompression", "no")  # DUMP shows text
+        # another app of the same operator: the same server, no user_ttl (opened after
+        # the memory that starts the server, closed before it)
+        self.plain = TieredMemory.embedded(self.dir, embeddings=HashingEmbeddings())
+        self.plain_graph: Any = create_memory_graph(
+            ScriptedChatModel(replies=[_reply]),
+            memory=self.plain,
+            checkpointer=self.plain.checkpointer(),
+        )
         self.graph: Any = create_memory_graph(
             ScriptedChatModel(replies=[_reply]),
             memory=self.memory,
@@ -106,6 +144,7 @@ class MemoryMachine(RuleBasedStateMachine):
         )
 
     def teardown(self) -> None:
+        self.plain.close()
         self.memory.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -135,7 +174,8 @@ class MemoryMachine(RuleBasedStateMachine):
         owner = self.owner.get(thread, user)
         said = {"messages": [HumanMessage(f"{'search ' if search else ''}note {text}")]}
         try:
-            self._run(door, said, config, {"user_id": user})
+            with self._only(user):
+                self._run(door, said, config, {"user_id": user})
         except ThreadOwnershipError:
             assert owner != user, f"{user} refused on their own thread {thread}"
             return
@@ -161,7 +201,8 @@ class MemoryMachine(RuleBasedStateMachine):
         door = self.door.get(thread, door)
         config = {"configurable": {"thread_id": thread}}
         try:
-            self._run(door, {"messages": [HumanMessage(f"note {text}")]}, config, context)
+            with self._only(None):
+                self._run(door, {"messages": [HumanMessage(f"note {text}")]}, config, context)
         except (MissingUserIdError, ValueError):
             self.erased.add(text)  # held nowhere, ever
             return
@@ -177,8 +218,9 @@ class MemoryMachine(RuleBasedStateMachine):
         source = data.draw(st.sampled_from(self._copyable()))
         self.n += 1
         target = f"copy-{self.n}"
-        self.memory.checkpointer().copy_thread(source, target)
         user = self.owner[source]
+        with self._only(user):
+            self.memory.checkpointer().copy_thread(source, target)
         self.owner[target] = user
         self.door[target] = "graph"
         self.copies[target] = source
@@ -205,20 +247,23 @@ class MemoryMachine(RuleBasedStateMachine):
             return
         text = self._token(user)
         said = {"messages": [HumanMessage(f"note {text}")]}
-        self.graph.invoke(said, ended[1].config, context={"user_id": user})
+        with self._only(user):
+            self.graph.invoke(said, ended[1].config, context={"user_id": user})
         self.said[user][thread].append(text)
 
     @rule(user=st.sampled_from(USERS))
     def tag_write(self, user: str) -> None:
         value = self._token(user)
-        self.memory.set_user_tags(user, {"name": value})
+        with self._only(user):
+            self.memory.set_user_tags(user, {"name": value})
         # a tag's change history keeps the old values until the user is forgotten
         self.tags[user].append(value)
 
     @rule(user=st.sampled_from(USERS))
     def add_item(self, user: str) -> None:
         text = self._token(user)
-        (item_id,) = self.memory.add_summaries(user, [f"The user said {text}."])
+        with self._only(user):
+            (item_id,) = self.memory.add_summaries(user, [f"The user said {text}."])
         self.items[user][item_id] = text
 
     @precondition(lambda self: any(self.items.values()))
@@ -226,7 +271,8 @@ class MemoryMachine(RuleBasedStateMachine):
     def delete_item(self, data: st.DataObject) -> None:
         user = data.draw(st.sampled_from([u for u in USERS if self.items[u]]))
         item_id = data.draw(st.sampled_from(sorted(self.items[user])))
-        self.memory.delete_summaries(user, [item_id])
+        with self._only(user):
+            self.memory.delete_summaries(user, [item_id])
         self._forget_texts([self.items[user].pop(item_id)])
 
     @precondition(lambda self: any(self.items.values()))
@@ -235,7 +281,8 @@ class MemoryMachine(RuleBasedStateMachine):
         user = data.draw(st.sampled_from([u for u in USERS if self.items[u]]))
         item_id = data.draw(st.sampled_from(sorted(self.items[user])))
         text = self._token(user)
-        self.memory.update_summary(user, item_id, f"The user said {text}.")
+        with self._only(user):
+            self.memory.update_summary(user, item_id, f"The user said {text}.")
         # the item keeps its earlier text (metadata["edits"]): not erased, still the user's
         self.items[user][item_id] = text
 
@@ -244,7 +291,8 @@ class MemoryMachine(RuleBasedStateMachine):
     def forget_thread(self, data: st.DataObject) -> None:
         user = data.draw(st.sampled_from([u for u in USERS if self.said[u]]))
         thread = data.draw(st.sampled_from(sorted(self.said[user])))
-        self.memory.forget_thread(user, thread)
+        with self._only(user):
+            self.memory.forget_thread(user, thread)
         texts = self.said[user].pop(thread)
         # what a copy of the thread still holds is that copy's, until it is forgotten
         kept = {t for c, src in self.copies.items() if src == thread for t in texts}
@@ -255,7 +303,8 @@ class MemoryMachine(RuleBasedStateMachine):
 
     @rule(user=st.sampled_from(USERS))
     def forget_user(self, user: str) -> None:
-        self.memory.forget_user(user)
+        with self._only(user):
+            self.memory.forget_user(user)
         self._erase_model(user)
 
     @rule(user=st.sampled_from(USERS))
@@ -315,8 +364,78 @@ class MemoryMachine(RuleBasedStateMachine):
 
     @rule()
     def restart(self) -> None:
-        self.memory.close()
-        self._open()
+        with self._only(None):
+            self.plain.close()
+            self.memory.close()
+            self._open()
+
+    @rule(thread=st.sampled_from(("dan-1", "dan-2")))
+    def bystander_turn(self, thread: str) -> None:
+        """dan talks to the other app: his keys have no clock and must keep none."""
+        text = self._token(BYSTANDER)
+        config = {"configurable": {"thread_id": thread}}
+        said = {"messages": [HumanMessage(f"note {text}")]}
+        self.plain_graph.invoke(said, config, context={"user_id": BYSTANDER})
+        self.dan_threads.add(thread)
+
+    # ----- whose keys: the cross-user check around every operation -----
+
+    def _owner_of(self, key: bytes) -> str | None:
+        user = KEYS.user_from_key(key)
+        if user is not None:
+            return user
+        thread = KEYS.thread_from_key(key)
+        if thread is None:
+            return None  # shared: the directory, the queue, a run's index, the format
+        if thread in self.dan_threads:
+            return BYSTANDER
+        return self.owner.get(thread)
+
+    def _snapshot(self, acting: str | None) -> dict[bytes, tuple[int, Any]]:
+        """(PTTL, value) of every key of every user but ``acting`` (every user's: None).
+        The value as read by its type, not DUMP's bytes: a restarted server encodes a
+        hash again (listpack, hashtable), which changes DUMP and not the data."""
+        connection = self.memory.connection
+        assert connection is not None
+        sync = connection.sync
+        keys = [
+            k
+            for k in sync.scan_iter(count=1000)
+            if (owner := self._owner_of(k)) is not None and owner != acting
+        ]
+        pipe = sync.pipeline(transaction=False)
+        for key in keys:
+            pipe.type(key)
+        kinds = pipe.execute()
+        for key, kind in zip(keys, kinds, strict=True):
+            pipe.pttl(key)
+            _read(pipe, key, kind)
+        replies = pipe.execute()
+        return {k: (int(replies[2 * i]), replies[2 * i + 1]) for i, k in enumerate(keys)}
+
+    @contextmanager
+    def _only(self, acting: str | None) -> Iterator[None]:
+        """What runs inside acts on behalf of ``acting`` (of no user: None): every other
+        user's keys keep their values and their clocks (a clock only runs down), checked
+        when it raises too (a refused turn is the case that matters)."""
+        before = self._snapshot(acting)
+        try:
+            yield
+        finally:
+            self._unchanged(acting, before)
+
+    def _unchanged(self, acting: str | None, before: dict[bytes, tuple[int, Any]]) -> None:
+        after = self._snapshot(acting)
+        for key, (ttl, value) in before.items():
+            now = after.get(key)
+            assert now is not None, f"{acting}'s operation deleted {key!r}"
+            assert now[1] == value, f"{acting}'s operation changed {key!r}"
+            if ttl == -1:
+                assert now[0] == -1, f"{acting}'s operation gave {key!r} a TTL ({now[0]} ms)"
+            else:
+                assert -1 < now[0] <= ttl, f"{acting}'s operation restarted {key!r}'s clock"
+        added = set(after) - set(before)
+        assert not added, f"{acting}'s operation made keys of another user: {added}"
 
     def _erase_model(self, user: str, *, expired: bool = False) -> None:
         texts = [t for thread in self.said[user].values() for t in thread]
@@ -341,11 +460,28 @@ class MemoryMachine(RuleBasedStateMachine):
     # ----- invariants -----
 
     @invariant()
+    def every_key_of_a_ttl_user_expires_within_user_ttl(self) -> None:
+        connection = self.memory.connection
+        assert connection is not None
+        sync = connection.sync
+        keys = [k for k in sync.scan_iter(count=1000) if self._owner_of(k) in USERS]
+        pipe = sync.pipeline(transaction=False)
+        for key in keys:
+            pipe.pttl(key)
+        wrong = {
+            k: ttl
+            for k, ttl in zip(keys, pipe.execute(), strict=True)
+            if ttl != -2 and not 0 <= ttl <= TTL * 1000  # -2: gone since the SCAN
+        }
+        assert not wrong, f"keys that outlive user_ttl ({TTL} s): {wrong}"
+
+    @invariant()
     def no_user_reads_another_users_text(self) -> None:
         for user in USERS:
-            exported = str(self.memory.export_user(user))
-            prompt = str(self.memory.load(user, "what do you know about me?"))
-            for other in USERS:
+            with self._only(user):
+                exported = str(self.memory.export_user(user))
+                prompt = str(self.memory.load(user, "what do you know about me?"))
+            for other in (*USERS, BYSTANDER):
                 if other == user:
                     continue
                 mark = f"zq{other}x"
