@@ -482,7 +482,16 @@ class Tiers:
         """The plan of ``TieredMemory.add_session_log``."""
         thread_id = validate_thread_id(thread_id)
         storage = self.turn
-        write = storage.write(
+        # what this process holds attached, added again to the record beside the data: an
+        # operator's ``attachments --clear`` removed it, and an erasure from another
+        # process would otherwise report as complete one that misses this app's savers.
+        # It rides in the Redis turn's one round trip; another storage's write sends it
+        # in its own. Nothing for an app that attached nothing; re-adding changes nothing.
+        found = self._held_entries()
+        record = self.attachment_record() if found else None
+        ride = [record.add_call(found)] if record is not None else []
+        rides = isinstance(storage, RedisTurn)
+        appended = yield from storage.write(
             user_id,
             messages,
             thread_id=thread_id,
@@ -491,46 +500,11 @@ class Tiers:
             queue=self.queue,
             threshold=self.summarize_after,
             ttl_ms=self.ttl_ms(),
+            also=ride if rides else (),
         )
-        appended = yield from self._recording(write)
+        if ride and not rides and self.connection is not None:
+            yield call(self.connection.run_all, self.connection.arun_all, ride)
         yield from self._unmade(user_id, appended.left)
-
-    def _recording(self, write: Plan[_T]) -> Plan[_T]:
-        """``write`` (a turn's), adding again to the record beside the data what this
-        process holds attached: an operator's ``attachments --clear`` removed it, and an
-        erasure from another process would otherwise report as complete one that misses
-        this app's savers. The entries ride in the write's round trip (the Redis turn's
-        write is one ``run_all`` on the memory's connection); a write of another shape
-        sends them in a round trip of their own. Nothing is sent for an app that attached
-        nothing, and re-adding what is there changes nothing.
-        """
-        found = self._held_entries()
-        record = self.attachment_record() if found else None
-        if record is None or self.connection is None:
-            return (yield from write)
-        ride, rode = record.add_call(found), False
-        run_all = self.connection.run_all
-        advance, reply = write.send, None
-        while True:
-            try:
-                step = advance(reply)
-            except StopIteration as done:
-                result: _T = done.value
-                break
-            riding = not rode and step.sync == run_all and len(step.args) == 1
-            if riding:
-                rode = True
-                step = Step(step.sync, step.aio, ([*step.args[0], ride],), step.kwargs)
-            try:
-                reply, advance = (yield step), write.send
-            except BaseException as exc:  # thrown into the write, as ``yield from`` does
-                reply, advance = exc, write.throw
-                continue
-            if riding:
-                reply = reply[:-1]  # the write sees its own replies only
-        if not rode:
-            yield call(self.connection.run_all, self.connection.arun_all, [ride])
-        return result
 
     def edited(self, user_id: str, thread_id: str, messages: Sequence[BaseMessage]) -> Plan[int]:
         """The plan that follows messages edited in place (``update_state`` with the same

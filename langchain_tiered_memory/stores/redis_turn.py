@@ -236,9 +236,10 @@ class RedisTurn:
         queue: SummaryQueue | None,
         threshold: int | None,
         ttl_ms: int | None,
+        also: Sequence[ScriptCall] = (),
     ) -> Plan[Appended]:
         """The turn's write (``TurnStorage.write``) in one pipelined round trip (a queue
-        on another connection: its note in a second).
+        on another connection: its note in a second), ``also`` at its end.
 
         Raises:
             InvalidMessageError: a message cannot be stored; nothing was sent.
@@ -265,6 +266,7 @@ class RedisTurn:
             calls.append(
                 queue.note_call(user_id, added=len(messages), threshold=threshold, ttl_ms=ttl_ms)
             )
+        calls += also
         with connection.errors():
             replies = yield call(connection.run_all, connection.arun_all, calls)
             appended = yield from self.history.after_append(user_id, thread_id, replies[0])

@@ -41,6 +41,7 @@ from langchain_tiered_memory.stores.summaries import SummaryStore
 from langchain_tiered_memory.stores.tags import TagStore
 
 if TYPE_CHECKING:
+    from langchain_tiered_memory.backend.connection import ScriptCall
     from langchain_tiered_memory.stores.queue import SummaryQueue
 
 __all__ = ["ComposedTurn", "Read", "TurnRead", "TurnStorage"]
@@ -108,9 +109,12 @@ class TurnStorage(Protocol):
         queue: SummaryQueue | None,
         threshold: int | None,
         ttl_ms: int | None,
+        also: Sequence[ScriptCall] = (),
     ) -> Plan[Appended]:
         """The plan that appends a turn (``HistoryStore.append_turn``), notes ``queue``
-        (``threshold``: ``summarize_after``) and restarts the user's clock (``ttl_ms``).
+        (``threshold``: ``summarize_after``) and restarts the user's clock (``ttl_ms``);
+        ``also``: script calls on the stores' connection that go in the write's round
+        trip (a storage of one round trip takes them; the caller sends them otherwise).
         """
 
     def forget(self, user_id: str) -> Plan[None]:
@@ -174,8 +178,11 @@ class ComposedTurn:
         queue: SummaryQueue | None,
         threshold: int | None,
         ttl_ms: int | None,
+        also: Sequence[ScriptCall] = (),
     ) -> Plan[Appended]:
-        """The plan of the turn's write (see :class:`TurnStorage`)."""
+        """The plan of the turn's write (see :class:`TurnStorage`); ``also`` is not taken
+        (stores of their own have no one round trip): the caller sends it.
+        """
         history = self.history
         appended: Appended = yield call(
             history.append_turn,
