@@ -17,6 +17,7 @@ __all__ = [
     "MAX_USER_ID_LENGTH",
     "UserId",
     "validate_count",
+    "validate_run_thread_id",
     "validate_thread_id",
     "validate_user_id",
 ]
@@ -102,13 +103,9 @@ def validate_count(value: object, name: str) -> int:
 
 def validate_thread_id(value: object) -> str | None:
     """``value`` as a thread id: ``None``, or a string of UTF-8-encodable text of at most
-    :data:`MAX_THREAD_ID_LENGTH` characters, with no NUL character.
-
-    A NUL is refused because no checkpointer keeps it: PostgreSQL ``text`` rejects the
-    byte and the memory's own Redis saver separates its fields with it. Every door checks
-    a thread id here, and so does every path inside that hands one to a store (the owner
-    checks of :class:`~langchain_tiered_memory.stores.history.ThreadGuard`), so a backend
-    never sees an id a door would refuse.
+    :data:`MAX_THREAD_ID_LENGTH` characters. A thread a run starts is checked further
+    (:func:`validate_run_thread_id`); this check also passes the ids stored before it, so
+    erasure and export reach them.
 
     Raises:
         InvalidArgumentError: anything else, saying what is allowed.
@@ -130,9 +127,31 @@ def validate_thread_id(value: object) -> str | None:
         raise InvalidArgumentError(
             f"thread_id {value!r:.80} is not valid text (a lone surrogate): pass UTF-8 text."
         ) from exc
-    if "\x00" in value:
+    return value
+
+
+def validate_run_thread_id(value: object) -> str:
+    """``value`` as the thread id of a run (a graph's or an agent's config, a saver's read
+    or ``copy_thread``): :func:`validate_thread_id`'s rule, not ``None``, and no NUL
+    character, which no checkpointer keeps (PostgreSQL ``text`` rejects the byte; the
+    memory's own Redis saver separates its fields with it). The run's door checks it here,
+    and so does every path inside that hands a run's thread id to a store (the owner
+    checks of :class:`~langchain_tiered_memory.stores.history.ThreadGuard`), so a backend
+    never sees one the door refuses.
+
+    Raises:
+        InvalidArgumentError: anything else, saying what is allowed.
+
+    Example:
+        >>> validate_run_thread_id("t-1")
+        't-1'
+    """
+    checked = validate_thread_id(value)
+    if checked is None:
+        raise InvalidArgumentError("thread_id is None; pass the id of the run's thread.")
+    if "\x00" in checked:
         raise InvalidArgumentError(
-            f"thread_id {value!r:.80} contains a NUL character, which checkpointers cannot "
+            f"thread_id {checked!r:.80} contains a NUL character, which checkpointers cannot "
             "store: pass printable ids."
         )
-    return value
+    return checked

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from langchain_tiered_memory.backend.keys import validate_thread_id, validate_user_id
+from langchain_tiered_memory._ids import validate_run_thread_id
+from langchain_tiered_memory.backend.keys import validate_user_id
 from langchain_tiered_memory.errors import MissingUserIdError, UserIdMismatchError
 
 __all__ = [
@@ -113,8 +114,9 @@ def thread_of(config: Mapping[str, Any] | None) -> str | None:
     thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
     if thread_id is None:
         return None
-    # "" is refused like any bad id: savers keep it as an ordinary thread every user shares
-    return validate_thread_id(str(thread_id))  # the one check every door makes
+    # "" is refused like any bad id: savers keep it as an ordinary thread every user shares;
+    # a NUL too: no checkpointer stores it (the guard of a saver's reads checks alike)
+    return validate_run_thread_id(str(thread_id))
 
 
 def saved_position(config: Mapping[str, Any] | None, saved: int) -> int | None:

@@ -22,7 +22,8 @@ from langchain_tiered_memory import (
     InvalidUserIdError,
     TieredMemory,
 )
-from langchain_tiered_memory._ids import validate_thread_id, validate_user_id
+from langchain_tiered_memory._ids import validate_run_thread_id, validate_user_id
+from langchain_tiered_memory.agent.context import thread_of
 from langchain_tiered_memory.stores import InMemorySummaryStore, InMemoryTagStore
 from langchain_tiered_memory.stores.history import InMemoryHistoryStore, ThreadGuard
 
@@ -70,7 +71,7 @@ def _doors_accept(text: str) -> bool:
     may be handed as either)."""
     try:
         validate_user_id(text)
-        validate_thread_id(text)
+        validate_run_thread_id(text)
     except (InvalidUserIdError, InvalidArgumentError):
         return False
     return True
@@ -142,9 +143,9 @@ BAD_THREADS = ["a\x00b", "\x00", "x" * 1025, "\ud800"]
 async def test_a_thread_id_the_doors_refuse_never_reaches_the_store_from_inside(
     memory: TieredMemory, history: TextColumnHistory, bad: str, asynchronous: bool
 ) -> None:
-    # a door: the memory's erasure of a thread refuses it before any store sees it
+    # the run's door: a graph's or an agent's config naming the thread
     with pytest.raises(InvalidArgumentError) as at_door:
-        memory.forget_thread("ann", bad)
+        thread_of({"configurable": {"thread_id": bad}})
     saver = memory.checkpointer(CopyingSaver())
     history.record_thread("ann", "t1")
     inner: list[Callable[[], Any]] = [
@@ -169,6 +170,25 @@ async def test_a_thread_id_the_doors_refuse_never_reaches_the_store_from_inside(
     assert all(_doors_accept(text) for text in history.seen), history.seen
 
 
+def test_erasure_still_reaches_a_thread_recorded_with_a_nul_before(
+    memory: TieredMemory,
+) -> None:
+    """A run's door refuses a NUL now; a thread recorded with one before (a load, or the
+    claim of a read the saver then refused) is still erased with its user."""
+    plain = InMemoryHistoryStore()  # the store of an earlier release: it took the NUL
+    plain.record_thread("ann", "a\x00b")
+    legacy = TieredMemory(
+        history=plain,
+        tags=InMemoryTagStore(),
+        summaries=InMemorySummaryStore(embeddings=HashingEmbeddings()),
+    )
+    try:
+        assert legacy.forget_user("ann")["threads"] == 1
+        assert plain.thread_owner("a\x00b") is None
+    finally:
+        legacy.close()
+
+
 @pytest.mark.parametrize("bad", ["", "u" * 257, "\ud800"], ids=["empty", "long", "surrogate"])
 def test_a_user_id_the_doors_refuse_never_reaches_the_store_from_a_read(
     memory: TieredMemory, history: TextColumnHistory, bad: str
@@ -176,7 +196,7 @@ def test_a_user_id_the_doors_refuse_never_reaches_the_store_from_a_read(
     # an app's read names the user in its config (no run): the guard checks it as a door
     saver = memory.checkpointer(CopyingSaver())
     with pytest.raises(InvalidUserIdError):
-        memory.load(bad, "hi", thread_id="t1")
+        memory.load(bad, "hi", thread_id="t1")  # the memory's door
     before = list(history.seen)
     if bad:
         with pytest.raises(InvalidUserIdError):

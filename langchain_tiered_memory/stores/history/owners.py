@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from langchain_tiered_memory._ids import validate_thread_id, validate_user_id
+from langchain_tiered_memory._ids import validate_run_thread_id, validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.errors import ThreadOwnershipError
 from langchain_tiered_memory.stores.history.base import HistoryStore, owned_elsewhere
@@ -25,12 +25,11 @@ _LOOKUP_USER = "tiered-memory.owner-lookup"
 
 
 def _thread_id(thread_id: str) -> str:
-    """A thread id the guard got from a saver's caller, checked as a door checks it: the
-    config of a read or a ``copy_thread``'s arguments came from the app, not a door.
+    """A thread id the guard got from a saver's caller, checked as a run's door checks it
+    (``agent.context.thread_of``): the config of a read or ``copy_thread``'s arguments
+    came from the app, through no door.
     """
-    checked = validate_thread_id(thread_id)
-    assert checked is not None  # a str is never None
-    return checked
+    return validate_run_thread_id(thread_id)
 
 
 def _owner(history: HistoryStore, thread_id: str) -> Plan[str | None]:
