@@ -27,7 +27,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langchain_tiered_memory._ids import validate_count, validate_thread_id, validate_user_id
+from langchain_tiered_memory._ids import (
+    validate_count,
+    validate_run_thread_id,
+    validate_thread_id,
+    validate_user_id,
+)
 from langchain_tiered_memory._steps import Plan, Step, call
 from langchain_tiered_memory.backend.connection import RedisConnection
 from langchain_tiered_memory.backend.keys import keys_of
@@ -579,6 +584,8 @@ class Tiers:
     ) -> Plan[MemorySnapshot]:
         """The plan of ``TieredMemory.load`` (which documents it)."""
         user_id = validate_user_id(user_id)
+        if thread_id is not None:  # checked before any store sees it (issue 76 item 8)
+            thread_id = validate_run_thread_id(thread_id)
         max_messages, k = validate_count(max_messages, "max_messages"), validate_count(k, "k")
         texts = [t for t in (*context, query) if t.strip()] if query else []
         storage = self.turn

@@ -204,3 +204,28 @@ def test_a_user_id_the_doors_refuse_never_reaches_the_store_from_a_read(
     with pytest.raises(InvalidUserIdError):
         ThreadGuard(history).check_thread(bad, "t1")
     assert history.seen == before
+
+
+def test_the_default_owner_lookup_hands_the_store_an_id_the_doors_accept(
+    history: TextColumnHistory,
+) -> None:
+    """``HistoryStore.thread_owner``'s default asks ``thread_record`` for some user: that
+    user id was ``"\\x00owner-lookup"``, rejected by a ``text`` column."""
+    from langchain_tiered_memory.stores.history import HistoryStore
+
+    history.record_thread("ann", "t1")
+    assert HistoryStore.thread_owner(history, "t1") == "ann"
+    assert all(_doors_accept(text) for text in history.seen), history.seen
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_load_checks_its_thread_id_before_any_store_sees_it(
+    memory: TieredMemory, history: TextColumnHistory, asynchronous: bool
+) -> None:
+    """``memory.load(thread_id=...)`` (the graph's load node, an app's own loop)."""
+    with pytest.raises(InvalidArgumentError):
+        if asynchronous:
+            await memory.aload("ann", "hi", thread_id="a\x00b")
+        else:
+            memory.load("ann", "hi", thread_id="a\x00b")
+    assert all(_doors_accept(text) for text in history.seen), history.seen

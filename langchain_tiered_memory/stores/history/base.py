@@ -33,8 +33,10 @@ from langchain_tiered_memory.stores.history.codec import (
 
 logger = logging.getLogger(__name__)
 
-# a user id no app gives (a control character): thread_record's owner part is anyone's
-_NOBODY = "\x00owner-lookup"
+# the user thread_record is asked about when only its owner part is wanted (that part is
+# the same whoever asks): a valid id, so a store is never handed one the doors refuse
+# (PostgreSQL text rejects the NUL the earlier "\x00owner-lookup" held: issue 76 item 8)
+_NOBODY = "tiered-memory-owner-lookup"
 
 
 class Appended(NamedTuple):
