@@ -387,7 +387,7 @@ def test_a_thread_that_outlived_its_users_records_is_still_erased(data_dir: Path
         _turn(foreign, "ann", "ann-foreign", f"My PIN is {SECRET}.")
         # the app keeps reading ann's own thread as hers (its clock restarts: only the
         # owner's reads restart it, issue 76 item 2), her records expire
-        as_ann = {"configurable": {"thread_id": "ann-own", "user_id": "ann"}}
+        as_ann: Any = {"configurable": {"thread_id": "ann-own", "user_id": "ann"}}
         _until(lambda: memory.history.threads("ann") == [], also=lambda: own.get_state(as_ann))
         assert own.get_state(as_ann).values
         removed = memory.forget_user("ann")
