@@ -1,5 +1,6 @@
 """The thread's messages as the prebuilt graph keeps them: a ``DeltaChannel`` reducer that
-is ``add_messages`` applied write by write, however the writes are grouped.
+is ``add_messages`` applied write by write, however the writes are grouped, on whatever
+``add_messages`` accepts (messages, dicts, tuples, strings).
 
 Shared by the graph (its state) and privacy (a thread's messages rebuilt for an export
 from any checkpointer's ``get_delta_channel_history``).
@@ -8,13 +9,20 @@ from any checkpointer's ``get_delta_channel_history``).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import (
+    AIMessage,
     AnyMessage,
     BaseMessage,
     BaseMessageChunk,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
     RemoveMessage,
+    SystemMessage,
+    ToolMessage,
     convert_to_messages,
 )
 from langgraph.channels import DeltaChannel
@@ -40,7 +48,41 @@ def _stable_id(previous: str, message: BaseMessage, present: set[Any]) -> str:
     return ident
 
 
-def add_message_batches(state: list[AnyMessage] | None, writes: Any) -> list[AnyMessage]:
+# A message as a LangGraph server's read path hands it over: the model's fields as a dict
+# (its checkpointer decodes stored messages to JSON, ``_msgpack_ext_hook_to_json``), the
+# thread's stored value (a ``DeltaChannel`` snapshot) included. By their ``type``.
+_DUMPED: dict[str, type[BaseMessage]] = {
+    "human": HumanMessage,
+    "ai": AIMessage,
+    "tool": ToolMessage,
+    "system": SystemMessage,
+    "remove": RemoveMessage,
+    "function": FunctionMessage,
+    "chat": ChatMessage,
+}
+
+
+def _as_message(item: Any) -> BaseMessage:
+    """``item`` as a message, as ``add_messages`` coerces it (``convert_to_messages``); a
+    message's fields as a dict (a server's JSON read) back to that message whole:
+    ``convert_to_messages`` would move an AI message's ``usage_metadata`` and
+    ``invalid_tool_calls`` into ``additional_kwargs``.
+    """
+    if isinstance(item, BaseMessage):
+        return item
+    if isinstance(item, dict) and "role" not in item and item.get("type") in _DUMPED:
+        return _DUMPED[item["type"]].model_validate(item)
+    return convert_to_messages([item])[0]
+
+
+def _as_messages(items: Any) -> list[BaseMessage]:
+    """``items`` (a list, or one message in any form ``add_messages`` accepts) as messages."""
+    if isinstance(items, list):
+        return [_as_message(item) for item in items]
+    return [_as_message(items)]
+
+
+def add_message_batches(state: Sequence[Any] | None, writes: Any) -> list[AnyMessage]:
     """``add_messages`` applied write by write, as ``DeltaChannel`` replays the writes in
     batches: the same state however the writes are grouped (a property test checks it).
 
@@ -51,13 +93,17 @@ def add_message_batches(state: list[AnyMessage] | None, writes: Any) -> list[Any
     a removal then a re-add of one id would keep the old place). A message without an id
     gets one from the thread's last message, as write-by-write application has it, and
     its content (:func:`_stable_id`).
+
+    The state and the writes may hold dicts, tuples or strings where messages go, as
+    ``add_messages`` allows: a LangGraph server replays a thread's stored value and writes
+    decoded to JSON when it reads a thread (``threads.get_state``, ``get_history``).
     """
-    messages = list(state or [])
+    messages = [_as_message(m) for m in state or ()]
     ids = {m.id for m in messages}
     last = str(messages[-1].id) if messages else ""
     pending: list[BaseMessage] = []
     for write in writes:
-        items = convert_to_messages(write if isinstance(write, list) else [write])
+        items = _as_messages(write)
         removes = any(isinstance(m, RemoveMessage) for m in items)
         if removes:
             messages = _apply(messages, pending)
