@@ -57,7 +57,7 @@ from langchain_tiered_memory.agent.recalled import (
     abare_or_referenced,
     bare_or_referenced,
 )
-from langchain_tiered_memory.agent.state import MemoryChannels
+from langchain_tiered_memory.agent.state import MEMORY_LOADED, MemoryChannels
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
 )
@@ -366,4 +366,23 @@ def create_memory_graph(
         # attached, so erasure reaches every saver the package guards (one that closes
         # before the memory is skipped and reported); shared threads: no owner check
         checkpointer = memory.checkpointer(checkpointer, shared_threads=shared_threads)
-    return builder.compile(checkpointer=checkpointer, store=store, name=name)
+    graph = builder.compile(checkpointer=checkpointer, store=store, name=name)
+    return _without_memory_in_values(graph)
+
+
+def _without_memory_in_values(
+    graph: CompiledStateGraph[Any, Any, Any, Any],
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """``graph`` with the memory a run loads (:data:`MEMORY_LOADED`) kept out of its
+    values: ``invoke``'s result, the ``"values"`` and ``"checkpoints"`` stream modes,
+    ``get_state`` and the thread record a LangGraph server stores from them
+    (``threads.get``, ``threads.search``), at every step, a failed or interrupted run's
+    included. LangGraph streams every channel of the state (an output schema narrows
+    ``invoke``'s result only), so both lists are narrowed; the nodes still read the
+    channels, and ``stream_mode="updates"`` still shows what ``load_memory`` wrote.
+    """
+    graph.stream_channels = [c for c in graph.stream_channels_list if c not in MEMORY_LOADED]
+    outputs = graph.output_channels
+    if isinstance(outputs, list):  # "__root__" (a str) is a state of one value: not ours
+        graph.output_channels = [c for c in outputs if c not in MEMORY_LOADED]
+    return graph.validate()

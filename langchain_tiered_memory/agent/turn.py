@@ -37,6 +37,7 @@ from langchain_tiered_memory.agent.nodes import (
 from langchain_tiered_memory.agent.policy import ModelPolicy, TagCapture
 from langchain_tiered_memory.agent.prompt import MemoryRenderer
 from langchain_tiered_memory.agent.settings import TurnSettings
+from langchain_tiered_memory.agent.state import memory_cleared
 from langchain_tiered_memory.agent.tools import SearchMemoryTool, SummarizeTool, UserTagTool
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.retrieval.conversation import DEFAULT_CONTEXT_TURNS
@@ -193,11 +194,14 @@ class MemoryTurn:
         config: RunnableConfig | None,
     ) -> Plan[dict[str, Any]]:
         """Record the facts the turn stated that no call recorded (the after-turn capture),
-        then append the turn's new messages to the user's history.
+        then append the turn's new messages to the user's history; the update also empties
+        what the turn loaded (:func:`~langchain_tiered_memory.agent.state.memory_cleared`),
+        both doors' last step: the state the run ends with carries no memory.
         """
         if (capture := self.capture) is not None:
             yield call(capture.run, capture.arun, state["messages"], user_id, thread_id, config)
         nodes = self.nodes
-        return (yield call(nodes.save, nodes.asave, state, user_id, thread_id, config))
+        update = yield call(nodes.save, nodes.asave, state, user_id, thread_id, config)
+        return {**update, **memory_cleared()}
 
     asave = save.aio

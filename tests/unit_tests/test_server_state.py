@@ -4,6 +4,8 @@
 - item 3: a server reads a thread with its checkpointer decoding stored messages to JSON
   dicts (``_msgpack_ext_hook_to_json``, a ``DeltaChannel`` snapshot included): the thread's
   messages reducer rebuilds the same messages from them, after time travel too;
+- item 6: the state a run ends with (what a server stores as the thread's record) holds
+  none of the memory the run loaded, through both doors.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import ormsgpack
 import pytest
+from langchain.agents import create_agent
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -31,6 +34,8 @@ from langgraph.checkpoint.serde.jsonplus import (
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
+from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
+from langchain_tiered_memory.agent.state import MEMORY_LOADED
 from langchain_tiered_memory.persistence.messages import add_message_batches
 from langchain_tiered_memory.testing import ScriptedChatModel
 
@@ -129,3 +134,87 @@ async def test_time_travel_then_a_run_reads_back_as_a_server_reads_it(
     else:
         history = list(server.get_state_history(config))
     assert len(history) == len(list(graph.get_state_history(config)))
+
+
+# ----- item 6: the state a run ends with (a server's thread record) -----
+
+
+def _leaks(values: dict[str, Any]) -> list[str]:
+    """What of another thread or of the memory section ``values`` holds."""
+    text = repr(values)
+    found = [w for w in ("keep bees", '"name": "Bob"') if w in text]
+    return found + [k for k in MEMORY_LOADED if values.get(k)]
+
+
+def _door(memory: TieredMemory, door: str, replies: list[Any]) -> tuple[Any, ScriptedChatModel]:
+    model = ScriptedChatModel(replies=replies)
+    saver = memory.checkpointer(InMemorySaver())
+    if door == "graph":
+        return create_memory_graph(model, memory=memory, checkpointer=saver), model
+    agent = create_agent(
+        model, tools=[], middleware=[TieredMemoryMiddleware(memory)], checkpointer=saver
+    )
+    return agent, model
+
+
+def _run(runnable: Any, thread: str, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The run's last ``"values"`` and its last checkpoint's values (what a LangGraph
+    server stores as the thread's record)."""
+    values: dict[str, Any] = {}
+    checkpoint: dict[str, Any] = {}
+    for mode, chunk in runnable.stream(
+        {"messages": [HumanMessage(text)]},
+        {"configurable": {"thread_id": thread}},
+        context={"user_id": "bob"},
+        stream_mode=["values", "checkpoints"],
+    ):
+        if mode == "values":
+            values = chunk
+        else:
+            checkpoint = chunk["values"]
+    return values, checkpoint
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_the_state_a_run_ends_with_holds_no_memory_it_loaded(
+    embedded_memory: TieredMemory, door: str
+) -> None:
+    """Issue 77 item 6, in process: after a run that loaded tags and another thread's
+    history, neither its last values nor its last checkpoint's (a server's thread record)
+    hold them. On the code before: ``memory_prompt`` with the tags and ``recent_history``
+    with the other thread's messages, in both."""
+    tag = AIMessage("", tool_calls=[{"name": "user_tag", "args": {"name": "Bob"}, "id": "c1"}])
+    runnable, model = _door(embedded_memory, door, [tag, "Noted.", "You are Bob."])
+    _run(runnable, "first", "I'm Bob. I keep bees.")
+    values, checkpoint = _run(runnable, "second", "Who am I?")
+    prompt = "\n".join(m.text for m in model.prompts[-1])
+    assert '"name": "Bob"' in prompt and "keep bees" in prompt  # the memory was loaded
+    assert [m.text for m in values["messages"]] == ["Who am I?", "You are Bob."]
+    assert _leaks(values) == [] and _leaks(checkpoint) == []
+    if door == "graph":  # nor the result, nor the state
+        result = runnable.invoke(
+            {"messages": [HumanMessage("Again?")]},
+            {"configurable": {"thread_id": "second"}},
+            context={"user_id": "bob"},
+        )
+        assert set(result) == {"messages", "saved_count", "saved_ids"}
+
+
+def test_a_failed_graph_run_leaves_no_memory_in_its_last_checkpoint(
+    embedded_memory: TieredMemory,
+) -> None:
+    """The graph keeps the memory out of every step's values, not only the last: a run
+    whose model fails after the load ends with a checkpoint a server records as is."""
+    embedded_memory.set_user_tags("bob", {"name": "Bob"})
+    graph, _ = _door(embedded_memory, "graph", [RuntimeError("the provider is down")])
+    checkpoints: list[dict[str, Any]] = []
+    with pytest.raises(RuntimeError, match="the provider is down"):
+        for chunk in graph.stream(
+            {"messages": [HumanMessage("Who am I?")]},
+            {"configurable": {"thread_id": "t"}},
+            context={"user_id": "bob"},
+            stream_mode="checkpoints",
+        ):
+            checkpoints.append(chunk["values"])
+    assert len(checkpoints) >= 2  # the load's step was checkpointed
+    assert [_leaks(values) for values in checkpoints] == [[] for _ in checkpoints]
