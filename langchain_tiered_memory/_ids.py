@@ -7,15 +7,25 @@ alphabet ``_keys`` builds keys from.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
 
-from langchain_tiered_memory.errors import InvalidArgumentError, InvalidUserIdError
+from langchain_tiered_memory.errors import (
+    InvalidArgumentError,
+    InvalidUserIdError,
+    ServedUserIdMismatchError,
+)
 
 __all__ = [
+    "AUTH_USER",
+    "AUTH_USER_ID",
     "MAX_COUNT",
     "MAX_THREAD_ID_LENGTH",
     "MAX_USER_ID_LENGTH",
     "UserId",
+    "authenticated_identity",
+    "run_user_id",
     "validate_count",
     "validate_run_thread_id",
     "validate_thread_id",
@@ -155,3 +165,71 @@ def validate_run_thread_id(value: object) -> str:
             "store: pass printable ids."
         )
     return checked
+
+
+# What a LangGraph server puts in a run's configurable (clients cannot set these keys):
+# the identity its Auth handler authenticated, and the user (None when unauthenticated).
+AUTH_USER_ID = "langgraph_auth_user_id"
+AUTH_USER = "langgraph_auth_user"
+
+
+def authenticated_identity(configurable: Mapping[str, Any] | None) -> str | None:
+    """The identity a LangGraph server's ``Auth`` handler authenticated for a run, from the
+    run's ``configurable``; ``None`` with no server, no auth handler, or an
+    unauthenticated request.
+
+    Example:
+        >>> authenticated_identity({"langgraph_auth_user_id": "bob",
+        ...                         "langgraph_auth_user": {"identity": "bob"}})
+        'bob'
+    """
+    configurable = configurable or {}
+    identity = configurable.get(AUTH_USER_ID)
+    if configurable.get(AUTH_USER) is None or not isinstance(identity, str) or not identity:
+        return None
+    return identity
+
+
+def run_user_id(context: Any, configurable: Mapping[str, Any] | None) -> object:
+    """The user a run is for, unvalidated (``None`` when it names none): on a LangGraph
+    server with an ``Auth`` handler, the identity it authenticated; else the context's
+    ``user_id`` (a mapping's key or an attribute), else ``configurable["user_id"]``.
+
+    One rule for every place that asks (the graph's steps, a saver's first read, which
+    records the thread's owner): a run naming someone else on a server never becomes
+    theirs anywhere, and is refused before the saver records anything.
+
+    Raises:
+        ServedUserIdMismatchError: on a server, the run's context or configurable (its
+            own, or its assistant's or thread's, which the server merges in) names a user
+            other than the authenticated one.
+
+    Example:
+        >>> run_user_id({"user_id": "alice"}, {})
+        'alice'
+        >>> run_user_id({}, {"langgraph_auth_user_id": "bob", "user_id": "bob",
+        ...                  "langgraph_auth_user": {"identity": "bob"}})
+        'bob'
+    """
+    configurable = configurable or {}
+    if isinstance(context, Mapping):
+        claimed = context.get("user_id")
+    else:
+        claimed = getattr(context, "user_id", None)
+    if claimed is None:
+        claimed = configurable.get("user_id")
+    identity = authenticated_identity(configurable)
+    if identity is None:
+        return claimed
+    # the server merges the assistant's context and the thread's configurable into the
+    # run's: a name there must not make the run another user's, nor every user's run fail
+    # silently, so it is refused with what to remove
+    if claimed is not None and claimed != identity:
+        raise ServedUserIdMismatchError(
+            "the run names a user other than the one the server authenticated (a user_id "
+            "in its context or config, or its assistant's): nothing was written. On a "
+            "LangGraph server the run's user is the authenticated identity: remove user_id "
+            "from the run's context and config, and from the assistant's (a new assistant "
+            "version without it, or assistants.set_latest to one before it)."
+        )
+    return identity

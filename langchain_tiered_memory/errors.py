@@ -28,6 +28,7 @@ __all__ = [
     "ThreadOwnershipError",
     "UnguardedCheckpointerError",
     "UserIdMismatchError",
+    "ServedUserIdMismatchError",
 ]
 
 
@@ -114,6 +115,17 @@ class UserIdMismatchError(TieredMemoryError, PermissionError):
     On a server with an ``Auth`` handler the authenticated identity is the run's user; a
     client that sends ``context={"user_id": ...}`` naming someone else is refused, never
     served as the user it named.
+    """
+
+
+class ServedUserIdMismatchError(UserIdMismatchError, ValueError):
+    """:class:`UserIdMismatchError` of a run on a LangGraph server, raised before anything
+    of the run is written.
+
+    Also a ``ValueError``: a LangGraph server passes the message of that kind of error to
+    the client (``runs.wait``'s ``__error__``, a stream's error event) and shows others,
+    ``PermissionError`` among them, only as "An internal error occurred"; the message says
+    what to remove.
     """
 
 

@@ -7,11 +7,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from langchain_tiered_memory._ids import validate_run_thread_id
+from langchain_tiered_memory._ids import (
+    AUTH_USER,
+    AUTH_USER_ID,
+    authenticated_identity,
+    run_user_id,
+    validate_run_thread_id,
+)
 from langchain_tiered_memory.backend.keys import validate_user_id
-from langchain_tiered_memory.errors import MissingUserIdError, UserIdMismatchError
+from langchain_tiered_memory.errors import MissingUserIdError
 
 __all__ = [
+    "AUTH_USER",
+    "AUTH_USER_ID",
     "CHECKPOINTER",
     "MemoryContext",
     "authenticated_user",
@@ -44,31 +52,28 @@ class MemoryContext(BaseModel):
     user_id: str | None = None
 
 
-# What a LangGraph server puts in a run's configurable (clients cannot set these keys):
-# the identity its Auth handler authenticated, and the user (None when unauthenticated).
-AUTH_USER_ID = "langgraph_auth_user_id"
-AUTH_USER = "langgraph_auth_user"
-
-
 def authenticated_user(config: Mapping[str, Any] | None) -> str | None:
     """The identity a LangGraph server's ``Auth`` handler authenticated for this run, or
     ``None`` (no server, no auth handler, or an unauthenticated request).
     """
-    configurable = (config or {}).get("configurable") or {}
-    identity = configurable.get(AUTH_USER_ID)
-    if configurable.get(AUTH_USER) is None or not isinstance(identity, str) or not identity:
-        return None
-    return identity
+    return authenticated_identity((config or {}).get("configurable"))
 
 
 def resolve_user_id(context: Any = None, config: Mapping[str, Any] | None = None) -> str:
     """The user id of a run: on a LangGraph server with an ``Auth`` handler, the identity
-    it authenticated; else ``context.user_id`` / ``context["user_id"]``, else
+    it authenticated, always; else ``context.user_id`` / ``context["user_id"]``, else
     ``config["configurable"]["user_id"]``.
 
+    On a server a ``user_id`` in the run's context or config, or in its assistant's (the
+    server merges the assistant's in), is never the run's user: one naming another user
+    is refused, and a saver that checks thread owners refuses it at its first read, by
+    the same rule, before it records the thread.
+
     Raises:
-        UserIdMismatchError: the run names a user other than the authenticated one (a
-            client holding bob's token sent ``context={"user_id": "alice"}``).
+        ServedUserIdMismatchError: the run names a user other than the authenticated one
+            (a client holding bob's token sent ``context={"user_id": "alice"}``, or ran an
+            assistant whose context says so); a ``UserIdMismatchError`` and a
+            ``ValueError``, whose message a LangGraph server passes to the client.
         MissingUserIdError: no user id at all.
         InvalidUserIdError: the id is not a usable user id.
 
@@ -80,22 +85,7 @@ def resolve_user_id(context: Any = None, config: Mapping[str, Any] | None = None
         >>> resolve_user_id({}, served)
         'bob'
     """
-    user_id = None
-    if isinstance(context, Mapping):
-        user_id = context.get("user_id")
-    elif context is not None:
-        user_id = getattr(context, "user_id", None)
-    if user_id is None and config is not None:
-        user_id = (config.get("configurable") or {}).get("user_id")
-    identity = authenticated_user(config)
-    if identity is not None:
-        if user_id is not None and user_id != identity:
-            raise UserIdMismatchError(
-                "the run names a user other than the one the server authenticated; a "
-                "run's memory is its authenticated user's: leave user_id out of the "
-                "context (the server's identity is used) or send the same one."
-            )
-        user_id = identity
+    user_id = run_user_id(context, (config or {}).get("configurable"))
     if user_id is None:
         keys = sorted(_context_keys(context))
         got = f" (the context has {keys}, no 'user_id')" if keys else ""

@@ -34,7 +34,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 
-from langchain_tiered_memory._ids import validate_user_id
+from langchain_tiered_memory._ids import run_user_id, validate_user_id
 from langchain_tiered_memory._steps import Plan, Step, adrive, call, drive
 from langchain_tiered_memory.errors import MissingUserIdError
 
@@ -80,18 +80,18 @@ def run_of(config: RunnableConfig | None) -> tuple[str, str] | None:
         MissingUserIdError: a run (its config carries LangGraph's ``Runtime``) on a thread
             names no usable user: refused here, before LangGraph writes the run's input
             into the thread (a guest's message reached the owner's next turn).
+        ServedUserIdMismatchError: a LangGraph server's run names a user other than the
+            authenticated one (issue 77: bob's run through an assistant naming alice was
+            recorded as hers before the graph refused it).
     """
     configurable = (config or {}).get("configurable") or {}
     thread = configurable.get("thread_id")
     if configurable.get("checkpoint_ns") or thread is None:
         return None
     runtime = configurable.get(_RUNTIME)
-    context = getattr(runtime, "context", None)
-    if isinstance(context, Mapping):
-        user = context.get("user_id")
-    else:
-        user = getattr(context, "user_id", None)
-    user = configurable.get("user_id") if user is None else user
+    # the graph's rule (the server's identity first; a run naming another user refused),
+    # here at the read that records the thread's owner, before anything is written
+    user = run_user_id(getattr(runtime, "context", None), configurable)
     if runtime is not None and user is not None:
         user = validate_user_id(user)  # "" or a non-string: the load's own error, here first
     if not isinstance(user, str) or not user:
