@@ -27,12 +27,18 @@ run by the tests against the real server.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph_sdk import Auth
 
 from langchain_tiered_memory.agent.owned import OWNER
+
+if TYPE_CHECKING:
+    from langchain_tiered_memory.memory import TieredMemory
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["OWNER", "protect_threads"]
 
@@ -47,7 +53,9 @@ def _identity(ctx: Auth.types.AuthContext) -> str:
 
 
 def _claimed(kwargs: Any) -> set[str]:
-    """The user ids a run's request names (its context and its configurable)."""
+    """The user ids a run's request, an assistant or a cron's payload names (its context
+    and its configurable).
+    """
     if not isinstance(kwargs, Mapping):
         return set()
     found = set()
@@ -64,19 +72,87 @@ def _stamp(value: Any, identity: str) -> None:
     metadata[OWNER] = identity  # never the client's: a request cannot hand a thread over
 
 
-def protect_threads(auth: Auth) -> Auth:
-    """Add thread ownership to a LangGraph server's ``Auth`` (it must authenticate).
+# what LangGraph's server stamps on the assistants it makes itself, one per graph in
+# langgraph.json: every user runs them, no user changes them
+SYSTEM = {"created_by": "system"}
+
+
+def _refuse_named_user(value: Any, what: str) -> None:
+    """403 for an assistant or a cron whose context or config names a ``user_id``: the
+    server merges it into every run made with it, where it would name another user.
+    """
+    if _claimed(value):
+        raise Auth.exceptions.HTTPException(
+            status_code=403,
+            detail=(
+                f"{what} names a user_id in its context or config: leave it out. On this "
+                "server a run's user is the signed-in identity, never a name in a request, "
+                "an assistant or a cron."
+            ),
+        )
+
+
+def _no_system_label(value: Any) -> None:
+    metadata = value.get("metadata")
+    if isinstance(metadata, Mapping) and metadata.get("created_by") == SYSTEM["created_by"]:
+        # the server skips its assistant read check for those: a user's would run as shared
+        raise Auth.exceptions.HTTPException(
+            status_code=403,
+            detail="metadata created_by='system' is the server's own; use another value.",
+        )
+
+
+async def _owns_thread(thread_id: str, identity: str) -> bool:
+    """Whether the server's thread ``thread_id`` is ``identity``'s (its ``owner``), asked
+    of the server itself: the SDK's in-process client, which bypasses the auth handlers,
+    in the server process that runs them.
+    """
+    from langgraph_sdk import get_client
+    from langgraph_sdk.errors import NotFoundError
+
+    try:
+        thread = await get_client().threads.get(thread_id)
+    except NotFoundError:
+        return False
+    return (thread.get("metadata") or {}).get(OWNER) == identity
+
+
+def protect_threads(auth: Auth, *, memory: TieredMemory | None = None) -> Auth:
+    """Keep everything of a LangGraph server to its user: add the handlers to the app's
+    ``Auth`` (it must authenticate) for threads, assistants, crons and the store.
 
     - a thread is its creator's: ``owner`` metadata set to the authenticated identity on
       create and on a run that creates it, whatever the request sent;
     - every thread request (read, history, update, copy, delete, search, runs) sees only
       the caller's threads: another user's thread is not found (404);
     - a run whose context or config names another user id is refused (403), before the
-      server writes anything; a run that names none is its authenticated user's.
+      server writes anything; a run that names none is its authenticated user's;
+    - an assistant is its creator's (``owner``): others do not find it (404) to read,
+      run, update or delete; the server's own assistants (one per graph, metadata
+      ``created_by: system``) are everyone's to read and run and no user's to change;
+      an assistant whose context or config names a ``user_id`` is refused (403);
+    - a cron is its creator's (``owner``), and one whose payload names another user is
+      refused (403);
+    - the server's store: each user's namespaces start with their identity (LangGraph's
+      pattern: ``("notes",)`` is ``(identity, "notes")``, and a namespace that does not
+      start with it gets it in front), so no user reads or writes another's items;
+    - with ``memory``: the owner's ``threads.delete`` first erases the thread from the
+      memory (``memory.aforget_thread``: its history, the items made only from it, so a
+      new thread is not given what it said); another user's delete erases nothing (404).
+      Without it, the memory keeps a deleted thread: call ``forget_thread`` yourself.
+
+    Args:
+        auth: The app's ``Auth``, with its ``@auth.authenticate``.
+        memory: The memory the server's graph uses (import it from the graph's module:
+            both run in the server process).
 
     Returns:
         ``auth``, with the handlers registered (the app's own handlers for other
         resources are kept).
+
+    Example:
+        >>> from graph import memory  # the module langgraph.json names  # doctest: +SKIP
+        >>> auth = protect_threads(auth, memory=memory)  # doctest: +SKIP
     """
 
     @auth.on.threads.create
@@ -106,8 +182,82 @@ def protect_threads(auth: Auth) -> Auth:
             _stamp(value, identity)
         return {OWNER: identity}
 
+    @auth.on.threads.delete
+    async def _delete(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+        identity = _identity(ctx)
+        thread_id = str(value.get("thread_id") or "")
+        # the handler runs before the server deletes (and before it knows the owner): the
+        # memory is asked only for the caller's own thread, and a failure stops the delete,
+        # so a thread never leaves the server while the memory still holds it
+        if memory is not None and thread_id and await _owns_thread(thread_id, identity):
+            try:
+                await memory.aforget_thread(identity, thread_id)
+            except Exception as exc:
+                logger.exception("erasing thread %s from the memory failed", thread_id)
+                raise Auth.exceptions.HTTPException(
+                    status_code=503,
+                    detail=(
+                        "The thread's memory could not be erased, so the thread was not "
+                        "deleted; retry the delete."
+                    ),
+                ) from exc
+        return {OWNER: identity}
+
     @auth.on.threads
     async def _any(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
         return {OWNER: _identity(ctx)}
+
+    @auth.on.assistants.create
+    async def _assistant_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+        identity = _identity(ctx)
+        _refuse_named_user(value, "The assistant")
+        _no_system_label(value)
+        _stamp(value, identity)
+        return {OWNER: identity}
+
+    @auth.on.assistants.update
+    async def _assistant_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+        identity = _identity(ctx)
+        _refuse_named_user(value, "The assistant")
+        _no_system_label(value)
+        if isinstance(value.get("metadata"), Mapping):
+            _stamp(value, identity)  # new metadata replaces the old: it keeps the owner
+        return {OWNER: identity}  # the server's own have no owner: no user changes them
+
+    @auth.on.assistants.delete
+    async def _assistant_delete(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+        return {OWNER: _identity(ctx)}
+
+    @auth.on.assistants
+    async def _assistant_read(ctx: Auth.types.AuthContext, value: Any) -> dict[str, Any]:
+        # read and search: the caller's own, and the server's own (which every run of a
+        # graph by its name uses)
+        return {"$or": [{OWNER: _identity(ctx)}, dict(SYSTEM)]}
+
+    @auth.on.crons.create
+    async def _cron_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+        identity = _identity(ctx)
+        _refuse_named_user(value.get("payload"), "The cron")
+        _stamp(value, identity)
+        return {OWNER: identity}
+
+    @auth.on.crons.update
+    async def _cron_update(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+        identity = _identity(ctx)
+        _refuse_named_user(value.get("payload"), "The cron")
+        if isinstance(value.get("metadata"), Mapping):
+            _stamp(value, identity)
+        return {OWNER: identity}
+
+    @auth.on.crons
+    async def _cron_any(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+        return {OWNER: _identity(ctx)}
+
+    @auth.on.store
+    async def _store(ctx: Auth.types.AuthContext, value: Any) -> None:
+        identity = _identity(ctx)
+        namespace = tuple(value.get("namespace") or ())
+        if not namespace or namespace[0] != identity:
+            value["namespace"] = (identity, *namespace)
 
     return auth

@@ -3,12 +3,17 @@
 ``authenticate`` is the part an app replaces with its identity provider (verify a JWT,
 ask a session store): here, bearer tokens from ``DEMO_TOKENS`` ("token=user,token=user").
 :func:`~langchain_tiered_memory.deploy.protect_threads` adds what the memory needs: each
-thread stamped with its creator, every thread request filtered by it, a run naming
-another user refused.
+thread, assistant and cron stamped with its creator and every request filtered by it, the
+store scoped to the user, a run (or an assistant) naming a user refused, and, given the
+graph's memory, the owner's thread delete erasing the thread from the memory too.
 """
 
 import os
 
+# the graph's memory: the server runs this module and the graph's in one process (the
+# server loads graph.py by its path, this import loads it once more by name: a second
+# client of the same Redis, which is all the delete handler needs)
+from graph import memory
 from langgraph_sdk import Auth
 
 from langchain_tiered_memory.deploy import protect_threads
@@ -30,4 +35,4 @@ async def authenticate(authorization: str | None) -> str:
     return user
 
 
-protect_threads(auth)
+protect_threads(auth, memory=memory)
