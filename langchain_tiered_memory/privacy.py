@@ -187,7 +187,8 @@ def _recorded(
         logger.warning(
             "the app attached %s to this memory, which this process does not hold: its data "
             "there is not reached; erase it from the app's process (memory.forget_user "
-            "there), or attach the same savers and stores here",
+            "there), or attach the same savers and stores here (a LangGraph server's "
+            "threads: memory.attach(server=LangGraphServerThreads(url, headers=...)))",
             ", ".join(unreached),
         )
     return stores, unreached
@@ -200,6 +201,11 @@ def _forget_user_plan(
     stores, unreached = yield from _recorded(tiers, savers, stores)
     # only the threads the user owns: another user's thread is never touched
     threads = yield from _threads_of(tiers, user_id, savers)
+    # a LangGraph server's threads of the user (by its owner stamp: copies too), through
+    # its API; found before anything is deleted, as the stores' items below
+    served = []
+    for server in tiers.servers:
+        served.append((server, (yield call(server.threads_of, server.athreads_of, user_id))))
     # other stores' items are collected before anything is deleted: a read that fails
     # then leaves the user whole, not half erased
     found: list[list[Item]] = []
@@ -211,6 +217,11 @@ def _forget_user_plan(
     for saver in savers:
         for thread_id in threads:
             yield call(saver.delete_thread, saver.adelete_thread, thread_id)
+    server_threads = 0
+    for server, ids in served:
+        for thread_id in ids:
+            yield call(server.delete, server.adelete, thread_id)
+        server_threads += len(ids)
     store_items = 0
     for (store, templates), items in zip(stores, found, strict=True):
         if isinstance(store, RedisStore) and not _overlapping(user_id, templates):
@@ -233,6 +244,8 @@ def _forget_user_plan(
     }
     if stores:
         removed["store_items"] = store_items
+    if served:
+        removed["server_threads"] = server_threads
     if unreached:  # not a complete erasure: said, not hidden
         removed["unreached"] = len(unreached)
     yield from tiers.turn.forget(user_id)
@@ -286,6 +299,12 @@ def _forget_thread_plan(
         ),
         "checkpoints": checkpoints,
     }
+    if tiers.servers:  # the server's thread, if the server keeps it as the user's
+        removed["server_threads"] = 0
+        for server in tiers.servers:
+            if (yield call(server.owner, server.aowner, thread_id)) == user_id:
+                yield call(server.delete, server.adelete, thread_id)
+                removed["server_threads"] += 1
     # the items other threads said too stay, without the forgotten thread among their
     # sources; so do the logged tag changes (forgetting a thread deletes no tag)
     summaries, tags = tiers.summaries, tiers.tags
@@ -308,6 +327,12 @@ def _export_plan(
         for thread_id in threads:
             states.append((yield from _thread_export(savers, thread_id)))
         extra["thread_states"] = states
+    if tiers.servers:
+        extra["server_threads"] = []
+        for server in tiers.servers:
+            for thread_id in (yield call(server.threads_of, server.athreads_of, user_id)):
+                record = yield call(server.export, server.aexport, thread_id)
+                extra["server_threads"].append(_jsonable(record))
     if stores:
         extra["store"] = []
         for store, templates in stores:

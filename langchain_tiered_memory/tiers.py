@@ -39,6 +39,7 @@ from langchain_tiered_memory.backend.keys import keys_of
 from langchain_tiered_memory.capabilities import Capability, lists_users, missing
 from langchain_tiered_memory.errors import CorruptMemoryError, WatermarkConflict
 from langchain_tiered_memory.persistence.checkpoint.owned import aholds_thread, holds_thread
+from langchain_tiered_memory.persistence.server_threads import SERVER_KIND, LangGraphServerThreads
 from langchain_tiered_memory.stores import redis_turn
 from langchain_tiered_memory.stores.attachments import (
     Attached,
@@ -269,6 +270,8 @@ class Tiers:
     # across processes
     attached: set[Attached] = field(default_factory=set)
     recorded_templates: set[tuple[str, ...]] = field(default_factory=set)
+    # LangGraph servers' threads, reached through their API (attach(server=...))
+    servers: list[LangGraphServerThreads] = field(default_factory=list)
     _turn: tuple[tuple[object, ...], TurnStorage] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -279,8 +282,10 @@ class Tiers:
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         store: BaseStore | None = None,
         store_namespaces: Sequence[tuple[str, ...]] | None = None,
+        server: LangGraphServerThreads | None = None,
     ) -> None:
-        """Add a checkpointer and/or a store that hold the users' data (each once).
+        """Add a checkpointer, a store and/or a LangGraph server's threads that hold the
+        users' data (each once; a server by its URL).
 
         ``store_namespaces`` are the templates of a user's namespaces in ``store`` (default
         :data:`DEFAULT_STORE_NAMESPACES`); without ``store`` they are added to those of
@@ -289,6 +294,25 @@ class Tiers:
         self.checkpointers, self.stores = self.reaching(
             checkpointer=checkpointer, store=store, store_namespaces=store_namespaces
         )
+        if server is not None:
+            self.servers = [s for s in self.servers if s.url != server.url] + [server]
+
+    def served(self) -> Plan[None]:
+        """The plan that notes that this process runs the memory graph for a LangGraph
+        server (a run's metadata said so: ``persistence.server_threads.served_by``): the
+        server keeps threads of the users that no saver of the memory's reaches. Recorded
+        beside the data once a process, so an erasure from any process that holds no
+        :class:`LangGraphServerThreads` reports them as ``unreached`` (every turn's write
+        adds the entry again after an operator's clear).
+        """
+        served = Attached(SERVER_KIND)
+        if served in self.attached:
+            return
+        self.attached.add(served)
+        record = self.attachment_record()
+        if record is not None and self.connection is not None:
+            add = [record.add_call(entries([], [served]))]
+            yield call(self.connection.run_all, self.connection.arun_all, add)
 
     def record_attachments(self) -> None:
         """Record what is attached beside the data (an app's ``attach``): every process's
@@ -322,7 +346,8 @@ class Tiers:
         if self.connection is None or not (self.attached or self.recorded_templates):
             return []  # nothing attached: a turn sends nothing for it
         savers = [c for c in self.checkpointers if not _closed(c)]
-        return entries(self._own_templates(), self._others(savers, self.stores))
+        served = {a for a in self.attached if a.kind == SERVER_KIND}
+        return entries(self._own_templates(), self._others(savers, self.stores) | served)
 
     def attachment_record(self) -> AttachmentRecord | None:
         """Where the attachments of every process are recorded (``None`` off Redis)."""
@@ -363,6 +388,7 @@ class Tiers:
             for s, names in stores
         ]
         held = self._others(savers, stores)
+        held |= {Attached(SERVER_KIND, s.url) for s in self.servers}
         missed = {
             a for a in recorded.attached | self.attached if not any(a.reached_by(h) for h in held)
         }

@@ -64,6 +64,7 @@ from langchain_tiered_memory.agent.unsaved import edited, last_human, unsaved
 from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.language.attribution import ground_tags, stated_tags, states_a_fact
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
+from langchain_tiered_memory.persistence.server_threads import served_by
 from langchain_tiered_memory.retrieval.conversation import (
     DEFAULT_CONTEXT_TURNS,
     recent_user_texts,
@@ -274,6 +275,8 @@ class MemoryNodes:
         """
         if not self.shared_threads:
             require_guarded_checkpointer()  # before any model call of the run
+        if served_by() is not None:  # the server keeps threads: erasure must know
+            drive(self.memory.tiers.served())
         line = None
         if (request := self._query_request(state)) is not None:
             line = write_memory_query(*request)
@@ -286,6 +289,8 @@ class MemoryNodes:
         """Async :meth:`load`."""
         if not self.shared_threads:
             require_guarded_checkpointer()
+        if served_by() is not None:
+            await adrive(self.memory.tiers.served())
         line = None
         if (request := self._query_request(state)) is not None:
             line = await awrite_memory_query(*request)

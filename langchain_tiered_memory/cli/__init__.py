@@ -333,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
         "its checkpoints (tags stay)",
     )
     forget.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+    _server_option(forget)
     forget.set_defaults(func=cmd_forget)
 
     mcp = sub.add_parser(
@@ -449,8 +450,19 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     _user_option(export)
+    _server_option(export)
     export.set_defaults(func=cmd_export)
     return parser
+
+
+def _server_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--langgraph-url",
+        metavar="URL",
+        help="a LangGraph server that runs the memory graph: its threads of the user are "
+        "reached through its API, as the identity in $TIERED_MEMORY_LANGGRAPH_AUTH (the "
+        "Authorization header's value, e.g. 'Bearer <token>') or $LANGGRAPH_API_KEY",
+    )
 
 
 # --------------------------------------------------------------------------- helpers

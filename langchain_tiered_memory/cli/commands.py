@@ -11,6 +11,7 @@ from typing import Any
 from langchain_tiered_memory.cli.common import (
     EXIT_ERROR,
     EXIT_OK,
+    attach_server,
     checkpoint_thread_id,
     data_dir_of,
     describe_model,
@@ -78,6 +79,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``export --user U``: JSON on stdout."""
     user = user_id_of(args)
     with open_memory(args) as memory:
+        attach_server(memory, args)
         data = memory.export_user(user)
     sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
     return EXIT_OK
@@ -336,15 +338,18 @@ def cmd_forget(args: argparse.Namespace) -> int:
     # the one erasure: every tier, the user's threads in the memory's checkpointer and
     # items in its store, the server's files
     with open_memory(args) as memory:
+        attach_server(memory, args)
         removed = memory.forget_user(user)
     unreached = removed.pop("unreached", 0)
     parts = ", ".join(f"{n} {what}" for what, n in removed.items())
     console.print(f"forgot user {esc(repr(user))}: removed {parts}", highlight=False)
     if unreached:  # the app attached savers or stores this process does not hold
         console.print(
-            f"[red]not complete:[/red] the app attached {unreached} checkpointer(s) or "
-            "store(s) this command cannot open (the log names them): erase the user from "
-            "the app's own process too (memory.forget_user), where they are attached.",
+            f"[red]not complete:[/red] the app attached {unreached} checkpointer(s), "
+            "store(s) or LangGraph server(s) this command cannot reach (the log names "
+            "them): erase the user from the app's own process too (memory.forget_user), "
+            "where they are attached; for a LangGraph server's threads, run this again "
+            "with --langgraph-url URL and $TIERED_MEMORY_LANGGRAPH_AUTH.",
             highlight=False,
         )
         return EXIT_ERROR
@@ -353,6 +358,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 def _forget_thread(args: argparse.Namespace, user: str, console: Any) -> int:
     with open_memory(args) as memory:
+        attach_server(memory, args)
         # chat threads are recorded under a user-scoped id; an app's under its own
         thread = args.thread
         if thread not in memory.history.threads(user):

@@ -62,6 +62,23 @@ def open_memory(args: argparse.Namespace) -> Any:
     )
 
 
+def attach_server(memory: Any, args: argparse.Namespace) -> None:
+    """Attach ``--langgraph-url``'s threads to ``memory`` (erase, export), as the identity
+    the environment names: never a secret on the command line, where ``ps`` shows it.
+    """
+    url = getattr(args, "langgraph_url", None)
+    if not url:
+        return
+    import os
+
+    from langchain_tiered_memory.persistence.server_threads import LangGraphServerThreads
+
+    auth = os.environ.get("TIERED_MEMORY_LANGGRAPH_AUTH")
+    headers = {"Authorization": auth} if auth else None
+    key = os.environ.get("LANGGRAPH_API_KEY")
+    memory.attach(server=LangGraphServerThreads(url, headers=headers, api_key=key))
+
+
 def user_id_of(args: argparse.Namespace) -> str:
     return validate_user_id(args.user)
 

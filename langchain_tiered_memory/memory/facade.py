@@ -73,6 +73,7 @@ if TYPE_CHECKING:
         CheckpointTTL,
         RedisSaver,
     )
+    from langchain_tiered_memory.persistence.server_threads import LangGraphServerThreads
     from langchain_tiered_memory.persistence.store import RedisStore
 
 logger = logging.getLogger(__name__)
@@ -840,6 +841,7 @@ class TieredMemory:
         checkpointer: BaseCheckpointSaver | None = None,
         store: BaseStore | None = None,
         store_namespaces: Sequence[tuple[str, ...]] | None = None,
+        server: LangGraphServerThreads | None = None,
     ) -> None:
         """Tell the memory of a checkpointer or store that holds its users' data, once:
         every erasure and export reaches it, from any entry point and (recorded beside the
@@ -851,6 +853,8 @@ class TieredMemory:
         templates of a user's namespaces in ``store`` (default
         ``[("memories", "{user_id}")]``); without ``store``, of the memory's own. An
         async-only saver (``AsyncPostgresSaver``) is erased by ``aforget_user``.
+        ``server``: a LangGraph server's threads (``LangGraphServerThreads``), erased and
+        exported through its API; without one they are ``unreached``.
 
         Example:
             >>> memory.attach(checkpointer=PostgresSaver(conn))  # doctest: +SKIP
@@ -858,7 +862,9 @@ class TieredMemory:
         """
         if store_namespaces is not None:
             privacy.check_namespaces(store_namespaces)
-        self.tiers.attach(checkpointer=checkpointer, store=store, store_namespaces=store_namespaces)
+        self.tiers.attach(
+            checkpointer=checkpointer, store=store, store_namespaces=store_namespaces, server=server
+        )
         self.tiers.record_attachments()
 
     @paired

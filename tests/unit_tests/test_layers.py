@@ -304,12 +304,12 @@ MODULE_LINES, CLASS_LINES = 600, 400
 # Issue 76 grew four (erase and drop_thread contract methods with defaults, the read
 # refresh rule, attachments per instance): a debt of round seven, not a new allowance.
 OVER_MODULES: dict[str, int] = {
-    "memory/facade.py": 1005,
+    "memory/facade.py": 1011,  # attach(server=...) (#77)
     "stores/history/base.py": 602,  # erase: a contract method with a default (#76)
     "stores/history/redis_store.py": 616,  # erase (#76)
-    "tiers.py": 658,  # attachments per instance, recorded again on each turn (#76)
+    "tiers.py": 684,  # attachments per instance (#76); a LangGraph server's threads (#77)
 }
-OVER_CLASSES: dict[str, int] = {"TieredMemory": 903, "Tiers": 408}  # Tiers: #76
+OVER_CLASSES: dict[str, int] = {"TieredMemory": 904, "Tiers": 433}  # Tiers: #76, #77
 
 
 def test_no_module_or_class_grows_past_the_limits() -> None:
@@ -356,8 +356,8 @@ OVER_WITH_BASES: dict[str, int] = {
     # #70)
     "RedisSummaryStore": 674,
     "SaverMaintenance": 512,  # strip_retired (#67); _refresh (#76)
-    "TieredMemory": 899,  # each pair written once (#58: was 1034); shared_threads= (#66)
-    "Tiers": 408,  # attachments per instance, recorded again on each turn (#76)
+    "TieredMemory": 904,  # each pair written once (#58: was 1034); shared_threads= (#66)
+    "Tiers": 433,  # attachments per instance (#76); a LangGraph server's threads (#77)
 }
 
 
