@@ -110,10 +110,11 @@ async def _owns_thread(thread_id: str, identity: str) -> bool:
     from langgraph_sdk import get_client
     from langgraph_sdk.errors import NotFoundError
 
-    try:
-        thread = await get_client().threads.get(thread_id)
-    except NotFoundError:
-        return False
+    async with get_client() as server:  # its own HTTP client, closed after the one call
+        try:
+            thread = await server.threads.get(thread_id)
+        except NotFoundError:
+            return False
     return (thread.get("metadata") or {}).get(OWNER) == identity
 
 
