@@ -11,16 +11,23 @@ prebuilt graph, ``create_agent``, any LangGraph agent) it reads the turn's messa
 injected ``ToolRuntime`` and drops a value the user did not state of themself, or one that
 would change a stored value without the user saying so. Called directly by app code,
 with no conversation, it records what it is given.
+
+In a memory turn (the prebuilt graph, the middleware: ``deferred``) ``user_tag`` validates
+and answers but records nothing itself: the tags ride in its ``ToolMessage``'s artifact
+(:data:`PENDING_TAGS`) and the turn's save step records them
+(:func:`pending_tags`). A run that never reaches its save (rolled back by a LangGraph
+server, cancelled, failed) leaves no tag; the memory follows the thread's messages.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, ToolException
 from langchain_core.tools.base import InjectedToolArg
@@ -38,6 +45,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "PENDING_TAGS",
+    "pending_tags",
     "UserTagTool",
     "SummarizeTool",
     "SearchMemoryTool",
@@ -50,6 +59,8 @@ USER_TAG_TOOL = "user_tag"
 SUMMARIZE_TOOL = "summarize"
 SEARCH_MEMORY_TOOL = "search_memory"
 MAX_SEARCH_RESULTS = 20
+# the artifact key of a deferred user_tag result: the validated tags the turn's save records
+PENDING_TAGS = "pending_tags"
 
 
 def run_context() -> Any:
@@ -110,6 +121,39 @@ def _turn_text(runtime: Any) -> str | None:
     return ""  # a conversation with no human message states nothing
 
 
+def pending_tags(messages: Sequence[BaseMessage]) -> dict[str, str]:
+    """The tags the deferred ``user_tag`` calls among ``messages`` left to the turn's save,
+    merged in order (a later call's value wins, as two writes would).
+
+    Example:
+        >>> done = ToolMessage("Recorded: age=30.", tool_call_id="c1", name="user_tag",
+        ...                    artifact={"pending_tags": {"age": "30"}})
+        >>> pending_tags([done])
+        {'age': '30'}
+    """
+    tags: dict[str, str] = {}
+    for message in messages:
+        if not isinstance(message, ToolMessage) or message.name != USER_TAG_TOOL:
+            continue
+        artifact = message.artifact
+        pending = artifact.get(PENDING_TAGS) if isinstance(artifact, dict) else None
+        if message.status != "error" and isinstance(pending, dict):
+            tags.update({str(k): str(v) for k, v in pending.items()})
+    return tags
+
+
+def _turn_messages(runtime: Any) -> list[BaseMessage]:
+    """The run's messages from its latest human message on (the turn so far)."""
+    state = getattr(runtime, "state", None)
+    messages = state.get("messages") if isinstance(state, dict) else None
+    if messages is None:
+        messages = getattr(state, "messages", None) or []
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            return list(messages[i:])
+    return list(messages)
+
+
 def _ungrounded(text: str, values: dict[str, Any], stored: dict[str, str]) -> dict[str, Any]:
     """``values`` reduced to what ``text`` states about the user (see the module
     docstring); raises ``ToolException`` saying why when nothing is left.
@@ -144,6 +188,12 @@ class UserTagTool(BaseTool):
     )
     memory: Any = Field(exclude=True)
     handle_tool_error: bool = True
+    # the artifact carries the tags a deferred call leaves to the turn's save
+    response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
+    # Run by a ToolNode in a memory turn: validate and answer, and leave the write to the
+    # turn's save (pending_tags), so a run the server rolls back records nothing. Set by
+    # the turn (agent/turn.py), whose save step records them; an app's own graph has none.
+    deferred: bool = False
 
     def __init__(self, *, memory: TieredMemory, **kwargs: Any) -> None:
         schema = memory.tags.schema
@@ -172,31 +222,61 @@ class UserTagTool(BaseTool):
             out += "."
         return out
 
-    def _run(self, config: RunnableConfig, runtime: Any = None, **kwargs: Any) -> str:
-        user_id = _user_id(config)
-        values = asked = self._given(kwargs)
-        text = _turn_text(runtime)
-        try:
-            if text is not None:
-                values = _ungrounded(text, values, self.memory.get_user_tags(user_id))
-            stored = self.memory.set_user_tags(user_id, values, thread_id=thread_of(config))
-        except InvalidTagError as exc:
-            raise ToolException(f"NOT RECORDED: nothing was stored: {exc}") from exc
-        return self._confirm(stored, asked)
+    def _defers(self, text: str | None) -> bool:
+        """Whether this call leaves the write to the turn's save: a deferred tool run by
+        a ``ToolNode`` (a conversation: ``text`` is not ``None``).
+        """
+        return self.deferred and text is not None
 
-    async def _arun(self, config: RunnableConfig, runtime: Any = None, **kwargs: Any) -> str:
+    def _result(
+        self, stored: dict[str, str], asked: dict[str, Any], pending: bool
+    ) -> tuple[str, dict[str, Any] | None]:
+        return self._confirm(stored, asked), ({PENDING_TAGS: stored} if pending else None)
+
+    def _run(
+        self, config: RunnableConfig, runtime: Any = None, **kwargs: Any
+    ) -> tuple[str, dict[str, Any] | None]:
         user_id = _user_id(config)
         values = asked = self._given(kwargs)
         text = _turn_text(runtime)
+        defers = self._defers(text)
         try:
             if text is not None:
-                stored_tags = await self.memory.aget_user_tags(user_id)
-                # reading a long message is CPU work: off the event loop
-                values = await asyncio.to_thread(_ungrounded, text, values, stored_tags)
-            stored = await self.memory.aset_user_tags(user_id, values, thread_id=thread_of(config))
+                known = self.memory.get_user_tags(user_id)
+                if defers:  # this turn's earlier calls count as stored
+                    known.update(pending_tags(_turn_messages(runtime)))
+                values = _ungrounded(text, values, known)
+            if defers:
+                stored = self.memory.tags.validate(values)
+            else:
+                stored = self.memory.set_user_tags(user_id, values, thread_id=thread_of(config))
         except InvalidTagError as exc:
             raise ToolException(f"NOT RECORDED: nothing was stored: {exc}") from exc
-        return self._confirm(stored, asked)
+        return self._result(stored, asked, defers)
+
+    async def _arun(
+        self, config: RunnableConfig, runtime: Any = None, **kwargs: Any
+    ) -> tuple[str, dict[str, Any] | None]:
+        user_id = _user_id(config)
+        values = asked = self._given(kwargs)
+        text = _turn_text(runtime)
+        defers = self._defers(text)
+        try:
+            if text is not None:
+                known = await self.memory.aget_user_tags(user_id)
+                if defers:
+                    known.update(pending_tags(_turn_messages(runtime)))
+                # reading a long message is CPU work: off the event loop
+                values = await asyncio.to_thread(_ungrounded, text, values, known)
+            if defers:
+                stored = self.memory.tags.validate(values)
+            else:
+                stored = await self.memory.aset_user_tags(
+                    user_id, values, thread_id=thread_of(config)
+                )
+        except InvalidTagError as exc:
+            raise ToolException(f"NOT RECORDED: nothing was stored: {exc}") from exc
+        return self._result(stored, asked, defers)
 
 
 class _NoArgs(BaseModel):

@@ -38,7 +38,13 @@ from langchain_tiered_memory.agent.policy import ModelPolicy, TagCapture
 from langchain_tiered_memory.agent.prompt import MemoryRenderer
 from langchain_tiered_memory.agent.settings import TurnSettings
 from langchain_tiered_memory.agent.state import memory_cleared
-from langchain_tiered_memory.agent.tools import SearchMemoryTool, SummarizeTool, UserTagTool
+from langchain_tiered_memory.agent.tools import (
+    SearchMemoryTool,
+    SummarizeTool,
+    UserTagTool,
+    pending_tags,
+)
+from langchain_tiered_memory.agent.unsaved import unsaved
 from langchain_tiered_memory.memory import TieredMemory
 from langchain_tiered_memory.retrieval.conversation import DEFAULT_CONTEXT_TURNS
 
@@ -129,7 +135,8 @@ class MemoryOptions:
             settings=settings,
             nodes=nodes,
             step=ModelStep.of(settings, self.max_tool_rounds, memory),
-            tag_tool=UserTagTool(memory=memory),
+            # its tags are recorded by this turn's save: a rolled-back run records none
+            tag_tool=UserTagTool(memory=memory, deferred=True),
             summarize_tool=SummarizeTool(
                 memory=memory, model=summary_model, **settings.summary_options
             ),
@@ -193,11 +200,21 @@ class MemoryTurn:
         thread_id: str | None,
         config: RunnableConfig | None,
     ) -> Plan[dict[str, Any]]:
-        """Record the facts the turn stated that no call recorded (the after-turn capture),
-        then append the turn's new messages to the user's history; the update also empties
-        what the turn loaded (:func:`~langchain_tiered_memory.agent.state.memory_cleared`),
-        both doors' last step: the state the run ends with carries no memory.
+        """Record the tags the turn's ``user_tag`` calls left to it
+        (:func:`~langchain_tiered_memory.agent.tools.pending_tags`) and the facts it stated
+        that no call recorded (the after-turn capture), then append the turn's new messages
+        to the user's history; the update also empties what the turn loaded
+        (:func:`~langchain_tiered_memory.agent.state.memory_cleared`). Both doors' last
+        step: a run that never gets here (rolled back by a LangGraph server, cancelled,
+        failed) wrote no tag, and the state it ends with carries no memory.
         """
+        # the thread's messages the history does not hold: a failed run's calls are kept
+        # in the thread and recorded by its next save, a rolled-back run's are gone
+        if tags := pending_tags(unsaved(state)[0]):
+            memory = self.nodes.memory
+            yield call(
+                memory.set_user_tags, memory.aset_user_tags, user_id, tags, thread_id=thread_id
+            )
         if (capture := self.capture) is not None:
             yield call(capture.run, capture.arun, state["messages"], user_id, thread_id, config)
         nodes = self.nodes

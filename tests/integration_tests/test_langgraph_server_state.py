@@ -10,7 +10,8 @@ the standalone redis-server.
 - the server's thread record (``threads.get``, ``threads.search``) holds the thread's
   messages, never the memory the run loaded (the memory section, the carried history).
 
-One server for the module (starts are slow and the machine has two cores).
+One server at a time, for the module: the server's own checkpointer, then ``AsyncRedisSaver``
+(starts are slow and the machine has two cores).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ APP = '''
 """The app ``langgraph dev`` serves: the memory graph on the server's own checkpointer, two
 bearer-token users kept to their threads; memory in the standalone redis-server."""
 import asyncio
+import contextlib
 import os
 import re
 
@@ -43,10 +45,11 @@ from langgraph_sdk import Auth
 from langchain_tiered_memory import HashingEmbeddings, TieredMemory
 from langchain_tiered_memory.agent.graph import create_memory_graph
 from langchain_tiered_memory.deploy import protect_threads
+from langchain_tiered_memory.persistence.checkpoint import AsyncRedisSaver
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 URL, PREFIX = os.environ["TM_REDIS_URL"], os.environ["TM_PREFIX"]
-TOKENS = {"tok-alice": "alice", "tok-bob": "bob"}
+TOKENS = {"tok-alice": "alice", "tok-bob": "bob", "tok-carol": "carol"}
 
 
 def reply(messages):
@@ -89,9 +92,17 @@ async def authenticate(authorization: str | None) -> str:
 
 
 protect_threads(auth)
+
+
+@contextlib.asynccontextmanager
+async def checkpointer():
+    """Threads in the memory's Redis (the guide's other deployment), when langgraph.json
+    names it."""
+    async with AsyncRedisSaver.from_url(URL, key_prefix=PREFIX) as saver:
+        yield memory.checkpointer(saver)
 '''
 
-TOKENS = {"alice": "tok-alice", "bob": "tok-bob"}
+TOKENS = {"alice": "tok-alice", "bob": "tok-bob", "carol": "tok-carol"}
 
 
 class Server:
@@ -111,15 +122,23 @@ class Server:
         return TieredMemory.from_url(self.redis_url, key_prefix=self.prefix)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, redis_server_url: str) -> Iterator[Server]:
+@pytest.fixture(scope="module", params=["server threads", "redis threads"])
+def server(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    redis_server_url: str,
+) -> Iterator[Server]:
+    """The app on ``langgraph dev``: threads in the server's own checkpointer (the
+    documented deployment), then in the memory's Redis (``AsyncRedisSaver``)."""
     app = tmp_path_factory.mktemp("state-app")
     (app / "app.py").write_text(textwrap.dedent(APP))
-    config = {
+    config: dict[str, Any] = {
         "dependencies": ["."],
         "graphs": {"memory": "./app.py:graph"},
         "auth": {"path": "./app.py:auth"},
     }
+    if request.param == "redis threads":
+        config["checkpointer"] = {"path": "./app.py:checkpointer"}
     (app / "langgraph.json").write_text(json.dumps(config))
     prefix = f"t{uuid.uuid4().hex[:8]}"
     procs: list[subprocess.Popen[bytes]] = []
@@ -201,3 +220,49 @@ def test_the_servers_thread_record_holds_no_memory_the_run_loaded(server: Server
     searched = {t["thread_id"]: t for t in bob.threads.search(limit=100)}
     assert leaks(searched[second]["values"]) == []
     assert "keep bees" in json.dumps(searched[first]["values"])  # the thread's own words
+
+
+# ----- item 4: a rolled-back run -----
+
+
+def _run_until_its_tool_ran(client: Any, thread: str, text: str) -> str:
+    """Start a run that calls ``user_tag`` and then waits (the model, after a message
+    saying "slowly"); return its id once the tool's result is in the thread."""
+    run = client.runs.create(thread, "memory", input=_says(text))
+
+    def tool_ran() -> bool:
+        values = client.threads.get_state(thread)["values"] or {}
+        return any(m["type"] == "tool" for m in values.get("messages", []))
+
+    _eventually(tool_ran)
+    return str(run["run_id"])
+
+
+@pytest.mark.parametrize("how", ["multitask_strategy", "runs.cancel"])
+def test_a_rolled_back_run_leaves_nothing_in_memory(server: Server, how: str) -> None:
+    """Issue 77 item 4: a run rolled back after its ``user_tag`` call (a new run with
+    ``multitask_strategy="rollback"``, or ``runs.cancel(action="rollback")``) is gone from
+    the thread and from memory: no tag, no tag change, no answer from it in a new thread.
+    On the code before: the tags stayed and a new thread answered "You are Alice, 30."."""
+    user = "alice" if how == "multitask_strategy" else "carol"
+    client = server.client(user)
+    name = user.capitalize()
+    thread = client.threads.create()["thread_id"]
+    run_id = _run_until_its_tool_ran(client, thread, f"I'm {name}, 30. Say it slowly.")
+    if how == "multitask_strategy":
+        answer = client.runs.wait(
+            thread, "memory", input=_says("Who am I?"), multitask_strategy="rollback"
+        )
+        assert answer["messages"][-1]["content"] == "I don't know you."
+    else:
+        client.runs.cancel(thread, run_id, wait=True, action="rollback")
+    assert run_id not in {r["run_id"] for r in client.runs.list(thread)}  # the server's part
+    texts = json.dumps(client.threads.get_state(thread)["values"])
+    assert "slowly" not in texts
+    fresh = client.threads.create()["thread_id"]
+    answer = client.runs.wait(fresh, "memory", input=_says("Who am I?"))
+    assert answer["messages"][-1]["content"] == "I don't know you."
+    with server.memory() as memory:
+        assert memory.get_user_tags(user) == {}
+        assert memory.get_tag_history(user, "name") == []
+        assert "slowly" not in json.dumps([m.text for m in memory.history.since(user, 0)[1]])

@@ -4,12 +4,15 @@
 - item 3: a server reads a thread with its checkpointer decoding stored messages to JSON
   dicts (``_msgpack_ext_hook_to_json``, a ``DeltaChannel`` snapshot included): the thread's
   messages reducer rebuilds the same messages from them, after time travel too;
+- item 4: a run stopped before its save (a server's rollback cancels the run and deletes
+  its checkpoints) has recorded no tag: ``user_tag`` leaves the write to the save;
 - item 6: the state a run ends with (what a server stores as the thread's record) holds
   none of the memory the run loaded, through both doors.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,10 +35,13 @@ from langgraph.checkpoint.serde.jsonplus import (
     _msgpack_ext_hook_to_json,
 )
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
 from langchain_tiered_memory.agent.middleware import TieredMemoryMiddleware
 from langchain_tiered_memory.agent.state import MEMORY_LOADED
+from langchain_tiered_memory.agent.tools import UserTagTool
 from langchain_tiered_memory.persistence.messages import add_message_batches
 from langchain_tiered_memory.testing import ScriptedChatModel
 
@@ -146,8 +152,12 @@ def _leaks(values: dict[str, Any]) -> list[str]:
     return found + [k for k in MEMORY_LOADED if values.get(k)]
 
 
-def _door(memory: TieredMemory, door: str, replies: list[Any]) -> tuple[Any, ScriptedChatModel]:
-    model = ScriptedChatModel(replies=replies)
+def _door(
+    memory: TieredMemory, door: str, replies: list[Any], model: ScriptedChatModel | None = None
+) -> tuple[Any, ScriptedChatModel]:
+    """The prebuilt graph or a ``create_agent`` agent with the middleware, on a guarded
+    ``InMemorySaver``, answering with ``replies`` (or ``model``)."""
+    model = model or ScriptedChatModel(replies=replies)
     saver = memory.checkpointer(InMemorySaver())
     if door == "graph":
         return create_memory_graph(model, memory=memory, checkpointer=saver), model
@@ -218,3 +228,101 @@ def test_a_failed_graph_run_leaves_no_memory_in_its_last_checkpoint(
             checkpoints.append(chunk["values"])
     assert len(checkpoints) >= 2  # the load's step was checkpointed
     assert [_leaks(values) for values in checkpoints] == [[] for _ in checkpoints]
+
+
+# ----- item 4: a run that never reaches its save -----
+
+
+class _WaitsAfterATool(ScriptedChatModel):
+    """The script; the reply after a tool result waits (asynchronously) until the run is
+    cancelled, as a run in flight when a server rolls it back."""
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        if messages[-1].type == "tool":
+            await asyncio.sleep(3600)
+        return self._generate(messages, stop=stop, **kwargs)
+
+
+def _tag_call(name: str) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": "user_tag", "args": {"name": name}, "id": "c1"}])
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+async def test_a_run_cancelled_after_its_tag_call_records_no_tag(
+    embedded_memory: TieredMemory, door: str
+) -> None:
+    """Issue 77 item 4, in process: a run cancelled after its ``user_tag`` call and before
+    its save (what a server's rollback does, before deleting the run's checkpoints) has
+    written no tag and no tag change. On the code before: ``{'name': 'Bob'}``."""
+    model = _WaitsAfterATool(replies=[_tag_call("Bob"), "Noted."])
+    runnable, _ = _door(embedded_memory, door, [], model)
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    run = asyncio.create_task(
+        runnable.ainvoke(
+            {"messages": [HumanMessage("I'm Bob.")]}, config, context={"user_id": "bob"}
+        )
+    )
+    for _ in range(500):  # until the tool's result is in the thread
+        state = await runnable.aget_state(config)
+        if any(m.type == "tool" for m in state.values.get("messages", [])):
+            break
+        await asyncio.sleep(0.01)
+    else:
+        raise AssertionError("the tool never ran")
+    assert "Recorded: name=Bob." in state.values["messages"][-1].text  # what the model read
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert await embedded_memory.aget_user_tags("bob") == {}
+    assert await embedded_memory.aget_tag_history("bob", "name") == []
+
+
+@pytest.mark.parametrize("door", ["graph", "middleware"])
+def test_tags_are_recorded_by_the_save_of_the_turn_that_keeps_them(
+    embedded_memory: TieredMemory, door: str
+) -> None:
+    """A completed turn records its tags (with its thread in the tag log); a turn that
+    failed after its call keeps the call in the thread, and the thread's next save
+    records it: the memory follows the thread's messages."""
+    replies: list[Any] = [_tag_call("Bob"), "Noted.", _tag_call("Rob"), RuntimeError("down")]
+    runnable, _ = _door(embedded_memory, door, [*replies, "Hello."])
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    runnable.invoke({"messages": [HumanMessage("I'm Bob.")]}, config, context={"user_id": "bob"})
+    assert embedded_memory.get_user_tags("bob") == {"name": "Bob"}
+    assert [c["thread_id"] for c in embedded_memory.get_tag_history("bob", "name")] == ["t"]
+    with pytest.raises(RuntimeError, match="down"):
+        runnable.invoke(
+            {"messages": [HumanMessage("My name is now Rob.")]},
+            config,
+            context={"user_id": "bob"},
+        )
+    assert embedded_memory.get_user_tags("bob") == {"name": "Bob"}  # not saved yet
+    runnable.invoke({"messages": [HumanMessage("Hi.")]}, config, context={"user_id": "bob"})
+    assert embedded_memory.get_user_tags("bob") == {"name": "Rob"}
+
+
+def test_user_tag_called_by_the_app_records_at_once(embedded_memory: TieredMemory) -> None:
+    """Outside a memory turn (the app's own call, or its own graph's ``ToolNode``) there is
+    no save step to leave the write to: ``UserTagTool`` records when it is called."""
+    tool = UserTagTool(memory=embedded_memory)
+    said = tool.invoke({"name": "Ann"}, config={"configurable": {"user_id": "ann"}})
+    assert said == "Recorded: name=Ann."
+    assert embedded_memory.get_user_tags("ann") == {"name": "Ann"}
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MessagesState)
+    builder.add_node("tools", ToolNode([tool]))
+    builder.add_edge(START, "tools")
+    builder.compile().invoke(
+        {"messages": [HumanMessage("I'm Ann, 33."), _tag_call_args({"age": 33})]},
+        config={"configurable": {"user_id": "ann"}},
+    )
+    assert embedded_memory.get_user_tags("ann") == {"name": "Ann", "age": "33"}
+
+
+def _tag_call_args(args: dict[str, Any]) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": "user_tag", "args": args, "id": "c2"}])
