@@ -118,6 +118,18 @@ async def _owns_thread(thread_id: str, identity: str) -> bool:
     return (thread.get("metadata") or {}).get(OWNER) == identity
 
 
+def _has_handlers(auth: Auth, resource: str) -> bool:
+    """Whether the app registered a handler for ``resource`` (or for everything) itself.
+
+    LangGraph's ``Auth`` keeps them in ``_handlers`` keyed ``(resource, action)`` and
+    ``_global_handlers``; it has no public way to ask.
+    """
+    handlers = getattr(auth, "_handlers", {}) or {}
+    if getattr(auth, "_global_handlers", None):
+        return True
+    return any(key[0] in (resource, "*") for key in handlers)
+
+
 def protect_threads(auth: Auth, *, memory: TieredMemory | None = None) -> Auth:
     """Keep everything of a LangGraph server to its user: add the handlers to the app's
     ``Auth`` (it must authenticate) for threads, assistants, crons and the store.
@@ -208,6 +220,29 @@ def protect_threads(auth: Auth, *, memory: TieredMemory | None = None) -> Auth:
     async def _any(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
         return {OWNER: _identity(ctx)}
 
+    # an app's own handlers for a resource are kept as they are (registering one twice is
+    # an error in LangGraph's Auth, and a more specific one of ours would override theirs)
+    for resource, protect in (
+        ("assistants", _protect_assistants),
+        ("crons", _protect_crons),
+        ("store", _protect_store),
+    ):
+        if _has_handlers(auth, resource):
+            logger.warning(
+                "protect_threads: the app's own %s handlers are kept; they decide what "
+                "each user may do with %s",
+                resource,
+                resource,
+            )
+        else:
+            protect(auth)
+
+    return auth
+
+
+def _protect_assistants(auth: Auth) -> None:
+    """The assistants handlers of :func:`protect_threads`."""
+
     @auth.on.assistants.create
     async def _assistant_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
         identity = _identity(ctx)
@@ -235,6 +270,10 @@ def protect_threads(auth: Auth, *, memory: TieredMemory | None = None) -> Auth:
         # graph by its name uses)
         return {"$or": [{OWNER: _identity(ctx)}, dict(SYSTEM)]}
 
+
+def _protect_crons(auth: Auth) -> None:
+    """The crons handlers of :func:`protect_threads`."""
+
     @auth.on.crons.create
     async def _cron_create(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
         identity = _identity(ctx)
@@ -254,11 +293,13 @@ def protect_threads(auth: Auth, *, memory: TieredMemory | None = None) -> Auth:
     async def _cron_any(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
         return {OWNER: _identity(ctx)}
 
+
+def _protect_store(auth: Auth) -> None:
+    """The store handler of :func:`protect_threads`."""
+
     @auth.on.store
     async def _store(ctx: Auth.types.AuthContext, value: Any) -> None:
         identity = _identity(ctx)
         namespace = tuple(value.get("namespace") or ())
         if not namespace or namespace[0] != identity:
             value["namespace"] = (identity, *namespace)
-
-    return auth
