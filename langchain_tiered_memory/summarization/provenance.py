@@ -73,7 +73,7 @@ def item_provenance(
         best = max((share for _, share in shares), default=0.0)
         basis = "carried"
         if best >= MIN_SOURCE_SHARE:
-            sources = [pos for pos, share in shares if share >= max(best / 2, MIN_SOURCE_SHARE)]
+            sources = _sources(grams, dict(texts), shares, best)
         else:
             # no message carries it (a paraphrase: "I don't eat meat." -> "The user is
             # vegetarian."): the whole batch's, marked, so that forgetting any thread of
@@ -90,6 +90,32 @@ def item_provenance(
             }
         )
     return out
+
+
+def _sources(
+    grams: set[str],
+    held: dict[int, set[str]],
+    shares: Sequence[tuple[int, float]],
+    best: float,
+) -> list[int]:
+    """The positions an item came from: the message that carries most of it, and each
+    other one that carries at least half as much, provided it is not just a weaker copy
+    of the same phrasing: it must carry at least half as much of the item the best one
+    lacks as the best carries that it lacks. "I like X very much." and "I like Y very
+    much." both carry most of "The user likes Y very much." (issue 77: forgetting the
+    thread that said Y kept the item); "I live in Paris." said in two threads carries the
+    item alike from each, and both stay its sources.
+    """
+    top = max(shares, key=lambda s: s[1])[0]
+    mine = grams & held[top]
+    sources = []
+    for pos, share in shares:
+        if share < max(best / 2, MIN_SOURCE_SHARE):
+            continue
+        theirs = grams & held[pos]
+        if pos == top or 2 * len(theirs - mine) >= len(mine - theirs):
+            sources.append(pos)
+    return sources
 
 
 # A capitalised word, or a run of digits: what an item names (a person, a place, a month,
