@@ -131,12 +131,13 @@ class _GraphNodes:
     def load_memory(
         self, state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
     ) -> dict[str, Any]:
-        return self.turn.load(state, _user(runtime, config), thread_of(config))
+        return _shown(runtime, self.turn.load(state, _user(runtime, config), thread_of(config)))
 
     async def aload_memory(
         self, state: dict[str, Any], config: RunnableConfig, runtime: Runtime[MemoryContext]
     ) -> dict[str, Any]:
-        return await self.turn.aload(state, _user(runtime, config), thread_of(config))
+        update = await self.turn.aload(state, _user(runtime, config), thread_of(config))
+        return _shown(runtime, update)
 
     def _scripted(self, state: dict[str, Any]) -> dict[str, Any] | None:
         reply = self.turn.step.scripted(state["messages"], state.get("memory_tags"))
@@ -370,6 +371,17 @@ def create_memory_graph(
     return _without_memory_in_values(graph)
 
 
+def _shown(runtime: Runtime[Any], update: dict[str, Any]) -> dict[str, Any]:
+    """The load's update, its memory section also sent to ``stream_mode="custom"`` as
+    ``{"load_memory": {"memory_prompt": ...}}``: the graph keeps the memory it loads out of
+    every other stream (``_without_memory_in_values``), and an app that shows the memory
+    section of a turn (``tiered-memory chat --show-prompt``, the demo) reads it here, from
+    an event no checkpoint or thread record keeps.
+    """
+    runtime.stream_writer({LOAD_MEMORY: {"memory_prompt": update.get("memory_prompt", "")}})
+    return update
+
+
 def _without_memory_in_values(
     graph: CompiledStateGraph[Any, Any, Any, Any],
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -379,7 +391,8 @@ def _without_memory_in_values(
     (``threads.get``, ``threads.search``), at every step, a failed or interrupted run's
     included. LangGraph streams every channel of the state (an output schema narrows
     ``invoke``'s result only), so both lists are narrowed; the nodes still read the
-    channels, and ``stream_mode="updates"`` still shows what ``load_memory`` wrote.
+    channels. ``stream_mode="updates"`` is narrowed with them: the memory section of a
+    turn is sent to ``stream_mode="custom"`` instead (:func:`_shown`).
     """
     graph.stream_channels = [c for c in graph.stream_channels_list if c not in MEMORY_LOADED]
     outputs = graph.output_channels

@@ -123,7 +123,9 @@ def _collect(
     stream: Iterator[Any],
     on_update: Callable[[str, dict[str, Any]], None] | None,
 ) -> None:
-    for chunk in stream:
+    for mode, chunk in stream:  # "updates", and "custom": the load's memory section
+        if mode == "custom" and not (isinstance(chunk, dict) and LOAD_MEMORY in chunk):
+            continue  # an app's own event
         for node, update in chunk.items():
             if not isinstance(update, dict):
                 continue
@@ -160,7 +162,12 @@ def run_turn(
     inputs = {"messages": [HumanMessage(text)]}
     _collect(
         result,
-        graph.stream(inputs, config=config, context={"user_id": user_id}, stream_mode="updates"),
+        graph.stream(
+            inputs,
+            config=config,
+            context={"user_id": user_id},
+            stream_mode=["updates", "custom"],
+        ),
         on_update,
     )
     return result
