@@ -57,7 +57,7 @@ from langchain_tiered_memory.agent.recalled import (
     abare_or_referenced,
     bare_or_referenced,
 )
-from langchain_tiered_memory.agent.state import MEMORY_LOADED, MemoryChannels
+from langchain_tiered_memory.agent.state import MEMORY_LOADED, MemoryChannels, MemoryInput
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
 )
@@ -341,7 +341,10 @@ def create_memory_graph(
         shared_threads=shared_threads,
     )
     g = _GraphNodes(options.build(model), model, tools)
-    builder: StateGraph[Any, Any, Any, Any] = StateGraph(MemoryState, context_schema=context_schema)
+    # the input is the turn's messages: a run that names a memory channel cannot set it
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(
+        MemoryState, context_schema=context_schema, input_schema=MemoryInput
+    )
     # A sync and an async body per node (invoke and ainvoke each run their own), with the
     # Runtime injected: LangGraph's own RunnableCallable, as langgraph-prebuilt builds nodes.
     nodes_by_name: dict[str, Any] = {

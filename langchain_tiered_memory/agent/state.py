@@ -6,7 +6,7 @@ keep the same channels with the same checkpointing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels import UntrackedValue
@@ -15,7 +15,26 @@ from typing_extensions import NotRequired, TypedDict
 
 from langchain_tiered_memory.agent.recalled import RECALLED, RecalledItems
 
-__all__ = ["MEMORY_LOADED", "MemoryChannels", "RunRecalledItems", "memory_cleared"]
+__all__ = [
+    "INTERNAL",
+    "MEMORY_LOADED",
+    "MemoryChannels",
+    "MemoryInput",
+    "RunRecalledItems",
+    "memory_cleared",
+]
+
+if TYPE_CHECKING:
+    from langchain.agents.middleware.types import OmitFromSchema
+
+    INTERNAL: OmitFromSchema
+else:
+    try:
+        # create_agent builds its input schema without the fields marked so: the
+        # middleware's channels then are not a run's input, as the graph's are not
+        from langchain.agents.middleware.types import OmitFromInput as INTERNAL
+    except ImportError:  # langchain (only the middleware needs it) is not installed
+        INTERNAL = None  # Annotated metadata LangGraph ignores; the graph has MemoryInput
 
 
 class RunRecalledItems(RecalledItems):
@@ -44,16 +63,30 @@ class MemoryChannels(TypedDict):
     as the thread's record, ``threads.get``/``threads.search``) holds none of it.
     ``saved_count``/``saved_ids`` are checkpointed: which of the thread's messages the
     history holds.
+
+    None of them is a run's input (each is marked :data:`INTERNAL`; the graph's input
+    schema is :class:`MemoryInput`): a client that sent ``{"saved_count": -1}`` would
+    otherwise break the thread's bookkeeping for that turn and every later one, and one
+    that sent a ``memory_prompt`` or ``recent_history`` would speak as the memory. A
+    LangGraph input key that no input channel names is dropped, so such a key is ignored.
     """
 
-    memory_prompt: NotRequired[Annotated[str, UntrackedValue(str)]]
-    recent_history: NotRequired[Annotated[list[AnyMessage], UntrackedValue(list)]]
-    saved_count: NotRequired[int]
-    saved_ids: NotRequired[list[str]]
+    memory_prompt: NotRequired[Annotated[str, UntrackedValue(str), INTERNAL]]
+    recent_history: NotRequired[Annotated[list[AnyMessage], UntrackedValue(list), INTERNAL]]
+    saved_count: NotRequired[Annotated[int, INTERNAL]]
+    saved_ids: NotRequired[Annotated[list[str], INTERNAL]]
     # small models only: the tags, for answering a question about one from the tag itself
-    memory_tags: NotRequired[Annotated[dict[str, str], UntrackedValue(dict)]]
+    memory_tags: NotRequired[Annotated[dict[str, str], UntrackedValue(dict), INTERNAL]]
     # what search_memory found this run; the thread keeps only the items' ids
-    recalled_items: NotRequired[Annotated[dict[str, str], RunRecalledItems()]]
+    recalled_items: NotRequired[Annotated[dict[str, str], RunRecalledItems(), INTERNAL]]
+
+
+class MemoryInput(TypedDict):
+    """The prebuilt graph's input: the turn's messages, nothing of :class:`MemoryChannels`
+    (LangGraph maps only the input schema's keys into a run, and ignores the rest).
+    """
+
+    messages: list[AnyMessage]
 
 
 # The channels holding what the memory loaded for a run (its text, never checkpointed):
