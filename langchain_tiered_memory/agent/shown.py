@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_tiered_memory.agent.replies import REPORT, only_machinery, said_by_model
+from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL
 from langchain_tiered_memory.language.registry import languages
 from langchain_tiered_memory.language.text import asks_to_summarize, char_grams
 from langchain_tiered_memory.stores.history.codec import RETRACTED
@@ -35,13 +36,27 @@ def _says_what_no_longer_holds(text: str, superseded: Sequence[set[str]]) -> boo
     return any(item and len(item & grams) / len(item) >= _SAYS for item in superseded)
 
 
+def _stores_items(message: BaseMessage) -> bool:
+    """Whether ``message`` is the ``summarize`` tool's call or its result: the turn it is
+    in stored memory items, and what its replies say is about them.
+    """
+    if isinstance(message, ToolMessage):
+        return message.name == SUMMARIZE_TOOL
+    if isinstance(message, AIMessage):
+        calls = [*message.tool_calls, *message.invalid_tool_calls]
+        return any(call.get("name") == SUMMARIZE_TOOL for call in calls)
+    return False
+
+
 def conversation_only(
     messages: Sequence[BaseMessage], superseded: Sequence[str] = ()
 ) -> list[BaseMessage]:
     """What of an earlier thread a new one carries: the user's and the assistant's text,
     without tool calls, tool results (also those a model wrote as its reply, and the
     package's reports of them), empty replies, the package's placeholders and the history's
-    "[not stored: ...]" notes, requests to summarize, the messages whose memory item the
+    "[not stored: ...]" notes, requests to summarize and the replies of a turn that stored
+    memory items (the package's report of them, which a model copies or retells: deleting
+    an item would leave its text carried in them), the messages whose memory item the
     user deleted or edited (``HistoryStore.retract``), and what the memory holds as no
     longer true: a message that says a ``superseded`` item (a real model answered "Where
     do I live?" with "Paris" from a carried "I live in Paris." while the memory held the
@@ -57,8 +72,17 @@ def conversation_only(
     """
     old = [char_grams(item) - _FRAME for item in superseded]
     out: list[BaseMessage] = []
+    storing = False  # in a turn that stored memory items: its replies are not carried
     for message in messages:
         text = message.text.strip()
+        if isinstance(message, HumanMessage):  # a turn starts; a request to store is one
+            storing = asks_to_summarize(text)
+        storing = storing or _stores_items(message)
+        if storing and isinstance(message, AIMessage):
+            # A reply about what was stored quotes the items (the tool's report, appended
+            # or copied by the model) or retells them; the items have their own tier,
+            # where a delete or an edit reaches them, and this copy it would not reach.
+            continue
         if not text or text.startswith("[not stored:") or message.response_metadata.get(RETRACTED):
             continue
         if old and _says_what_no_longer_holds(text, old):
