@@ -30,6 +30,7 @@ MOVED: dict[str, str] = {
     "attribution": "language.attribution",
     "capture": "agent.capture",
     "checkpoint": "persistence.checkpoint",
+    "cli.fake_model": "testing.fake_model",
     "context": "agent.context",
     "graph": "agent.graph",
     "languages": "language.rules",

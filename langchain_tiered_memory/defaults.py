@@ -310,7 +310,7 @@ def default_chat_model(model: str | None = None) -> BaseChatModel:
     """
     name = model or os.environ.get(MODEL_ENV_VAR) or None
     if name == "fake":  # the demo's rule-based script: tests and examples, no model at all
-        from langchain_tiered_memory.cli.fake_model import fake_demo_model
+        from langchain_tiered_memory.testing.fake_model import fake_demo_model
 
         return fake_demo_model()
     if name is not None and _is_gguf_path(name):

@@ -91,7 +91,7 @@ def load_chat_model(name: str | None, *, seed: int | None = None) -> tuple[BaseC
     model's sampling seed (ignored for other models).
     """
     if name == FAKE_MODEL:
-        from langchain_tiered_memory.cli.fake_model import fake_demo_model
+        from langchain_tiered_memory.testing.fake_model import fake_demo_model
 
         return fake_demo_model(), False
     from langchain_tiered_memory.agent.policy import ModelPolicy

@@ -55,7 +55,6 @@ from langchain_tiered_memory.cli.common import (
     load_chat_model,
     user_thread_ids,
 )
-from langchain_tiered_memory.cli.fake_model import fake_demo_model, prompt_tags
 from langchain_tiered_memory.cli.render import (
     clip,
     line,
@@ -70,6 +69,7 @@ from langchain_tiered_memory.defaults import (
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.language.text import answer_states
 from langchain_tiered_memory.memory import TieredMemory
+from langchain_tiered_memory.testing.fake_model import fake_demo_model, prompt_tags
 
 __all__ = [
     "FAKE_MODEL",

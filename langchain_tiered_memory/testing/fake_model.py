@@ -1,5 +1,9 @@
 """The demo's deterministic stand-in model (``--model fake``): it answers only from what
 the memory put into its prompt, so a demo run with it checks the memory, not a model.
+
+It lives with the testing helpers, below the apps: ``defaults.default_chat_model("fake")``
+builds it, and the CLI and the demo use it; its old path ``cli.fake_model`` still imports
+it (``_moved.py``).
 """
 
 from __future__ import annotations
