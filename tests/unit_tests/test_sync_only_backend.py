@@ -46,8 +46,10 @@ def sync_only(base: type, inner: _S, threads: set[int]) -> _S:
 
     # the abstract methods, and the contract methods whose defaults a complete store
     # overrides (the history's append_turn: a store that marks forks tells them; its
-    # erase and the tags' drop_thread: an erasure leaves nothing, issue 76 items 5, 6)
-    overridden = {"append_turn", "erase", "drop_thread"} & set(vars(base))
+    # erase and the tags' drop_thread: an erasure leaves nothing, issue 76 items 5, 6;
+    # the history's read_at/swap_at: its revisions, optional since issue 78)
+    optional = {"append_turn", "erase", "drop_thread", "read_at", "swap_at"}
+    overridden = optional & set(vars(base))
     names = sorted({*base.__abstractmethods__, *overridden})  # type: ignore[attr-defined]
     assert names and not any(name.startswith("a") and name[1:] in names for name in names)
     namespace: dict[str, Any] = {name: forward(name) for name in names}
