@@ -1,8 +1,9 @@
 """A history backend written for the contract before ``read_at``/``swap_at`` (issue 78
 review): they arrived as abstract methods, and every such backend failed to construct (a
 third party's SQLite backend: 16 of 48 suite runs errored). They have defaults now: the
-backend constructs, passes the parts of the conformance suite it can, and carries a
-memory through the prebuilt graph.
+backend constructs, passes the conformance suite but for the cases of what came after
+its contract (each fails until it overrides the method, as ``erase``'s does), and carries
+a memory through the prebuilt graph and a delete.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from langchain_tiered_memory.stores import (
     InMemorySummaryStore,
     InMemoryTagStore,
 )
-from langchain_tiered_memory.stores.history.base import HISTORY_REVISIONS
+from langchain_tiered_memory.stores.history.revisions import HISTORY_REVISIONS, revisable
 from langchain_tiered_memory.testing import ScriptedChatModel
 from langchain_tiered_memory.testing.conformance import HistoryStoreConformance
 
@@ -93,15 +94,44 @@ class EarlierContractHistory(HistoryStore):
         return self._db.clear(user_id)
 
 
+# what came after that contract, each case failing until a store overrides the method
+_LACKS = pytest.mark.xfail(
+    strict=True,
+    raises=(AssertionError, NotImplementedError),
+    reason="a method the earlier contract did not have (read_at/swap_at, append_turn's "
+    "fork marking, erase): the suite fails until the store overrides it",
+)
+
+
 class TestEarlierContractHistory(HistoryStoreConformance):
+    """The whole suite: everything else passes."""
+
     @pytest.fixture
     def history_store(self) -> HistoryStore:
         return EarlierContractHistory()
 
+    @_LACKS
+    def test_a_swap_replaces_only_what_was_read(self, history_store: HistoryStore) -> None:
+        super().test_a_swap_replaces_only_what_was_read(history_store)
+
+    @_LACKS
+    def test_an_edit_in_place_replaces_the_threads_message_with_its_id(
+        self, history_store: HistoryStore
+    ) -> None:
+        super().test_an_edit_in_place_replaces_the_threads_message_with_its_id(history_store)
+
+    @_LACKS
+    def test_a_fork_marks_the_branch_the_thread_left(self, history_store: HistoryStore) -> None:
+        super().test_a_fork_marks_the_branch_the_thread_left(history_store)
+
+    @_LACKS
+    def test_erase_leaves_nothing_of_the_user(self, history_store: HistoryStore) -> None:
+        super().test_erase_leaves_nothing_of_the_user(history_store)
+
 
 def test_it_constructs_and_says_which_capability_it_lacks() -> None:
     store = EarlierContractHistory()
-    assert not store.revisable and InMemoryHistoryStore().revisable
+    assert not revisable(store) and revisable(InMemoryHistoryStore())
     with pytest.raises(NotImplementedError, match=HISTORY_REVISIONS):
         store.read_at("ann", [0])
     with pytest.raises(NotImplementedError, match="implement both"):

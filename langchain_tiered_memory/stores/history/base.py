@@ -5,7 +5,6 @@ both stores share.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
@@ -33,22 +32,6 @@ from langchain_tiered_memory.stores.history.codec import (
 )
 
 logger = logging.getLogger(__name__)
-
-HISTORY_REVISIONS = "history_revisions"
-"""The capability of a history store that implements :meth:`HistoryStore.read_at` and
-:meth:`HistoryStore.swap_at`: retractions, edits in place and a fork's left branch are
-written on them (``revisions.py``)."""
-
-
-def _no_revisions(store: object, method: str) -> NotImplementedError:
-    return NotImplementedError(
-        f"{type(store).__name__}.{method} is not implemented: the {HISTORY_REVISIONS!r} "
-        "capability (marking a deleted item's source messages, following an edit in place, "
-        "marking a fork's left branch) needs read_at and swap_at; implement both as "
-        "HistoryStore's docstrings say (testing.conformance checks them), or implement "
-        "retract() on the store itself."
-    )
-
 
 # the user thread_record is asked about when only its owner part is wanted (that part is
 # the same whoever asks): a valid id, so a store is never handed one the doors refuse
@@ -212,44 +195,17 @@ class HistoryStore(ABC):
 
     aforget_thread = threaded(forget_thread)
 
-    # read_at and swap_at came after 0.2.0: not abstract, so that a backend written for
-    # an earlier contract still constructs (LangGraph's savers grow the same way); what
-    # needs them raises, naming the capability, and retract keeps a backend's own
     def read_at(self, user_id: str, positions: Sequence[int], reach: int = 1) -> list[Any]:
-        """The stored entries (as stored) from each absolute position on, ``reach`` each,
-        ``None`` where there is none: what :meth:`swap_at` compares against.
-
-        Part of the :data:`HISTORY_REVISIONS` capability, with :meth:`swap_at`: a backend
-        that implements neither constructs and runs, and :meth:`retract` (unless the
-        backend has its own), an edit in place (:meth:`replace`) and the marking of a
-        fork's left branch are what it cannot do.
-
-        Raises:
-            NotImplementedError: the backend does not implement it.
-        """
-        raise _no_revisions(self, "read_at")
+        """Entries as stored from each absolute position on, ``reach`` each (``None``: none)."""
+        raise revisions.unsupported(self, "read_at")
 
     aread_at = threaded(read_at)
 
     def swap_at(self, user_id: str, swaps: Sequence[tuple[int, Any, str]]) -> int:
-        """Replace each ``(position, entry read, new entry)`` whose entry is still the one
-        read, atomically; return how many were replaced. See :meth:`read_at`.
-
-        Raises:
-            NotImplementedError: the backend does not implement it.
-        """
-        raise _no_revisions(self, "swap_at")
+        """Swap each ``(position, entry read, new)`` still as read, atomically; return how many."""
+        raise revisions.unsupported(self, "swap_at")
 
     aswap_at = threaded(swap_at)
-
-    @property
-    def revisable(self) -> bool:
-        """Whether this store has the :data:`HISTORY_REVISIONS` capability: its class
-        implements :meth:`read_at` and :meth:`swap_at` (a backend written for 0.2.0 does
-        not).
-        """
-        cls = type(self)
-        return cls.read_at is not HistoryStore.read_at and cls.swap_at is not HistoryStore.swap_at
 
     @paired
     def retract(self, user_id: str, positions: Sequence[int], reason: str = CHANGED) -> Plan[int]:
@@ -257,21 +213,12 @@ class HistoryStore(ABC):
         them, as no longer current (``reason``: their memory item was deleted or edited,
         or a fork left their branch): kept, never carried into a new thread or summarized
         again. Returns how many were marked (one trimmed or forgotten is skipped).
-
-        Written on :meth:`read_at` and :meth:`swap_at`; a backend that implemented
-        ``retract`` itself (the contract before those two) keeps its own, in both forms.
         """
         return (yield from revisions.retract(self, user_id, positions, reason))
 
-    _aretract_plan = retract.aio
-
     async def aretract(self, user_id: str, positions: Sequence[int], reason: str = CHANGED) -> int:
-        """Async :meth:`retract`."""
-        if type(self).retract is not HistoryStore.retract:
-            # a backend's own sync retract (the contract before read_at/swap_at): run it
-            # in a worker thread, as the contract's other sync-only methods are
-            return await asyncio.to_thread(self.retract, user_id, positions, reason)
-        return await self._aretract_plan(user_id, positions, reason)
+        """Async :meth:`retract` (a store's own sync one in a worker thread)."""
+        return await revisions.aretract(self, user_id, positions, reason)
 
     @paired
     def replace(
@@ -282,17 +229,6 @@ class HistoryStore(ABC):
         it replaced, or ``None`` when the thread holds none with that id. A message that
         cannot be stored is stored as a short note, as a turn's save does.
         """
-        if not self.revisable:
-            # not followed, as by the contract before read_at/swap_at; the turn still runs
-            logger.warning(
-                "%s has no %r capability (read_at, swap_at): the edit of message %r in "
-                "thread %r is not followed in the history; implement read_at and swap_at",
-                type(self).__name__,
-                HISTORY_REVISIONS,
-                message.id,
-                thread_id,
-            )
-            return None
         new = self._dump_all([message], "placeholder")[0].decode()
         return (yield from revisions.replace(self, user_id, thread_id, message, new))
 

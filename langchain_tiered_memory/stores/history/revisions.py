@@ -7,16 +7,23 @@ app's own store, do each the same way.
   fork left their branch), marked, never carried or summarized again;
 - :func:`left_branch`: a thread's positions a fork left, marked ``abandoned``;
 - :func:`replace`: a message edited in place (``update_state`` with the same id).
+
+The primitives came after 0.2.0, so they are the ``history_revisions`` capability: a
+store written for the contract before them constructs and runs (its own ``retract`` kept,
+an edit in place logged and not followed, :func:`revisable` false) and the defaults of
+the two raise :func:`unsupported`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
-from langchain_tiered_memory._steps import Plan, call, drive
+from langchain_tiered_memory._steps import Plan, adrive, call, drive
 from langchain_tiered_memory.stores.history.codec import (
     ABANDONED,
     REPLY_REACH,
@@ -26,7 +33,79 @@ from langchain_tiered_memory.stores.history.codec import (
     stored_id,
 )
 
-__all__ = ["HistoryStore", "left_branch", "mark_left_branch", "replace", "retract"]
+__all__ = [
+    "HISTORY_REVISIONS",
+    "HistoryStore",
+    "aretract",
+    "left_branch",
+    "mark_left_branch",
+    "not_followed",
+    "replace",
+    "retract",
+    "revisable",
+    "unsupported",
+]
+
+logger = logging.getLogger(__name__)
+
+HISTORY_REVISIONS = "history_revisions"
+"""The capability of a history store whose class implements ``read_at`` and ``swap_at``."""
+
+
+def _own(store: object, method: str) -> bool:
+    """Whether ``store``'s class implements ``method`` (not the contract's default, which
+    base.py's ``HistoryStore`` defines: named, as base.py imports this module).
+    """
+    owner = next((c for c in type(store).__mro__ if method in vars(c)), None)
+    return owner is not None and (owner.__name__, owner.__module__) != (
+        "HistoryStore",
+        "langchain_tiered_memory.stores.history.base",
+    )
+
+
+def revisable(store: object) -> bool:
+    """Whether ``store`` has :data:`HISTORY_REVISIONS` (a store written for 0.2.0 has not).
+
+    Example:
+        >>> from langchain_tiered_memory.stores.history import InMemoryHistoryStore
+        >>> revisable(InMemoryHistoryStore())
+        True
+    """
+    return _own(store, "read_at") and _own(store, "swap_at")
+
+
+def unsupported(store: object, method: str) -> NotImplementedError:
+    """The error of ``read_at``/``swap_at`` left at the contract's default."""
+    return NotImplementedError(
+        f"{type(store).__name__}.{method} is not implemented: the {HISTORY_REVISIONS!r} "
+        "capability (marking a deleted item's source messages, following an edit in place, "
+        "marking a fork's left branch) needs read_at and swap_at; implement both as "
+        "HistoryStore's docstrings say (testing.conformance checks them), or implement "
+        "retract() on the store itself."
+    )
+
+
+def not_followed(store: object, thread_id: str, message: BaseMessage) -> None:
+    """What ``replace`` does on a store without :data:`HISTORY_REVISIONS`: logs that the
+    edit is not followed (as before the capability), so the turn still runs.
+    """
+    logger.warning(
+        "%s has no %r capability (read_at, swap_at): the edit of message %r in thread %r "
+        "is not followed in the history; implement read_at and swap_at",
+        type(store).__name__,
+        HISTORY_REVISIONS,
+        message.id,
+        thread_id,
+    )
+
+
+async def aretract(store: Any, user_id: str, positions: Sequence[int], reason: str) -> int:
+    """``HistoryStore.aretract``: a store's own sync ``retract`` (the contract before the
+    primitives) in a worker thread, as the contract's other sync methods run; else the plan.
+    """
+    if _own(store, "retract"):
+        return int(await asyncio.to_thread(store.retract, user_id, positions, reason))
+    return int(await adrive(retract(store, user_id, positions, reason)))
 
 
 class HistoryStore(Protocol):
@@ -120,8 +199,12 @@ def replace(
 ) -> Plan[tuple[int, BaseMessage] | None]:
     """Store ``new`` (``message`` as stored) in place of the thread's stored message with
     its id; return the position and the message it replaced, or ``None`` when the thread
-    holds none with that id (or it changed meanwhile).
+    holds none with that id (or it changed meanwhile, or the store is not
+    :func:`revisable`: logged, and the turn still runs).
     """
+    if not revisable(store):
+        not_followed(store, thread_id, message)
+        return None
     if message.id is None:
         return None
     owned = _owned((yield call(store.spans, store.aspans, user_id)), thread_id)
