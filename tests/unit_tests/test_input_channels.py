@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from doors import agent_through
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory.agent.state import MemoryChannels
 from langchain_tiered_memory.testing import ScriptedChatModel
-from tests.unit_tests.doors import agent_through
 
 # every memory channel, with a value a client could send to break the thread's bookkeeping
 HOSTILE: dict[str, Any] = {

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from doors import agent_through, say, summary
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory.testing import ScriptedChatModel
-from tests.unit_tests.doors import agent_through, say, summary
 
 SAID = "My secret code is ALPHA-123."
 ITEM = "The user's secret code is ALPHA-123."
