@@ -1,8 +1,9 @@
-"""Many concurrent callers on one memory: past the connection pool they wait, never fail.
+"""Many concurrent callers on one memory: past the connection pool they wait, bounded.
 
 redis-py's asyncio pool holds 100 connections and *raises* when they are all taken, which
 was reported as "Redis ... is unreachable": 101 concurrent ``aput``s on one store failed
 one, 300 failed 200. The pools are now blocking, with a bounded wait and a clear error.
+The tests assert what the pool guarantees, never how fast a machine is (issue 79).
 """
 
 from __future__ import annotations
@@ -18,15 +19,27 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import empty_checkpoint
 
 from langchain_tiered_memory import HashingEmbeddings, MemoryBackendError, TieredMemory
-from langchain_tiered_memory.backend.connection import RedisConnection
+from langchain_tiered_memory.backend.connection import DEFAULT_MAX_CONNECTIONS, RedisConnection
 
 
-async def test_300_concurrent_store_and_saver_writes_all_succeed(
+async def test_600_concurrent_writes_past_the_pool_wait_bounded_and_lose_nothing(
     embedded_memory: TieredMemory,
 ) -> None:
+    """300 store and 300 saver writes at once on a pool of 100 connections.
+
+    What the pool guarantees, whatever the machine's speed (issue 79): the server never
+    sees more connections than ``max_connections``; each write either succeeds or fails
+    with the documented ``MemoryBackendError`` (never a raw redis-py error, never a value
+    half written); a failed write is safe to send again, and then every write is there
+    with its own value. How many finish within the server's reply timeout depends on the
+    machine (a busy one times some out), so that is not asserted.
+    """
+    assert embedded_memory.redis_url is not None
     store = embedded_memory.store()
     saver = embedded_memory.acheckpointer()
+    other = redis.Redis.from_url(embedded_memory.redis_url)  # outside the pool
     n = 300
+    peak = 0
 
     async def put(i: int) -> None:
         await store.aput(("memories", f"u{i}"), "k", {"content": f"fact {i}"})
@@ -35,13 +48,36 @@ async def test_300_concurrent_store_and_saver_writes_all_succeed(
         config = {"configurable": {"thread_id": f"t{i}", "checkpoint_ns": ""}}
         await saver.aput(config, empty_checkpoint(), {"step": i}, {})  # type: ignore[arg-type]
 
-    results = await asyncio.gather(
-        *(put(i) for i in range(n)), *(checkpoint(i) for i in range(n)), return_exceptions=True
-    )
-    assert [r for r in results if r is not None] == []
-    assert len(await store.asearch(("memories",), limit=1000)) == n
-    found = [await saver.aget_tuple({"configurable": {"thread_id": f"t{i}"}}) for i in range(n)]
-    assert all(t is not None for t in found)
+    def watch(done: threading.Event) -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, int(other.info("clients")["connected_clients"]))
+            time.sleep(0.005)
+
+    done = threading.Event()
+    watcher = threading.Thread(target=watch, args=(done,))
+    watcher.start()
+    try:
+        writes = [put(i) for i in range(n)] + [checkpoint(i) for i in range(n)]
+        results = await asyncio.gather(*writes, return_exceptions=True)
+    finally:
+        done.set()
+        watcher.join()
+    # the pool's connections, plus the watcher's own and the memory's few outside the
+    # pool (the cluster probe, a sync client): bounded, not one per caller
+    assert peak <= DEFAULT_MAX_CONNECTIONS + 5, peak
+    failed = [i for i, r in enumerate(results) if r is not None]
+    assert all(isinstance(results[i], MemoryBackendError) for i in failed), [
+        results[i] for i in failed
+    ]
+    for i in failed:  # one at a time, the server is no longer swamped
+        await (put(i) if i < n else checkpoint(i - n))
+    items = await store.asearch(("memories",), limit=1000)
+    assert sorted(item.value["content"] for item in items) == sorted(f"fact {i}" for i in range(n))
+    for i in range(n):
+        found = await saver.aget_tuple({"configurable": {"thread_id": f"t{i}"}})
+        assert found is not None and found.metadata["step"] == i
+    other.close()
 
 
 async def test_an_exhausted_pool_waits_then_says_what_happened(
