@@ -23,6 +23,7 @@ __all__ = [
     "SUMMARIZE_NOTE",
     "only_machinery",
     "said_by_model",
+    "without_machinery",
 ]
 
 REPORT = "tiered_memory_report"
@@ -52,19 +53,72 @@ PLACEHOLDERS = frozenset({CAPTURE_NOTE, SUMMARIZE_NOTE})
 
 
 def _a_call(text: str) -> bool:
-    """Whether ``text`` is one tool call as JSON (``{"name": ..., "arguments": ...}``) of
-    one of the memory's tools (a JSON object naming another function is an answer: "show
-    me the JSON of a function call").
+    """Whether ``text`` is one tool call or more as JSON (``{"name": ..., "arguments":
+    ...}``), each of one of the memory's tools (a JSON object naming another function is an
+    answer: "show me the JSON of a function call").
     """
-    try:
-        call = json.loads(_FENCE.sub("", text))
-    except ValueError:
-        return False
-    return (
-        isinstance(call, dict)
-        and set(call) <= {"name", "arguments", "parameters"}
-        and call.get("name") in MEMORY_TOOLS
-    )
+    text = _FENCE.sub("", text).strip()
+    decoder = json.JSONDecoder()
+    found = 0
+    while text:
+        try:
+            call, end = decoder.raw_decode(text)
+        except ValueError:
+            return False
+        if not (
+            isinstance(call, dict)
+            and set(call) <= {"name", "arguments", "parameters"}
+            and call.get("name") in MEMORY_TOOLS
+        ):
+            return False
+        found += 1
+        text = text[end:].lstrip(" \t\r\n,")
+    return found > 0
+
+
+# The memory section of the package's prompt copied into a reply (Qwen2.5-Coder-1.5B began
+# one with the summarize placeholder and went on with the <memories> block, timestamps and
+# all): a block on lines of its own whose every line is a quoted note or JSON, with the
+# "## ..." heading and the line of explanation the prompt puts before it. A block named in
+# a sentence ("between <memories> and </memories>") is an answer about the format.
+_NOTE_LINE = r"[ \t]*(?:-[ \t]*)?(?:\[[^\]\n]*\][ \t]*)?(?:\".*\"|\{.*\})[ \t]*\n"
+_PROMPT_BLOCK = re.compile(
+    r"^(?:[ \t]*\#\#[^\n]*\n(?:[^<\n][^\n]*\n)?)?"
+    rf"[ \t]*<(memories|user_tags)>[ \t]*\n(?:{_NOTE_LINE})*[ \t]*</\1>[ \t]*$",
+    re.MULTILINE,
+)
+# a tool call or result written as text on lines of its own (an inline one is named)
+_OWN_LINES_BLOCK = re.compile(
+    r"^[ \t]*<(tool_(?:call|response))>.*?(?:</\1>|\Z)[ \t]*$", re.MULTILINE | re.DOTALL
+)
+_FENCED = re.compile(
+    r"^[ \t]*```(?:json)?[ \t]*\n(.*?)\n[ \t]*```[ \t]*$", re.MULTILINE | re.DOTALL
+)
+
+
+def without_machinery(text: str) -> str:
+    r"""``text`` without each kind of machinery the package or a model's tool format put in
+    it, wherever it stands: the package's placeholders, its prompt's memory section, tool
+    calls and results written as text (tagged, fenced or bare JSON lines). What is left is
+    what the reply says to the user, judged as any reply (a real model answered with a
+    placeholder followed by the <memories> block, and with two JSON calls and the user's
+    message: each kind alone was caught, not together).
+
+    Example:
+        >>> without_machinery('(saving our conversation to memory) Vives en Valencia.')
+        'Vives en Valencia.'
+        >>> without_machinery('{"name": "user_tag", "arguments": {"age": 3}}\nHi Ann.')
+        'Hi Ann.'
+        >>> without_machinery("Qwen wraps each call in <tool_call></tool_call> tags.")
+        'Qwen wraps each call in <tool_call></tool_call> tags.'
+    """
+    for note in PLACEHOLDERS:
+        text = text.replace(note, "\n")
+    text = _PROMPT_BLOCK.sub("", text)
+    text = _OWN_LINES_BLOCK.sub("", text)
+    text = _FENCED.sub(lambda m: "" if _a_call(m.group(1)) else m.group(0), text)
+    lines = [line for line in text.splitlines() if not _a_call(line)]
+    return "\n".join(line.rstrip() for line in lines).strip()
 
 
 # A reply whose every sentence tells to call one of the memory's tools narrates the
@@ -88,10 +142,9 @@ def only_machinery(text: str) -> bool:
         >>> only_machinery("Qwen wraps each call in <tool_call></tool_call> tags.")
         False
     """
-    text = text.strip()
-    if not text or text in PLACEHOLDERS:
-        return True
-    rest = _TAG.sub("", _BLOCK.sub("", text)).strip()
+    rest = without_machinery(text)
+    # a tool block within a line is machinery too when nothing but tags is left
+    rest = rest if not rest else _TAG.sub("", _BLOCK.sub("", rest)).strip()
     if not rest or _a_call(rest):
         return True
     sentences = [s for s in _SENTENCE.split(rest) if s.strip()]

@@ -77,15 +77,26 @@ def frame_words() -> str:
     )
 
 
-def language_of(text: str) -> Language:
+def language_of(text: str, *, prefer: Language | None = None) -> Language:
     """The language ``text`` is in: the record with the most markers in it, the earlier on
-    a tie, the first (English) when none has any.
+    a tie, the first (English) when none has any. ``prefer`` (the language of the
+    conversation a sentence is from) wins a tie, none-all included: a short sentence
+    holds few markers, and Spanish shares some with English ("me", "a").
+
+    Example:
+        >>> spanish = language_of("¿Cómo me llamo?")
+        >>> language_of("Hola, Ana.").code, language_of("Ana.", prefer=spanish).code
+        ('es', 'es')
+        >>> language_of("I live in Lyon.", prefer=spanish).code
+        'en'
     """
     best, best_score = languages()[0], 0
     for language in languages():
         score = language.score(text)
         if score > best_score:
             best, best_score = language, score
+    if prefer is not None and prefer is not best and prefer.score(text) >= best_score:
+        return prefer
     return best
 
 

@@ -86,19 +86,24 @@ def script_of(char: str) -> str | None:
 _SCRIPT_NAMES = {"CJK": "han", "HIRAGANA": "kana", "KATAKANA": "kana", "HALFWIDTH": "kana"}
 
 
-def said_item(sentence: str) -> str:
+def said_item(sentence: str, *, context: str | None = None) -> str:
     """A summary item quoting the user's own sentence, in the sentence's language (its
     record's ``said``, else English's): the extractive fallback's item (no model involved,
-    so nothing is invented).
+    so nothing is invented). ``context`` (what the user said around it) breaks a tie of
+    the sentence's languages: "El mes pasado me mudé a Valencia." holds as many English
+    markers as Spanish ones, and an English label on it made the language rule drop it.
 
     Example:
         >>> said_item("I live in Lyon.")
         'The user said: I live in Lyon.'
         >>> said_item("我叫李明，今年28岁。")
         '用户说：我叫李明，今年28岁。'
+        >>> said_item("Me mudé a Valencia.", context="Hoy hace sol. Me mudé a Valencia.")
+        'El usuario dijo: Me mudé a Valencia.'
     """
     sentence = sentence.strip()
-    return (language_of(sentence).said or languages()[0].said or "") + sentence
+    prefer = language_of(context) if context else None
+    return (language_of(sentence, prefer=prefer).said or languages()[0].said or "") + sentence
 
 
 def script_share(text: str, scripts: frozenset[str] | set[str]) -> float:

@@ -9,6 +9,10 @@ conversation they came from:
   ("The user said: I moved to Berlin last month."), the extractive fallback's form; a
   first-person item the user never said (the assistant's "I recommend the tasting menu.")
   is not a fact about the user and is dropped.
+- **The user's request, reported** ("The user asked for a summary of the conversation.",
+  "Por favor, resume nuestra conversación."): every word is the user's, so the provenance
+  rule passes it, but it is about the conversation, not the user: not stored
+  (:func:`reports_a_request`).
 - **An item that opens with a pronoun for someone the item before named**
   (["王芳今年28岁", "她的生日是十月三日"]: "her birthday is October 3"): alone, "her" is
   nobody. It is joined to the item before, where its person is named, and the reader
@@ -31,10 +35,15 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from langchain_tiered_memory.language.registry import joined, languages
-from langchain_tiered_memory.language.text import char_grams, is_first_person, said_item
+from langchain_tiered_memory.language.registry import frame_words, joined, languages
+from langchain_tiered_memory.language.text import (
+    char_grams,
+    is_cjk,
+    is_first_person,
+    said_item,
+)
 
-__all__ = ["first_person_item", "with_antecedent"]
+__all__ = ["first_person_item", "reports_a_request", "with_antecedent"]
 
 MIN_SAID_SHARE = 0.5  # as the grounding guard: most of the item's n-grams in the user's lines
 
@@ -51,6 +60,67 @@ _ABOUT_THE_USER = re.compile(
 )
 _PRONOUN_LED = joined("pronoun_subject")
 
+# What makes an item a report of the conversation act rather than a fact about the user,
+# in every record's words: a request to summarize ("summary", "总结", "resumen"), one to
+# remember when the item also names the conversation ("remember this conversation"; "the
+# user asked me to remember that they are allergic to peanuts" is a fact), a request's
+# opening ("Please", "请", "Por favor"), the conversation or the assistant.
+_SUMMARIZE = joined("summarize_request")
+_REMEMBER = re.compile(
+    "|".join(f"(?:{language.rules.remember})" for language in languages()), re.IGNORECASE
+)
+_REQUEST = re.compile(
+    "|".join(f"(?:{language.rules.request})" for language in languages()), re.IGNORECASE
+)
+_CONVERSATION = joined("about_assistant")
+_FRAME = frozenset(re.findall(r"[^\W_]+", frame_words().casefold()))
+_FUNCTION_WORDS = frozenset().union(*(language.stopwords for language in languages()))
+_WORDS = re.compile(r"[^\W_]+")
+
+# The words a reported request has beside the act itself: who asked and how ("asked",
+# "wants", "quiere", "要求"), at most two ("The user wants the assistant to summarize the
+# chat."). A fact has its own words ("... a summary of their trip to Japan for their blog").
+MAX_ACT_WORDS = 2
+
+
+def _content_words(text: str) -> float:
+    """How many words of ``text`` are neither function words nor how an item names the
+    user (a CJK run counts half a word a character, as elsewhere).
+    """
+    count = 0.0
+    for word in _WORDS.findall(text.casefold()):
+        if word in _FUNCTION_WORDS or word in _FRAME:
+            continue
+        cjk = sum(is_cjk(c) for c in word)
+        count += cjk / 2 + (1 if cjk < len(word) else 0)
+    return count
+
+
+def reports_a_request(item: str) -> bool:
+    """Whether ``item`` only reports the user's request to summarize or remember the
+    conversation, in any language: with the request, the conversation and the user's frame
+    taken out, at most :data:`MAX_ACT_WORDS` words are left. Such an item is not a fact:
+    Qwen2.5-Coder-1.5B stored "The user asked for a summary of the conversation." and,
+    told to write in Spanish, "Por favor, resume nuestra conversación." (issue 79).
+
+    Example:
+        >>> reports_a_request("The user asked for a summary of the conversation.")
+        True
+        >>> reports_a_request("用户要求总结我们的对话。")
+        True
+        >>> reports_a_request("The user wants a summary of their trip to Japan for the blog.")
+        False
+        >>> reports_a_request("The user asked me to remember they are allergic to peanuts.")
+        False
+    """
+    summarize = _SUMMARIZE.search(item)
+    if summarize is None and not (_REMEMBER.search(item) and _CONVERSATION.search(item)):
+        return False
+    rest = _REQUEST.sub(" ", item.strip())
+    for pattern in (_SUMMARIZE, _REMEMBER, _CONVERSATION):
+        rest = pattern.sub(" ", rest)
+    return _content_words(rest) <= MAX_ACT_WORDS
+
 
 def first_person_item(item: str, *, said: str | None) -> str | None:
     """``item`` in the form it is stored in if it speaks in the first person without naming
@@ -64,7 +134,9 @@ def first_person_item(item: str, *, said: str | None) -> str | None:
         grams = char_grams(item)
         if len(grams & char_grams(said)) < MIN_SAID_SHARE * len(grams):
             return None
-    return said_item(item)
+    # labelled in the user's language on a tie of the item's (an English label on a
+    # Spanish sentence made the language rule drop it)
+    return said_item(item, context=said)
 
 
 def with_antecedent(kept: list[str], item: str, *, said: str, max_chars: int) -> bool:

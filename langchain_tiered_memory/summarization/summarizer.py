@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.utils.json import parse_partial_json
 from pydantic import BaseModel, Field
 
-from langchain_tiered_memory._said import only_machinery, said_by_model
+from langchain_tiered_memory._said import only_machinery, said_by_model, without_machinery
 from langchain_tiered_memory._steps import Plan, adrive, call, drive
 from langchain_tiered_memory.errors import SummarizationError
 from langchain_tiered_memory.language.attribution import is_request, states_a_fact
@@ -40,7 +40,11 @@ from langchain_tiered_memory.language.text import (
     split_sentences,
     tokenize,
 )
-from langchain_tiered_memory.summarization.forms import first_person_item, with_antecedent
+from langchain_tiered_memory.summarization.forms import (
+    first_person_item,
+    reports_a_request,
+    with_antecedent,
+)
 from langchain_tiered_memory.summarization.reconcile import (
     NoteDecision,
     NoteDecisions,
@@ -119,6 +123,9 @@ def render_transcript(messages: Sequence[BaseMessage]) -> str:
             text = said_by_model(message)
             if only_machinery(text):
                 continue
+            # the rest of a reply that held some (a copy of the prompt's memory section
+            # would be summarized as new facts)
+            text = without_machinery(text)
         if text:
             lines.append(f"{who}: {text}")
     transcript = "\n".join(lines)
@@ -350,6 +357,8 @@ def clean_items(
         if "&" in text and _ENTITY.search(text) and not _ENTITY.search(transcript or ""):
             text = html.unescape(text)
         if _ABOUT_THE_ASSISTANT.match(text) or _A_PROMISE.search(text):
+            continue
+        if reports_a_request(text):  # a request is not a fact about the user
             continue
         if relations:
             related = _with_relation(text, relations)

@@ -47,7 +47,8 @@ RULES = LanguageRules(
     request=r"^\W*(?:hola)?\W*(?:por favor|puedes|podrías|dime|dame|cuéntame|recuérdame|"
     r"ayúdame|resume|resúmeme|traduce|escribe|repite|qué|cuál|cuántos|cómo|por qué|dónde|"
     r"quién|explica|busca|haz|crea)\b",
-    remember=r"\b(?:recuerda|recuérdalo|apunta|anota|ten en cuenta)\b",
+    remember=r"\b(?:recuerda|recuérdalo|recuerde|recuérdelo|recordar|apunta|anota|"
+    r"ten en cuenta)\b",
     negation=r"\b(?:no|nunca|jamás|ni|tampoco|sin)\b",
     reporting=r"\b(?:dijo|dice|dicen|contó|cuenta|piensa|cree|creía|preguntó|escribió)\b",
     irrealis=r"\b(?:si|cuando|hasta que|ojalá|espero|quiero ser|seré|tendré|será|algún día|"
@@ -163,9 +164,14 @@ LANGUAGE = Language(
     code="es",
     name="Spanish",
     order=20,
+    # Its commonest words that English has not ("me", "a" are both: "El mes pasado me mudé
+    # a Valencia." tied, and English won the tie), and a lower-case word with an accent
+    # (mudé, está, también: a capitalised one is a name an English text may hold, Bogotá)
     markers=r"\b(?:yo|me|mi|mis|el|la|los|las|de|del|que|qué|y|en|un|una|es|soy|estoy|"
     r"tengo|años|cómo|cuántos|cuál|por|para|con|se|lo|al|muy|pero|también|hola|llamo|"
-    r"nombre|vivo|resume|resumen|usuario)\b|[ñ¿¡]",
+    r"nombre|vivo|resume|resumen|usuario|como|hoy|ayer|hace|mes|este|esta|estos|estas|"
+    r"trabajo|estudio|nuestra|nuestro|gracias|ahora|hay|sí)\b|[ñ¿¡]"
+    r"|(?-i:(?<!\w)[a-zñü]*[áéíóú][a-zñüáéíóú]*(?!\w))",
     rules=RULES,
     first_person=r"(?<![\w'])(?:yo|me|mi|mis|conmigo|tengo|soy|estoy)(?![\w])",
     summarize_request=r"\bres[uú]m\w*",

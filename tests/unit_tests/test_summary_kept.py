@@ -1,0 +1,87 @@
+"""What the user said is kept in their language, and a request is not a fact (issue 79
+items 1 and 5), with the answers a real model (Qwen2.5-Coder-1.5B) gave.
+
+1. The summarizer, told to write in Spanish, answered ``["El mes pasado me mudé a
+   Valencia.", "Por favor, resume nuestra conversación."]``: the first was relabelled
+   ``The user said: El mes pasado ...`` (an English label on a Spanish sentence), the
+   language rule dropped it, and the request was stored.
+5. "The user asked for a summary of the conversation." was stored and recalled: every word
+   is the user's, so the provenance rule passed it; a request is not a fact.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fakes import ScriptedChatModel, summary_call
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_tiered_memory.language.text import said_item
+from langchain_tiered_memory.summarization.summarizer import clean_items, summarize_messages
+
+SPANISH = [
+    HumanMessage("El mes pasado me mudé a Valencia."),
+    AIMessage("¡Qué bien! Valencia es preciosa."),
+    HumanMessage("Por favor, resume nuestra conversación."),
+]
+RECORDED = ["El mes pasado me mudé a Valencia.", "Por favor, resume nuestra conversación."]
+
+
+def test_the_spanish_move_is_kept_with_the_spanish_label_and_the_request_is_not() -> None:
+    # the same answer to the first request and to the request to rewrite in Spanish
+    model = ScriptedChatModel(responses=[summary_call(RECORDED), summary_call(RECORDED)])
+    items = summarize_messages(model, SPANISH, grounded=True)
+    assert items == ["El usuario dijo: El mes pasado me mudé a Valencia."]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "context", "label"),
+    [
+        # a tie between two languages' markers ("me", "a" are English words too), or none
+        # at all, is broken by the language the user writes in
+        ("El mes pasado me mudé a Valencia.", "El mes pasado me mudé a Valencia.", "El usuario"),
+        ("Me mudé a Valencia.", "Me mudé a Valencia. Hoy hace sol.", "El usuario"),
+        ("I moved to Valencia.", "Me mudé. I moved to Valencia.", "The user"),
+        ("我搬到了上海。", "我搬到了上海。", "用户"),
+    ],
+)
+def test_a_quoted_sentence_is_labelled_in_its_language(
+    sentence: str, context: str, label: str
+) -> None:
+    assert said_item(sentence, context=context).startswith(label)
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "The user asked for a summary of the conversation.",
+        "The user requested a summary of our conversation.",
+        "The user wants the assistant to summarize the chat.",
+        "Please summarize our conversation.",
+        "The user asked to remember this conversation.",
+        "用户要求总结对话。",
+        "用户请求总结我们的对话。",
+        "请总结一下我们的对话。",
+        "El usuario pidió un resumen de la conversación.",
+        "Por favor, resume nuestra conversación.",
+        "El usuario quiere que recuerde esta conversación.",
+    ],
+)
+def test_an_item_reporting_the_request_to_summarize_is_not_stored(item: str) -> None:
+    transcript = f"User: {item}"
+    assert clean_items([item], transcript=transcript) == []
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        "The user asked me to remember that they are allergic to peanuts.",
+        "The user summarizes legal contracts for a law firm in Lyon.",
+        "The user wants a summary of their trip to Japan for their blog.",
+        "用户请我记住他对花生过敏。",
+        "用户的工作是给律师事务所总结法律合同。",
+        "El usuario me pidió recordar que es alérgico a los cacahuetes.",
+        "El usuario resume contratos legales para un bufete en Valencia.",
+    ],
+)
+def test_an_item_with_a_fact_beside_a_request_is_kept(item: str) -> None:
+    assert clean_items([item]) == [item]
