@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,9 +27,11 @@ from langchain_tiered_memory._said import (
     SUMMARIZE_NOTE,
     only_machinery,
     said_by_model,
+    without_machinery,
 )
 from langchain_tiered_memory.agent.tools import SEARCH_MEMORY_TOOL, SUMMARIZE_TOOL
-from langchain_tiered_memory.language.registry import replies_in
+from langchain_tiered_memory.language.record import Replies
+from langchain_tiered_memory.language.registry import languages, replies_in
 from langchain_tiered_memory.language.text import is_cjk, is_question
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "only_machinery",
     "is_empty",
     "package_reply",
+    "report_in",
     "written_by_package",
     "no_reply",
     "said_by_model",
@@ -49,8 +53,59 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# what the summarize tool's report starts with when it stored something (tools.py)
+# How the tools report (tools.py), in English for the model: what the summarize tool's
+# report starts with when it stored something, and when there was nothing new; user_tag's
+# "Recorded: age=30, name=Alice." (its keys sorted, "NOT RECORDED ..." after for the model)
 _STORED = "Stored "
+_NOTHING_NEW = "Nothing new"
+_RECORDED = re.compile(r"\ARecorded: (?P<facts>.*?)\.(?:\s+NOT RECORDED\b.*)?\Z", re.DOTALL)
+_FACT = re.compile(r"(?P<key>\w+)=(?P<value>.*?)(?=, \w+=|\Z)", re.DOTALL)
+
+
+def recorded_sentence(facts: dict[str, Any], replies: Replies) -> str:
+    """What was recorded, said in the language of ``replies`` ("Entendido, lo recordaré
+    (edad: 34, nombre: Lucía Romero).").
+
+    Example:
+        >>> recorded_sentence({"age": 34}, replies_in("¿Cuántos años tengo?"))
+        'Entendido, lo recordaré (edad: 34).'
+    """
+    listed = replies.fact_separator.join(
+        replies.fact.format(label=replies.tag_labels.get(k, k.replace("_", " ")), value=v)
+        for k, v in sorted(facts.items())
+    )
+    return replies.recorded.format(facts=listed)
+
+
+def report_in(report: str, replies: Replies) -> str | None:
+    r"""A memory tool's report (written in English, for the model) as a user of another
+    language reads it, from the language record's replies; ``None`` when the record has no
+    sentence for it (an app's own tool, a report of another shape). A real turn showed a
+    Spanish user "Hecho. Recorded: age=34, name=Lucía Romero." (issue 79).
+
+    Example:
+        >>> report_in("Recorded: age=34, name=Lucía Romero.", replies_in("¿Cómo me llamo?"))
+        'Entendido, lo recordaré (edad: 34, nombre: Lucía Romero).'
+        >>> print(report_in("Stored 1 memory item(s) from the conversation:\n- 我住在上海。",
+        ...                 replies_in("请总结")))
+        好的，我记下了1条记忆：
+        - 我住在上海。
+    """
+    if report.startswith(_STORED) and replies.stored is not None:
+        items = [line for line in report.splitlines() if line.startswith("- ")]
+        return replies.stored.format(count=len(items), items="\n".join(items))
+    if report.startswith(_NOTHING_NEW) and replies.nothing_new is not None:
+        return replies.nothing_new
+    recorded = _RECORDED.match(report.strip())
+    if recorded is not None:
+        facts = {m["key"]: m["value"] for m in _FACT.finditer(recorded["facts"])}
+        return recorded_sentence(facts, replies) if facts else None
+    return None
+
+
+def _in_english(replies: Replies) -> bool:
+    """Whether ``replies`` are the first record's (English), the tools' own language."""
+    return replies is (languages()[0].replies or replies)
 
 
 def _turn(messages: Sequence[BaseMessage]) -> tuple[HumanMessage | None, list[BaseMessage]]:
@@ -91,10 +146,21 @@ def _folded(text: str) -> str:
     return " ".join("".join(c if c.isalnum() else " " for c in text.casefold()).split())
 
 
+def _echoes(said: str, human: str) -> bool:
+    """Whether ``said`` is ``human`` copied, and long enough to say nothing else."""
+    folded = _folded(said)
+    if len(folded.split()) + sum(is_cjk(c) for c in folded) / 2 < MIN_ECHO_TERMS:
+        return False  # a word or two (a CJK character is half a word)
+    return folded == _folded(human)
+
+
 def without_echo(response: AIMessage, messages: Sequence[BaseMessage]) -> AIMessage:
-    """``response``, or an empty reply if all it says is the user's latest message copied
-    (Qwen2.5-Coder-1.5B answered "I live in Paris." and "Please summarize our
-    conversation." with the message itself): an empty reply is asked again.
+    """``response`` as the user may read it: without the machinery in it (the package's
+    placeholders and prompt sections, tool calls and results written as text,
+    :func:`without_machinery`), and an empty reply if what is left is nothing, only
+    machinery, or the user's latest message copied (Qwen2.5-Coder-1.5B answered "I live in
+    Paris." with the message itself, and another message with two JSON calls and the
+    message): an empty reply is asked again.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -103,17 +169,27 @@ def without_echo(response: AIMessage, messages: Sequence[BaseMessage]) -> AIMess
         ''
         >>> without_echo(AIMessage("Paris is lovely."), turn).text
         'Paris is lovely.'
+        >>> without_echo(AIMessage("(saving our conversation to memory) I live in Paris."),
+        ...              turn).text
+        ''
     """
     human, _ = _turn(messages)
-    if human is None or response.tool_calls or response.invalid_tool_calls:
+    if response.tool_calls or response.invalid_tool_calls:
         return response
-    said = _folded(said_by_model(response))
-    if len(said.split()) + sum(is_cjk(c) for c in said) / 2 < MIN_ECHO_TERMS:
-        return response  # a word or two (a CJK character is half a word)
-    if said != _folded(human.text):
+    said = said_by_model(response)
+    if not said:
+        return response  # empty already: asked again as it is
+    rest = without_machinery(said)
+    echo = human is not None and _echoes(rest, human.text)
+    if not rest or echo or only_machinery(rest):
+        logger.info("the model's reply was machinery or a copy of the message; asking again")
+        return AIMessage(content="", id=response.id, response_metadata=response.response_metadata)
+    if rest == said:
         return response
-    logger.info("the model's reply copied the user's message; asking again")
-    return AIMessage(content="", id=response.id, response_metadata=response.response_metadata)
+    logger.info("took the machinery out of the model's reply")
+    report = response.response_metadata.get(REPORT)
+    text = "\n\n".join([rest, report]) if isinstance(report, str) and report else rest
+    return response.model_copy(update={"content": text})
 
 
 def package_reply(text: str) -> AIMessage:
@@ -184,6 +260,12 @@ def no_reply(
     human, turn = _turn(messages)
     replies = replies_in(human.text if human is not None else "")
     done = [m.text.strip() for m in _results(turn) if m.name != SEARCH_MEMORY_TOOL]
+    if done and not _in_english(replies):
+        # the tools report in English: a sentence of the user's language for each
+        said = [report_in(report, replies) for report in done]
+        if all(said):  # each a whole sentence already: no "Done." before them
+            return package_reply("\n".join(s for s in said if s))
+        done = [s or report for s, report in zip(said, done, strict=True)]
     if done:
         return package_reply(replies.done + "\n".join(done))
     known = answer(human) if answer is not None and human is not None else None
@@ -200,10 +282,13 @@ def with_stored_items(response: AIMessage, messages: Sequence[BaseMessage]) -> A
     """
     if response.tool_calls:
         return response
-    _, turn = _turn(messages)
-    reports = [
+    human, turn = _turn(messages)
+    replies = replies_in(human.text if human is not None else "")
+    reports: list[str] = [
         m.text for m in _results(turn) if m.name == SUMMARIZE_TOOL and m.text.startswith(_STORED)
     ]
+    if not _in_english(replies):  # the tool's report is English: the user's language
+        reports = [report_in(r, replies) or r for r in reports]
     # Whatever the model wrote: a reply that happens to restate an item ("I moved to
     # Berlin last month.") does not tell the user it was stored; the report does.
     missing = [r for r in reports if r not in response.text]

@@ -99,7 +99,9 @@ def test_the_seed_in_chinese(memory: TieredMemory, door: str) -> None:
     # a report it wrote "好的。Recorded: ..., birthday=十月三日." though nothing was recorded)
     shown = _reply_prompt(birthday)[1:]
     assert not any(isinstance(m, AIMessage) and "Recorded" in m.text for m in shown)
-    assert "Recorded" in _reply(first)  # the user did read it
+    # the user did read it, in their language (issue 79 item 4: "Recorded: ..." was English)
+    assert "我记住了" in _reply(first) and "王芳" in _reply(first)
+    assert "Recorded" not in _reply(first)
     # item 5: the user reads what was stored, whatever the model wrote
     assert summary["items"] and all(item in _reply(summary) for item in summary["items"])
     # the new thread carries the conversation, not its machinery
