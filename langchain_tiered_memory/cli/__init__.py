@@ -144,11 +144,31 @@ def _user_option(parser: argparse.ArgumentParser, *, required: bool = True) -> N
     )
 
 
+# Commands the CLI runs for itself (``demo`` runs each step in a process of its own): not
+# in the help, nor in the list a mistyped command gets.
+_HIDDEN_COMMANDS = frozenset({"demo-step"})
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose error for a mistyped command lists only the commands a
+    user may run (a newcomer's ``tiered-memory chta`` listed the hidden ``demo-step``).
+    """
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if action.dest == "command" and isinstance(choices, dict) and value not in choices:
+            visible = ", ".join(repr(name) for name in choices if name not in _HIDDEN_COMMANDS)
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r} (choose from {visible})"
+            )
+        super()._check_value(action, value)  # type: ignore[misc]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``tiered-memory`` argument parser."""
     common = _common_options(top_level=False)
     fmt = argparse.RawDescriptionHelpFormatter
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = _Parser(
         prog=PROG,
         description=_DESCRIPTION,
         epilog=_EPILOG,
