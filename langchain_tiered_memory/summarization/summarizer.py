@@ -123,9 +123,7 @@ def render_transcript(messages: Sequence[BaseMessage]) -> str:
             text = said_by_model(message)
             if only_machinery(text):
                 continue
-            # the rest of a reply that held some (a copy of the prompt's memory section
-            # would be summarized as new facts)
-            text = without_machinery(text)
+            text = without_machinery(text)  # a copied memory section is no new fact
         if text:
             lines.append(f"{who}: {text}")
     transcript = "\n".join(lines)

@@ -60,11 +60,29 @@ def _attributes(text: str, languages: Iterable[LanguageRules]) -> set[str]:
     }
 
 
+_RECORDS = languages()
+
+
+def _spoken(text: str, languages: Sequence[LanguageRules]) -> list[LanguageRules]:
+    """The rules of the languages ``text`` holds markers of (all of them when it holds
+    none): a word that makes a clause a wish in one language is an ordinary word in another
+    (Italian and Portuguese "se", "if", is the Spanish "se" of "se mudó", which made every
+    Spanish move a wish).
+    """
+    scored = {id(record.rules) for record in _RECORDS if record.score(text) > 0}
+    return [r for r in languages if id(r) in scored] or list(languages)
+
+
+def _irrealis(text: str, languages: Sequence[LanguageRules]) -> bool:
+    """Whether ``text`` is not a present fact by the cues of the languages it is in."""
+    return any(_search(r.irrealis, text) for r in _spoken(text, languages))
+
+
 def _states_a_change(text: str, languages: Sequence[LanguageRules]) -> bool:
     """A change of the user's own state, stated as done: not a plan, a wish or a relative's."""
     return (
         any(_search(r.moved_on, text) for r in languages)
-        and not any(_search(r.irrealis, text) for r in languages)
+        and not _irrealis(text, languages)
         and not any(_search(r.someone_elses, text) for r in languages)
     )
 
@@ -151,7 +169,7 @@ def _changed(new: str, languages: Sequence[LanguageRules]) -> set[str]:
     """
     out: set[str] = set()
     for clause in _clauses(new, languages):
-        if any(_search(r.irrealis, clause) for r in languages):
+        if _irrealis(clause, languages):
             continue
         for rules in languages:
             for cue in _compiled(rules.moved_on).finditer(clause):

@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_tiered_memory.language.text import said_item
 from langchain_tiered_memory.summarization.summarizer import clean_items, summarize_messages
+from langchain_tiered_memory.summarization.updates import same_attribute
 
 SPANISH = [
     HumanMessage("El mes pasado me mudé a Valencia."),
@@ -85,3 +86,32 @@ def test_an_item_reporting_the_request_to_summarize_is_not_stored(item: str) -> 
 )
 def test_an_item_with_a_fact_beside_a_request_is_kept(item: str) -> None:
     assert clean_items([item]) == [item]
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        ("El usuario dijo: El mes pasado me mudé a Valencia.", "El usuario dijo: Vivo en Sevilla."),
+        ("El usuario se mudó a Valencia.", "El usuario vive en Sevilla."),
+        ("The user said: I moved to Valencia last month.", "The user said: I live in Seville."),
+        ("用户说：上个月我搬到了上海。", "用户说：我住在北京。"),
+    ],
+)
+def test_the_kept_move_updates_where_the_user_lived(new: str, old: str) -> None:
+    """Item 1 went on: "the next thread answered 'vivo en Sevilla' (stale)". A Spanish move
+    in the first person ("me mudé") is a change, and Spanish "se" is not the Italian and
+    Portuguese "if" ("se") that made every such item a wish.
+    """
+    assert same_attribute(new, old) == {"home"}
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        ("El usuario dijo: Si me mudo a Valencia, te aviso.", "El usuario vive en Sevilla."),
+        ("L'utente se si trasferisce a Roma.", "L'utente vive a Milano."),
+        ("The user's sister moved to Berlin.", "The user lives in Paris."),
+    ],
+)
+def test_a_wish_or_someone_elses_move_updates_nothing(new: str, old: str) -> None:
+    assert same_attribute(new, old) == set()

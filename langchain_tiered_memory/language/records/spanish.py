@@ -61,8 +61,10 @@ RULES = LanguageRules(
         "diet": r"\b(?:vegetarian[oa]|vegan[oa]|come carne|carne)\b",
         "partner": r"\b(?:solter[oa]|casad[oa]|divorciad[oa]|novi[oa]|espos[oa])\b",
     },
-    moved_on=r"\b(?:se mudó|ya no|dejó|ahora|actualmente|cambió|renunció|otra vez)\b",
-    ceased=r"\b(?:dejó de|ya no)\b",
+    # the user's own words too, in the first person: a quoted "me mudé a Valencia" is a move
+    moved_on=r"\b(?:se mudó|me mudé|me he mudado|ya no|dejó|dejé|ahora|actualmente|cambió|"
+    r"cambié|renunció|renuncié|otra vez)\b",
+    ceased=r"\b(?:dejó de|dejé de|ya no)\b",
     someone_elses=rf"^\W*(?:(?:el|la|los|las) )?{_RELATIONS}s? del usuario\b"
     rf"|^\W*(?:su|sus) {_RELATIONS}",
 )
