@@ -11,10 +11,13 @@ items 1 and 5), with the answers a real model (Qwen2.5-Coder-1.5B) gave.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from fakes import ScriptedChatModel, summary_call
 from langchain_core.messages import AIMessage, HumanMessage
 
+from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory.language.text import said_item
 from langchain_tiered_memory.summarization.summarizer import clean_items, summarize_messages
 from langchain_tiered_memory.summarization.updates import same_attribute
@@ -25,6 +28,7 @@ SPANISH = [
     HumanMessage("Por favor, resume nuestra conversación."),
 ]
 RECORDED = ["El mes pasado me mudé a Valencia.", "Por favor, resume nuestra conversación."]
+SEVILLE = ["El usuario vive en Sevilla."]
 
 
 def test_the_spanish_move_is_kept_with_the_spanish_label_and_the_request_is_not() -> None:
@@ -115,3 +119,21 @@ def test_the_kept_move_updates_where_the_user_lived(new: str, old: str) -> None:
 )
 def test_a_wish_or_someone_elses_move_updates_nothing(new: str, old: str) -> None:
     assert same_attribute(new, old) == set()
+
+
+def test_after_the_recorded_answer_the_move_is_current_and_seville_is_not(
+    memory_factory: Callable[..., TieredMemory],
+) -> None:
+    """Item 1 through the memory: the next thread answered "vivo en Sevilla" (stale)."""
+    memory = memory_factory()
+    memory.add_session_log("ana", [HumanMessage("Vivo en Sevilla."), AIMessage("¡Qué bonito!")])
+    memory.summarize_history("ana", ScriptedChatModel(responses=[summary_call(SEVILLE)]))
+    memory.add_session_log("ana", SPANISH)
+    # the recorded answer, then an update step's answer the package cannot use (stored as
+    # new: the words alone make the update)
+    model = ScriptedChatModel(responses=[summary_call(RECORDED), AIMessage("")])
+    memory.summarize_history("ana", model, grounded=True)
+    current = [d.page_content for d in memory.recall_summaries("ana", "¿Dónde vivo?", 5)]
+    assert current == ["El usuario dijo: El mes pasado me mudé a Valencia."]
+    everything = memory.recall_summaries("ana", "¿Dónde vivo?", 5, include_superseded=True)
+    assert {d.page_content for d in everything} == {current[0], *SEVILLE}
