@@ -45,7 +45,13 @@ from langchain_core.messages.tool import tool_call
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, Field, create_model
 
-from langchain_tiered_memory.agent.replies import CAPTURE_NOTE, SUMMARIZE_NOTE, package_reply
+from langchain_tiered_memory.agent.replies import (
+    CAPTURE_NOTE,
+    SUMMARIZE_NOTE,
+    package_reply,
+    recorded_sentence,
+    report_in,
+)
 from langchain_tiered_memory.agent.tools import SUMMARIZE_TOOL, USER_TAG_TOOL
 from langchain_tiered_memory.errors import InvalidTagError
 from langchain_tiered_memory.language.attribution import (
@@ -312,15 +318,9 @@ def summary_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
         return None
     report = str(messages[-1].content)
     human, _ = _turn(messages)
-    if human is not None:
-        # the tool reports in English; the user may have asked in another language
-        replies = replies_in(human.text)
-        items = [line for line in report.splitlines() if line.startswith("- ")]
-        if items and replies.stored is not None:
-            return package_reply(replies.stored.format(count=len(items), items="\n".join(items)))
-        if report.startswith("Nothing new") and replies.nothing_new is not None:
-            return package_reply(replies.nothing_new)
-    return package_reply(report)
+    # the tool reports in English; the user may have asked in another language
+    said = report_in(report, replies_in(human.text)) if human is not None else None
+    return package_reply(said or report)
 
 
 def asked_tag(text: str) -> str | None:
@@ -378,9 +378,4 @@ def capture_reply(messages: Sequence[BaseMessage]) -> AIMessage | None:
     human, _ = _turn(messages)
     if not args or human is None:
         return None
-    replies = replies_in(human.text)
-    facts = replies.fact_separator.join(
-        replies.fact.format(label=replies.tag_labels.get(k, k.replace("_", " ")), value=v)
-        for k, v in sorted(args.items())
-    )
-    return package_reply(replies.recorded.format(facts=facts))
+    return package_reply(recorded_sentence(args, replies_in(human.text)))

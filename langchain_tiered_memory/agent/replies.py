@@ -42,6 +42,7 @@ __all__ = [
     "only_machinery",
     "is_empty",
     "package_reply",
+    "recorded_sentence",
     "report_in",
     "written_by_package",
     "no_reply",
