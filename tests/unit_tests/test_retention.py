@@ -251,3 +251,74 @@ def test_a_config_that_names_another_user_in_its_metadata_stamps_nothing_of_thei
         assert "zqbob" in str(graph.get_state(owner).values), "alice's erasure took bob's thread"
     finally:
         memory.close()
+
+
+# ----- the owner record's clock, where no checkpointer of the memory's gives it one -----
+
+
+def test_a_first_turn_on_an_apps_own_saver_gives_the_owner_record_the_ttl(
+    data_dir: Path,
+) -> None:
+    """``create_agent`` with the middleware on an app's ``InMemorySaver``: no saver of the
+    memory's expires the thread's owner record (the Redis saver's PUT does, for its own
+    threads), so the turn's write must (mutation run: a write that sent the owner record
+    without ``user_ttl`` survived every test)."""
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_tiered_memory import TieredMemoryMiddleware
+
+    memory = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings(), user_ttl=TTL_S)
+    try:
+        agent = create_agent(
+            _model(),
+            tools=[],
+            middleware=[TieredMemoryMiddleware(memory)],
+            checkpointer=memory.checkpointer(InMemorySaver()),
+        )
+        _turn(agent, "alice", "app-t1", "Hi, I am Alice.")
+        assert memory.redis_url is not None
+        keys = _keys_of(raw_client(memory.redis_url), "alice", ["app-t1"])
+        assert "tm:{cp:app-t1}:owner" in keys
+        wrong = {k: ttl for k, ttl in keys.items() if not 0 < ttl <= TTL_MS}
+        assert not wrong, f"keys that outlive user_ttl: {wrong}"
+    finally:
+        memory.close()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_the_owners_load_restarts_the_threads_owner_record(
+    two_memories: Any, asynchronous: bool
+) -> None:
+    """The turn's read restarts the owner record of a thread it names when it is the
+    reader's (``memory.load(thread_id=...)``: the graph's and the middleware's load), and
+    another user's read of it does not."""
+    timed, _ = two_memories
+    assert timed.redis_url is not None
+    client = raw_client(timed.redis_url)
+    owner = "tm:{cp:t-alice}:owner"
+    client.pexpire(owner, SHORT_MS)
+    with pytest.raises(ThreadOwnershipError):
+        timed.load("carol", "hi", thread_id="t-alice")
+    assert 0 < int(client.pttl(owner)) <= SHORT_MS
+    if asynchronous:
+        asyncio.run(timed.aload("alice", "hi", thread_id="t-alice"))
+    else:
+        timed.load("alice", "hi", thread_id="t-alice")
+    assert SHORT_MS < int(client.pttl(owner)) <= TTL_MS
+
+
+def test_a_thread_claimed_by_the_load_itself_gets_the_ttl_at_the_save(data_dir: Path) -> None:
+    """No guarded saver claimed the thread before the turn's read (an app's own loop:
+    ``load(thread_id=...)`` then ``add_session_log``): the load's claim makes the owner
+    record after its read, so the save must give it the clock (mutation run: a save
+    without it survived every test)."""
+    memory = TieredMemory.embedded(data_dir, embeddings=HashingEmbeddings(), user_ttl=TTL_S)
+    try:
+        memory.load("alice", "Hi, I am Alice.", thread_id="loop-1")
+        memory.add_session_log("alice", [AIMessage("Hello Alice.")], thread_id="loop-1")
+        assert memory.redis_url is not None
+        ttl = int(raw_client(memory.redis_url).pttl("tm:{cp:loop-1}:owner"))
+        assert 0 < ttl <= TTL_MS, f"the owner record's PTTL is {ttl}"
+    finally:
+        memory.close()
