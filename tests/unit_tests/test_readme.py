@@ -58,7 +58,8 @@ def test_readme_has_the_examples() -> None:
     # the first screen: the graph in an app; then the memory, a capable model, the
     # middleware, the store
     assert len(blocks) == 5
-    assert len(python_blocks(GUIDE)) == 2  # the guide: knowledge updates, langgraph dev
+    # the guide: knowledge updates, langgraph dev, erasing a user on a server
+    assert len(python_blocks(GUIDE)) == 3
     graph_example, memory_example, *_ = blocks  # the first screen shows the graph in an app
     assert len(memory_example.strip().splitlines()) <= 15
     assert len(graph_example.strip().splitlines()) < 20
