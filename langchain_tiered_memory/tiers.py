@@ -521,7 +521,7 @@ class Tiers:
         found = self._held_entries()
         record = self.attachment_record() if found else None
         ride = [record.add_call(found)] if record is not None else []
-        rides = isinstance(storage, RedisTurn)
+        rides = storage.one_round_trip  # the write that is one round trip takes it
         appended = yield from storage.write(
             user_id,
             messages,
