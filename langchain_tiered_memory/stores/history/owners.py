@@ -17,36 +17,6 @@ from langchain_tiered_memory.stores.history.base import HistoryStore, owned_else
 
 __all__ = ["ThreadGuard"]
 
-# The user the guard names to ask a thread's owner of a store that has no owner lookup of
-# its own: ``HistoryStore.thread_owner``'s default asks ``thread_record`` for a user id
-# with a NUL byte (one no app gives), which a backend on PostgreSQL ``text`` rejects. Any
-# id the doors accept does: the lookup reads the owner and drops the "recorded" half.
-_LOOKUP_USER = "tiered-memory.owner-lookup"
-
-
-def _thread_id(thread_id: str) -> str:
-    """A thread id the guard got from a saver's caller, checked as a run's door checks it
-    (``agent.context.thread_of``): the config of a read or ``copy_thread``'s arguments
-    came from the app, through no door.
-    """
-    return validate_run_thread_id(thread_id)
-
-
-def _owner(history: HistoryStore, thread_id: str) -> Plan[str | None]:
-    """The plan that reads the thread's owner (``None``: nobody's): the store's own
-    ``thread_owner`` if it has one, else its ``thread_record`` for :data:`_LOOKUP_USER`.
-    """
-    store = type(history)
-    if (
-        store.thread_owner is HistoryStore.thread_owner
-        and store.athread_owner is HistoryStore.athread_owner
-    ):
-        owner, _ = yield call(
-            history.thread_record, history.athread_record, _LOOKUP_USER, thread_id
-        )
-        return owner
-    return (yield call(history.thread_owner, history.athread_owner, thread_id))
-
 
 def _admitted(owner: str | None, user_id: str, recorded: bool) -> bool | None:
     """``True``: the user's own thread; ``False``: another's (refuse); ``None``: nobody's,
@@ -110,7 +80,7 @@ class ThreadGuard:
                 a saver's read names its user in a config the app built).
             InvalidArgumentError: a thread id no door accepts (a NUL, too long, ...).
         """
-        user_id, thread_id = validate_user_id(user_id), _thread_id(thread_id)
+        user_id, thread_id = validate_user_id(user_id), validate_run_thread_id(thread_id)
         history = self.history
         if record is None:
             record = yield call(history.thread_record, history.athread_record, user_id, thread_id)
@@ -140,9 +110,10 @@ class ThreadGuard:
             InvalidArgumentError: either id is one no door accepts (checked before the
                 store sees either).
         """
-        source_id, target_id = _thread_id(source_id), _thread_id(target_id)
+        source_id = validate_run_thread_id(source_id)
+        target_id = validate_run_thread_id(target_id)
         history = self.history
-        owner = yield from _owner(history, source_id)
+        owner = yield call(history.thread_owner, history.athread_owner, source_id)
         if owner is not None:
             yield call(history.record_thread, history.arecord_thread, owner, target_id)
 
@@ -150,7 +121,7 @@ class ThreadGuard:
         """Raise :class:`ThreadOwnershipError` if another user owns the thread (a read);
         ids no door accepts raise as :meth:`admission`'s do, before the store sees them.
         """
-        user_id, thread_id = validate_user_id(user_id), _thread_id(thread_id)
+        user_id, thread_id = validate_user_id(user_id), validate_run_thread_id(thread_id)
         owner, _ = self.history.thread_record(user_id, thread_id)
         if owner not in (None, user_id):
             raise owned_elsewhere(thread_id)
