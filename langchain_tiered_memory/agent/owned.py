@@ -22,6 +22,7 @@ from langchain_tiered_memory.agent.context import (
 )
 from langchain_tiered_memory.errors import UnguardedCheckpointerError
 from langchain_tiered_memory.memory import is_guarded
+from langchain_tiered_memory.persistence.server_threads import OWNER
 
 __all__ = ["OWNER", "require_guarded_checkpointer", "served_to_owner"]
 
@@ -31,12 +32,6 @@ def _run_config() -> RunnableConfig | None:
         return get_config()
     except RuntimeError:  # called outside a LangGraph run (a test, a script)
         return None
-
-
-# The thread metadata key a LangGraph server's Auth handler stamps with the identity that
-# created the thread and filters every thread request by (langchain_tiered_memory.deploy):
-# the key LangGraph's own authorization guide uses.
-OWNER = "owner"
 
 
 def served_to_owner(config: RunnableConfig) -> bool:
