@@ -154,7 +154,8 @@ def _says(text: str) -> Any:
 # ----- the shipped deployment: the server's own checkpointer, two users, bearer tokens -----
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "langgraph_server"
-TOKENS = {"alice": "tok-alice", "bob": "tok-bob"}
+# bearer-token users of the example deployments (every server test module uses these)
+TOKENS = {"alice": "tok-alice", "bob": "tok-bob", "carol": "tok-carol"}
 
 
 @pytest.fixture

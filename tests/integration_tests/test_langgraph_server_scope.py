@@ -21,9 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
-from test_langgraph_server import EXAMPLE, _says, _start, _status
+from test_langgraph_server import EXAMPLE, TOKENS, _says, _start, _status
 
-TOKENS = {"alice": "tok-alice", "bob": "tok-bob", "carol": "tok-carol"}
 OPENAI_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL")
 
 

@@ -19,54 +19,19 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
-import signal
-import subprocess
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 import redis
-from test_langgraph_server import EXAMPLE, _says, _start
+from test_langgraph_server import TOKENS, _client, _says, example_server  # noqa: F401
 
 from langchain_tiered_memory import TieredMemory
 from langchain_tiered_memory.persistence.server_threads import LangGraphServerThreads
 
-USERS = ("alice", "bob", "carol")
-TOKENS = {u: f"tok-{u}" for u in USERS}
+USERS = tuple(TOKENS)
 STEPS = int(os.environ.get("TM_SERVER_WALK_STEPS", "36"))
 SEED = int(os.environ.get("TM_SERVER_WALK_SEED", "7"))
 pytestmark = pytest.mark.timeout(1800)
-
-
-@pytest.fixture
-def server(
-    tmp_path: Path, redis_server_url: str, key_prefix: str, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[str]:
-    app = tmp_path / "app"
-    shutil.copytree(EXAMPLE, app)
-    monkeypatch.setenv("REDIS_URL", redis_server_url)
-    monkeypatch.setenv("TIERED_MEMORY_KEY_PREFIX", key_prefix)
-    monkeypatch.setenv("TIERED_MEMORY_MODEL", "fake")
-    monkeypatch.setenv("DEMO_TOKENS", ",".join(f"{t}={u}" for u, t in TOKENS.items()))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        yield _start(app, procs)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-
-
-def _client(url: str, user: str) -> Any:
-    from langgraph_sdk import get_sync_client
-
-    return get_sync_client(url=url, headers={"Authorization": f"Bearer {TOKENS[user]}"})
 
 
 class Walk:
@@ -224,9 +189,11 @@ class Walk:
 
 
 def test_a_long_walk_of_every_endpoint_keeps_each_users_memory_and_threads(
-    server: str, redis_server_url: str, key_prefix: str
+    example_server: str,  # noqa: F811
+    redis_server_url: str,
+    key_prefix: str,
 ) -> None:
-    walk = Walk(server, redis_server_url, key_prefix)
+    walk = Walk(example_server, redis_server_url, key_prefix)
     steps = [walk.turn] * 4 + [walk.summarize, walk.copy, walk.delete, walk.rollback]
     steps += [walk.time_travel, walk.peek, walk.erase]
     try:
