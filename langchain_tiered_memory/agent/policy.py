@@ -80,7 +80,10 @@ class ModelPolicy:
 
     @property
     def grounded(self) -> bool:
-        """Keep only tag values and summary items grounded in the user's own words."""
+        """Keep only tag values and summary items grounded in the user's own words; the
+        summarizer then also keeps, as the user said it, each sentence of theirs with a fact
+        no item holds (a small model's items drop facts: ``summarization.uncovered``).
+        """
         return self.small
 
     @property

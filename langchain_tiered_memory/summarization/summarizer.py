@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from langchain_tiered_memory._said import only_machinery, said_by_model, without_machinery
 from langchain_tiered_memory._steps import Plan, adrive, call, drive
 from langchain_tiered_memory.errors import SummarizationError
-from langchain_tiered_memory.language.attribution import is_request, states_a_fact
+from langchain_tiered_memory.language.attribution import is_request, states_a_fact  # noqa: F401
 from langchain_tiered_memory.language.registry import (
     joined,
     language_named,
@@ -51,6 +51,7 @@ from langchain_tiered_memory.summarization.reconcile import (
     areconcile_items,
     reconcile_items,
 )
+from langchain_tiered_memory.summarization.uncovered import keep_uncovered, user_statements
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ MAX_ITEMS = 20
 MIN_GROUNDED_SHARE = 0.5
 MIN_CONTENT_GRAMS = 6
 MAX_TRANSCRIPT_CHARS = 12000
+_SAID = {"min_chars": MIN_ITEM_CHARS, "max_chars": MAX_ITEM_CHARS - 20}  # a sentence kept
 
 
 class SummaryItems(BaseModel):
@@ -460,24 +462,13 @@ def _candidates(response: Any) -> list[Any]:
 
 
 def extract_user_statements(messages: Sequence[BaseMessage]) -> list[str]:
-    """The user's own first-person statements ("The user said: ..."): the extractive
-    fallback.
-
-    No model is involved, so nothing can be invented; used only when asked for
-    (``extractive_fallback=True``), typically with a small local model.
+    """The user's own first-person statements ("The user said: ...", in their language):
+    the extractive fallback. No model is involved, so nothing can be invented.
     """
-    out: list[str] = []
-    for message in messages:
-        if not isinstance(message, HumanMessage):
-            continue
-        for sentence in split_sentences(message.text):
-            if MIN_ITEM_CHARS <= len(sentence) <= MAX_ITEM_CHARS - 20 and states_a_fact(sentence):
-                # No quotation marks: rendered as a quoted string they nest, and SmolLM2
-                # answered the birthday question 4/10 with nested quotes, 8/10 without.
-                item = said_item(sentence)
-                if item not in out:
-                    out.append(item)
-    return out[:MAX_ITEMS]
+    # No quotation marks: nested in a quoted string, SmolLM2 answered 4/10, not 8/10
+    said = user_text(messages)
+    items = [said_item(sentence, context=said) for sentence in user_statements(messages, **_SAID)]
+    return list(dict.fromkeys(items))[:MAX_ITEMS]
 
 
 def _bind(model: BaseChatModel) -> Any:
@@ -543,6 +534,7 @@ def _summarize_plan(
     messages: Sequence[BaseMessage],
     extractive_fallback: bool,
     grounded: bool,
+    keep_said: bool | None,
 ) -> Plan[list[str]]:
     """:func:`summarize_messages` as one plan, run by ``drive`` or ``adrive``."""
     try:
@@ -551,7 +543,10 @@ def _summarize_plan(
         raise SummarizationError(f"the summarizer model failed: {exc!r}") from exc
     if items is None:
         return []
-    return _or_fallback(items, messages, extractive_fallback)
+    items = _or_fallback(items, messages, extractive_fallback)
+    if not (grounded if keep_said is None else keep_said):
+        return items  # else what the items left out, as the user said it:
+    return keep_uncovered(items, user_statements(messages, **_SAID), MAX_ITEMS, user_text(messages))
 
 
 def summarize_messages(
@@ -560,6 +555,7 @@ def summarize_messages(
     *,
     extractive_fallback: bool = False,
     grounded: bool = False,
+    keep_said: bool | None = None,
 ) -> list[str]:
     """Ask ``model`` for memory items about ``messages``.
 
@@ -575,6 +571,8 @@ def summarize_messages(
         grounded: the junk guard for small local models: keep only items whose content
             occurs in what the user said (character n-grams, any language). Off for
             capable models, whose abstractions it would drop.
+        keep_said: keep the user's sentences with a word no item holds, as they said them
+            (:mod:`.uncovered`). ``None``: as ``grounded``, the small local model's switch.
 
     Raises:
         SummarizationError: the model failed (raised, timed out) or returned nothing usable
@@ -585,7 +583,7 @@ def summarize_messages(
         ['The user's birthday is on May 8.']
 
     """
-    return drive(_summarize_plan(model, messages, extractive_fallback, grounded))
+    return drive(_summarize_plan(model, messages, extractive_fallback, grounded, keep_said))
 
 
 async def asummarize_messages(
@@ -594,6 +592,8 @@ async def asummarize_messages(
     *,
     extractive_fallback: bool = False,
     grounded: bool = False,
+    keep_said: bool | None = None,
 ) -> list[str]:
     """Async :func:`summarize_messages`."""
-    return await adrive(_summarize_plan(model, messages, extractive_fallback, grounded))
+    plan = _summarize_plan(model, messages, extractive_fallback, grounded, keep_said)
+    return await adrive(plan)
