@@ -34,10 +34,14 @@ from langchain_tiered_memory.stores.queue import QueueEntry
 from langchain_tiered_memory.summarization.provenance import grounded_in_user, item_provenance
 from langchain_tiered_memory.summarization.reconcile import areconcile_items, reconcile_items
 from langchain_tiered_memory.summarization.summarizer import (
+    MAX_ITEMS,
+    SAID,
     asummarize_messages,
     extract_user_statements,
     summarize_messages,
+    user_text,
 )
+from langchain_tiered_memory.summarization.uncovered import keep_uncovered, user_statements
 from langchain_tiered_memory.summarization.updates import clear_updates, kept_part, may_update
 from langchain_tiered_memory.tiers import Tiers
 
@@ -178,6 +182,11 @@ class Summarization:
                 # a small model's items all unsaid ("I work as a nurse" -> "Emma is a
                 # nurse"): the user's own statements, as when it gives none
                 items = extract_user_statements(messages)
+            elif dropped and options["grounded"]:
+                # a dropped item held a fact the summarizer took as kept ("The user's
+                # birthday is on March 5th, 2024.": SmolLM2's year): the user's sentence
+                said = user_statements(messages, **SAID)
+                items = keep_uncovered(items, said, MAX_ITEMS, user_text(messages))
         supersedes: dict[int, list[str]] = {}
         similar: list[list[Document]] = []
         # for every model, the updates the words make clear ("moved to", "不再"); a capable

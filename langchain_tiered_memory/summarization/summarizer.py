@@ -73,7 +73,7 @@ MAX_ITEMS = 20
 MIN_GROUNDED_SHARE = 0.5
 MIN_CONTENT_GRAMS = 6
 MAX_TRANSCRIPT_CHARS = 12000
-_SAID = {"min_chars": MIN_ITEM_CHARS, "max_chars": MAX_ITEM_CHARS - 20}  # a sentence kept
+SAID = {"min_chars": MIN_ITEM_CHARS, "max_chars": MAX_ITEM_CHARS - 20}  # a sentence kept as said
 
 
 class SummaryItems(BaseModel):
@@ -467,7 +467,7 @@ def extract_user_statements(messages: Sequence[BaseMessage]) -> list[str]:
     """
     # No quotation marks: nested in a quoted string, SmolLM2 answered 4/10, not 8/10
     said = user_text(messages)
-    items = [said_item(sentence, context=said) for sentence in user_statements(messages, **_SAID)]
+    items = [said_item(sentence, context=said) for sentence in user_statements(messages, **SAID)]
     return list(dict.fromkeys(items))[:MAX_ITEMS]
 
 
@@ -546,7 +546,7 @@ def _summarize_plan(
     items = _or_fallback(items, messages, extractive_fallback)
     if not (grounded if keep_said is None else keep_said):
         return items  # else what the items left out, as the user said it:
-    return keep_uncovered(items, user_statements(messages, **_SAID), MAX_ITEMS, user_text(messages))
+    return keep_uncovered(items, user_statements(messages, **SAID), MAX_ITEMS, user_text(messages))
 
 
 def summarize_messages(

@@ -155,3 +155,25 @@ def test_through_the_memory_with_the_models_policy(
     memory.summarize_history("nina", model, **ModelPolicy(small=small).summary_options)
     stored = [d.page_content for d in memory.recall_summaries("nina", "Where do I live?", 5)]
     assert any("Lyon" in item for item in stored) is lyon, stored
+
+
+def test_a_fact_whose_item_the_provenance_rule_drops_is_kept_as_said(
+    memory_factory: Callable[..., TieredMemory],
+) -> None:
+    """SmolLM2 live (bench/real_model_turns.py --local, seed-en): the birthday's item held a
+    year nobody said, the write path's rule dropped it after the summarizer took the
+    birthday as kept, and the birthday was in nothing.
+    """
+    memory = memory_factory()
+    said = [
+        HumanMessage("My birthday is on March 5."),
+        AIMessage("Noted!"),
+        HumanMessage("I failed my driving test in March, it was awful."),
+    ]
+    memory.add_session_log("ann", said)
+    answer = ["The user's birthday is on March 5th, 2024.", "The user failed the driving test."]
+    model = ScriptedChatModel(responses=[summary_call(answer)])
+    memory.summarize_history("ann", model, **SMALL)
+    stored = {d.page_content for d in memory.summaries.get_all("ann")}
+    assert "The user said: My birthday is on March 5." in stored, stored
+    assert not any("2024" in item for item in stored)
