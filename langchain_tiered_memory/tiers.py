@@ -13,7 +13,6 @@ import inspect
 import itertools
 import logging
 import os
-import re
 import sqlite3
 import weakref
 from collections.abc import Sequence
@@ -38,6 +37,7 @@ from langchain_tiered_memory.backend.connection import RedisConnection
 from langchain_tiered_memory.backend.keys import keys_of
 from langchain_tiered_memory.capabilities import Capability, lists_users, missing
 from langchain_tiered_memory.errors import CorruptMemoryError, WatermarkConflict
+from langchain_tiered_memory.language.text import unsaid
 from langchain_tiered_memory.persistence.checkpoint.owned import aholds_thread, holds_thread
 from langchain_tiered_memory.persistence.server_threads import SERVER_KIND, LangGraphServerThreads
 from langchain_tiered_memory.stores import redis_turn
@@ -47,7 +47,9 @@ from langchain_tiered_memory.stores.attachments import (
     Attachments,
     entries,
 )
-from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, ThreadGuard
+from langchain_tiered_memory.stores.history import Appended, HistoryStore, OnInvalid, ThreadGuard
+from langchain_tiered_memory.stores.history.codec import load_messages
+from langchain_tiered_memory.stores.history.rule import changes_thread
 from langchain_tiered_memory.stores.queue import SummaryQueue
 from langchain_tiered_memory.stores.redis_turn import RedisTurn
 from langchain_tiered_memory.stores.summaries import SummaryStore
@@ -535,37 +537,30 @@ class Tiers:
         )
         if ride and not rides and self.connection is not None:
             yield call(self.connection.run_all, self.connection.arun_all, ride)
-        yield from self._unmade(user_id, appended.left)
+        yield from self._changed(user_id, appended, messages)
 
-    def edited(self, user_id: str, thread_id: str, messages: Sequence[BaseMessage]) -> Plan[int]:
-        """The plan that follows messages edited in place (``update_state`` with the same
-        id; the save step finds them): the history holds the new text; what was made
-        from the old one is unmade (:meth:`_unmade`); a tag whose value the old text said
-        and the new one does not is deleted (its change log keeps it). Returns how many
-        changed.
+    def _changed(
+        self, user_id: str, appended: Appended, messages: Sequence[BaseMessage]
+    ) -> Plan[None]:
+        """Follow an edit or a fork ``rule.thread_append`` found: what was made from the old
+        messages is unmade; a tag the old words said and no new one does goes ("30" -> "31").
         """
+        positions = [*appended.left, *(p for p, _ in appended.replaced)]
+        if not positions:
+            return
+        yield from self._unmade(user_id, positions, compact=False)
         history, tags = self.history, self.tags
-        replaced: list[tuple[int, BaseMessage, BaseMessage]] = []
-        for message in messages:
-            found = yield call(history.replace, history.areplace, user_id, thread_id, message)
-            if found is not None:
-                replaced.append((found[0], found[1], message))
-        if not replaced:
-            return 0
-        yield from self._unmade(user_id, [position for position, _, _ in replaced], compact=False)
+        gone = [m for _, m in appended.replaced]
+        if appended.left:
+            raws = yield call(history.read_at, history.aread_at, user_id, list(appended.left))
+            gone += load_messages([r for r in raws if r is not None])
+        # the user's words: a tool's report ("Recorded: age=30.") re-sent with an edit is not
+        old = [str(m.text) for m in gone if m.type == "human"]
         held = yield call(tags.get_all, tags.aget_all, user_id)
-        stale = [
-            name
-            for name, value in held.items()
-            if any(
-                _says(old.text, value) and not _says(new.text, value) for _, old, new in replaced
-            )
-        ]
-        if stale:
+        if stale := unsaid(held, old, [str(m.text) for m in messages if m.type == "human"]):
             yield call(tags.delete, tags.adelete, user_id, stale)
-        if self.disk is not None:  # the replaced words off disk, as a delete's
+        if self.disk is not None:  # the replaced words and unmade items off disk
             yield call(self.disk.compact, self.disk.acompact)
-        return len(replaced)
 
     def _unmade(
         self, user_id: str, positions: Sequence[int], *, compact: bool = True
@@ -607,6 +602,7 @@ class Tiers:
         thread_id: str | None = None,
         touch: bool = True,
         claim_thread: bool = True,
+        unsaved: tuple[int, Sequence[BaseMessage]] | None = None,
     ) -> Plan[MemorySnapshot]:
         """The plan of ``TieredMemory.load`` (which documents it)."""
         user_id = validate_user_id(user_id)
@@ -623,6 +619,11 @@ class Tiers:
         )
         if thread_id is not None and read.thread is not None:
             yield from self._admitted(user_id, thread_id, read.thread, claim_thread, touch)
+        if thread_id is not None and unsaved and changes_thread(read.mark, *unsaved):
+            # a run from an earlier checkpoint: followed now, not shown what its fork left
+            yield from self.save(user_id, unsaved[1], thread_id, unsaved[0], "placeholder")
+            args = (user_id, query, max_messages, k, context, thread_id, touch, claim_thread)
+            return (yield from self.load(*args))
         tags = yield from _tier(user_id, "tags", {}, read.tags)
         history = yield from _tier(user_id, "history", [], read.history)
         recalled: list[Document] = []
@@ -663,14 +664,6 @@ class Tiers:
             yield call(*record_thread, user_id, thread_id, claim=False)
         if touch and self.user_ttl is not None:  # the new record keeps the user's clock
             yield self._clock(user_id)
-
-
-def _says(text: str, value: str) -> bool:
-    """Whether ``text`` states ``value`` as a whole (not "30" inside "300"; CJK text has no
-    spaces, so only letters and digits bound it).
-    """
-    pattern = rf"(?<![0-9A-Za-z]){re.escape(value)}(?![0-9A-Za-z])"
-    return bool(value) and re.search(pattern, text, flags=re.IGNORECASE) is not None
 
 
 def _tier(user_id: str, tier: str, empty: _T, read: Read[_T]) -> Plan[_T]:

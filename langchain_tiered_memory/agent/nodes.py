@@ -45,7 +45,7 @@ from langchain_tiered_memory.agent.memory_query import (
     awrite_memory_query,
     write_memory_query,
 )
-from langchain_tiered_memory.agent.owned import require_guarded_checkpointer
+from langchain_tiered_memory.agent.owned import require_guarded_checkpointer, run_config
 from langchain_tiered_memory.agent.policy import ModelPolicy
 from langchain_tiered_memory.agent.recalled import RECALLED, shown_results
 from langchain_tiered_memory.agent.replies import (
@@ -60,7 +60,7 @@ from langchain_tiered_memory.agent.shown import conversation_only, models_words
 from langchain_tiered_memory.agent.tools import (
     USER_TAG_TOOL,
 )
-from langchain_tiered_memory.agent.unsaved import edited, last_human, unsaved
+from langchain_tiered_memory.agent.unsaved import last_human, unsaved
 from langchain_tiered_memory.errors import InvalidMessageError
 from langchain_tiered_memory.language.attribution import ground_tags, stated_tags, states_a_fact
 from langchain_tiered_memory.memory import MemorySnapshot, TieredMemory
@@ -265,6 +265,12 @@ class MemoryNodes:
             "thread_id": thread_id,
             "shared_thread": self.shared_threads,
         }
+        config = run_config()
+        if thread_id is not None and config is not None and saved_position(config, 0) is not None:
+            # what the run carries that the history does not hold: a fork or an edit is
+            # followed before the model is shown memory (issue 78 item 2)
+            batch, position, _, _ = unsaved(state)
+            options["unsaved"] = (position, batch)
         return (user_id, query), options
 
     def load(
@@ -343,20 +349,19 @@ class MemoryNodes:
         config: RunnableConfig | None = None,
     ) -> dict[str, Any]:
         """Append the turn's unsaved messages to the history (one atomic write; at the
-        thread's saved position in a run with a checkpointer: ``saved_position``).
+        thread's saved position in a run with a checkpointer: ``saved_position``; an edit
+        in place of a saved message starts the batch at it: :func:`unsaved`).
 
         Idempotent per thread position, so a save that timed out after Redis applied it is
         not stored twice by the next turn; a message the history refuses is stored as a
         short note (and logged) so that it cannot fail every later turn of the thread.
         """
-        new, saved, update = unsaved(state)
-        if thread_id is not None and (changed := edited(state)):
-            drive(self.memory.tiers.edited(user_id, thread_id, changed))
-        if new:
+        batch, saved, update, _ = unsaved(state)
+        if batch:
             position = saved_position(config, saved)
             self.memory.add_session_log(
                 user_id,
-                new,
+                batch,
                 thread_id=thread_id,
                 thread_position=position,
                 on_invalid="placeholder",
@@ -372,14 +377,12 @@ class MemoryNodes:
         config: RunnableConfig | None = None,
     ) -> dict[str, Any]:
         """Async :meth:`save`."""
-        new, saved, update = unsaved(state)
-        if thread_id is not None and (changed := edited(state)):
-            await adrive(self.memory.tiers.edited(user_id, thread_id, changed))
-        if new:
+        batch, saved, update, _ = unsaved(state)
+        if batch:
             position = saved_position(config, saved)
             await self.memory.aadd_session_log(
                 user_id,
-                new,
+                batch,
                 thread_id=thread_id,
                 thread_position=position,
                 on_invalid="placeholder",

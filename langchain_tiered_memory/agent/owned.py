@@ -24,10 +24,11 @@ from langchain_tiered_memory.errors import UnguardedCheckpointerError
 from langchain_tiered_memory.memory import is_guarded
 from langchain_tiered_memory.persistence.server_threads import OWNER
 
-__all__ = ["OWNER", "require_guarded_checkpointer", "served_to_owner"]
+__all__ = ["OWNER", "require_guarded_checkpointer", "run_config", "served_to_owner"]
 
 
-def _run_config() -> RunnableConfig | None:
+def run_config() -> RunnableConfig | None:
+    """The current LangGraph run's config, ``None`` outside a run."""
     try:
         return get_config()
     except RuntimeError:  # called outside a LangGraph run (a test, a script)
@@ -49,7 +50,7 @@ def require_guarded_checkpointer(config: RunnableConfig | None = None) -> None:
     one) keeps a thread in a checkpointer that does not check thread owners, and no
     LangGraph server keeps the thread its user's (:func:`served_to_owner`).
     """
-    config = _run_config() if config is None else config
+    config = run_config() if config is None else config
     if config is None or thread_of(config) is None:
         return
     saver = (config.get("configurable") or {}).get(CHECKPOINTER)

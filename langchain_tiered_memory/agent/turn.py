@@ -210,7 +210,7 @@ class MemoryTurn:
         """
         # the thread's messages the history does not hold: a failed run's calls are kept
         # in the thread and recorded by its next save, a rolled-back run's are gone
-        if tags := pending_tags(unsaved(state)[0]):
+        if tags := pending_tags(unsaved(state).new):
             memory = self.nodes.memory
             yield call(
                 memory.set_user_tags, memory.aset_user_tags, user_id, tags, thread_id=thread_id

@@ -1,19 +1,26 @@
-"""Which of a thread's messages the history does not hold yet (the save step's question,
-and the ``summarize`` tool's, which must see the turn it is called in).
+"""Which of a thread's messages a turn's save sends the history, and from which thread
+position (the save step's question, and the ``summarize`` tool's, which must see the turn
+it is called in).
+
+The state keeps what its branch saved: ``saved_count`` (the thread position after the
+last save) and ``saved_ids``, the last saved messages, each as the mark of its id and of
+its text. Those say which messages are new, and which saved ones were edited in place
+(``update_state`` with the same id); the history's one rule (``thread_append``) then
+decides the rest by comparing the batch with what the thread holds from its position.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-__all__ = ["edited", "last_human", "unsaved"]
+__all__ = ["Unsaved", "last_human", "unsaved"]
 
-# Ids of the last saved messages kept in the state: what is new is after the newest of
-# them still in the thread (a few ids: the state is stored with every turn's checkpoint).
+# Saved messages kept in the state: what is new is after the newest of them still in the
+# thread (a few: the state is stored with every turn's checkpoint).
 SAVED_IDS = 8
 
 
@@ -33,38 +40,20 @@ def _digest(message: BaseMessage) -> str:
 
 def _anchor(message: BaseMessage) -> str:
     """A saved message as the state keeps it: the mark of its id, then of its text."""
-    return mark(str(message.id)) + _digest(message)
+    return mark(str(message.id or "")) + _digest(message)
 
 
-def _anchored(messages: Sequence[BaseMessage], anchors: Sequence[str]) -> dict[str, BaseMessage]:
-    """The thread's messages the anchors name, by the mark of their id: read from the
-    newest back until every anchor is found (they are the last saved ones), so the cost
-    of a turn is not the length of its thread.
-    """
-    wanted = {a[:10] for a in anchors}
-    found: dict[str, BaseMessage] = {}
-    for message in reversed(messages):
-        if len(found) == len(wanted):
-            break
-        if message.id and (key := mark(message.id)) in wanted:
-            found.setdefault(key, message)
-    return found
+class Unsaved(NamedTuple):
+    """What a save sends (:func:`unsaved`)."""
 
-
-def edited(state: dict[str, Any]) -> list[BaseMessage]:
-    """The recently saved messages whose text changed since (``update_state`` with the
-    same message id: an edit in place). Anchors saved before texts were kept tell none.
-
-    Example:
-        >>> from langchain_core.messages import HumanMessage
-        >>> saved = {"messages": [HumanMessage("I am 30.", id="h1")]}
-        >>> saved["saved_ids"] = unsaved(saved)[2]["saved_ids"]
-        >>> [m.text for m in edited({**saved, "messages": [HumanMessage("I am 31.", id="h1")]})]
-        ['I am 31.']
-    """
-    texts = {a[:10]: a[10:] for a in state.get("saved_ids") or [] if len(a) == 16}
-    found = _anchored(state.get("messages", []), list(texts))
-    return [m for key, m in found.items() if texts[key] != _digest(m)]
+    batch: list[BaseMessage]
+    """The messages to append: the new ones, from the earliest edited saved one if any."""
+    position: int
+    """The thread position of ``batch[0]``."""
+    update: dict[str, Any]
+    """The state's ``saved_count`` and ``saved_ids`` once the batch is saved."""
+    new: list[BaseMessage]
+    """The batch's messages the history never held (a turn's tag calls are read there)."""
 
 
 def last_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
@@ -75,42 +64,88 @@ def last_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
     return None
 
 
-def unsaved(state: dict[str, Any]) -> tuple[list[BaseMessage], int, dict[str, Any]]:
-    """The thread's messages not saved yet, the running count of saved ones (the
-    history's replay check reads it as the batch's position), and the state update.
+def _found(messages: Sequence[BaseMessage], anchors: Sequence[str]) -> dict[int, tuple[int, bool]]:
+    """The saved messages still in the thread: state index -> (anchor index, text kept).
+    Read from the newest back until every anchor is found (they are the last saved
+    ones), so the cost of a turn is not the length of its thread.
+    """
+    index: dict[str, int] = {}
+    for i, anchor in enumerate(anchors):
+        index[anchor[:10] if len(anchor) == 16 else anchor] = i
+    found: dict[int, tuple[int, bool]] = {}
+    seen: set[int] = set()
+    for j in range(len(messages) - 1, -1, -1):
+        if len(seen) == len(index):
+            break
+        msg_id = messages[j].id
+        if not msg_id:
+            continue
+        # a short mark of the id (a thread saved before marks holds whole ids)
+        key = mark(msg_id)
+        if key not in index and msg_id not in index:
+            continue
+        i = index[key] if key in index else index[msg_id]
+        seen.add(i)
+        anchor = anchors[i]
+        found[j] = (i, len(anchor) != 16 or anchor[10:] == _digest(messages[j]))
+    return found
 
-    What is new is told by identity: after the newest of the last saved messages
-    (``saved_ids``) still in the thread. By position alone, a message removed from the
-    thread (``update_state(RemoveMessage)``, a summarizing middleware) moved later turns
-    below the saved count and they never reached memory. A thread saved before ids were
-    kept, or one that removed every recently saved message, falls back to the position.
+
+def unsaved(state: dict[str, Any]) -> Unsaved:
+    """What the turn's save sends the history: the thread's messages it does not hold,
+    or holds with another text, and the thread position they start at.
+
+    New is what comes after the most recently saved message still in the thread, as
+    saved (by identity: after ``RemoveMessage``, a summarizing middleware or a trim, the
+    thread's indexes say nothing). A message after it with the id of one saved *before*
+    it is a new one reusing a removed message's id (clients that number their messages
+    do), never an edit of it. A saved message whose text changed is an edit in place:
+    the batch then starts at it, so the history stores the new text in its place. A
+    thread that kept no saved message unchanged (``RemoveMessage(REMOVE_ALL_MESSAGES)``)
+    sends its messages from the latest human one.
 
     Saving the same messages twice at the same position stores them once (the history's
-    replay check), so a tool may save the turn so far and the save step the whole turn.
+    rule), so a tool may save the turn so far and the save step the whole turn.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> state = {"messages": [HumanMessage("I am 30.", id="h1"), AIMessage("Ok.", id="a1")]}
+        >>> state.update(unsaved(state).update)
+        >>> state["messages"] = [HumanMessage("I am 31.", id="h1"), state["messages"][1]]
+        >>> done = unsaved(state)
+        >>> [m.text for m in done.batch], done.position, done.new
+        (['I am 31.', 'Ok.'], 0, [])
     """
     messages = list(state.get("messages", []))
     saved = int(state.get("saved_count") or 0)
     anchors = list(state.get("saved_ids") or [])
-    start = min(saved, len(messages))
-    if anchors:
-        known = {a[:10] if len(a) == 16 else a for a in anchors}
-        for i in range(len(messages) - 1, -1, -1):  # the anchor is near the end
-            msg_id = messages[i].id
-            # a short mark of the id (a thread saved before marks holds whole ids)
-            if msg_id and (mark(msg_id) in known or msg_id in known):
-                start = i + 1
-                break
-        else:
-            # None of the recently saved messages is left: the thread was cleared
-            # (RemoveMessage(REMOVE_ALL_MESSAGES)) or summarized down to its last
-            # message. The saved count says nothing of what is left; this turn's
-            # messages (from its human message on) are new whatever happened to the
-            # old ones, and a summary a middleware put before them is not the user's.
-            last = last_human(messages)
-            start = messages.index(last) if last is not None else 0
-    new = messages[start:]
-    # each anchor with the text its message has now: an edit is told once (``edited``)
-    now = {key: _anchor(m) for key, m in _anchored(messages, anchors).items()}
-    kept = [now.get(a[:10], a) for a in anchors] + [_anchor(m) for m in new if m.id]
-    kept = kept[-SAVED_IDS:]
-    return new, saved, {"saved_count": saved + len(new), "saved_ids": kept}
+    found = _found(messages, anchors) if anchors else {}
+    kept = [(i, j) for j, (i, same) in found.items() if same]
+    position, keep = saved, len(anchors)
+    if not anchors:
+        start = min(saved, len(messages))
+        batch = new = messages[start:]
+    elif not kept:
+        # None of the recently saved messages is left as saved: the thread was cleared
+        # (RemoveMessage(REMOVE_ALL_MESSAGES)) or summarized down to its last message.
+        # The saved count says nothing of what is left; this turn's messages (from its
+        # human message on) are new whatever happened to the old ones, and a summary a
+        # middleware put before them is not the user's.
+        last = last_human(messages)
+        batch = new = messages[messages.index(last) if last is not None else 0 :]
+    else:
+        newest, at = max(kept)  # the most recently saved message the thread still has
+        edits = [
+            (i, j)
+            for j, (i, same) in found.items()
+            if not same and ((j < at and i < newest) or (j > at and i > newest))
+        ]
+        edited = {j for _, j in edits}
+        batch = new = [m for j, m in enumerate(messages) if j > at and j not in edited]
+        if edits:
+            keep, first = min(edits)
+            position = saved - len(anchors) + keep
+            batch = messages[first:]
+    anchored = (anchors[:keep] + [_anchor(m) for m in batch])[-SAVED_IDS:]
+    update = {"saved_count": position + len(batch), "saved_ids": anchored}
+    return Unsaved(batch, position, update, new)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
 
 from langchain_tiered_memory.language.registry import joined, language_of, languages
 
@@ -38,6 +39,7 @@ __all__ = [
     "stem",
     "timestamp",
     "tokenize",
+    "unsaid",
 ]
 
 _CJK_RANGES = (
@@ -373,3 +375,26 @@ def char_grams(text: str) -> set[str]:
         norm[i : i + 2] for i in range(len(norm) - 1) if is_cjk(norm[i]) and is_cjk(norm[i + 1])
     }
     return {g for g in grams if g.strip() and not g.startswith(" ") and not g.endswith(" ")}
+
+
+def states_value(text: str, value: str) -> bool:
+    """Whether ``text`` states ``value`` as a whole (not "30" inside "300"; CJK text has no
+    spaces, so only letters and digits bound it).
+    """
+    pattern = rf"(?<![0-9A-Za-z]){re.escape(value)}(?![0-9A-Za-z])"
+    return bool(value) and re.search(pattern, text, flags=re.IGNORECASE) is not None
+
+
+def unsaid(held: Mapping[str, str], old: Sequence[str], new: Sequence[str]) -> list[str]:
+    """The names of the ``held`` values some ``old`` text states and no ``new`` one does:
+    what an edit or a fork took back ("I am 30." -> "I am 31." takes back the age 30).
+
+    Example:
+        >>> unsaid({"age": "30", "name": "Ann"}, ["I am 30."], ["I am 31."])
+        ['age']
+    """
+    return [
+        name
+        for name, value in held.items()
+        if any(states_value(t, value) for t in old) and not any(states_value(t, value) for t in new)
+    ]

@@ -37,6 +37,7 @@ from langchain_tiered_memory.retrieval.conversation import recall
 from langchain_tiered_memory.stores.directory import activity_call
 from langchain_tiered_memory.stores.history import HistoryStore, OnInvalid, RedisHistoryStore
 from langchain_tiered_memory.stores.history.base import Appended
+from langchain_tiered_memory.stores.history.rule import parse_mark
 from langchain_tiered_memory.stores.summaries import RedisSummaryStore, SummaryStore
 from langchain_tiered_memory.stores.summaries.index import superseded_of
 from langchain_tiered_memory.stores.tags import RedisTagStore, TagStore
@@ -126,6 +127,7 @@ class RedisTurn:
         if thread_id is not None:
             owner, recorded = self.history.thread_record_calls(user_id, thread_id, touch_ms)
             commands["owner"], commands["recorded"] = _command(owner), _command(recorded)
+            commands["mark"] = self.history.mark_command(user_id, thread_id)
         if touch_ms:  # the user's retention clock, in the same round trip (same slot)
             keys = self.history.keys
             commands["touch"] = _command(touch_call(keys, user_id, touch_ms))
@@ -175,11 +177,12 @@ class RedisTurn:
             raise_on_error=False,
         )
         replies = self._replies(list(commands), raw)
-        record = None
+        record = mark = None
         if thread_id is not None:
             record = self.history.parse_record(
                 thread_id, [_stored(replies["owner"]), _stored(replies["recorded"])]
             )
+            mark = parse_mark(_stored(replies["mark"]))
         tags_where, history_where = self.tags.where(user_id), self.history.where(user_id)
         history = replies.get("history")
         summaries, version = self.summaries, replies["version"]
@@ -223,6 +226,7 @@ class RedisTurn:
             recall=lambda texts, k: Read(recall_plan(texts, k)),
             superseded=lambda: Read(superseded_plan()),
             thread=record,
+            mark=mark,
         )
 
     def write(
@@ -246,14 +250,15 @@ class RedisTurn:
             MemoryBackendError: Redis is unreachable or refused a command.
         """
         connection, keys = self.history.connection, self.history.keys
+        append = self.history.append_call(
+            user_id,
+            messages,
+            thread_id=thread_id,
+            thread_position=thread_position,
+            on_invalid=on_invalid,
+        )
         calls = [
-            self.history.append_call(
-                user_id,
-                messages,
-                thread_id=thread_id,
-                thread_position=thread_position,
-                on_invalid=on_invalid,
-            ),
+            append,
             # the console directory's entry (stores/directory.py)
             _active(keys, user_id, ttl_ms) if ttl_ms else activity_call(keys, user_id, time.time()),
         ]
@@ -269,7 +274,8 @@ class RedisTurn:
         calls += also
         with connection.errors():
             replies = yield call(connection.run_all, connection.arun_all, calls)
-            appended = yield from self.history.after_append(user_id, thread_id, replies[0])
+            after = self.history.after_append(user_id, thread_id, replies[0], append, messages)
+            appended = yield from after
         if apart and queue is not None and messages:
             note = queue.note, queue.anote
             yield call(*note, user_id, added=len(messages), threshold=threshold, ttl_ms=ttl_ms)

@@ -1,7 +1,7 @@
 """What one turn reads and writes, as one interface: :class:`TurnStorage`.
 
-A turn reads the user's tags, recent history, recalled items and the thread's owner record,
-and writes the turn's messages, the summary queue's note and the retention clock. Two
+A turn reads the user's tags, recent history, recalled items and the thread's owner record
+and mark, and writes the turn's messages, the summary queue's note and the retention clock. Two
 implementations: :class:`ComposedTurn` over any three stores (each tier's own methods), and
 the Redis one, one pipelined round trip each way
 (:class:`~langchain_tiered_memory.stores.redis_turn.RedisTurn`). The memory picks one for
@@ -78,6 +78,8 @@ class TurnRead:
     recall: Callable[[Sequence[str], int], Read[list[Document]]]
     superseded: Callable[[], Read[list[str]]]
     thread: tuple[str | None, bool] | None = None
+    mark: tuple[int, tuple[str, ...]] | None = None
+    """The thread's mark (``HistoryStore.thread_mark``): the rule's view of what it holds."""
 
 
 class TurnStorage(Protocol):
@@ -146,9 +148,10 @@ class ComposedTurn:
     ) -> Plan[TurnRead]:
         """The plan of the turn's read (see :class:`TurnStorage`)."""
         history, summaries = self.history, self.summaries
-        record = None
+        record = mark = None
         if thread_id is not None:
             record = yield call(history.thread_record, history.athread_record, user_id, thread_id)
+            mark = yield call(history.thread_mark, history.athread_mark, user_id, thread_id)
         if touch_ms and self.clock is not None:
             yield self.clock(user_id)
 
@@ -165,6 +168,7 @@ class ComposedTurn:
             recall=recall,
             superseded=superseded,
             thread=record,
+            mark=mark,
         )
 
     def write(

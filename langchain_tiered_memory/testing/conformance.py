@@ -273,16 +273,35 @@ class HistoryStoreConformance:
         assert history_store.swap_at("ana", [(0, read, new)]) == 0  # no longer what was read
         assert [m.text for m in history_store.tail("ana", 5)] == ["I am 31.", "Hi"]
 
-    def test_an_edit_in_place_replaces_the_threads_message_with_its_id(
+    def test_an_edit_replaces_the_threads_message_with_its_id(
         self, history_store: HistoryStore
     ) -> None:
+        """The thread's rule: the same id with another text at its position is an edit,
+        stored in place; the reply after it, with another id, is a fork.
+        """
         said = [HumanMessage("I am 30.", id="h1"), AIMessage("ok", id="a1")]
         history_store.append("ana", said, thread_id="t1", thread_position=0)
-        found = history_store.replace("ana", "t1", HumanMessage("I am 31.", id="h1"))
-        assert found is not None and found[0] == 0 and found[1].text == "I am 30."
-        assert history_store.replace("ana", "t1", HumanMessage("?", id="nope")) is None
-        assert history_store.replace("ana", "t2", HumanMessage("?", id="h1")) is None
-        assert [m.text for m in history_store.tail("ana", 5)] == ["I am 31.", "ok"]
+        history_store.append("bo", [HumanMessage("I am 30.", id="h1")], thread_id="t2")
+        edit = [HumanMessage("I am 31.", id="h1"), AIMessage("noted", id="a2")]
+        appended = history_store.append_turn("ana", edit, thread_id="t1", thread_position=0)
+        assert [(p, m.text) for p, m in appended.replaced] == [(0, "I am 30.")]
+        assert appended.left == (1,)  # the old reply: a branch the thread left
+        kept = history_store.tail("ana", 5)
+        assert [m.text for m in kept] == ["I am 31.", "ok", "noted"]
+        marks = [m.response_metadata.get("tiered_memory_retracted") for m in kept]
+        assert marks == [None, "abandoned", None]
+        again = history_store.append_turn("ana", edit, thread_id="t1", thread_position=0)
+        assert again == (3, (), ())  # a replay of the edit changes nothing
+        assert [m.text for m in history_store.tail("bo", 5)] == ["I am 30."]
+
+    def test_a_reused_id_after_the_saved_position_is_a_new_message(
+        self, history_store: HistoryStore
+    ) -> None:
+        """Clients that number their messages reuse an id after a trim: stored, once."""
+        history_store.append("ana", [HumanMessage("a", id="m1")], thread_id="t1", thread_position=0)
+        history_store.append("ana", [HumanMessage("b", id="m1")], thread_id="t1", thread_position=1)
+        history_store.append("ana", [HumanMessage("b", id="m1")], thread_id="t1", thread_position=1)
+        assert [m.text for m in history_store.tail("ana", 5)] == ["a", "b"]
 
     def test_release_leaves_another_users_thread_alone(self, history_store: HistoryStore) -> None:
         history_store.record_thread("ana", "t1")

@@ -265,16 +265,21 @@ class SQLiteHistoryStore(HistoryStore):
                         "INSERT INTO spans VALUES (?, ?, ?, ?)",
                         (user_id, length, length + len(plan.stored), thread_id),
                     )
-                    new_mark = plan.mark if tracked else mark
-                    conn.execute(
-                        "INSERT OR REPLACE INTO marks VALUES (?, ?, ?, ?)",
-                        (user_id, thread_id, json.dumps(new_mark), json.dumps(plan.recent)),
-                    )
                 length += len(plan.stored)
+            if thread_id and tracked and plan.mark is not None:  # an edit alone moves it too
+                conn.execute(
+                    "INSERT OR REPLACE INTO marks VALUES (?, ?, ?, ?)",
+                    (user_id, thread_id, json.dumps(plan.mark), json.dumps(plan.recent)),
+                )
         fork = plan.fork if tracked else None
-        if fork is None or thread_id is None:
+        if thread_id is None or (fork is None and not plan.revised):
             return Appended(length)
-        return Appended(length, revisions.mark_left_branch(self, user_id, thread_id, *fork))
+        at = position or 0
+        edits = [(at + i, messages[i], payload[i].decode()) for i in plan.revised]
+        changes = revisions.apply_thread_changes(
+            self, user_id, thread_id, fork, edits, known=dict(plan.known)
+        )
+        return Appended(length, changes.left, changes.replaced)
 
     def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> None:
         with self.db.write() as conn:

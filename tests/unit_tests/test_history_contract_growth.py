@@ -115,10 +115,10 @@ class TestEarlierContractHistory(HistoryStoreConformance):
         super().test_a_swap_replaces_only_what_was_read(history_store)
 
     @_LACKS
-    def test_an_edit_in_place_replaces_the_threads_message_with_its_id(
+    def test_an_edit_replaces_the_threads_message_with_its_id(
         self, history_store: HistoryStore
     ) -> None:
-        super().test_an_edit_in_place_replaces_the_threads_message_with_its_id(history_store)
+        super().test_an_edit_replaces_the_threads_message_with_its_id(history_store)
 
     @_LACKS
     def test_a_fork_marks_the_branch_the_thread_left(self, history_store: HistoryStore) -> None:

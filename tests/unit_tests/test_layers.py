@@ -305,10 +305,10 @@ MODULE_LINES, CLASS_LINES = 600, 400
 # refresh rule, attachments per instance): a debt of round seven, not a new allowance.
 OVER_MODULES: dict[str, int] = {
     "memory/facade.py": 1011,  # attach(server=...) (#77)
-    "stores/history/redis_store.py": 616,  # erase (#76)
-    "tiers.py": 684,  # attachments per instance (#76); a LangGraph server's threads (#77)
+    # a LangGraph server's threads (#77); 684 -> 677: the thread's rule moved out (#78)
+    "tiers.py": 677,
 }
-OVER_CLASSES: dict[str, int] = {"TieredMemory": 904, "Tiers": 433}  # Tiers: #76, #77
+OVER_CLASSES: dict[str, int] = {"TieredMemory": 904, "Tiers": 432}  # Tiers: #76, #77, #78
 
 
 def test_no_module_or_class_grows_past_the_limits() -> None:
@@ -344,11 +344,14 @@ OVER_WITH_BASES: dict[str, int] = {
     # the store bases' async twins are threaded(name) defaults (issue 58), and the
     # families' last hand-written pairs plans: sizes with the bases before -> after
     # read_at/swap_at: retractions, forks, edits; append_turn: a fork's items unmade (#67)
-    "InMemoryHistoryStore": 578,  # the bases say how their sync methods run (#69); erase (#76)
+    "InMemoryHistoryStore": 577,  # the bases say how their sync methods run (#69); erase (#76)
     # 613 -> 533; add's contract written out, superseded_texts from the index (#69);
     # search_words: a turn's latest message found by its words, not a second embedding (#70)
     "InMemorySummaryStore": 586,
-    "RedisHistoryStore": 692,  # as InMemoryHistoryStore (#67, #69, #76)
+    # as InMemoryHistoryStore (#67, #69, #76); the thread's mark read with a turn and an
+    # edit stored in place by the append's reply (#78: 692 -> 705, the rule's twins moved
+    # to stores/history/rule.py and replace() gone): a debt, not an allowance
+    "RedisHistoryStore": 705,
     "RedisSaver": 1034,  # strip_retired (#67); whose read restarts a thread (#76)
     "RedisStore": 546,  # 579 -> 546
     # the directory written after the fence's verdict (#66); as InMemorySummaryStore (#69,
@@ -356,7 +359,7 @@ OVER_WITH_BASES: dict[str, int] = {
     "RedisSummaryStore": 674,
     "SaverMaintenance": 512,  # strip_retired (#67); _refresh (#76)
     "TieredMemory": 904,  # each pair written once (#58: was 1034); shared_threads= (#66)
-    "Tiers": 433,  # attachments per instance (#76); a LangGraph server's threads (#77)
+    "Tiers": 432,  # attachments per instance (#76); a LangGraph server's threads (#77)
 }
 
 

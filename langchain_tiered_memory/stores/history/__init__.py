@@ -20,12 +20,8 @@ from langchain_tiered_memory.stores.history import revisions
 from langchain_tiered_memory.stores.history.base import (
     Appended,
     HistoryStore,
-    ThreadAppend,
     UserChatMessageHistory,
-    message_ids,
     owned_elsewhere,
-    replayed_prefix,
-    thread_append,
 )
 from langchain_tiered_memory.stores.history.codec import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -40,6 +36,12 @@ from langchain_tiered_memory.stores.history.codec import (
 from langchain_tiered_memory.stores.history.memory_store import InMemoryHistoryStore
 from langchain_tiered_memory.stores.history.owners import ThreadGuard
 from langchain_tiered_memory.stores.history.redis_store import RedisHistoryStore
+from langchain_tiered_memory.stores.history.rule import (
+    ThreadAppend,
+    message_ids,
+    replayed_prefix,
+    thread_append,
+)
 
 __all__ = [
     "ThreadGuard",

@@ -40,13 +40,14 @@ _NOBODY = "tiered-memory-owner-lookup"
 
 
 class Appended(NamedTuple):
-    """What :meth:`HistoryStore.append_turn` did: the history's new length, and the
-    absolute positions of the branch a fork left (marked ``abandoned``), if the turn was
-    a fork.
+    """What :meth:`HistoryStore.append_turn` did: the history's new length, the absolute
+    positions of the branch a fork left (marked ``abandoned``), if the turn was a fork,
+    and the messages an edit replaced (``(absolute position, the message as it was)``).
     """
 
     length: int
     left: tuple[int, ...] = ()
+    replaced: tuple[tuple[int, BaseMessage], ...] = ()
 
 
 class HistoryStore(ABC):
@@ -111,10 +112,9 @@ class HistoryStore(ABC):
         thread_position: int | None = None,
         on_invalid: OnInvalid = "raise",
     ) -> Appended:
-        """:meth:`append`, also telling the positions of the branch a fork left (what the
-        memory then unmakes: the items made from them). This default tells none: a store
-        that marks forks (``revisions.left_branch``, as both shipped families do)
-        overrides it, and its :meth:`append` returns this method's ``length``.
+        """:meth:`append`, telling what the thread's rule changed (the memory unmakes what
+        was made from it). This default tells nothing: a store that follows the rule
+        (``rule.thread_append``, ``revisions.thread_changes``) overrides it.
         """
         return Appended(
             self.append(
@@ -154,6 +154,14 @@ class HistoryStore(ABC):
         """
 
     athread_record = threaded(thread_record)
+
+    def thread_mark(self, user_id: str, thread_id: str) -> tuple[int, tuple[str, ...]] | None:
+        """The thread's mark (``rule.thread_append``), read with a turn so a fork is followed
+        before the model runs; this default knows none (then it is followed at the save).
+        """
+        return None
+
+    athread_mark = threaded(thread_mark)
 
     def thread_owner(self, thread_id: str) -> str | None:
         """The thread's owner, ``None`` for none (a default from :meth:`thread_record`:
@@ -219,20 +227,6 @@ class HistoryStore(ABC):
     async def aretract(self, user_id: str, positions: Sequence[int], reason: str = CHANGED) -> int:
         """Async :meth:`retract` (a store's own sync one in a worker thread)."""
         return await revisions.aretract(self, user_id, positions, reason)
-
-    @paired
-    def replace(
-        self, user_id: str, thread_id: str, message: BaseMessage
-    ) -> Plan[tuple[int, BaseMessage] | None]:
-        """Store ``message`` in place of the thread's stored message with its id (an edit
-        in place: ``update_state`` with the same id); return the position and the message
-        it replaced, or ``None`` when the thread holds none with that id. A message that
-        cannot be stored is stored as a short note, as a turn's save does.
-        """
-        new = self._dump_all([message], "placeholder")[0].decode()
-        return (yield from revisions.replace(self, user_id, thread_id, message, new))
-
-    areplace = replace.aio
 
     @abstractmethod
     def tail(self, user_id: str, n: int) -> list[BaseMessage]:
@@ -406,86 +400,6 @@ class UserChatMessageHistory(BaseChatMessageHistory):
         await self.store.aclear(self.user_id)
 
 
-# A thread's replay mark keeps the ids of this many last saved messages (a turn's worth).
-MARK_IDS = 32
-# A thread remembers this many ids it stored lately, whatever their positions: a message
-# carried by two concurrent runs on one thread is stored once (issue 66 item 10).
-RECENT_IDS = 256
-
-
-def fresh(ids: Sequence[str], recent: Sequence[str]) -> tuple[list[int], list[str]]:
-    """Which of a batch's messages (``ids``, in order) to store given the ids the thread
-    stored lately (``recent``), and the recent ids after it (the in-memory twin of the
-    append script's check): a message with no id is always stored.
-
-    Example:
-        >>> fresh(["h2", "a2", ""], ["h1", "a1", "h2"])
-        ([1, 2], ['h1', 'a1', 'h2', 'a2'])
-    """
-    seen, kept, out = set(recent), list(recent), []
-    for i, message_id in enumerate(ids):
-        if message_id and message_id in seen:
-            continue
-        out.append(i)
-        if message_id:
-            seen.add(message_id)
-            kept.append(message_id)
-    return out, kept[-RECENT_IDS:]
-
-
-class ThreadAppend(NamedTuple):
-    """What an append of a thread's batch stores (:func:`thread_append`)."""
-
-    stored: list[int]
-    """Indexes of the batch's messages to store, in order."""
-    recent: list[str]
-    """The thread's recent ids after the append (keep them for the next)."""
-    mark: tuple[int, tuple[str, ...]] | None
-    """The thread's new mark, ``None``: keep the one it has."""
-    fork: tuple[int, int] | None
-    """Thread positions ``[start, end)`` the batch left: a fork (``revisions.left_branch``)."""
-
-
-def thread_append(
-    mark: tuple[int, Sequence[str]] | None,
-    recent: Sequence[str],
-    position: int,
-    ids: Sequence[str],
-) -> ThreadAppend:
-    """The rule of an append with a thread position, for a store that keeps, per thread,
-    its mark (``(saved position, ids of the last saved messages)``) and its recent ids:
-    what the batch at thread position ``position`` (``ids``: :func:`message_ids`) replays,
-    what two concurrent runs both carry, and whether it forks the thread. The store
-    writes the messages at ``stored`` and keeps ``recent`` and ``mark`` in the same atomic
-    write; with ``fork`` it marks the branch left (``revisions.left_branch``) after it.
-
-    Example:
-        >>> thread_append((2, ("h1", "a1")), ["h1", "a1"], 2, ["h2", "a2"]).stored
-        [0, 1]
-        >>> saved = ("h1", "a1", "h2", "a2")
-        >>> thread_append((4, saved), saved, 2, ["h3", "a3"]).fork  # a run from position 2
-        (2, 4)
-    """
-    skip = replayed_prefix(mark, position, ids)
-    fork = None
-    if mark is not None and skip < len(ids) and position + skip < mark[0]:
-        fork = (position + skip, mark[0])
-    fresh_at, kept = fresh(ids[skip:], recent)
-    if not fresh_at:
-        return ThreadAppend([], list(recent), None, fork)
-    saved = (position + len(ids), tuple(ids[-MARK_IDS:]))
-    return ThreadAppend([skip + i for i in fresh_at], kept, saved, fork)
-
-
-def message_ids(messages: Sequence[BaseMessage]) -> list[str]:
-    """Each message's id (``""`` for none): what the replay check compares."""
-    ids = []
-    for message in messages:
-        msg_id = getattr(message, "id", None)
-        ids.append(msg_id if isinstance(msg_id, str) else "")
-    return ids
-
-
 def position_arg(thread_id: str | None, thread_position: int | None) -> str:
     """A checked thread position as a script argument (``""``: not tracked)."""
     if thread_position is None:
@@ -495,35 +409,6 @@ def position_arg(thread_id: str | None, thread_position: int | None) -> str:
     if thread_position < 0:
         raise InvalidMessageError(f"thread_position must be >= 0, got {thread_position}.")
     return "" if thread_id is None else str(thread_position)
-
-
-def replayed_prefix(mark: tuple[int, Sequence[str]] | None, start: int, ids: Sequence[str]) -> int:
-    """How many leading messages of a batch at thread position ``start`` are already
-    stored, given the thread's mark: ``(saved position, ids of the last saved messages)``
-    (the in-memory twin of the check in the append script).
-
-    Either the batch reaches the saved position with the id stored there (a replay of
-    everything saved), or its leading ids are those stored at its positions (a save
-    applied while the step's checkpoint was lost: the next turn starts with the same
-    human message, then a new reply).
-
-    Example:
-        >>> replayed_prefix((2, ("h1", "a1")), 0, ["h1", "a1-regenerated", "h2"])
-        1
-    """
-    if mark is None:
-        return 0
-    saved, stored = mark
-    k = saved - start
-    if 0 < k <= len(ids) and stored and stored[-1] and ids[k - 1] == stored[-1]:
-        return k
-    first, skip = saved - len(stored), 0
-    while skip < len(ids) and first <= start + skip < saved:
-        expected = stored[start + skip - first]
-        if not expected or ids[skip] != expected:
-            break
-        skip += 1
-    return skip
 
 
 def thread_arg(thread_id: str | None) -> str:

@@ -16,11 +16,9 @@ from langchain_tiered_memory.stores.history import revisions
 from langchain_tiered_memory.stores.history.base import (
     Appended,
     HistoryStore,
-    message_ids,
     owned_elsewhere,
     owned_threads,
     position_arg,
-    thread_append,
     thread_arg,
 )
 from langchain_tiered_memory.stores.history.codec import (
@@ -31,6 +29,7 @@ from langchain_tiered_memory.stores.history.codec import (
     parse_tail,
     positioned,
 )
+from langchain_tiered_memory.stores.history.rule import message_ids, thread_append
 
 
 class InMemoryHistoryStore(HistoryStore):
@@ -48,9 +47,8 @@ class InMemoryHistoryStore(HistoryStore):
         self._base: dict[str, int] = {}
         self._threads: dict[str, set[str]] = {}
         self._owners: dict[str, str] = {}  # thread -> the user of its first turn
-        # user -> thread -> (saved thread position, id of the last saved message)
+        # user -> thread -> (saved thread position, keys of the last saved messages)
         self._marks: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {}
-        self._recent: dict[str, dict[str, list[str]]] = {}  # user -> thread -> ids stored
         self._spans: dict[str, list[tuple[int, int, str]]] = {}
         self._lock = threading.Lock()
 
@@ -91,24 +89,27 @@ class InMemoryHistoryStore(HistoryStore):
         ids = message_ids(messages)
         with self._lock:
             marks = self._marks.setdefault(user_id, {})
-            recent = self._recent.setdefault(user_id, {})
             mark = marks.get(thread) if position else None  # no position: nothing replays
-            plan = thread_append(mark, recent.get(thread, ()), int(position or 0), ids)
+            data = self._data.setdefault(user_id, [])
+            start = len(data) + self._base.get(user_id, 0)
+            plan = thread_append(mark, (), int(position or 0), ids, at=start)
             if plan.stored:
-                data = self._data.setdefault(user_id, [])
-                start = len(data) + self._base.get(user_id, 0)
                 data.extend(payload[i] for i in plan.stored)
                 if thread:
-                    recent[thread] = plan.recent
                     self._threads.setdefault(user_id, set()).add(thread)
                     end = start + len(plan.stored)
                     self._spans.setdefault(user_id, []).append((start, end, thread))
-                if position and plan.mark is not None:
-                    marks[thread] = plan.mark
+            if position and plan.mark is not None:
+                marks[thread] = plan.mark
             length = len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
-        if plan.fork is None:
+        if not thread or (plan.fork is None and not plan.revised):
             return Appended(length)
-        return Appended(length, revisions.mark_left_branch(self, user_id, thread, *plan.fork))
+        at = int(position or 0)
+        edits = [(at + i, messages[i], payload[i].decode()) for i in plan.revised]
+        changes = revisions.apply_thread_changes(
+            self, user_id, thread, plan.fork, edits, known=dict(plan.known)
+        )
+        return Appended(length, changes.left, changes.replaced)
 
     aappend_turn = twin(append_turn)
 
@@ -133,6 +134,14 @@ class InMemoryHistoryStore(HistoryStore):
             return self._owners.get(thread), thread in self._threads.get(user_id, ())
 
     athread_record = twin(thread_record)
+
+    def thread_mark(self, user_id: str, thread_id: str) -> tuple[int, tuple[str, ...]] | None:
+        """The thread's mark (``HistoryStore.thread_mark``)."""
+        user_id, thread = validate_user_id(user_id), thread_arg(thread_id)
+        with self._lock:
+            return self._marks.get(user_id, {}).get(thread)
+
+    athread_mark = twin(thread_mark)
 
     def threads(self, user_id: str) -> list[str]:
         """The threads recorded for the user that no other user owns (sorted)."""
@@ -182,7 +191,6 @@ class InMemoryHistoryStore(HistoryStore):
             self._spans[user_id] = kept
             self._threads.get(user_id, set()).discard(thread)
             self._marks.get(user_id, {}).pop(thread, None)
-            self._recent.get(user_id, {}).pop(thread, None)
         return removed
 
     aforget_thread = twin(forget_thread)
@@ -280,7 +288,6 @@ class InMemoryHistoryStore(HistoryStore):
         with self._lock:
             self._threads.pop(user_id, None)
             self._marks.pop(user_id, None)
-            self._recent.pop(user_id, None)
             self._spans.pop(user_id, None)
             data = self._data.pop(user_id, [])
             base = self._base.pop(user_id, 0)

@@ -16,15 +16,12 @@ from langchain_tiered_memory._steps import Plan, call, paired
 from langchain_tiered_memory.backend.connection import RedisConnection, ScriptCall
 from langchain_tiered_memory.backend.keys import KeyBuilder, validate_user_id
 from langchain_tiered_memory.stores.directory import activity_call
-from langchain_tiered_memory.stores.history import revisions
+from langchain_tiered_memory.stores.history import revisions, rule
 from langchain_tiered_memory.stores.history.base import (
-    MARK_IDS,
-    RECENT_IDS,
     Appended,
     HistoryStore,
     decoded_members,
     limit_arg,
-    message_ids,
     owned_elsewhere,
     owned_threads,
     owner_text,
@@ -41,6 +38,7 @@ from langchain_tiered_memory.stores.history.codec import (
     thread_spans,
 )
 from langchain_tiered_memory.stores.history.retraction import READ_AT, SWAP_AT
+from langchain_tiered_memory.stores.history.rule import message_ids, parse_mark
 
 # Erasure releases a thread only if the record still names the user; a record of another
 # type (not one this package writes) goes too: it names no one, and only the user's own
@@ -116,98 +114,6 @@ redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
 return kept
 """
 
-# One script: the whole turn lands or none of it. RPUSH per element because unpack() of a
-# large ARGV overflows Lua's C stack (about 8000 values).
-# ARGV: thread id ('' = none), thread position of the first message ('' = none), n, then n
-# message ids, then n payloads, then the time (Unix seconds). KEYS[4] maps a thread to its
-# mark: "<saved position>:" then the ids of the last saved messages (up to MARK_IDS, NUL-
-# separated; the thread positions just before the saved one). A batch is a replay of what
-# is stored (a save that timed out after it was applied, or a save applied while the
-# step's checkpoint was lost) when it reaches the saved position with the id stored there,
-# or starts with ids stored at its positions: that prefix is skipped. A batch from a fork
-# of the thread (time travel) has other ids there and is stored whole. See
-# replayed_prefix, its twin.
-_APPEND_LUA = """
-local MARK_IDS = @MARK_IDS@
-local RECENT_IDS = @RECENT_IDS@
-local n = tonumber(ARGV[3])
-local skip = 0
-local saved = -1
-local tracked = ARGV[1] ~= '' and ARGV[2] ~= ''
-if tracked then
-  local mark = redis.call('HGET', KEYS[4], ARGV[1])
-  if mark then
-    local sep = string.find(mark, ':', 1, true)
-    saved = tonumber(string.sub(mark, 1, sep - 1))
-    local ids, at = {}, sep + 1
-    while true do
-      local nul = string.find(mark, '\0', at, true)
-      if not nul then ids[#ids + 1] = string.sub(mark, at); break end
-      ids[#ids + 1] = string.sub(mark, at, nul - 1)
-      at = nul + 1
-    end
-    local start = tonumber(ARGV[2])
-    local k = saved - start
-    if k > 0 and k <= n and ids[#ids] ~= '' and ARGV[3 + k] == ids[#ids] then
-      skip = k
-    else
-      local first = saved - #ids
-      while skip < n do
-        local q = start + skip
-        if q < first or q >= saved then break end
-        local stored = ids[q - first + 1]
-        if stored == '' or ARGV[4 + skip] ~= stored then break end
-        skip = skip + 1
-      end
-    end
-  end
-end
--- a message whose id the thread stored lately is not stored again, wherever it stands:
--- concurrent runs on one thread each carry the other's messages at other positions
-local recent, seen = {}, {}
-if ARGV[1] ~= '' then
-  local held = redis.call('HGET', KEYS[4], ARGV[1] .. '\0recent')
-  if held then
-    for id in string.gmatch(held, '[^%z]+') do recent[#recent + 1] = id; seen[id] = true end
-  end
-end
--- a batch that is not a replay, below what the thread saved: the thread was forked (a run
--- from an earlier checkpoint); its positions [from, saved) are a branch it left
-local from = tracked and tonumber(ARGV[2]) + skip or 0
-local forked = tracked and skip < n and from < saved
-local base = tonumber(redis.call('HGET', KEYS[2], 'hist_base') or '0')
-local before = redis.call('LLEN', KEYS[1])
-local len, pushed = before, 0
-for i = 1 + skip, n do
-  local id = ARGV[3 + i]
-  if id == '' or not seen[id] then
-    len = redis.call('RPUSH', KEYS[1], ARGV[3 + n + i])
-    pushed = pushed + 1
-    if id ~= '' then seen[id] = true; recent[#recent + 1] = id end
-  end
-end
-if pushed > 0 and ARGV[1] ~= '' then
-  redis.call('SADD', KEYS[3], ARGV[1])
-  redis.call('RPUSH', KEYS[5], (base + before) .. ':' .. (base + len) .. ':' .. ARGV[1])
-  local keep = {}
-  for i = math.max(1, #recent - RECENT_IDS + 1), #recent do keep[#keep + 1] = recent[i] end
-  redis.call('HSET', KEYS[4], ARGV[1] .. '\0recent', table.concat(keep, '\0'))
-end
-skip = n - pushed
-if pushed > 0 then
-  -- last activity, for the console's user list. The client's clock, not TIME: the
-  -- guide's ACL rule (data commands only) does not grant TIME.
-  redis.call('HSET', KEYS[2], 'last_at', ARGV[4 + 2 * n])
-end
-if tracked and pushed > 0 then
-  local kept = {}
-  for i = math.max(1, n - MARK_IDS + 1), n do kept[#kept + 1] = ARGV[3 + i] end
-  redis.call('HSET', KEYS[4], ARGV[1], (tonumber(ARGV[2]) + n) .. ':' .. table.concat(kept, '\0'))
-end
-if forked then return {len + base, skip, from, saved} end
-return {len + base, skip}
-""".replace("@MARK_IDS@", str(MARK_IDS)).replace("@RECENT_IDS@", str(RECENT_IDS))
-
 # Forget one thread: its messages become tombstones (positions stay, so the watermark and
 # the other threads' spans keep their meaning), its records go. KEYS: history, meta,
 # threads, turns, spans. ARGV: thread id, tombstone.
@@ -232,6 +138,7 @@ for _, span in ipairs(spans) do
   end
 end
 redis.call('SREM', KEYS[3], ARGV[1])
+-- the recent-id list an earlier version kept beside the mark goes too
 redis.call('HDEL', KEYS[4], ARGV[1], ARGV[1] .. '\0recent')
 return removed
 """
@@ -297,20 +204,27 @@ class RedisHistoryStore(HistoryStore):
         keys = (hist, meta, *self._records(user_id))
         ids = message_ids(messages)
         args = (thread, position, len(payload), *ids, *payload, int(time.time()))
-        return ScriptCall(_APPEND_LUA, len(keys), (*keys, *args))
+        return ScriptCall(rule.APPEND, len(keys), (*keys, *args))
 
-    @staticmethod
-    def appended_length(reply: Any) -> int:
-        """The history's length after an append, from the append script's reply."""
-        return int(reply[0])
-
-    def after_append(self, user_id: str, thread_id: str | None, reply: Any) -> Plan[Appended]:
-        """What an append's reply asks for after it: a fork's left branch marked."""
-        left: tuple[int, ...] = ()
-        if len(reply) > 2 and thread_id is not None:
-            start, end = int(reply[2]), int(reply[3])
-            left = yield from revisions.left_branch(self, user_id, thread_id, start, end)
-        return Appended(self.appended_length(reply), left)
+    def after_append(
+        self,
+        user_id: str,
+        thread_id: str | None,
+        reply: Any,
+        script: ScriptCall,
+        messages: Sequence[BaseMessage],
+    ) -> Plan[Appended]:
+        """What an append's reply (of ``script``, :meth:`append_call` of ``messages``)
+        asks for after it: the edits it found stored in place, a fork's left branch marked.
+        """
+        done = rule.append_reply(reply, script.args[script.numkeys :], messages)
+        if thread_id is None or (done.fork is None and not done.edits):
+            return Appended(done.length)
+        fork, edits, known = done.fork, done.edits, done.known
+        changes = yield from revisions.thread_changes(
+            self, user_id, thread_id, fork, edits, known=known
+        )
+        return Appended(done.length, changes.left, changes.replaced)
 
     @paired
     def append(
@@ -346,8 +260,8 @@ class RedisHistoryStore(HistoryStore):
         thread_position: int | None = None,
         on_invalid: OnInvalid = "raise",
     ) -> Plan[Appended]:
-        """Append a turn in one script: atomic, contiguous, in order, idempotent per
-        thread position; tell the branch a fork left (``HistoryStore.append_turn``).
+        """Append a turn in one script: atomic, contiguous, in order, by the thread's rule
+        (``thread_append``); tell what it changed (``HistoryStore.append_turn``).
         """
         script = self.append_call(
             user_id,
@@ -363,7 +277,7 @@ class RedisHistoryStore(HistoryStore):
             # the append and the console directory's entry, in one round trip
             active = activity_call(self.keys, user_id, time.time())
             replies = yield call(c.run_all, c.arun_all, [script, active])
-            return (yield from self.after_append(user_id, thread_id, replies[0]))
+            return (yield from self.after_append(user_id, thread_id, replies[0], script, messages))
 
     aappend_turn = append_turn.aio
 
@@ -416,6 +330,21 @@ class RedisHistoryStore(HistoryStore):
         return self.parse_record(thread_id, replies)
 
     athread_record = thread_record.aio
+
+    def mark_command(self, user_id: str, thread_id: str) -> tuple[str, ...]:
+        """The command of :meth:`thread_mark` (its reply: ``parse_mark``), for a turn's read."""
+        return ("HGET", self._records(validate_user_id(user_id))[1], thread_arg(thread_id))
+
+    @paired
+    def thread_mark(self, user_id: str, thread_id: str) -> Plan[tuple[int, tuple[str, ...]] | None]:
+        """The thread's mark (``HistoryStore.thread_mark``), one round trip."""
+        c = self.connection
+        with c.errors():
+            return parse_mark(
+                (yield call(c.command, c.acommand, *self.mark_command(user_id, thread_id)))
+            )
+
+    athread_mark = thread_mark.aio
 
     @paired
     def record_thread(self, user_id: str, thread_id: str, *, claim: bool = True) -> Plan[None]:

@@ -5,8 +5,10 @@ app's own store, do each the same way.
 
 - :func:`retract`: messages no longer current (their item was deleted or edited, or a
   fork left their branch), marked, never carried or summarized again;
-- :func:`left_branch`: a thread's positions a fork left, marked ``abandoned``;
-- :func:`replace`: a message edited in place (``update_state`` with the same id).
+- :func:`thread_changes`: what a thread's append found (``thread_append``, the one rule
+  of a thread's history): a message edited (the same id, another text: in place, or by
+  time travel) stored in place of the one held, and the positions a fork left marked
+  ``abandoned``.
 
 The primitives came after 0.2.0, so they are the ``history_revisions`` capability: a
 store written for the contract before them constructs and runs (its own ``retract`` kept,
@@ -18,8 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
 
 from langchain_core.messages import BaseMessage
 
@@ -36,11 +38,10 @@ from langchain_tiered_memory.stores.history.codec import (
 __all__ = [
     "HISTORY_REVISIONS",
     "HistoryStore",
+    "Changes",
+    "apply_thread_changes",
     "aretract",
-    "left_branch",
-    "mark_left_branch",
     "not_followed",
-    "replace",
     "retract",
     "revisable",
     "unsupported",
@@ -86,8 +87,8 @@ def unsupported(store: object, method: str) -> NotImplementedError:
 
 
 def not_followed(store: object, thread_id: str, message: BaseMessage) -> None:
-    """What ``replace`` does on a store without :data:`HISTORY_REVISIONS`: logs that the
-    edit is not followed (as before the capability), so the turn still runs.
+    """What :func:`thread_changes` does on a store without :data:`HISTORY_REVISIONS`: logs
+    that the edit is not followed (as before the capability), so the turn still runs.
     """
     logger.warning(
         "%s has no %r capability (read_at, swap_at): the edit of message %r in thread %r "
@@ -136,14 +137,22 @@ class HistoryStore(Protocol):
         """Async :meth:`window_positions`."""
 
 
-def retract(store: HistoryStore, user_id: str, positions: Sequence[int], reason: str) -> Plan[int]:
-    """The plan of ``HistoryStore.retract``: the entries and the replies after each, then
-    one swap of those to mark.
+def retract(
+    store: HistoryStore,
+    user_id: str,
+    positions: Sequence[int],
+    reason: str,
+    *,
+    replies: bool = True,
+) -> Plan[int]:
+    """The plan of ``HistoryStore.retract``: the entries and (``replies``) the replies
+    after each, then one swap of those to mark. A fork's left branch is exact: the reply
+    after it may be the new branch's.
     """
     wanted = sorted({int(p) for p in positions if isinstance(p, int) and p >= 0})
     if not wanted:
         return 0
-    reach = 1 + REPLY_REACH
+    reach = 1 + REPLY_REACH if replies else 1
     raw = yield call(store.read_at, store.aread_at, user_id, wanted, reach)
     swaps: list[tuple[int, Any, str]] = []
     for k, position in enumerate(wanted):
@@ -160,17 +169,77 @@ def _owned(spans: Sequence[tuple[int, int, str]], thread_id: str) -> list[int]:
     return [p for s, e, t in spans if t == thread_id for p in range(s, e)]
 
 
-def left_branch(
-    store: HistoryStore, user_id: str, thread_id: str, start: int, end: int
-) -> Plan[tuple[int, ...]]:
-    """Mark the thread's messages at thread positions ``[start, end)`` as a branch the
-    thread left (a run from an earlier checkpoint: LangGraph's fork, an edit as a new
-    message): the append found a batch below what the thread saved that is not a replay.
-    Messages of earlier left branches do not count. Returns their absolute positions.
+class Changes(NamedTuple):
+    """What an append's rule changed in what a thread held (:func:`thread_changes`)."""
+
+    left: tuple[int, ...] = ()
+    """Absolute positions of the branch a fork left, now marked ``abandoned``."""
+    replaced: tuple[tuple[int, BaseMessage], ...] = ()
+    """``(absolute position, the message as it was)`` of each message an edit replaced."""
+
+
+def thread_changes(
+    store: HistoryStore,
+    user_id: str,
+    thread_id: str,
+    fork: tuple[int, int] | None,
+    edits: Sequence[tuple[int, BaseMessage, str]] = (),
+    *,
+    known: Mapping[int, int] | None = None,
+) -> Plan[Changes]:
+    """Apply what a thread's append found (``thread_append``), outside the append's write:
+    each edit ``(thread position, message, its stored form)`` is stored in place of the
+    message the thread holds there (if it still has that id), and the thread positions
+    ``[start, end)`` of ``fork`` are marked as a branch the thread left (a run from an
+    earlier checkpoint: LangGraph's fork or time travel, an edit as a new message).
+
+    ``known`` maps thread positions to absolute ones as the append's atomic write found
+    them in the thread's mark: so concurrent appends to the thread cannot shift what is
+    marked. A position it lacks (beyond the mark, or a mark an earlier version wrote) is
+    counted over the thread's messages no earlier fork left. A store without
+    :data:`HISTORY_REVISIONS` follows neither (logged).
+    """
+    if fork is None and not edits:
+        return Changes()
+    if not revisable(store):
+        for _, message, _ in edits:
+            not_followed(store, thread_id, message)
+        if fork is not None:
+            logger.warning(
+                "%s has no %r capability: the branch thread %r left is not marked",
+                type(store).__name__,
+                HISTORY_REVISIONS,
+                thread_id,
+            )
+        return Changes()
+    where = dict(known or {})
+    wanted = [*(range(*fork) if fork else ()), *(q for q, _, _ in edits)]
+    if any(q not in where for q in wanted):
+        where = {**dict(enumerate((yield from _live(store, user_id, thread_id)))), **where}
+    replaced: list[tuple[int, BaseMessage]] = []
+    at = [(where[q], message, new) for q, message, new in edits if q in where]
+    if at:
+        raws = yield call(store.read_at, store.aread_at, user_id, [p for p, _, _ in at])
+        swaps = [
+            (p, raw, new)
+            for (p, message, new), raw in zip(at, raws, strict=True)
+            if raw is not None and stored_id(raw) == message.id
+        ]
+        if swaps and (yield call(store.swap_at, store.aswap_at, user_id, swaps)):
+            replaced = [(p, load_messages([raw])[0]) for p, raw, _ in swaps]
+    left = tuple(where[q] for q in (range(*fork) if fork else ()) if q in where)
+    if left:
+        yield from retract(store, user_id, left, ABANDONED, replies=False)
+    return Changes(left, tuple(replaced))
+
+
+def _live(store: HistoryStore, user_id: str, thread_id: str) -> Plan[list[int]]:
+    """The absolute positions of the thread's messages no fork left, in order (its thread
+    positions, for a mark that did not keep them).
     """
     owned = _owned((yield call(store.spans, store.aspans, user_id)), thread_id)
     if not owned:
-        return ()
+        return []
     _, _, found = yield call(
         store.window_positions,
         store.awindow_positions,
@@ -178,40 +247,22 @@ def left_branch(
         owned[0],
         owned[-1] - owned[0] + 1,
     )
-    live = {p for p, m in found if m.response_metadata.get(RETRACTED) != ABANDONED}
-    left = tuple([p for p in owned if p in live][start:end])
-    if left:
-        yield from retract(store, user_id, left, ABANDONED)
-    return left
+    abandoned = {p for p, m in found if m.response_metadata.get(RETRACTED) == ABANDONED}
+    return [p for p in owned if p not in abandoned]
 
 
-def mark_left_branch(
-    store: HistoryStore, user_id: str, thread_id: str, start: int, end: int
-) -> tuple[int, ...]:
-    """:func:`left_branch` run with the store's sync methods: what an app's store calls
-    after an append whose ``thread_append`` found a fork (outside the append's write).
+def apply_thread_changes(
+    store: HistoryStore,
+    user_id: str,
+    thread_id: str,
+    fork: tuple[int, int] | None,
+    edits: Sequence[tuple[int, BaseMessage, str]] = (),
+    *,
+    known: Mapping[int, int] | None = None,
+) -> Changes:
+    """:func:`thread_changes` run with the store's sync methods: what an app's store
+    calls after an append whose ``thread_append`` found a fork or edits (``plan.fork``,
+    ``[(position + i, messages[i], payloads[i]) for i in plan.revised]`` and
+    ``dict(plan.known)``).
     """
-    return drive(left_branch(store, user_id, thread_id, start, end))
-
-
-def replace(
-    store: HistoryStore, user_id: str, thread_id: str, message: BaseMessage, new: str
-) -> Plan[tuple[int, BaseMessage] | None]:
-    """Store ``new`` (``message`` as stored) in place of the thread's stored message with
-    its id; return the position and the message it replaced, or ``None`` when the thread
-    holds none with that id (or it changed meanwhile, or the store is not
-    :func:`revisable`: logged, and the turn still runs).
-    """
-    if not revisable(store):
-        not_followed(store, thread_id, message)
-        return None
-    if message.id is None:
-        return None
-    owned = _owned((yield call(store.spans, store.aspans, user_id)), thread_id)
-    raws = (yield call(store.read_at, store.aread_at, user_id, owned)) if owned else []
-    for position, raw in zip(reversed(owned), reversed(raws), strict=True):
-        if stored_id(raw) == message.id:
-            old = load_messages([raw])[0]
-            done = yield call(store.swap_at, store.aswap_at, user_id, [(position, raw, new)])
-            return (position, old) if done else None
-    return None
+    return drive(thread_changes(store, user_id, thread_id, fork, edits, known=known))
