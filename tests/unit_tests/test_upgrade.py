@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from support import keys_holding
 
 from langchain_tiered_memory import (
@@ -26,6 +27,7 @@ from langchain_tiered_memory import (
     create_memory_graph,
 )
 from langchain_tiered_memory.cli import main
+from langchain_tiered_memory.stores.history import RedisHistoryStore
 from langchain_tiered_memory.testing import ScriptedChatModel
 from langchain_tiered_memory.upgrade import upgrade
 
@@ -180,5 +182,46 @@ def test_a_second_upgrade_strips_what_a_0_1_process_wrote_after_the_first(
         assert "written by a release before 0.2" in caplog.text  # the log says why
         assert not [k for k in keys_holding(memory, CODE) if "cp:t3" in k]
         assert upgrade(memory, dry_run=True)["fields"] == 0  # nothing left
+    finally:
+        memory.close()
+
+
+def test_a_thread_an_earlier_release_marked_follows_the_rule_and_is_forgotten_whole(
+    tmp_path: Path,
+) -> None:
+    """Issue 78: the thread marks format 2 wrote (bare ids, and a recent-id list beside
+    them) are read by id alone; the next turn appends once and rewrites the mark with keys
+    and positions, a fork from before the old turn is followed, and ``forget_thread``
+    leaves neither field."""
+    data = _data("format2", tmp_path)
+    memory = TieredMemory.embedded(data, embeddings=HashingEmbeddings())
+    try:
+        history = memory.history
+        assert isinstance(history, RedisHistoryStore)
+        marks = history._records("ann")[1]
+        before = history.connection.command("HGETALL", marks)
+        assert b"t1" in before and b"t1\x00recent" in before  # what format 2 wrote
+        assert b"\x1f" not in before[b"t1"]  # bare ids
+        graph = create_memory_graph(
+            ScriptedChatModel(replies=["Sure."]), memory=memory, checkpointer=memory.checkpointer()
+        )
+        _turn(graph, "ann", "t1", "I also keep a cat.")
+        texts = [str(m.text) for m in memory.load_context("ann", max=50)]
+        assert texts.count("My locker code is ZORBLAX-77.") == 1
+        assert texts.count("I also keep a cat.") == 1 and texts[-1] == "Sure."
+        assert b"\x1f" in history.connection.command("HGET", marks, "t1")  # rewritten
+        config: RunnableConfig = {"configurable": {"thread_id": "t1", "user_id": "ann"}}
+        first = [s for s in graph.get_state_history(config) if not s.next][-1]  # the old turn's end
+        graph.invoke(
+            {"messages": [HumanMessage("Forget the cat.")]},
+            first.config,
+            context={"user_id": "ann"},
+        )
+        kept = memory.load_context("ann", max=50)
+        left = [m.text for m in kept if m.response_metadata.get("tiered_memory_retracted")]
+        assert left == ["I also keep a cat.", "Sure."]  # the branch the fork left
+        memory.forget_thread("ann", "t1")
+        after = history.connection.command("HGETALL", marks)
+        assert b"t1" not in after and b"t1\x00recent" not in after
     finally:
         memory.close()
