@@ -36,7 +36,7 @@ from langchain_tiered_memory.errors import (
     ThreadOwnershipError,
     WatermarkConflict,
 )
-from langchain_tiered_memory.stores.history import HistoryStore, dump_message
+from langchain_tiered_memory.stores.history import HistoryStore, dump_message, message_ids
 from langchain_tiered_memory.stores.summaries import (
     DEDUP_THRESHOLD,
     MAX_SUMMARY_CHARS,
@@ -201,6 +201,17 @@ class HistoryStoreConformance:
         assert marked == [True, True, False]
         (bo,) = history_store.tail("bo", 5)
         assert not bo.response_metadata
+
+    def test_the_thread_mark_is_what_the_rule_keeps(self, history_store: HistoryStore) -> None:
+        """``thread_mark``: a turn's read asks it, so a fork is followed before the model
+        runs (the default knows none)."""
+        said = [HumanMessage("hi", id="h1"), AIMessage("hello", id="a1")]
+        history_store.append("ana", said, thread_id="t1", thread_position=0)
+        mark = history_store.thread_mark("ana", "t1")
+        assert mark is not None and mark[0] == 2
+        assert [entry.split("\x1e")[0] for entry in mark[1]] == message_ids(said)
+        assert history_store.thread_mark("ana", "t2") is None
+        assert history_store.thread_mark("bo", "t1") is None
 
     def test_a_fork_marks_the_branch_the_thread_left(self, history_store: HistoryStore) -> None:
         def turn(text: str, n: int, position: int) -> None:

@@ -297,6 +297,13 @@ class SQLiteHistoryStore(HistoryStore):
         mine = self.db.rows("SELECT 1 FROM threads WHERE user=? AND thread=?", user_id, thread_id)
         return (owner[0][0] if owner else None), bool(mine)
 
+    def thread_mark(self, user_id: str, thread_id: str) -> tuple[int, tuple[str, ...]] | None:
+        rows = self.db.rows("SELECT mark FROM marks WHERE user=? AND thread=?", user_id, thread_id)
+        if not rows or not rows[0][0] or rows[0][0] == "null":
+            return None
+        saved, entries = json.loads(rows[0][0])
+        return int(saved), tuple(entries)
+
     def threads(self, user_id: str) -> list[str]:
         rows = self.db.rows(
             "SELECT t.thread FROM threads t LEFT JOIN owners o ON o.thread = t.thread"

@@ -47,8 +47,9 @@ def sync_only(base: type, inner: _S, threads: set[int]) -> _S:
     # the abstract methods, and the contract methods whose defaults a complete store
     # overrides (the history's append_turn: a store that marks forks tells them; its
     # erase and the tags' drop_thread: an erasure leaves nothing, issue 76 items 5, 6;
-    # the history's read_at/swap_at: its revisions, optional since issue 78)
-    optional = {"append_turn", "erase", "drop_thread", "read_at", "swap_at"}
+    # the history's read_at/swap_at: its revisions, optional since issue 78; its
+    # thread_mark, read with a turn: issue 78's one rule)
+    optional = {"append_turn", "erase", "drop_thread", "read_at", "swap_at", "thread_mark"}
     overridden = optional & set(vars(base))
     names = sorted({*base.__abstractmethods__, *overridden})  # type: ignore[attr-defined]
     assert names and not any(name.startswith("a") and name[1:] in names for name in names)
