@@ -177,3 +177,26 @@ def test_a_fact_whose_item_the_provenance_rule_drops_is_kept_as_said(
     stored = {d.page_content for d in memory.summaries.get_all("ann")}
     assert "The user said: My birthday is on March 5." in stored, stored
     assert not any("2024" in item for item in stored)
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_a_spanish_statement_without_a_pronoun_is_kept_in_spanish(small: bool) -> None:
+    """Qwen2.5-Coder-1.5B live (bench/real_model_turns.py, update-es): "Vivo en Sevilla."
+    was summarized in English twice, and the user's own words, the language rule's fallback,
+    held no first person to the Spanish record (the verb says it): nothing was kept.
+    """
+    messages: list[BaseMessage] = [
+        HumanMessage("Vivo en Sevilla."),
+        AIMessage("¡Sevilla es preciosa!"),
+        HumanMessage("Por favor, resume nuestra conversación."),
+    ]
+    english = summary_call(["The user lives in Seville."])
+    model = ScriptedChatModel(responses=[english, english])
+    options = SMALL if small else CAPABLE
+    items = summarize_messages(
+        model,
+        messages,
+        extractive_fallback=options["extractive_fallback"],
+        grounded=options["grounded"],
+    )
+    assert items == ["El usuario dijo: Vivo en Sevilla."]

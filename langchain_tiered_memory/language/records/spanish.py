@@ -175,7 +175,10 @@ LANGUAGE = Language(
     r"trabajo|estudio|nuestra|nuestro|gracias|ahora|hay|sí)\b|[ñ¿¡]"
     r"|(?-i:(?<!\w)[a-zñü]*[áéíóú][a-zñüáéíóú]*(?!\w))",
     rules=RULES,
-    first_person=r"(?<![\w'])(?:yo|me|mi|mis|conmigo|tengo|soy|estoy)(?![\w])",
+    # Spanish drops the pronoun: "Vivo en Sevilla." is the user's first person by its
+    # verb alone (the verbs of where one lives, works, studies, was born, as "tengo", "soy")
+    first_person=r"(?<![\w'])(?:yo|me|mi|mis|conmigo|tengo|soy|estoy|vivo|vivía|trabajo|"
+    r"trabajaba|estudio|estudiaba|nací)(?![\w])",
     summarize_request=r"\bres[uú]m\w*",
     tag_questions={
         "age": r"\bcuántos años tengo\b|\bqué edad tengo\b|\bcuál es mi edad\b",
