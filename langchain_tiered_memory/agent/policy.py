@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableBinding
 
 from langchain_tiered_memory.agent.memory_query import MEMORY_QUERY_KINDS
 
-__all__ = ["ModelPolicy", "is_small_model"]
+__all__ = ["GUARDS", "Guards", "ModelPolicy", "is_small_model"]
 
 TagCapture = Literal["tool", "forced", "after_turn"]
 _Kind = TypeVar("_Kind", bound=str)
@@ -42,17 +42,95 @@ def is_small_model(model: object) -> bool:
 
 
 @dataclass(frozen=True)
+class Guards:
+    """What a kind of model's turns run with: one row of :data:`GUARDS`.
+
+    Attributes:
+        tag_capture: how stated facts reach ``user_tag``: forced on every turn (small), or
+            an extraction after the reply when the model made no call.
+        max_context_messages: recent history messages loaded on a thread's first turn.
+        current_turn_only: send the current turn only, not the thread before it.
+        compact_prompt: the short system prompt and the one-line-per-fact memory section.
+        scripted_replies: a request to summarize runs the tool and the reply is its report
+            (a small model does not call the tool reliably, nor report it faithfully).
+        search_tool: offer ``search_memory`` (a capable model writes its own queries; a
+            small one would call it on every turn, or never).
+        extractive_fallback: keep the user's own statements when a summary is unusable.
+        grounded: keep only tag values and summary items grounded in the user's own words;
+            the summarizer then also keeps, as the user said it, each sentence of theirs
+            with a fact no item holds (``summarization.uncovered``).
+        reconcile: compare new summary items with stored ones (a small model cannot).
+    """
+
+    tag_capture: TagCapture
+    max_context_messages: int
+    current_turn_only: bool
+    compact_prompt: bool
+    scripted_replies: bool
+    search_tool: bool
+    extractive_fallback: bool
+    grounded: bool
+    reconcile: bool
+
+    @property
+    def summary_options(self) -> dict[str, bool]:
+        """The summarizer's switches (keyword arguments of ``summarize_history`` and
+        ``SummarizeTool``), the same for the tool and the background summaries.
+
+        Example:
+            >>> GUARDS[True].summary_options
+            {'extractive_fallback': True, 'grounded': True, 'reconcile': False}
+        """
+        return {
+            "extractive_fallback": self.extractive_fallback,
+            "grounded": self.grounded,
+            "reconcile": self.reconcile,
+        }
+
+
+GUARDS: dict[bool, Guards] = {
+    # a small local model: every guard on
+    True: Guards(
+        tag_capture="forced",
+        max_context_messages=0,
+        current_turn_only=True,
+        compact_prompt=True,
+        scripted_replies=True,
+        search_tool=False,
+        extractive_fallback=True,
+        grounded=True,
+        reconcile=False,
+    ),
+    # any other model: none
+    False: Guards(
+        tag_capture="after_turn",
+        max_context_messages=20,
+        current_turn_only=False,
+        compact_prompt=False,
+        scripted_replies=False,
+        search_tool=True,
+        extractive_fallback=False,
+        grounded=False,
+        reconcile=True,
+    ),
+}
+"""The one table of the guards, by whether the model is a small local one
+(``TurnSettings.of`` takes a row; the app's options win)."""
+
+
+@dataclass(frozen=True)
 class ModelPolicy:
-    """The guards for one model: all on for a small local model, all off for the rest.
+    """The guards for one model: all on for a small local model, all off for the rest
+    (:data:`GUARDS`).
 
     Attributes:
         small: whether the model is a small local one.
 
     Example:
         >>> from langchain_tiered_memory.testing import ScriptedChatModel
-        >>> ModelPolicy.for_model(ScriptedChatModel(replies=["hi"])).tag_capture
+        >>> ModelPolicy.for_model(ScriptedChatModel(replies=["hi"])).guards.tag_capture
         'after_turn'
-        >>> ModelPolicy(small=True).max_context_messages
+        >>> ModelPolicy(small=True).guards.max_context_messages
         0
     """
 
@@ -64,70 +142,19 @@ class ModelPolicy:
         return cls(small=is_small_model(model) if small is None else small)
 
     @property
-    def tag_capture(self) -> TagCapture:
-        """Small: the tag tool is forced on every turn; else a forced pass after the turn."""
-        return "forced" if self.small else "after_turn"
-
-    @property
-    def forced_capture(self) -> bool:
-        """Whether the middleware forces the tag tool (it has no after-turn pass)."""
-        return self.small
-
-    @property
-    def max_context_messages(self) -> int:
-        """Recent messages in the prompt: small models see the current turn only."""
-        return 0 if self.small else 20
-
-    @property
-    def grounded(self) -> bool:
-        """Keep only tag values and summary items grounded in the user's own words; the
-        summarizer then also keeps, as the user said it, each sentence of theirs with a fact
-        no item holds (a small model's items drop facts: ``summarization.uncovered``).
-        """
-        return self.small
-
-    @property
-    def reconcile(self) -> bool:
-        """Ask the model to compare new notes with stored ones (a small one cannot)."""
-        return not self.small
-
-    @property
-    def extractive_fallback(self) -> bool:
-        """Keep the user's own statements when the model's summary is unusable."""
-        return self.small
+    def guards(self) -> Guards:
+        """This model's row of :data:`GUARDS`."""
+        return GUARDS[self.small]
 
     @property
     def summary_options(self) -> dict[str, bool]:
-        """The summarizer's switches (keyword arguments of ``summarize_history``): for a
-        small model the extractive fallback and the grounding guard on and the update step
-        off; the reverse otherwise.
+        """The summarizer's switches for this model (:attr:`Guards.summary_options`).
 
         Example:
             >>> ModelPolicy(small=True).summary_options
             {'extractive_fallback': True, 'grounded': True, 'reconcile': False}
         """
-        return {
-            "extractive_fallback": self.extractive_fallback,
-            "grounded": self.grounded,
-            "reconcile": self.reconcile,
-        }
-
-    @property
-    def compact_prompt(self) -> bool:
-        """The short system prompt and the one-line-per-fact memory section."""
-        return self.small
-
-    @property
-    def current_turn_only(self) -> bool:
-        """Send the current turn only, not the thread before it."""
-        return self.small
-
-    @property
-    def search_tool(self) -> bool:
-        """Offer ``search_memory`` (a capable model writes its own queries; a small one
-        would call it on every turn, or never).
-        """
-        return not self.small
+        return self.guards.summary_options
 
     def memory_query(self, asked: _Kind | None) -> _Kind | None:
         """The memory query the model writes before each reply (``asked``, opt-in), or
@@ -152,10 +179,3 @@ class ModelPolicy:
             )
             return None
         return asked
-
-    @property
-    def scripted_requests(self) -> bool:
-        """A request to summarize runs the tool and the reply is its report (a small model
-        does not call the tool reliably, nor report it faithfully).
-        """
-        return self.small

@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 
-from langchain_tiered_memory.agent.policy import ModelPolicy, is_small_model
+from langchain_tiered_memory.agent.policy import GUARDS, Guards, ModelPolicy, is_small_model
 from langchain_tiered_memory.local import ChatLocalTransformers
 from langchain_tiered_memory.testing import ScriptedChatModel
 
 
 def test_a_capable_model_gets_no_guard() -> None:
     policy = ModelPolicy.for_model(ScriptedChatModel(replies=["hi"]))
-    assert not policy.small and policy.reconcile and not policy.grounded
-    assert policy.tag_capture == "after_turn" and not policy.forced_capture
-    assert policy.max_context_messages == 20
+    guards = policy.guards
+    assert not policy.small and guards.reconcile and not guards.grounded
+    assert guards.tag_capture == "after_turn" and guards.max_context_messages == 20
 
 
 def test_a_marked_local_model_gets_every_guard_also_when_bound() -> None:
     model = ChatLocalTransformers()  # nothing loads until the first call
     for candidate in (model, model.bind_tools([]), model.bind(stop=["x"])):
         policy = ModelPolicy.for_model(candidate)
-        assert policy.small and policy.forced_capture and policy.grounded
-        assert policy.tag_capture == "forced" and not policy.reconcile
-        assert policy.max_context_messages == 0
+        guards = policy.guards
+        assert policy.small and guards.grounded and not guards.reconcile
+        assert guards.tag_capture == "forced" and guards.max_context_messages == 0
 
 
 def test_the_caller_overrides_the_marker_and_llamacpp_is_known_by_name() -> None:
@@ -36,30 +38,30 @@ def test_the_caller_overrides_the_marker_and_llamacpp_is_known_by_name() -> None
     assert not is_small_model(object())
 
 
-GUARDS = ("extractive_fallback", "compact_prompt", "current_turn_only", "scripted_requests")
+def test_every_guard_is_on_for_a_small_model_and_off_for_a_capable_one() -> None:
+    """One table (issue 78 review: eleven properties of ``self.small`` were copied field
+    by field into TurnSettings): each guard's two values side by side."""
+    small, capable = ModelPolicy(small=True).guards, ModelPolicy(small=False).guards
+    for guard in fields(Guards):
+        assert getattr(small, guard.name) != getattr(capable, guard.name), guard.name
+    assert {True: small, False: capable} == GUARDS
 
 
-def test_every_guard_the_graph_reads_follows_the_one_decision() -> None:
-    small, capable = ModelPolicy(small=True), ModelPolicy(small=False)
-    for guard in GUARDS:
-        assert getattr(small, guard) is True, guard
-        assert getattr(capable, guard) is False, guard
-
-
-def test_the_settings_take_every_guard_from_the_policy_not_from_the_flag() -> None:
-    """TurnSettings.of reads every guard of ModelPolicy, and the graph passes its raw
-    ``small_model`` bool only to ModelPolicy.for_model (a guard switched on by the flag
-    would bypass the one decision)."""
+def test_the_settings_are_the_policys_row_and_the_flag_reaches_only_the_policy() -> None:
+    """TurnSettings is a row of the table (every guard, none copied by hand), and the
+    graph passes its raw ``small_model`` bool only to ModelPolicy.for_model (a guard
+    switched on by the flag would bypass the one decision)."""
     import ast
     import inspect
-    import textwrap
 
     from langchain_tiered_memory.agent import graph
     from langchain_tiered_memory.agent.settings import TurnSettings
 
-    tree = ast.parse(textwrap.dedent(inspect.getsource(TurnSettings.of)))
-    read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    assert set(GUARDS) <= read, set(GUARDS) - read
+    for small in (True, False):
+        settings = TurnSettings.of(ModelPolicy(small=small))
+        assert all(
+            getattr(settings, f.name) == getattr(GUARDS[small], f.name) for f in fields(Guards)
+        )
     tree = ast.parse(inspect.getsource(graph.create_memory_graph))
     names = [n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "small_model"]
     assert len(names) == 1  # passed once, to ModelPolicy.for_model
@@ -100,9 +102,9 @@ def test_turn_settings_follow_the_policy_and_the_apps_options_win(small: bool) -
     policy = ModelPolicy(small=small)
     settings = TurnSettings.of(policy)
     assert settings.summary_options == policy.summary_options
-    assert settings.tag_capture == policy.tag_capture
-    assert settings.search_tool is policy.search_tool
-    assert settings.max_context_messages == policy.max_context_messages
+    assert settings.tag_capture == policy.guards.tag_capture
+    assert settings.search_tool is policy.guards.search_tool
+    assert settings.max_context_messages == policy.guards.max_context_messages
     chosen = TurnSettings.of(
         policy, tag_capture="tool", search_memory=not small, max_context_messages=7
     )
