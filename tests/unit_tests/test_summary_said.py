@@ -200,3 +200,23 @@ def test_a_spanish_statement_without_a_pronoun_is_kept_in_spanish(small: bool) -
         grounded=options["grounded"],
     )
     assert items == ["El usuario dijo: Vivo en Sevilla."]
+
+
+def test_a_report_of_the_conversation_joins_no_fact_of_the_users(
+    memory_factory: Callable[..., TieredMemory],
+) -> None:
+    """Qwen2.5-Coder-1.5B live (bench/real_model_turns.py, three-facts-zh) answered
+    ['李明是35岁，来自上海，是一名医生。', '他们讨论了彼此的年龄和职业。', '对话结束。']: the second
+    ("they discussed each other's age and job": the two speakers) was joined to the first as
+    its pronoun's sentence, the joined item held words the user never said, and the write
+    path dropped it: Shanghai and the job were in nothing.
+    """
+    memory = memory_factory()
+    said = [HumanMessage("我叫李明，今年35岁，在上海当医生。"), AIMessage("好的，我记住了。")]
+    memory.add_session_log("liming", said)
+    memory.set_user_tags("liming", {"name": "李明", "age": "35"})
+    recorded = ["李明是35岁，来自上海，是一名医生。", "他们讨论了彼此的年龄和职业。", "对话结束。"]
+    model = ScriptedChatModel(responses=[summary_call(recorded)])
+    memory.summarize_history("liming", model, **CAPABLE)
+    stored = [d.page_content for d in memory.summaries.get_all("liming")]
+    assert stored == ["李明是35岁，来自上海，是一名医生。"]

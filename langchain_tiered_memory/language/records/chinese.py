@@ -201,7 +201,10 @@ LANGUAGE = Language(
     r"女儿|朋友|同事|老板)(?:叫|名叫|是)(?P<name>[\u4e00-\u9fff]{1,3}|[A-Za-z][\w'-]*)",
     pronoun_subject=r"[她他]们?",
     # and about the conversation, not the user: "对话很简短。" (a real model wrote its kind)
-    about_assistant=r"助手|助理|我会记住|我会记得|(?:这次|这段|我们的|本次)?对话|我们(?:聊|谈|讨论)了",
+    # "他们讨论了彼此的年龄和职业。" ("they discussed each other's age and job": the two
+    # speakers, Qwen2.5-Coder-1.5B) reports the conversation as "我们讨论了" does
+    about_assistant=r"助手|助理|我会记住|我会记得|(?:这次|这段|我们的|本次)?对话"
+    r"|(?:我们|他们|她们|双方)(?:聊|谈|讨论)了",
     dates=DATES,
     numbers=_numbers,
 )
