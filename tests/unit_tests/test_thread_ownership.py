@@ -488,3 +488,40 @@ def test_an_owner_record_keeps_its_owners_clock_only(embedded_server: Any) -> No
         assert sync.pttl(owner) > 500_000
     finally:
         memory.close()
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+async def test_a_refused_read_loads_nothing_of_the_owners_thread(
+    embedded_memory: TieredMemory, asynchronous: bool
+) -> None:
+    """Issue 78 review: the memory's saver checked the owner after its LOAD script, so a
+    refused run cost a round trip and held the other user's checkpoint in its process.
+    Now the one check runs first, as ``OwnedSaver``'s does."""
+    memory = embedded_memory
+    saver = memory.checkpointer()
+    graph: Any = create_memory_graph(
+        ScriptedChatModel(replies=["Noted."]), memory=memory, checkpointer=saver
+    )
+    graph.invoke({"messages": [HumanMessage(SECRET)]}, cfg("t1"), context={"user_id": "ann"})
+    loads: list[str] = []
+    sync_eval, async_eval = saver._eval, saver._aeval
+
+    def counted(script: Any, thread: str, *args: Any) -> Any:
+        loads.append(thread)
+        return sync_eval(script, thread, *args)
+
+    async def acounted(script: Any, thread: str, *args: Any) -> Any:
+        loads.append(thread)
+        return await async_eval(script, thread, *args)
+
+    saver._eval, saver._aeval = counted, acounted  # type: ignore[method-assign]
+    as_bob: Any = {"configurable": {"thread_id": "t1", "user_id": "bob"}}
+    with pytest.raises(ThreadOwnershipError):
+        if asynchronous:
+            await saver.aget_tuple(as_bob)
+        else:
+            saver.get_tuple(as_bob)
+    assert loads == []  # before: ['t1'], the checkpoint loaded, then refused
+    as_ann: Any = {"configurable": {"thread_id": "t1", "user_id": "ann"}}
+    found = await saver.aget_tuple(as_ann) if asynchronous else saver.get_tuple(as_ann)
+    assert found is not None and loads == ["t1"]

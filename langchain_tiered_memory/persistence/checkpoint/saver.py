@@ -186,17 +186,18 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
         One script call: O(log n) in the thread's length, plus the checkpoint's size.
         """
         where = self._where(config)
+        # admitted first: a refused run loads nothing of another user's thread
+        drive(self._admission(config, claim=True))
         load = self._load_latest_args(where, self._refresh(config))
         reply = self._eval(LOAD, where.thread_id, *load)
-        drive(self._admission(config, claim=True))
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple`."""
         where = self._where(config)
+        await adrive(self._admission(config, claim=True))
         load = self._load_latest_args(where, self._refresh(config))
         reply = await self._aeval(LOAD, where.thread_id, *load)
-        await adrive(self._admission(config, claim=True))
         return self._decode(where.thread_id, reply[0]) if reply else None
 
     def list(
