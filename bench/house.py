@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 # the package measured: this checkout's, or (the --compare child) an earlier revision's
@@ -139,6 +140,41 @@ def _load_at(items: int) -> dict[str, float]:
     return out
 
 
+def _thread_ids(turns: int = 150) -> dict[str, object]:
+    """The id structures one thread keeps (issue 78), after ``turns`` turns of the prebuilt
+    graph on the embedded server: ids in the thread's checkpointed state, and the per-thread
+    fields of the history's records with how many ids they hold.
+    """
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_tiered_memory import HashingEmbeddings, TieredMemory, create_memory_graph
+    from langchain_tiered_memory.testing import ScriptedChatModel
+
+    with tempfile.TemporaryDirectory(prefix="tm-house-ids-") as tmp:
+        memory = TieredMemory.embedded(tmp, embeddings=HashingEmbeddings(), appendfsync="no")
+        graph = create_memory_graph(
+            ScriptedChatModel(replies=["Noted."]), memory=memory, checkpointer=InMemorySaver()
+        )
+        config: Any = {"configurable": {"thread_id": "t1", "user_id": "u"}}
+        for i in range(turns):
+            graph.invoke({"messages": [HumanMessage(f"m{i}")]}, config, context={"user_id": "u"})
+        state = graph.get_state(config).values
+        history: Any = memory.history  # the Redis store: its per-thread marks' hash
+        fields = history.connection.command("HGETALL", history._records("u")[1])
+        memory.close()
+    kept = {
+        (k.decode() if isinstance(k, bytes) else str(k)).replace("\x00", "+"): v
+        for k, v in fields.items()
+    }
+    entries = sum(len(v.split(b"\x00")) for v in kept.values())
+    return {
+        "ids in a thread's checkpointed state (saved_ids)": len(state.get("saved_ids") or []),
+        "per-thread id structures the history store keeps": ", ".join(sorted(kept)) or "none",
+        f"ids those hold after {turns} turns": entries,
+    }
+
+
 def measure(items: int) -> dict[str, object]:
     """Every row of the table, for this checkout's package."""
     modules = sorted(PACKAGE.rglob("*.py"))
@@ -218,6 +254,11 @@ def measure(items: int) -> dict[str, object]:
     checked = (PACKAGE.parent / "tests" / "unit_tests" / "test_options_declared_once.py").exists()
     rows["agent options held to one source (MemoryOptions) by a test"] = (
         f"{options} of {options}" if checked else f"0 of {options}"
+    )
+    rows.update(_thread_ids())
+    # who checks a thread's owner for a saver: the places that ask the one judge
+    rows["guard call sites (ThreadGuard(...).admission)"] = sum(
+        len(re.findall(r"\.admission\(", p.read_text())) for p in modules
     )
     calls = _suite_calls()
     tests = sum(
