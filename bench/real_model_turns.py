@@ -22,7 +22,17 @@ summarization, the update step, the after-turn capture). Scenarios:
   new thread after facts were summarized (nothing new): no item may be stored;
 - **two-facts**: one message with a birthday and a home, then a move: the birthday stays;
 - **nurse**: a job stated without a name: no stored item names anyone;
-- **not-updates**: statements with a change word that change nothing stored (en, zh).
+- **not-updates**: statements with a change word that change nothing stored (en, zh);
+- **three-facts (en, zh), small-talk, seed-es, update-es** (issue 79): three facts in one
+  sentence, a conversation of greetings only, the seed and the move in Spanish.
+
+``--local`` runs the default local model (SmolLM2-135M, in-process, its own policy) instead
+of a server; ``--replay RUN.json`` answers every call with a recorded run's answers
+(``tests/unit_tests/fakes.ReplayChatModel``, as the tests replay them) through the code as
+it is now. ``--halves A.json ...`` prints issue 79's counts of the rule's two halves: facts
+the user stated (``FACTS``) in no current item or tag (lost), items and tags the user never
+said (invented), items not in the user's language, and the sentences the package wrote to
+the user (a reply's ``REPORT``) not in it; every one found is listed below the table.
 
 ``--door middleware`` runs the same turns through ``create_agent`` with
 ``TieredMemoryMiddleware`` instead of the prebuilt graph. ``--table A.json B.json ...``
@@ -41,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -53,6 +64,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import LLMResult
 
 from langchain_tiered_memory import TieredMemory, create_memory_graph
+from langchain_tiered_memory._said import REPORT
 
 SCENARIOS: dict[str, list[list[str]]] = {
     "seed-en": [
@@ -103,6 +115,55 @@ SCENARIOS: dict[str, list[list[str]]] = {
         ["我把沙发搬到了客厅。", "请总结一下我们的对话。"],
         ["我住在哪里？"],
     ],
+    # issue 79: three facts in one sentence, small talk, Spanish
+    "three-facts-en": [
+        ["Hi! I'm Tom Baker, I'm 41 and I work as a chef in Porto.", "Thanks!"],
+        ["Please summarize our conversation."],
+        ["What do I do, and where?"],
+    ],
+    "three-facts-zh": [
+        ["我叫李明，今年35岁，在上海当医生。", "请总结一下我们的对话。"],
+        ["我做什么工作？"],
+    ],
+    "small-talk-en": [
+        ["Hello! How are you today?", "Nice weather today, isn't it?"],
+        ["Please summarize our conversation."],
+    ],
+    "seed-es": [
+        [
+            "Hola, me llamo Lucía Romero y tengo 34 años.",
+            "Mi cumpleaños es el 12 de abril y vivo en Sevilla.",
+            "Por favor, resume nuestra conversación.",
+        ],
+        ["¿Cuántos años tengo y cuándo es mi cumpleaños?"],
+    ],
+    "update-es": [
+        ["Vivo en Sevilla.", "Por favor, resume nuestra conversación."],
+        ["El mes pasado me mudé a Valencia.", "Por favor, resume nuestra conversación."],
+        ["¿Dónde vivo?"],
+    ],
+}
+
+# What each scenario's user states that must end in a current item or a tag (a pattern per
+# fact; a place the user moved away from is no current fact, and what was said after the
+# last request to summarize is still in the history, not lost): ``--table`` counts a fact
+# found in none as lost.
+FACTS: dict[str, list[str]] = {
+    "seed-en": [r"Ann Lee", r"\b30\b", r"(?i)march 5|5 march|03-05", r"(?i)driving test"],
+    "seed-zh": [r"王芳", r"28", r"十月三日|10月3日"],
+    "update": [r"Berlin"],
+    "update-zh": [r"北京"],
+    "summarize-new-en": [r"Lyon", r"Tom"],
+    "summarize-new-zh": [],
+    "two-facts": [r"(?i)march 5|5 march|03-05", r"Marseille"],
+    "nurse": [r"(?i)nurse"],
+    "not-updates": [r"(?i)teacher", r"(?i)friday"],
+    "not-updates-zh": [r"上海", r"沙发"],
+    "three-facts-en": [r"Tom Baker", r"\b41\b", r"(?i)\bchef\b", r"Porto"],
+    "three-facts-zh": [r"李明", r"35", r"医生", r"上海"],
+    "small-talk-en": [],
+    "seed-es": [r"Lucía Romero", r"\b34\b", r"(?i)12 de abril", r"Sevilla"],
+    "update-es": [r"Valencia"],
 }
 
 
@@ -194,53 +255,92 @@ def _state(memory: TieredMemory, user: str) -> dict[str, Any]:
     }
 
 
+def _turns(args: argparse.Namespace) -> dict[str, list[tuple[int, str, list[Any]]]]:
+    """The turns to run: (thread, user message, the recorded calls to replay) per scenario,
+    from ``SCENARIOS`` or, with ``--replay``, from a recorded run.
+    """
+    if args.replay:
+        runs = json.loads(Path(args.replay).read_text())
+        runs = runs.get("before", runs)  # tests/unit_tests/data/qwen_turns.json nests it
+        return {
+            name: [(row["thread"], row["user"], row.get("raw", [])) for row in rows]
+            for name, rows in runs.items()
+        }
+    return {
+        name: [(t, text, []) for t, thread in enumerate(threads) for text in thread]
+        for name, threads in SCENARIOS.items()
+    }
+
+
+def _replayer() -> Any:
+    """The tests' replaying model (``tests/unit_tests/fakes.ReplayChatModel``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit_tests"))
+    from fakes import ReplayChatModel  # type: ignore[import-not-found]
+
+    return ReplayChatModel()
+
+
 def run(args: argparse.Namespace) -> None:
     recorded: dict[str, Any] = {}
+    local = None
+    if args.local:  # loaded once: the default local model, with its own policy
+        from langchain_tiered_memory.defaults import default_local_model
+
+        local = default_local_model()
     with tempfile.TemporaryDirectory() as tmp:
-        for name, threads in SCENARIOS.items():
+        for name, plays in _turns(args).items():
             if args.only and not any(o in name for o in args.only):
                 continue
             print(f"\n### {name}\n", flush=True)
             turns: list[dict[str, Any]] = []
-            for t, thread in enumerate(threads):
-                for text in thread:
-                    calls = Calls()
-                    # a new process per turn: the memory, the model and the graph are built
-                    # again, only the data directory is kept
-                    with TieredMemory.embedded(Path(tmp) / name) as memory:
-                        graph = _agent(args, _model(args, calls), memory)
-                        started = time.perf_counter()
-                        error = ""
-                        reply = ""
-                        try:
-                            out = graph.invoke(
-                                {"messages": [HumanMessage(text)]},
-                                {"configurable": {"thread_id": f"{name}-{t}"}},
-                                context={"user_id": name},
-                            )
-                            reply = out["messages"][-1].text
-                        except Exception as exc:  # a failing turn is a row, not the end
-                            error = f"{type(exc).__name__}: {exc}"
-                        state = _state(memory, name)
-                    row = {
-                        "thread": t,
-                        "user": text,
-                        "reply": reply,
-                        "error": error,
-                        "model calls": len(calls.replies),
-                        "s": round(time.perf_counter() - started, 1),
-                        **state,
-                        "raw": calls.replies,
-                    }
-                    turns.append(row)
-                    print(f"**[thread {t}] user:** {text}", flush=True)
-                    print(f"**reply:** {reply!r}{'  ERROR ' + error if error else ''}")
-                    print(
-                        f"calls {row['model calls']}, {row['s']} s; tags {state['tags']}; "
-                        f"items {json.dumps(state['items'], ensure_ascii=False)}; "
-                        f"superseded {json.dumps(state['superseded'], ensure_ascii=False)}\n",
-                        flush=True,
-                    )
+            for t, text, raw in plays:
+                calls = Calls()
+                if args.replay:
+                    model = _replayer()
+                    model.play(raw)
+                    model.callbacks = [calls]
+                elif local is not None:
+                    model = local
+                    model.callbacks = [calls]
+                else:
+                    model = _model(args, calls)
+                # a new process per turn: the memory, the model and the graph are built
+                # again, only the data directory is kept
+                with TieredMemory.embedded(Path(tmp) / name) as memory:
+                    graph = _agent(args, model, memory)
+                    started = time.perf_counter()
+                    error = reply = package = ""
+                    try:
+                        out = graph.invoke(
+                            {"messages": [HumanMessage(text)]},
+                            {"configurable": {"thread_id": f"{name}-{t}"}},
+                            context={"user_id": name},
+                        )
+                        reply = out["messages"][-1].text
+                        package = out["messages"][-1].response_metadata.get(REPORT) or ""
+                    except Exception as exc:  # a failing turn is a row, not the end
+                        error = f"{type(exc).__name__}: {exc}"
+                    state = _state(memory, name)
+                row = {
+                    "thread": t,
+                    "user": text,
+                    "reply": reply,
+                    "package": package,  # what of the reply the package wrote
+                    "error": error,
+                    "model calls": len(calls.replies),
+                    "s": round(time.perf_counter() - started, 1),
+                    **state,
+                    "raw": calls.replies,
+                }
+                turns.append(row)
+                print(f"**[thread {t}] user:** {text}", flush=True)
+                print(f"**reply:** {reply!r}{'  ERROR ' + error if error else ''}")
+                print(
+                    f"calls {row['model calls']}, {row['s']} s; tags {state['tags']}; "
+                    f"items {json.dumps(state['items'], ensure_ascii=False)}; "
+                    f"superseded {json.dumps(state['superseded'], ensure_ascii=False)}\n",
+                    flush=True,
+                )
             recorded[name] = turns
     if args.record:
         Path(args.record).write_text(json.dumps(recorded, ensure_ascii=False, indent=1) + "\n")
@@ -309,6 +409,83 @@ def table(paths: list[str]) -> None:
             )
 
 
+def _foreign(texts: list[str], language: Any) -> list[str]:
+    """The sentences of ``texts`` in another language than ``language`` (all: ``None``)."""
+    from langchain_tiered_memory.language.registry import language_of
+    from langchain_tiered_memory.language.text import split_sentences
+
+    return [
+        sentence
+        for text in texts
+        for line in text.splitlines()
+        for sentence in split_sentences(line.strip(" -"))
+        if any(c.isalpha() for c in sentence) and language_of(sentence) is not language
+    ]
+
+
+def halves(paths: list[str]) -> None:
+    """The rule's two halves per recorded run (issue 79): facts the user stated that end in
+    no current item or tag (lost, by ``FACTS``), items and tags the user never said
+    (invented: the write path's own rule for items, a tag value in no user message), items
+    not in the user's language, sentences the package wrote to the user not in it.
+    """
+    from langchain_tiered_memory.language.registry import language_of
+    from langchain_tiered_memory.summarization.provenance import grounded_in_user
+
+    print(
+        "| run | scenarios | facts stated | lost | items | invented items | invented tags |"
+        " items not in the user's language | package sentences | not in the user's language |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    notes: list[str] = []
+    for path in paths:
+        runs = json.loads(Path(path).read_text())
+        runs = runs.get("before", runs)
+        count = dict.fromkeys(["sc", "facts", "lost", "items", "inv", "tags", "fi", "ps", "fp"], 0)
+        for name, rows in runs.items():
+            if name not in FACTS or not rows:
+                continue
+            count["sc"] += 1
+            last = rows[-1]
+            items, tags = last.get("items", []), last.get("tags") or {}
+            users = [row["user"] for row in rows]
+            language = language_of(" ".join(users))
+            held = "\n".join([*items, *(str(v) for v in tags.values())])
+            lost = [f for f in FACTS[name] if not re.search(f, held)]
+            said = [(i, HumanMessage(u)) for i, u in enumerate(users)]
+            invented = grounded_in_user(items, said, list(tags.values()))[1]
+            heard = " ".join(users).casefold()
+            tags_invented = [f"{k}={v}" for k, v in tags.items() if str(v).casefold() not in heard]
+            foreign = [i for i in items if language_of(i) is not language]
+            package = [row.get("package") or "" for row in rows]
+            written = _foreign(package, None)  # every sentence
+            foreign_package = _foreign(package, language)
+            for key, value in (
+                ("facts", FACTS[name]),
+                ("lost", lost),
+                ("items", items),
+                ("inv", invented),
+                ("tags", tags_invented),
+                ("fi", foreign),
+                ("ps", written),
+                ("fp", foreign_package),
+            ):
+                count[key] += len(value)
+            for what, value in (
+                ("lost", lost),
+                ("invented", [*invented, *tags_invented]),
+                ("item not in the user's language", foreign),
+                ("package sentence not in the user's language", foreign_package),
+            ):
+                notes += [f"- {Path(path).stem} {name}: {what}: {v!r}" for v in value]
+        print(
+            f"| {Path(path).stem} | {count['sc']} | {count['facts']} | {count['lost']} |"
+            f" {count['items']} | {count['inv']} | {count['tags']} | {count['fi']} |"
+            f" {count['ps']} | {count['fp']} |"
+        )
+    print("\n".join(["", *notes]) if notes else "")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--base-url", help="the server's OpenAI API, e.g. .../v1")
@@ -319,13 +496,18 @@ def main() -> None:
     p.add_argument("--record", help="save the model's replies per turn to this JSON file")
     p.add_argument("--door", choices=["graph", "middleware"], default="graph")
     p.add_argument("--only", nargs="+", help="run only the scenarios whose name has one of these")
+    p.add_argument("--local", action="store_true", help="the default local model, live")
+    p.add_argument("--replay", metavar="JSON", help="a recorded run's answers, replayed")
+    p.add_argument("--halves", nargs="+", metavar="JSON", help="issue 79's counts of runs")
     args = p.parse_args()
-    if args.table:
+    if args.halves:
+        halves(args.halves)
+    elif args.table:
         table(args.table)
-    elif args.base_url:
+    elif args.base_url or args.local or args.replay:
         run(args)
     else:
-        p.error("give --base-url (a live run) or --table (recorded runs)")
+        p.error("give --base-url or --local (a live run), --replay, --table or --halves")
 
 
 if __name__ == "__main__":
