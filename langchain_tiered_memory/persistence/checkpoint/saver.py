@@ -183,10 +183,9 @@ class RedisSaver(DeltaWalk, SaverMaintenance, ConnectionOwner):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or the latest of its thread and namespace.
 
-        One script call: O(log n) in the thread's length, plus the checkpoint's size.
+        One script call after the owner check (a refused run loads nothing): O(log n) + size.
         """
         where = self._where(config)
-        # admitted first: a refused run loads nothing of another user's thread
         drive(self._admission(config, claim=True))
         load = self._load_latest_args(where, self._refresh(config))
         reply = self._eval(LOAD, where.thread_id, *load)
