@@ -602,7 +602,7 @@ class Tiers:
         thread_id: str | None = None,
         touch: bool = True,
         claim_thread: bool = True,
-        unsaved: tuple[int, Sequence[BaseMessage]] | None = None,
+        unsaved: tuple[int, Sequence[BaseMessage], Sequence[BaseMessage]] | None = None,
     ) -> Plan[MemorySnapshot]:
         """The plan of ``TieredMemory.load`` (which documents it)."""
         user_id = validate_user_id(user_id)
@@ -619,9 +619,9 @@ class Tiers:
         )
         if thread_id is not None and read.thread is not None:
             yield from self._admitted(user_id, thread_id, read.thread, claim_thread, touch)
-        if thread_id is not None and unsaved and changes_thread(read.mark, *unsaved):
+        if thread_id is not None and unsaved and (now := changes_thread(read.mark, *unsaved)):
             # a run from an earlier checkpoint: followed now, not shown what its fork left
-            yield from self.save(user_id, unsaved[1], thread_id, unsaved[0], "placeholder")
+            yield from self.save(user_id, now[1], thread_id, now[0], "placeholder")
             args = (user_id, query, max_messages, k, context, thread_id, touch, claim_thread)
             return (yield from self.load(*args))
         tags = yield from _tier(user_id, "tags", {}, read.tags)

@@ -269,8 +269,11 @@ class MemoryNodes:
         if thread_id is not None and config is not None and saved_position(config, 0) is not None:
             # what the run carries that the history does not hold: a fork or an edit is
             # followed before the model is shown memory (issue 78 item 2)
-            batch, position, _, _ = unsaved(state)
-            options["unsaved"] = (position, batch)
+            # with the saved messages before them, as this branch has them: a fork back
+            # to before an edit in place, or a branch that differs only before the new
+            # messages, is followed too
+            run = unsaved(state)
+            options["unsaved"] = (run.position, run.batch, run.context)
         return (user_id, query), options
 
     def load(
@@ -349,23 +352,23 @@ class MemoryNodes:
         config: RunnableConfig | None = None,
     ) -> dict[str, Any]:
         """Append the turn's unsaved messages to the history (one atomic write; at the
-        thread's saved position in a run with a checkpointer: ``saved_position``; an edit
-        in place of a saved message starts the batch at it: :func:`unsaved`).
+        thread's saved position in a run with a checkpointer, with the saved messages before
+        them: :meth:`_saves`).
 
         Idempotent per thread position, so a save that timed out after Redis applied it is
         not stored twice by the next turn; a message the history refuses is stored as a
         short note (and logged) so that it cannot fail every later turn of the thread.
         """
-        batch, saved, update, _ = unsaved(state)
-        if batch:
-            position = saved_position(config, saved)
+        saves, update = self._saves(state, thread_id, config)
+        for messages, position in saves:
             self.memory.add_session_log(
                 user_id,
-                batch,
+                messages,
                 thread_id=thread_id,
                 thread_position=position,
                 on_invalid="placeholder",
             )
+        if saves:
             self._maybe_summarize(user_id)
         return update
 
@@ -377,18 +380,40 @@ class MemoryNodes:
         config: RunnableConfig | None = None,
     ) -> dict[str, Any]:
         """Async :meth:`save`."""
-        batch, saved, update, _ = unsaved(state)
-        if batch:
-            position = saved_position(config, saved)
+        saves, update = self._saves(state, thread_id, config)
+        for messages, position in saves:
             await self.memory.aadd_session_log(
                 user_id,
-                batch,
+                messages,
                 thread_id=thread_id,
                 thread_position=position,
                 on_invalid="placeholder",
             )
+        if saves:
             self._maybe_summarize(user_id)
         return update
+
+    def _saves(
+        self, state: dict[str, Any], thread_id: str | None, config: RunnableConfig | None
+    ) -> tuple[list[tuple[list[BaseMessage], int | None]], dict[str, Any]]:
+        """What a turn's save appends (``(messages, thread position)`` each) and the state
+        update: each saved message edited in place alone at its position, then the new
+        messages with the saved ones before them as this branch has them, so the history's
+        rule sees where the branch differs from what it holds (time travel back to before
+        an edit, a fork). A shared thread's own saved messages are other users' too, so
+        its new messages go alone.
+        """
+        run = unsaved(state)
+        position = saved_position(config, run.position)
+        if thread_id is None or position is None:
+            return ([(run.batch, position)] if run.batch else []), run.update
+        saves: list[tuple[list[BaseMessage], int | None]] = [
+            ([message], at) for at, message in run.edits
+        ]
+        if run.batch:
+            context = [] if self.shared_threads else run.context
+            saves.append(([*context, *run.batch], position - len(context)))
+        return saves, run.update
 
     def _maybe_summarize(self, user_id: str) -> None:
         if self.auto_summarize_after is None or self.summary_model is None:

@@ -310,7 +310,7 @@ def _turn_so_far(runtime: Any, config: RunnableConfig) -> tuple[list[Any], int |
     # a thread's position makes the later save a replay; without a thread it would not be
     if not isinstance(state, dict) or "messages" not in state or thread is None:
         return [], 0, None
-    batch, saved, _, _ = unsaved(state)
+    batch, saved = unsaved(state)[:2]
     return batch, saved_position(config, saved), thread
 
 

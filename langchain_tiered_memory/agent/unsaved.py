@@ -54,6 +54,13 @@ class Unsaved(NamedTuple):
     """The state's ``saved_count`` and ``saved_ids`` once the batch is saved."""
     new: list[BaseMessage]
     """The batch's messages the history never held (a turn's tag calls are read there)."""
+    context: list[BaseMessage] = []
+    """The saved messages just before the batch, as this branch has them (up to
+    ``SAVED_IDS``): a turn's load compares them too, so a run from an earlier checkpoint
+    is followed also where it differs before its own messages."""
+    edits: list[tuple[int, BaseMessage]] = []
+    """``(thread position, message)`` of each saved message edited in place, each saved
+    alone at its position before the batch (the rule stores it in place of the old)."""
 
 
 def last_human(messages: Sequence[BaseMessage]) -> HumanMessage | None:
@@ -99,8 +106,10 @@ def unsaved(state: dict[str, Any]) -> Unsaved:
     saved (by identity: after ``RemoveMessage``, a summarizing middleware or a trim, the
     thread's indexes say nothing). A message after it with the id of one saved *before*
     it is a new one reusing a removed message's id (clients that number their messages
-    do), never an edit of it. A saved message whose text changed is an edit in place:
-    the batch then starts at it, so the history stores the new text in its place. A
+    do), never an edit of it. A saved message whose text changed is an edit in place
+    (``edits``: saved alone at its thread position, the history stores the new text in
+    place of the old; one of the last ``SAVED_IDS`` saved messages, as the state keeps
+    them: an older edit is not followed). A
     thread that kept no saved message unchanged (``RemoveMessage(REMOVE_ALL_MESSAGES)``)
     sends its messages from the latest human one.
 
@@ -113,15 +122,17 @@ def unsaved(state: dict[str, Any]) -> Unsaved:
         >>> state.update(unsaved(state).update)
         >>> state["messages"] = [HumanMessage("I am 31.", id="h1"), state["messages"][1]]
         >>> done = unsaved(state)
-        >>> [m.text for m in done.batch], done.position, done.new
-        (['I am 31.', 'Ok.'], 0, [])
+        >>> done.batch, [(p, m.text) for p, m in done.edits]
+        ([], [(0, 'I am 31.')])
     """
     messages = list(state.get("messages", []))
     saved = int(state.get("saved_count") or 0)
     anchors = list(state.get("saved_ids") or [])
     found = _found(messages, anchors) if anchors else {}
-    kept = [(i, j) for j, (i, same) in found.items() if same]
-    position, keep = saved, len(anchors)
+    kept = sorted((i, j) for j, (i, same) in found.items() if same)
+    if kept and _sent_again(messages, kept[-1], found, len(anchors)):
+        del found[kept.pop()[1]]
+    position, context, changed = saved, [], []
     if not anchors:
         start = min(saved, len(messages))
         batch = new = messages[start:]
@@ -134,18 +145,51 @@ def unsaved(state: dict[str, Any]) -> Unsaved:
         last = last_human(messages)
         batch = new = messages[messages.index(last) if last is not None else 0 :]
     else:
-        newest, at = max(kept)  # the most recently saved message the thread still has
+        newest, at = kept[-1]  # the most recently saved message the thread still has
         edits = [
             (i, j)
             for j, (i, same) in found.items()
             if not same and ((j < at and i < newest) or (j > at and i > newest))
         ]
-        edited = {j for _, j in edits}
+        edited = {j: i for i, j in edits}
         batch = new = [m for j, m in enumerate(messages) if j > at and j not in edited]
-        if edits:
-            keep, first = min(edits)
-            position = saved - len(anchors) + keep
-            batch = messages[first:]
-    anchored = (anchors[:keep] + [_anchor(m) for m in batch])[-SAVED_IDS:]
+        context = _before(messages, dict(kept), len(anchors))
+        for j, i in sorted(edited.items(), key=lambda e: e[1]):
+            anchors[i] = _anchor(messages[j])
+            changed.append((saved - len(anchors) + i, messages[j]))
+    anchored = (anchors + [_anchor(m) for m in batch])[-SAVED_IDS:]
     update = {"saved_count": position + len(batch), "saved_ids": anchored}
-    return Unsaved(batch, position, update, new)
+    return Unsaved(batch, position, update, new, context, changed)
+
+
+def _sent_again(
+    messages: Sequence[BaseMessage],
+    newest: tuple[int, int],
+    found: dict[int, tuple[int, bool]],
+    anchors: int,
+) -> bool:
+    """Whether the most recently saved message still in the thread (``newest``: anchor
+    and thread index) is the turn's input sent again: the thread's last human message,
+    every message saved after it gone (what follows it is the run's own). A client that
+    numbers its messages per thread sends "hi" as "m1" again after removing every
+    message; without this the turn would save its reply alone.
+    """
+    i, j = newest
+    return (
+        messages[j] is last_human(messages)
+        and i < anchors - 1
+        and all(k <= i for k, _ in found.values())
+    )
+
+
+def _before(messages: Sequence[BaseMessage], at: dict[int, int], keep: int) -> list[BaseMessage]:
+    """The saved messages right before anchor ``keep`` (``at``: anchor -> thread index of
+    those the thread holds as saved), contiguous and in order.
+    """
+    out: list[BaseMessage] = []
+    i, j = keep - 1, len(messages)
+    while i in at and at[i] < j:
+        j = at[i]
+        out.append(messages[j])
+        i -= 1
+    return out[::-1]

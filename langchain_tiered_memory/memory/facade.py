@@ -636,7 +636,7 @@ class TieredMemory:
         thread_id: str | None = None,
         touch: bool = True,
         shared_thread: bool = False,
-        unsaved: tuple[int, Sequence[BaseMessage]] | None = None,
+        unsaved: tuple[int, Sequence[BaseMessage], Sequence[BaseMessage]] | None = None,
     ) -> Plan[MemorySnapshot]:
         """Read a turn's memory: tags, the last ``max_messages`` messages, ``k`` items.
 
@@ -648,8 +648,8 @@ class TieredMemory:
         ``shared_thread=True`` (users of the app share threads, said explicitly) records
         the thread without claiming it. ``touch=False``: an inspection, not the user's
         activity (the console's recall playground): the ``user_ttl`` clock is not restarted.
-        ``unsaved=(thread position, messages)`` the history lacks (the graph's run): a fork
-        or an edit among them is saved first, so no branch the thread left is shown.
+        ``unsaved=(thread position, messages, the saved ones before them)``, the graph's
+        run: a fork or an edit there is saved first, so no branch the thread left is shown.
 
         On the Redis stores this is one pipelined round trip (plus a fetch of new summary
         items if another process added some) and one query embedding. A tier whose stored

@@ -204,7 +204,8 @@ class HistoryStoreConformance:
 
     def test_the_thread_mark_is_what_the_rule_keeps(self, history_store: HistoryStore) -> None:
         """``thread_mark``: a turn's read asks it, so a fork is followed before the model
-        runs (the default knows none)."""
+        runs (the default knows none).
+        """
         said = [HumanMessage("hi", id="h1"), AIMessage("hello", id="a1")]
         history_store.append("ana", said, thread_id="t1", thread_position=0)
         mark = history_store.thread_mark("ana", "t1")

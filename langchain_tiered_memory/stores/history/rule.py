@@ -228,20 +228,27 @@ def replayed_prefix(mark: tuple[int, Sequence[str]] | None, start: int, ids: Seq
 
 
 def changes_thread(
-    mark: tuple[int, Sequence[str]] | None, position: int, messages: Sequence[BaseMessage]
-) -> bool:
-    """Whether saving ``messages`` at thread ``position`` forks the thread or edits what
-    it holds, by the rule, on the thread's mark (a turn's read asks before the model runs).
+    mark: tuple[int, Sequence[str]] | None,
+    position: int,
+    messages: Sequence[BaseMessage],
+    context: Sequence[BaseMessage] = (),
+) -> tuple[int, list[BaseMessage]] | None:
+    """What to save before a turn's model runs (``(position, messages)``), or ``None``:
+    ``messages`` at thread ``position``, with the saved messages before them as the run's
+    branch has them (``context``, those the mark still holds), when by the rule they fork
+    the thread or edit what it holds (a run from an earlier checkpoint, time travel).
 
     Example:
         >>> from langchain_core.messages import HumanMessage
-        >>> changes_thread((1, ("h1",)), 0, [HumanMessage("hi", id="h2")])
-        True
+        >>> changes_thread((1, ("h1",)), 0, [HumanMessage("hi", id="h2")])[0]
+        0
     """
     if mark is None or not messages:
-        return False
-    plan = thread_append(mark, (), position, message_ids(messages))
-    return plan.fork is not None or bool(plan.revised)
+        return None
+    seen = max(0, min(len(context), position - (mark[0] - len(mark[1]))))
+    batch = [*context[len(context) - seen :], *messages]
+    plan = thread_append(mark, (), position - seen, message_ids(batch))
+    return (position - seen, batch) if plan.fork is not None or plan.revised else None
 
 
 # One script: the whole turn lands or none of it. RPUSH per element because unpack() of a
