@@ -19,6 +19,8 @@ Rows and the defect each was (the issue and item that found it):
   the message it replaced, and answered from it (78 item 2);
 - ``reused id after remove-all``, ``reused id after keep-last``: a client numbering its
   messages overwrote turn one's entry, or its message was dropped as seen (78 item 3);
+  ``same text again after remove-all``, ``fork back before an edit``: found by the
+  model-based run (``test_thread_history_model.py``);
 - ``deleted item's report``: the reply that stored an item quoted it after the item was
   deleted (78 item 4); ``internal channel``: ``{"saved_count": -1}`` in the input broke
   every later turn (78 item 5).
@@ -196,6 +198,24 @@ async def _reused_id_after_remove_all(t: Thread) -> None:
     assert await t.current() == t.ran("My name is Ann.", "I live in Lyon.")
 
 
+async def _same_text_again_after_remove_all(t: Thread) -> None:
+    await t.say("Hi there.", msg_id="m1")
+    await t.update([RemoveMessage(id=REMOVE_ALL_MESSAGES)])
+    await t.say("Hi there.", msg_id="m1")  # the same id and words: said again
+    assert await t.current() == t.ran("Hi there.", "Hi there.")
+
+
+async def _fork_back_before_an_edit(t: Thread) -> None:
+    await t.say("I am 30 years old.")
+    await t.say("Hello.")
+    end_of_first = await t.checkpoint_after(1)
+    said = (await t.state())[0]
+    await t.update([HumanMessage("I am 31 years old.", id=said.id)])
+    await t.say("Hi.")
+    await t.say("I live in Lyon.", config=end_of_first.config)  # the branch before the edit
+    assert await t.current() == t.ran("I am 30 years old.", "I live in Lyon.")
+
+
 async def _reused_id_after_keep_last(t: Thread) -> None:
     await t.say("My name is Ann.", msg_id="m1")
     await t.say("I live in Lyon.", msg_id="m3")
@@ -238,6 +258,8 @@ ROWS: dict[str, Callable[[Thread], Awaitable[None]]] = {
     "fork is not shown what it left": _fork_is_not_shown_what_it_left,
     "reused id after remove-all": _reused_id_after_remove_all,
     "reused id after keep-last": _reused_id_after_keep_last,
+    "same text again after remove-all": _same_text_again_after_remove_all,
+    "fork back before an edit": _fork_back_before_an_edit,
     "deleted item's report": _deleted_items_report,
     "internal channel": _internal_channel,
 }
