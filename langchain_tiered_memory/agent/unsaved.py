@@ -130,8 +130,10 @@ def unsaved(state: dict[str, Any]) -> Unsaved:
     anchors = list(state.get("saved_ids") or [])
     found = _found(messages, anchors) if anchors else {}
     kept = sorted((i, j) for j, (i, same) in found.items() if same)
-    if kept and _sent_again(messages, kept[-1], found, len(anchors)):
-        del found[kept.pop()[1]]
+    for j, (i, _) in list(found.items()):
+        if _sent_again(messages, (i, j), found, len(anchors)):
+            del found[j]  # a new message, whatever its text
+    kept = [(i, j) for i, j in kept if j in found]
     position, context, changed = saved, [], []
     if not anchors:
         start = min(saved, len(messages))
@@ -168,11 +170,12 @@ def _sent_again(
     found: dict[int, tuple[int, bool]],
     anchors: int,
 ) -> bool:
-    """Whether the most recently saved message still in the thread (``newest``: anchor
-    and thread index) is the turn's input sent again: the thread's last human message,
-    every message saved after it gone (what follows it is the run's own). A client that
-    numbers its messages per thread sends "hi" as "m1" again after removing every
-    message; without this the turn would save its reply alone.
+    """Whether a saved message's id in the thread (``newest``: its anchor and thread
+    index) is the turn's input sent again: the thread's last human message, every
+    message saved after it gone (what follows it is the run's own). A client that numbers
+    its messages per thread sends "hi" as "m1" again after removing every message, or
+    "m5" for a new message after removing the old "m5" and its reply; it is a new message,
+    with the same words or others, never an edit of the one removed.
     """
     i, j = newest
     return (
