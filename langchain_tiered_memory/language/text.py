@@ -342,9 +342,8 @@ def answer_states(reply: str, fact: re.Pattern[str] | str) -> bool:
         >>> [answer_states(r, "30") for r in ("You are 300.", "Are you 30?", '{"age": 30}')]
         [False, False, False]
     """
-    # a whole word, also between CJK characters (where \b sees no boundary: both are \w)
     if isinstance(fact, str):
-        fact = re.compile(rf"(?<![0-9A-Za-z]){re.escape(fact)}(?![0-9A-Za-z])")
+        fact = _whole(fact)
     if not reply.strip() or _CALL_TEXT.search(reply) or _UNSURE.search(reply):
         return False
     for match in fact.finditer(reply):
@@ -381,8 +380,12 @@ def states_value(text: str, value: str) -> bool:
     """Whether ``text`` states ``value`` as a whole (not "30" inside "300"; CJK text has no
     spaces, so only letters and digits bound it).
     """
-    pattern = rf"(?<![0-9A-Za-z]){re.escape(value)}(?![0-9A-Za-z])"
-    return bool(value) and re.search(pattern, text, flags=re.IGNORECASE) is not None
+    return bool(value) and _whole(value, re.IGNORECASE).search(text) is not None
+
+
+def _whole(word: str, flags: int = 0) -> re.Pattern[str]:
+    # a whole word, also between CJK characters (where \b sees no boundary: both are \w)
+    return re.compile(rf"(?<![0-9A-Za-z]){re.escape(word)}(?![0-9A-Za-z])", flags)
 
 
 def unsaid(held: Mapping[str, str], old: Sequence[str], new: Sequence[str]) -> list[str]:

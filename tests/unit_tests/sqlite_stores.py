@@ -33,6 +33,7 @@ from langchain_tiered_memory.stores.history import (
     positioned,
     revisions,
     thread_append,
+    thread_edits,
 )
 from langchain_tiered_memory.stores.summaries import (
     kept_items,
@@ -274,8 +275,7 @@ class SQLiteHistoryStore(HistoryStore):
         fork = plan.fork if tracked else None
         if thread_id is None or (fork is None and not plan.revised):
             return Appended(length)
-        at = position or 0
-        edits = [(at + i, messages[i], payload[i].decode()) for i in plan.revised]
+        edits = thread_edits(position or 0, plan.revised, messages, payload)
         changes = revisions.apply_thread_changes(
             self, user_id, thread_id, fork, edits, known=dict(plan.known)
         )

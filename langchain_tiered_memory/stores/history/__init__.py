@@ -41,6 +41,7 @@ from langchain_tiered_memory.stores.history.rule import (
     message_ids,
     replayed_prefix,
     thread_append,
+    thread_edits,
 )
 
 __all__ = [
@@ -67,4 +68,5 @@ __all__ = [
     "positioned",
     "revisions",
     "thread_append",
+    "thread_edits",
 ]

@@ -29,7 +29,7 @@ from langchain_tiered_memory.stores.history.codec import (
     parse_tail,
     positioned,
 )
-from langchain_tiered_memory.stores.history.rule import message_ids, thread_append
+from langchain_tiered_memory.stores.history.rule import message_ids, thread_append, thread_edits
 
 
 class InMemoryHistoryStore(HistoryStore):
@@ -104,8 +104,7 @@ class InMemoryHistoryStore(HistoryStore):
             length = len(self._data.get(user_id, [])) + self._base.get(user_id, 0)
         if not thread or (plan.fork is None and not plan.revised):
             return Appended(length)
-        at = int(position or 0)
-        edits = [(at + i, messages[i], payload[i].decode()) for i in plan.revised]
+        edits = thread_edits(int(position or 0), plan.revised, messages, payload)
         changes = revisions.apply_thread_changes(
             self, user_id, thread, plan.fork, edits, known=dict(plan.known)
         )

@@ -262,7 +262,7 @@ def apply_thread_changes(
 ) -> Changes:
     """:func:`thread_changes` run with the store's sync methods: what an app's store
     calls after an append whose ``thread_append`` found a fork or edits (``plan.fork``,
-    ``[(position + i, messages[i], payloads[i]) for i in plan.revised]`` and
+    ``rule.thread_edits(position, plan.revised, messages, payloads)`` and
     ``dict(plan.known)``).
     """
     return drive(thread_changes(store, user_id, thread_id, fork, edits, known=known))

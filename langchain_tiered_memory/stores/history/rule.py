@@ -36,6 +36,7 @@ __all__ = [
     "replayed",
     "replayed_prefix",
     "thread_append",
+    "thread_edits",
 ]
 
 
@@ -387,10 +388,25 @@ def append_reply(
     start, saved = int(reply[2]), int(reply[3])
     position, n = int(argv[1] or 0), int(argv[2])
     payloads = argv[3 + n : 3 + 2 * n]  # thread, position, n, n keys, n payloads, time
-    edits = [(position + i, messages[i], _text(payloads[i])) for i in (int(i) for i in reply[4])]
+    edits = thread_edits(position, [int(i) for i in reply[4]], messages, payloads)
     pairs = [int(v) for v in reply[5]]
     known = dict(zip(pairs[::2], pairs[1::2], strict=True))
     return AppendReply(int(reply[0]), (start, saved) if start >= 0 else None, edits, known)
+
+
+def thread_edits(
+    position: int, revised: Sequence[int], messages: Sequence[BaseMessage], payloads: Sequence[Any]
+) -> list[tuple[int, BaseMessage, str]]:
+    """The edits a batch at thread ``position`` made (``revised``: ``ThreadAppend.revised``,
+    indexes into ``messages`` and their stored forms ``payloads``), as
+    ``revisions.thread_changes`` takes them.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> thread_edits(4, [1], [HumanMessage("a"), HumanMessage("b")], [b"A", b"B"])[0][::2]
+        (5, 'B')
+    """
+    return [(position + i, messages[i], _text(payloads[i])) for i in revised]
 
 
 def _text(payload: Any) -> str:
