@@ -267,11 +267,9 @@ class MemoryNodes:
         }
         config = run_config()
         if thread_id is not None and config is not None and saved_position(config, 0) is not None:
-            # what the run carries that the history does not hold: a fork or an edit is
-            # followed before the model is shown memory (issue 78 item 2)
-            # with the saved messages before them, as this branch has them: a fork back
-            # to before an edit in place, or a branch that differs only before the new
-            # messages, is followed too
+            # what the run carries that the history does not hold, with the saved messages
+            # before it as this branch has them: a fork (back to before an edit in place
+            # too) is followed before the model is shown memory (issue 78 item 2)
             run = unsaved(state)
             options["unsaved"] = (run.position, run.batch, run.context)
         return (user_id, query), options
